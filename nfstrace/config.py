@@ -1,0 +1,42 @@
+"""Options and limits that flow down the pipeline as one frozen object.
+
+Every limit says what happens when it is hit; none is a silent cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    # Bytes kept from the start of each message for header decoding (RPC + the
+    # procedure's arguments/results).  Bytes past it are counted, never kept:
+    # WRITE payloads cost nothing.  A decoder that needs more marks the message.
+    head_bytes: int = 8192
+    # A record-mark fragment longer than this is taken as garbage: the stream
+    # loses sync and resynchronises on the next plausible RPC header.
+    max_record_bytes: int = 64 * 1024 * 1024
+    # Out-of-order TCP segments held per direction while waiting for a hole to
+    # be filled (by a retransmission).  Past either bound, or after the hole
+    # has been open this long, the hole is declared lost and stepped over.
+    max_pending_segments: int = 4096
+    max_pending_bytes: int = 32 * 1024 * 1024
+    max_hole_age_ns: int = 5_000_000_000
+    # Incomplete IP datagrams are dropped (counted as incomplete) after this
+    # long without a new fragment (Linux ipfrag_time is 30 s).
+    ip_reassembly_timeout_ns: int = 30_000_000_000
+    max_ip_reassemblies: int = 65536
+    # Calls remembered per (client, server, xid) to name and decode replies;
+    # the oldest is forgotten past this (its reply is then "unknown call").
+    max_pending_calls: int = 1_000_000
+    # A TCP direction that never showed a plausible RPC header after this many
+    # bytes is taken as not RPC and ignored.
+    max_unsynced_bytes: int = 1 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ParseConfig:
+    limits: ParseLimits = ParseLimits()
+    # Report progress through this callable(bytes_done, bytes_total); None = quiet.
+    show_progress: bool = False

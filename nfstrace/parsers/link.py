@@ -1,0 +1,96 @@
+"""Link layer: find the IP header inside a frame.
+
+Ethernet (IEEE 802.3) with 802.1Q / 802.1ad (QinQ) tags, Linux cooked
+capture v1 (SLL) and v2 (SLL2), raw IPv4/IPv6, BSD null/loopback.  Link-type
+numbers are those of the tcpdump.org LINKTYPE registry.
+"""
+
+from __future__ import annotations
+
+# LINKTYPE_* values
+LINKTYPE_NULL = 0
+LINKTYPE_ETHERNET = 1
+LINKTYPE_RAW_OPENBSD = 12
+LINKTYPE_RAW_BSD = 14
+LINKTYPE_RAW = 101
+LINKTYPE_LOOP = 108
+LINKTYPE_LINUX_SLL = 113
+LINKTYPE_IPV4 = 228
+LINKTYPE_IPV6 = 229
+LINKTYPE_LINUX_SLL2 = 276
+
+LINKTYPE_NAMES = {
+    LINKTYPE_NULL: "null/loopback",
+    LINKTYPE_ETHERNET: "ethernet",
+    LINKTYPE_RAW_OPENBSD: "raw",
+    LINKTYPE_RAW_BSD: "raw",
+    LINKTYPE_RAW: "raw",
+    LINKTYPE_LOOP: "loop",
+    LINKTYPE_LINUX_SLL: "linux-sll",
+    LINKTYPE_IPV4: "raw-ipv4",
+    LINKTYPE_IPV6: "raw-ipv6",
+    LINKTYPE_LINUX_SLL2: "linux-sll2",
+}
+
+# EtherTypes
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+VLAN_TAGS = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
+
+# BSD address families in DLT_NULL/LOOP headers (IPv6 differs per OS)
+AF_INET = 2
+AF_INET6 = frozenset((10, 24, 28, 30))
+
+
+def _by_version(data: memoryview, off: int) -> tuple[int, int]:
+    if len(data) <= off:
+        return 0, off
+    v = data[off] >> 4
+    return (v, off) if v in (4, 6) else (0, off)
+
+
+def _by_ethertype(data: memoryview, etype: int, off: int) -> tuple[int, int]:
+    while etype in VLAN_TAGS and len(data) >= off + 4:
+        etype = (data[off + 2] << 8) | data[off + 3]
+        off += 4
+    if etype == ETHERTYPE_IPV4:
+        return 4, off
+    if etype == ETHERTYPE_IPV6:
+        return 6, off
+    return 0, off
+
+
+def locate_ip(linktype: int, data: memoryview) -> tuple[int, int]:
+    """Return (ip_version, offset of the IP header); version 0 = not IP."""
+    if linktype == LINKTYPE_ETHERNET:
+        if len(data) < 14:
+            return 0, 0
+        return _by_ethertype(data, (data[12] << 8) | data[13], 14)
+    if linktype == LINKTYPE_LINUX_SLL:
+        if len(data) < 16:
+            return 0, 0
+        return _by_ethertype(data, (data[14] << 8) | data[15], 16)
+    if linktype == LINKTYPE_LINUX_SLL2:
+        if len(data) < 20:
+            return 0, 0
+        return _by_ethertype(data, (data[0] << 8) | data[1], 20)
+    if linktype in (LINKTYPE_RAW, LINKTYPE_RAW_BSD, LINKTYPE_RAW_OPENBSD):
+        return _by_version(data, 0)
+    if linktype == LINKTYPE_IPV4:
+        return (4, 0) if len(data) else (0, 0)
+    if linktype == LINKTYPE_IPV6:
+        return (6, 0) if len(data) else (0, 0)
+    if linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        if len(data) < 4:
+            return 0, 0
+        # NULL is in the capturing host's byte order, LOOP in network order:
+        # accept either, the values do not collide.
+        af = int.from_bytes(data[0:4], "little")
+        if af > 0xFFFF:
+            af = int.from_bytes(data[0:4], "big")
+        if af == AF_INET:
+            return 4, 4
+        if af in AF_INET6:
+            return 6, 4
+        return 0, 0
+    return 0, 0

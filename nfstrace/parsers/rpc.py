@@ -1,0 +1,258 @@
+"""ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
+constants (§11).  Knows no NFS: procedure decoding plugs in by (prog, vers).
+
+A decoded header is a tuple in ``HEADER_FIELDS`` order, the messages-table
+columns this module owns.
+"""
+
+from __future__ import annotations
+
+import struct
+
+# Record marking (RFC 5531 §11): 4-byte mark, high bit = last fragment
+LAST_FRAG = 0x80000000
+FRAG_LEN_MASK = 0x7FFFFFFF
+
+# msg_type
+CALL = 0
+REPLY = 1
+RPC_VERSION = 2
+# reply_stat
+MSG_ACCEPTED = 0
+MSG_DENIED = 1
+# accept_stat
+ACCEPT_STAT_NAMES = {
+    0: "SUCCESS",
+    1: "PROG_UNAVAIL",
+    2: "PROG_MISMATCH",
+    3: "PROC_UNAVAIL",
+    4: "GARBAGE_ARGS",
+    5: "SYSTEM_ERR",
+}
+PROG_MISMATCH = 2
+# reject_stat
+RPC_MISMATCH = 0
+AUTH_ERROR = 1
+
+# auth_flavor
+AUTH_NONE = 0
+AUTH_SYS = 1
+AUTH_SHORT = 2
+AUTH_DH = 3
+RPCSEC_GSS = 6
+AUTH_TLS = 7
+AUTH_NAMES = {
+    AUTH_NONE: "none",
+    AUTH_SYS: "sys",
+    AUTH_SHORT: "short",
+    AUTH_DH: "dh",
+    RPCSEC_GSS: "gss",
+    AUTH_TLS: "tls",
+}
+# RPCSEC_GSS (RFC 2203): rpc_gss_service_t
+GSS_SERVICE_NAMES = {1: "none", 2: "integrity", 3: "privacy"}
+GSS_DATA = 0
+
+# Programs named in reports; any other program is still matched and timed.
+PROGRAMS = {
+    100000: "portmap",
+    100003: "nfs",
+    100005: "mount",
+    100021: "nlm",
+    100024: "status",
+    100227: "nfsacl",
+    100011: "rquota",
+    100001: "rstat",
+    100002: "rusers",
+    100004: "ypserv",
+    100007: "ypbind",
+}
+NFS_PROGRAM = 100003
+# NFSv4 callback programs are chosen by the client in this range (RFC 7530 §16.33)
+CALLBACK_RANGE = (0x40000000, 0x5FFFFFFF)
+
+MAX_AUTH_BYTES = 400  # RFC 5531 §8.2: opaque_auth body is at most 400 bytes
+MIN_CALL_LEN = 40  # xid, type, rpcvers, prog, vers, proc, cred (8), verf (8)
+MIN_REPLY_LEN = 12  # xid, type, reply_stat (a denied reply's shortest prefix)
+
+HEADER_FIELDS = (
+    "xid",
+    "msgtype",
+    "prog",
+    "vers",
+    "proc",
+    "auth",
+    "auth_uid",
+    "auth_gid",
+    "auth_machine",
+    "gss_proc",
+    "gss_service",
+    "reply_stat",
+    "accept_stat",
+    "reject_stat",
+    "body_offset",
+)
+
+_CALL_HDR = struct.Struct(">IIIIIIII").unpack_from
+_U32 = struct.Struct(">I").unpack_from
+_U32X2 = struct.Struct(">II").unpack_from
+_U32X4 = struct.Struct(">IIII").unpack_from
+
+
+def is_known_program(prog: int) -> bool:
+    return prog in PROGRAMS or CALLBACK_RANGE[0] <= prog <= CALLBACK_RANGE[1]
+
+
+def plausible_call(buf: bytes | memoryview, pos: int, known_only: bool = True) -> bool:
+    """Could a call header start at buf[pos]? (resync and UDP detection)"""
+    if len(buf) < pos + 32:
+        return False
+    _xid, mtype, rpcvers, prog, vers, _proc, flavor, clen = _CALL_HDR(buf, pos)
+    if mtype != CALL or rpcvers != RPC_VERSION or clen > MAX_AUTH_BYTES or vers > 0xFFFF:
+        return False
+    if flavor not in AUTH_NAMES:
+        return False
+    return is_known_program(prog) or (not known_only and prog < 0x80000000)
+
+
+def plausible_reply(buf: bytes | memoryview, pos: int) -> bool:
+    """Could an accepted or denied reply header start at buf[pos]?"""
+    if len(buf) < pos + 12:
+        return False
+    _xid, mtype, stat = struct.unpack_from(">III", buf, pos)
+    if mtype != REPLY:
+        return False
+    if stat == MSG_ACCEPTED:
+        if len(buf) < pos + 20:
+            return True
+        flavor, vlen = _U32X2(buf, pos + 12)
+        if flavor not in AUTH_NAMES or vlen > MAX_AUTH_BYTES:
+            return False
+        p = pos + 20 + ((vlen + 3) & ~3)
+        return len(buf) < p + 4 or _U32(buf, p)[0] in ACCEPT_STAT_NAMES
+    if stat == MSG_DENIED:
+        return len(buf) < pos + 16 or _U32(buf, pos + 12)[0] in (RPC_MISMATCH, AUTH_ERROR)
+    return False
+
+
+def _auth_name(flavor: int) -> str:
+    return AUTH_NAMES.get(flavor) or str(flavor)
+
+
+def decode_header(buf: bytes) -> tuple | None:
+    """Decode the RPC header at buf[0:]; None if buf does not hold one.
+
+    A header cut short by the capture still yields what was read, with
+    body_offset -1 (the procedure data cannot be located).
+    """
+    n = len(buf)
+    if n < 8:
+        return None
+    xid, mtype = _U32X2(buf, 0)
+    if mtype == CALL:
+        return _decode_call(buf, n, xid)
+    if mtype == REPLY:
+        return _decode_reply(buf, n, xid)
+    return None
+
+
+def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
+    if n < 32:
+        if n >= 24:
+            _x, _t, _rpcvers, prog, vers, proc = struct.unpack_from(">IIIIII", buf, 0)
+            return (xid, "call", prog, vers, proc, "", -1, -1, "", -1, "", "", -1, -1, -1)
+        return None
+    _x, _t, _rpcvers, prog, vers, proc, flavor, clen = _CALL_HDR(buf, 0)
+    uid = gid = gss_proc = -1
+    machine = gss_service = ""
+    pos = 32
+    if clen > MAX_AUTH_BYTES:
+        return (
+            xid,
+            "call",
+            prog,
+            vers,
+            proc,
+            _auth_name(flavor),
+            -1,
+            -1,
+            "",
+            -1,
+            "",
+            "",
+            -1,
+            -1,
+            -1,
+        )
+    body_end = pos + ((clen + 3) & ~3)
+    if flavor == AUTH_SYS and n >= pos + 8:
+        (mlen,) = _U32(buf, pos + 4)
+        mpos = pos + 8
+        if mlen <= 255 and n >= mpos + ((mlen + 3) & ~3) + 8:
+            machine = buf[mpos : mpos + mlen].decode("utf-8", "replace")
+            uid, gid = _U32X2(buf, mpos + ((mlen + 3) & ~3))
+    elif flavor == RPCSEC_GSS and n >= pos + 16:
+        _gvers, gss_proc, _seq, service = _U32X4(buf, pos)
+        gss_service = GSS_SERVICE_NAMES.get(service, str(service))
+    pos = body_end
+    body_offset = -1
+    if n >= pos + 8:
+        _vflavor, vlen = _U32X2(buf, pos)
+        if vlen <= MAX_AUTH_BYTES and n >= pos + 8 + ((vlen + 3) & ~3):
+            body_offset = pos + 8 + ((vlen + 3) & ~3)
+    return (
+        xid,
+        "call",
+        prog,
+        vers,
+        proc,
+        _auth_name(flavor),
+        uid,
+        gid,
+        machine,
+        gss_proc,
+        gss_service,
+        "",
+        -1,
+        -1,
+        body_offset,
+    )
+
+
+def _decode_reply(buf: bytes, n: int, xid: int) -> tuple | None:
+    if n < 12:
+        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "", -1, -1, -1)
+    (stat,) = _U32(buf, 8)
+    if stat == MSG_DENIED:
+        reject = _U32(buf, 12)[0] if n >= 16 else -1
+        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "denied", -1, reject, -1)
+    if stat != MSG_ACCEPTED:
+        return None
+    if n < 20:
+        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "accepted", -1, -1, -1)
+    flavor, vlen = _U32X2(buf, 12)
+    pos = 20 + ((vlen + 3) & ~3)
+    accept = -1
+    body_offset = -1
+    if vlen <= MAX_AUTH_BYTES and n >= pos + 4:
+        (accept,) = _U32(buf, pos)
+        body_offset = pos + 4
+        if accept == PROG_MISMATCH:
+            body_offset = pos + 12 if n >= pos + 12 else -1
+    return (
+        xid,
+        "reply",
+        -1,
+        -1,
+        -1,
+        _auth_name(flavor),
+        -1,
+        -1,
+        "",
+        -1,
+        "",
+        "accepted",
+        accept,
+        -1,
+        body_offset,
+    )

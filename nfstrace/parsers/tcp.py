@@ -1,0 +1,453 @@
+"""TCP stream reassembly and ONC-RPC record marking (RFC 5531 §11).
+
+One ``HalfStream`` per direction of a connection runs two small state machines:
+
+* ordering: segments are taken in sequence order; retransmitted bytes are
+  dropped (and counted), overlapping ones trimmed, early ones held until the
+  hole before them is filled.  A hole that stays open (past the limits in
+  ``ParseLimits``) is declared lost and stepped over.
+* record marking: ``MARK`` (reading a 4-byte record mark) -> ``FRAG`` (inside a
+  fragment of known length) -> ``MARK`` ...; ``RESYNC`` after losing the
+  framing; ``IGNORE`` for a stream that never looked like RPC.
+
+Only the first ``head_bytes`` of each message are kept; the rest is counted.
+Bytes that were not captured (snaplen, lost segments) are stepped over by
+length, so a `-s 256` capture keeps every message whose header was captured.
+
+Resync acceptance (Zeek's rule, adapted): a position is a record start when
+the 4-byte mark gives a plausible fragment length and the bytes after it are
+a plausible call (RPC version 2, known program) or a plausible reply whose xid
+is an outstanding call in the other direction, or any plausible reply that
+starts a segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nfstrace.config import ParseLimits
+from nfstrace.parsers import rpc
+
+# record-marking states
+MARK, FRAG, RESYNC, IGNORE = 0, 1, 2, 3
+
+SEQ_MOD = 1 << 32
+# A sequence jump this far ahead is not a hole to wait for: restart framing.
+MAX_SEQ_JUMP = 1 << 30
+
+_CALL_SIG = b"\x00\x00\x00\x00\x00\x00\x00\x02"  # msg_type CALL, rpcvers 2
+_REPLY_SIGS = (b"\x00\x00\x00\x01\x00\x00\x00\x00", b"\x00\x00\x00\x01\x00\x00\x00\x01")
+
+
+class TcpStats:
+    __slots__ = (
+        "bad_marks",
+        "hole_bytes",
+        "holes",
+        "ignored_streams",
+        "out_of_order",
+        "overlapping",
+        "payload_bytes",
+        "resync_skipped_bytes",
+        "resyncs",
+        "retransmitted",
+        "segments",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+# emit(stream, head, rpc_len, captured, ts_first, ts_last, frame_first,
+#      frame_last, frames, ip_frags, record_frags, complete)
+Emit = Callable[..., None]
+# event(stream, kind, ts, frame, seq, length)
+Event = Callable[..., None]
+
+
+class HalfStream:
+    """One direction of one TCP connection."""
+
+    __slots__ = (
+        # identity
+        "src",
+        "sport",
+        "dst",
+        "dport",
+        "conn",
+        # ordering
+        "next_seq",
+        "pending",
+        "pending_bytes",
+        "hole_since",
+        # record marking
+        "mode",
+        "mark",
+        "frag_left",
+        "frag_last",
+        "synced",
+        "unsynced_bytes",
+        # the message being assembled
+        "in_msg",
+        "head",
+        "head_open",
+        "msg_len",
+        "captured",
+        "ts_first",
+        "ts_last",
+        "frame_first",
+        "frame_last",
+        "frames",
+        "ip_frags",
+        "record_frags",
+    )
+
+    def __init__(self, src: bytes, sport: int, dst: bytes, dport: int, conn: int) -> None:
+        self.src, self.sport, self.dst, self.dport, self.conn = src, sport, dst, dport, conn
+        self.next_seq = -1
+        self.pending: dict[int, tuple[bytes, int, int, int, int]] = {}
+        self.pending_bytes = 0
+        self.hole_since = -1
+        self.mode = RESYNC
+        self.mark = b""
+        self.frag_left = 0
+        self.frag_last = False
+        self.synced = False
+        self.unsynced_bytes = 0
+        self.in_msg = False
+        self.head = bytearray()
+        self.head_open = False
+        self.msg_len = self.captured = 0
+        self.ts_first = self.ts_last = 0
+        self.frame_first = self.frame_last = 0
+        self.frames = self.ip_frags = self.record_frags = 0
+
+
+class TcpReassembler:
+    """Feeds segments into half-streams and emits RPC messages."""
+
+    def __init__(
+        self,
+        limits: ParseLimits,
+        emit: Emit,
+        event: Event,
+        is_pending_call: Callable[[HalfStream, int], bool],
+    ) -> None:
+        self.limits = limits
+        self.head_limit = limits.head_bytes
+        self.emit = emit
+        self.event = event
+        self.is_pending_call = is_pending_call
+        self.stats = TcpStats()
+
+    # ---- ordering ---------------------------------------------------------
+
+    def start(self, hs: HalfStream, isn: int) -> None:
+        """A SYN: the stream begins at isn+1 with a record mark."""
+        self.flush(hs, ts=hs.ts_last, frame=hs.frame_last)
+        hs.next_seq = (isn + 1) % SEQ_MOD
+        hs.mode = MARK
+        hs.mark = b""
+
+    def segment(
+        self,
+        hs: HalfStream,
+        seq: int,
+        data: memoryview,
+        wire_len: int,
+        ts: int,
+        frame: int,
+        ip_frags: int,
+    ) -> None:
+        """One segment's payload: data is what was captured of wire_len bytes."""
+        st = self.stats
+        st.segments += 1
+        st.payload_bytes += wire_len
+        if hs.mode == IGNORE:
+            return
+        if hs.next_seq < 0:  # first data seen without the SYN: mid-stream start
+            hs.next_seq = seq
+        rel = (seq - hs.next_seq) % SEQ_MOD
+        if rel >= SEQ_MOD >> 1:
+            rel -= SEQ_MOD
+        if rel == 0:
+            self._feed(hs, data, wire_len, ts, frame, ip_frags)
+            if hs.pending:
+                self._drain(hs, ts, frame)
+            return
+        if rel < 0:
+            if rel + wire_len <= 0:
+                st.retransmitted += 1
+                self.event(hs, "tcp_retransmission", ts, frame, seq, wire_len)
+                return
+            st.overlapping += 1
+            cut = -rel
+            self._feed(hs, data[cut:], wire_len - cut, ts, frame, ip_frags)
+            if hs.pending:
+                self._drain(hs, ts, frame)
+            return
+        if rel > MAX_SEQ_JUMP:
+            # Wild jump (corrupt or a new connection on the same ports): restart.
+            self.flush(hs, ts, frame)
+            self.event(hs, "seq_jump", ts, frame, seq, rel)
+            hs.next_seq = seq
+            hs.mode = RESYNC
+            self._feed(hs, data, wire_len, ts, frame, ip_frags)
+            return
+        # Early: hold it until the hole before it is filled.
+        st.out_of_order += 1
+        if seq in hs.pending:
+            st.retransmitted += 1
+            return
+        kept = bytes(data)
+        hs.pending[seq] = (kept, wire_len, ts, frame, ip_frags)
+        hs.pending_bytes += len(kept)
+        if hs.hole_since < 0:
+            hs.hole_since = ts
+        lim = self.limits
+        if (
+            len(hs.pending) > lim.max_pending_segments
+            or hs.pending_bytes > lim.max_pending_bytes
+            or ts - hs.hole_since > lim.max_hole_age_ns
+        ):
+            self._skip_hole(hs, ts, frame)
+
+    def _rel(self, hs: HalfStream, seq: int) -> int:
+        rel = (seq - hs.next_seq) % SEQ_MOD
+        return rel - SEQ_MOD if rel >= SEQ_MOD >> 1 else rel
+
+    def _drain(self, hs: HalfStream, ts: int, frame: int) -> None:
+        """Feed held segments that are now in order.
+
+        Each keeps its own capture time: a message wholly inside held segments
+        ends at its own last segment (as tshark reports it), not at the
+        retransmission that filled an earlier hole."""
+        for seq in sorted(hs.pending, key=lambda s: self._rel(hs, s)):
+            rel = self._rel(hs, seq)
+            if rel > 0:
+                break
+            data, wire_len, seg_ts, seg_frame, ip_frags = hs.pending.pop(seq)
+            hs.pending_bytes -= len(data)
+            if rel + wire_len <= 0:
+                self.stats.retransmitted += 1
+                continue
+            mv = memoryview(data)[-rel:] if rel else memoryview(data)
+            self._feed(hs, mv, wire_len + rel, seg_ts, seg_frame, ip_frags)
+        if hs.pending:
+            hs.hole_since = ts if hs.hole_since < 0 else hs.hole_since
+        else:
+            hs.hole_since = -1
+
+    def _skip_hole(self, hs: HalfStream, ts: int, frame: int) -> None:
+        """Declare the bytes before the earliest held segment lost."""
+        first = min(hs.pending, key=lambda s: self._rel(hs, s))
+        gap = self._rel(hs, first)
+        self.stats.holes += 1
+        self.stats.hole_bytes += gap
+        self.event(hs, "tcp_hole", ts, frame, hs.next_seq, gap)
+        self._feed(hs, memoryview(b""), gap, ts, frame, 0)
+        hs.hole_since = -1
+        self._drain(hs, ts, frame)
+
+    def flush(self, hs: HalfStream, ts: int, frame: int) -> None:
+        """End of stream (FIN/RST/end of capture): step over held holes and emit
+        a message left incomplete."""
+        while hs.pending:
+            self._skip_hole(hs, ts, frame)
+        if hs.in_msg:
+            self._emit(hs, complete=False)
+        if hs.mode != IGNORE:
+            hs.mode = RESYNC
+        hs.mark = b""
+        hs.next_seq = -1
+
+    # ---- record marking ---------------------------------------------------
+
+    def _feed(
+        self,
+        hs: HalfStream,
+        data: memoryview,
+        wire_len: int,
+        ts: int,
+        frame: int,
+        ip_frags: int,
+    ) -> None:
+        """In-order bytes: data holds the captured part of wire_len stream bytes,
+        carried by the packet captured at ts as frame number `frame`."""
+        hs.next_seq = (hs.next_seq + wire_len) % SEQ_MOD
+        cap = len(data)
+        if cap > wire_len:
+            cap = wire_len
+        pos = 0
+        counted = False  # this segment already counted in the message's frames
+        while pos < wire_len:
+            mode = hs.mode
+            if mode == FRAG:
+                n = hs.frag_left
+                if n > wire_len - pos:
+                    n = wire_len - pos
+                if not counted:
+                    hs.frames += 1
+                    hs.ip_frags += ip_frags
+                    counted = True
+                if pos < cap:
+                    got = cap - pos if cap - pos < n else n
+                    if hs.head_open:
+                        room = self.head_limit - len(hs.head)
+                        if room > 0:
+                            hs.head += data[pos : pos + (got if got < room else room)]
+                        if got < n and len(hs.head) < self.head_limit:
+                            hs.head_open = False
+                    hs.captured += got
+                elif hs.head_open and len(hs.head) < self.head_limit:
+                    hs.head_open = False
+                hs.msg_len += n
+                hs.frag_left -= n
+                pos += n
+                if frame > hs.frame_last:
+                    hs.ts_last, hs.frame_last = ts, frame
+                if hs.frag_left == 0:
+                    hs.mode = MARK
+                    if hs.frag_last:
+                        self._emit(hs, complete=True)
+            elif mode == MARK:
+                need = 4 - len(hs.mark)
+                avail = cap - pos
+                if avail < need and pos + avail < wire_len:
+                    # The mark lies (partly) in bytes that were not captured.
+                    self._lose_sync(hs, ts, frame)
+                    continue
+                if avail < need:  # mark split across segments
+                    hs.mark += bytes(data[pos:cap])
+                    pos = cap
+                    break
+                mark = (
+                    hs.mark + bytes(data[pos : pos + need])
+                    if hs.mark
+                    else bytes(data[pos : pos + 4])
+                )
+                hs.mark = b""
+                value = int.from_bytes(mark, "big")
+                flen = value & rpc.FRAG_LEN_MASK
+                start = not hs.in_msg
+                hdr = pos + need
+                if flen > self.limits.max_record_bytes or (
+                    start and (flen < rpc.MIN_REPLY_LEN or not self._header_ok(hs, data, hdr, cap))
+                ):
+                    self.stats.bad_marks += 1
+                    self._lose_sync(hs, ts, frame)
+                    if need == 4:
+                        pos += 1  # search again just after this false mark's first byte
+                    continue
+                pos = hdr
+                if start:
+                    hs.in_msg = True
+                    hs.head = bytearray()
+                    hs.head_open = True
+                    hs.msg_len = hs.captured = 0
+                    hs.ts_first, hs.frame_first = ts, frame
+                    hs.ts_last, hs.frame_last = ts, frame
+                    hs.frames = 1
+                    hs.ip_frags = ip_frags
+                    hs.record_frags = 0
+                    counted = True
+                elif not counted:
+                    hs.frames += 1
+                    hs.ip_frags += ip_frags
+                    counted = True
+                hs.record_frags += 1
+                hs.frag_left = flen
+                hs.frag_last = bool(value & rpc.LAST_FRAG)
+                hs.synced = True
+                hs.mode = FRAG
+                if flen == 0 and hs.frag_last:
+                    hs.mode = MARK
+                    self._emit(hs, complete=True)
+            elif mode == RESYNC:
+                q = self._find_record(hs, data, pos, cap)
+                if q < 0:
+                    skipped = wire_len - pos
+                    self.stats.resync_skipped_bytes += skipped
+                    if not hs.synced:
+                        hs.unsynced_bytes += skipped
+                        if hs.unsynced_bytes > self.limits.max_unsynced_bytes:
+                            hs.mode = IGNORE
+                            hs.pending.clear()
+                            hs.pending_bytes = 0
+                            self.stats.ignored_streams += 1
+                    break
+                if q > pos or hs.synced:
+                    self.stats.resyncs += 1
+                    self.event(hs, "rpc_resync", ts, frame, hs.next_seq, q - pos)
+                self.stats.resync_skipped_bytes += q - pos
+                pos = q
+                hs.mode = MARK
+                hs.mark = b""
+            else:  # IGNORE
+                break
+
+    def _lose_sync(self, hs: HalfStream, ts: int, frame: int) -> None:
+        if hs.in_msg:
+            self._emit(hs, complete=False)
+        hs.mode = RESYNC
+        hs.mark = b""
+
+    def _header_ok(self, hs: HalfStream, data: memoryview, pos: int, cap: int) -> bool:
+        """Check the RPC header after a record mark, as far as it was captured."""
+        if cap < pos + 8:
+            return True  # not captured here: accept the mark on its length alone
+        mtype = int.from_bytes(data[pos + 4 : pos + 8], "big")
+        if mtype == rpc.CALL:
+            return (
+                cap < pos + 12 or int.from_bytes(data[pos + 8 : pos + 12], "big") == rpc.RPC_VERSION
+            )
+        return mtype == rpc.REPLY
+
+    def _find_record(self, hs: HalfStream, data: memoryview, pos: int, cap: int) -> int:
+        """Offset of the first plausible record start in data[pos:cap], or -1."""
+        if cap - pos < 16:
+            return -1
+        buf = bytes(data[pos:cap])
+        cands: list[int] = []
+        for sig in (_CALL_SIG, *_REPLY_SIGS):
+            i = buf.find(sig)
+            while i >= 0:
+                if i >= 8:
+                    cands.append(i - 8)
+                i = buf.find(sig, i + 1)
+        for q in sorted(set(cands)):
+            value = int.from_bytes(buf[q : q + 4], "big")
+            flen = value & rpc.FRAG_LEN_MASK
+            if flen < rpc.MIN_REPLY_LEN or flen > self.limits.max_record_bytes:
+                continue
+            if buf[q + 7] == rpc.CALL:
+                if rpc.plausible_call(buf, q + 4, known_only=not (q == 0 and not hs.synced)):
+                    return pos + q
+            elif rpc.plausible_reply(buf, q + 4):
+                xid = int.from_bytes(buf[q + 4 : q + 8], "big")
+                if self.is_pending_call(hs, xid) or (q == 0 and value & rpc.LAST_FRAG):
+                    return pos + q
+        return -1
+
+    def _emit(self, hs: HalfStream, complete: bool) -> None:
+        hs.in_msg = False
+        self.emit(
+            hs,
+            bytes(hs.head),
+            hs.msg_len + hs.frag_left,  # declared length, also when cut short
+            hs.captured,
+            hs.ts_first,
+            hs.ts_last,
+            hs.frame_first,
+            hs.frame_last,
+            hs.frames,
+            hs.ip_frags,
+            hs.record_frags,
+            complete,
+        )
+        hs.head = bytearray()
+        hs.frag_left = 0

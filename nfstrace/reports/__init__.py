@@ -1,0 +1,1 @@
+"""Reports: terminal summary, HTML, exports."""

@@ -1,0 +1,78 @@
+"""The command line, run in-process: exit codes and one-line errors, never a
+traceback for bad input."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from nfstrace.cli import app
+from nfstrace.errors import ExitStatus
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def _one_line_error(result, status: ExitStatus, text: str) -> None:
+    assert result.exit_code == status, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nfstrace: error: ") and text in lines[0]
+
+
+def test_analyze_sample_prints_counts() -> None:
+    r = _run("analyze", str(SAMPLE))
+    assert r.exit_code == 0, r.output
+    assert "RPC messages 32: 16 calls, 16 replies" in r.stdout
+    assert "WRITE" in r.stdout and "COMMIT" in r.stdout
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    _one_line_error(
+        _run("analyze", str(tmp_path / "nope.pcap")), ExitStatus.UNREADABLE, "no such file"
+    )
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "empty.pcap"
+    p.write_bytes(b"")
+    _one_line_error(_run("analyze", str(p)), ExitStatus.UNREADABLE, "empty file")
+
+
+def test_text_file(tmp_path: Path) -> None:
+    p = tmp_path / "notes.txt"
+    p.write_text("this is not a capture\n" * 10)
+    _one_line_error(_run("analyze", str(p)), ExitStatus.UNREADABLE, "not a pcap or pcapng")
+
+
+def test_directory(tmp_path: Path) -> None:
+    _one_line_error(_run("analyze", str(tmp_path)), ExitStatus.UNREADABLE, "directory")
+
+
+def test_capture_without_rpc(tmp_path: Path) -> None:
+    p = tmp_path / "nothing.pcap"
+    p.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    _one_line_error(_run("analyze", str(p)), ExitStatus.NO_RPC, "no ONC-RPC traffic")
+
+
+def test_truncated_capture_warns_and_analyses(tmp_path: Path) -> None:
+    data = SAMPLE.read_bytes()
+    p = tmp_path / "cut.pcap"
+    p.write_bytes(data[: len(data) // 2])
+    r = _run("analyze", str(p))
+    assert r.exit_code == 0, r.output
+    assert "nfstrace: warning:" in r.stderr and "cut off" in r.stderr
+    assert "Traceback" not in r.output
+    assert "RPC messages" in r.stdout
+    assert SAMPLE.read_bytes() == data  # the user's file is untouched
+
+
+def test_version() -> None:
+    r = _run("--version")
+    assert r.exit_code == 0 and "nfstrace" in r.stdout
