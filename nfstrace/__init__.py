@@ -6,7 +6,7 @@
 """
 
 from nfstrace.errors import NfstraceError
-from nfstrace.trace import Trace, load
+from nfstrace.trace import AnalysisConfig, Trace, load
 
 __version__ = "0.1.0"
-__all__ = ["NfstraceError", "Trace", "__version__", "load"]
+__all__ = ["AnalysisConfig", "NfstraceError", "Trace", "__version__", "load"]

@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nfstrace import __version__
-from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError
+from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError
+from nfstrace.reports.export import write_csv, write_json, write_parquet
 from nfstrace.reports.terminal import render_summary
-from nfstrace.trace import Trace, load
+from nfstrace.trace import AnalysisConfig, Trace, load
 
 app = typer.Typer(
     add_completion=False,
@@ -70,10 +71,10 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _load_with_progress(paths: list[str], quiet: bool) -> Trace:
+def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -> Trace:
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
-        return load(paths)
+        return load(paths, config)
     with Progress(
         SpinnerColumn(),
         TextColumn("reading {task.fields[frames]:,} frames"),
@@ -82,30 +83,73 @@ def _load_with_progress(paths: list[str], quiet: bool) -> Trace:
         transient=True,
     ) as bar:
         task = bar.add_task("read", frames=0)
-        return load(paths, progress=lambda n: bar.update(task, frames=n))
+        return load(paths, config, progress=lambda n: bar.update(task, frames=n))
 
 
 @app.command()
 def analyze(
     captures: Annotated[list[Path], typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too)")],
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the summary as JSON to this file.")
+    ] = None,
+    csv_out: Annotated[
+        Path | None, typer.Option("--csv", help="Write the transactions table as CSV.")
+    ] = None,
+    parquet_out: Annotated[
+        Path | None, typer.Option("--parquet", help="Write the transactions table as Parquet.")
+    ] = None,
+    client: Annotated[
+        list[str] | None, typer.Option("--client", help="Only traffic of this client address.")
+    ] = None,
+    server: Annotated[
+        list[str] | None, typer.Option("--server", help="Only traffic of this server address.")
+    ] = None,
+    port: Annotated[
+        list[int] | None, typer.Option("--port", help="Only traffic to or from this port.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
     """Analyse NFS/RPC traffic in one or more captures (merged in time order)."""
-    _analyze(captures, quiet, debug=debug)
+    config = AnalysisConfig(
+        clients=tuple(client or ()), servers=tuple(server or ()), ports=tuple(port or ())
+    )
+    _analyze(captures, config, quiet, json_out, csv_out, parquet_out, debug=debug)
 
 
 @_errors_handled
-def _analyze(captures: list[Path], quiet: bool) -> None:
-    trace = _load_with_progress([str(p) for p in captures], quiet)
+def _analyze(
+    captures: list[Path],
+    config: AnalysisConfig,
+    quiet: bool,
+    json_out: Path | None,
+    csv_out: Path | None,
+    parquet_out: Path | None,
+) -> None:
+    trace = _load_with_progress([str(p) for p in captures], config, quiet)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in trace.stats.warnings:
         err.print(f"nfstrace: warning: {warning}", markup=False)
     if trace.messages.empty:
+        what = "matching the filters" if config.clients or config.servers or config.ports else ""
         raise NoRpcTrafficError(
-            f"no ONC-RPC traffic found in {trace.stats.frames:,} frames", ", ".join(trace.paths)
+            f"no ONC-RPC traffic {what} found in {trace.stats.frames:,} frames".replace("  ", " "),
+            ", ".join(trace.paths),
         )
-    render_summary(trace, Console(highlight=False))
+    out = Console(highlight=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, width=140)  # files and pipes: no squeezed tables
+    render_summary(trace, out)
+    for path, writer in (
+        (json_out, write_json),
+        (csv_out, write_csv),
+        (parquet_out, write_parquet),
+    ):
+        if path is not None:
+            try:
+                writer(trace, path)
+            except OSError as e:
+                raise OutputError(f"cannot write: {e.strerror}", str(path)) from None
 
 
 def main() -> None:

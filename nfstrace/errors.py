@@ -15,7 +15,7 @@ class ExitStatus(IntEnum):
     USAGE = 2
     UNREADABLE = 3  # missing, unreadable, or not a capture file
     NO_RPC = 4  # a capture, but no ONC-RPC traffic in it
-    PARTIAL = 5  # analysed with warnings (damaged or truncated input), --strict only
+    OUTPUT = 5  # an output file could not be written
 
 
 class NfstraceError(Exception):
@@ -44,3 +44,7 @@ class CaptureError(NfstraceError):
 
 class NoRpcTrafficError(NfstraceError):
     exit_status = ExitStatus.NO_RPC
+
+
+class OutputError(NfstraceError):
+    exit_status = ExitStatus.OUTPUT

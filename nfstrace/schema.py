@@ -9,6 +9,8 @@ the Unix epoch (int64); floats appear only in presentation.
 
 from __future__ import annotations
 
+from nfstrace.parsers.nfs_fields import NFS_FIELDS
+
 # messages: one row per ONC-RPC message (call or reply) found in the capture.
 MESSAGE_COLUMNS: dict[str, str] = {
     "ts_first_ns": "int64: capture time of the first packet carrying the message",
@@ -83,4 +85,70 @@ MESSAGE_DTYPES: dict[str, str] = {
     "truncated": "bool",
 }
 
+# Decoded procedure fields (nfstrace/parsers/nfs_fields.py) follow the RPC ones.
+MESSAGE_COLUMNS.update(
+    {name: f"{dtype}: {meaning}" for name, (dtype, _, meaning) in NFS_FIELDS.items()}
+)
+MESSAGE_DTYPES.update({name: dtype for name, (dtype, _, _) in NFS_FIELDS.items()})
+
 assert MESSAGE_DTYPES.keys() == MESSAGE_COLUMNS.keys()
+
+# transactions: one row per logical call (re-sent calls grouped), plus one row
+# per reply whose call is not in the capture.  Built by nfstrace/match.py.
+# <NA> marks what the capture did not show (no reply, no call).
+TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
+    "client": ("string", "client address (source of the call)"),
+    "client_port": ("Int32", "client port of the first call"),
+    "server": ("string", "server address"),
+    "server_port": ("Int32", "server port"),
+    "transport": ("category", "tcp / udp (of the first call)"),
+    "conn": ("Int64", "connection id of the first call"),
+    "call_conns": ("Int32", "connections the call was sent on (>1: re-sent after reconnect)"),
+    "xid": ("int64", "RPC transaction id"),
+    "prog": ("int64", "RPC program"),
+    "program": ("category", "program name (nfs, mount, nlm, portmap, ...)"),
+    "vers": ("int32", "program version"),
+    "proc": ("int32", "procedure"),
+    "op": ("string", "procedure name; NFSv4: the main operation of the COMPOUND"),
+    "ops": ("string", "NFSv4: all operations of the COMPOUND"),
+    "auth": ("category", "credential flavour"),
+    "gss_service": ("category", "RPCSEC_GSS service (none/integrity/privacy)"),
+    "t_call_ns": ("Int64", "first packet of the first call"),
+    "t_call_end_ns": ("Int64", "last packet of the first call"),
+    "t_call_last_ns": ("Int64", "first packet of the last send of the call"),
+    "t_call_last_end_ns": ("Int64", "last packet of the last send of the call"),
+    "t_reply_ns": ("Int64", "last packet of the first reply"),
+    "latency_ns": ("Int64", "t_reply - t_call: what the client waited (headline)"),
+    "latency_last_ns": ("Int64", "t_reply - t_call_last_end: from the last re-send"),
+    "srt_ns": ("Int64", "t_reply - t_call_end: tshark's rpc.time (from the call's last packet)"),
+    "n_calls": ("int32", "sends of the call: 1 + RPC retransmissions (0: reply without call)"),
+    "call_times_ns": ("object", "first-packet time of every send, when re-sent (else <NA>)"),
+    "n_replies": ("int32", "replies seen: 0 = no reply, >1 = duplicate replies"),
+    "reply_stat": ("category", "accepted / denied"),
+    "accept_stat": ("Int32", "RPC accept_stat (0 = SUCCESS)"),
+    "status": ("Int64", "NFS status of the first reply (0 = OK)"),
+    "op_status": ("string", "NFSv4: per-operation status codes"),
+    "fh": ("string", "file handle (hex)"),
+    "name": ("string", "file name argument"),
+    "offset": ("Int64", "READ/WRITE/COMMIT offset"),
+    "count": ("Int64", "READ/WRITE/COMMIT count asked for"),
+    "stable": ("Int32", "WRITE stable_how asked for"),
+    "reply_count": ("Int64", "bytes the reply says were written/read"),
+    "committed": ("Int32", "WRITE reply: committed level"),
+    "verifier": ("string", "WRITE/COMMIT reply: write verifier (hex)"),
+    "eof": ("Int32", "READ reply: end of file"),
+    "write_bytes": ("int64", "bytes acknowledged by a successful WRITE reply"),
+    "read_bytes": ("int64", "bytes returned by a successful READ reply"),
+    "session": ("string", "NFSv4.1 session id"),
+    "slot": ("Int64", "NFSv4.1 slot id"),
+    "seqid": ("Int64", "NFSv4.1 sequence id"),
+    "minor": ("Int32", "NFSv4 minor version"),
+    "call_bytes": ("Int64", "RPC length of the call"),
+    "reply_bytes": ("Int64", "RPC length of the first reply"),
+    "call_frame": ("Int64", "frame completing the first call"),
+    "reply_frame": ("Int64", "frame completing the first reply"),
+    "call_truncated": ("boolean", "the call was not wholly captured"),
+    "call_decode": ("category", "NFS decoding outcome of the call"),
+    "reply_decode": ("category", "NFS decoding outcome of the reply"),
+}
+TRANSACTION_DTYPES: dict[str, str] = {k: v[0] for k, v in TRANSACTION_COLUMNS.items()}

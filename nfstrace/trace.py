@@ -4,41 +4,91 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
+from nfstrace.analysis.latency import compound_op_latency, latency_table
+from nfstrace.analysis.overview import Overview, overview
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
+from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import fast
 from nfstrace.parsers.fast import ParseStats
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Options that flow down the pipeline (the CLI builds one)."""
+
+    limits: ParseLimits = field(default_factory=ParseLimits)
+    match: MatchConfig = field(default_factory=MatchConfig)
+    # Keep only traffic to/from these addresses / ports (empty: everything).
+    clients: tuple[str, ...] = ()
+    servers: tuple[str, ...] = ()
+    ports: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Trace:
     """Everything nfstrace learned from a set of capture files.
 
-    messages: one row per RPC message (columns: ``nfstrace.schema.MESSAGE_COLUMNS``)
+    messages: one row per RPC message (``nfstrace.schema.MESSAGE_COLUMNS``)
+    transactions: one row per logical call (``nfstrace.schema.TRANSACTION_COLUMNS``)
+    latency: per-operation latency (``nfstrace.analysis.latency.LATENCY_COLUMNS``)
+    compound_latency: NFSv4, per operation inside COMPOUNDs
     events: transport events (TCP retransmissions, holes, zero windows, resyncs)
     stats: what the parser saw (frames, fragments, truncation, drops, warnings)
+    overview: the headline facts (hosts, versions, counts, throughput)
     """
 
     paths: tuple[str, ...]
     messages: pd.DataFrame
+    transactions: pd.DataFrame
+    latency: pd.DataFrame
+    compound_latency: pd.DataFrame
     events: pd.DataFrame
     stats: ParseStats
+    overview: Overview
+
+
+def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:
+    """Messages of the chosen clients/servers/ports (either direction)."""
+    keep = pd.Series(True, index=messages.index)
+    if config.clients:
+        c = list(config.clients)
+        keep &= messages["src"].isin(c) | messages["dst"].isin(c)
+    if config.servers:
+        s = list(config.servers)
+        keep &= messages["src"].isin(s) | messages["dst"].isin(s)
+    if config.ports:
+        p = list(config.ports)
+        keep &= messages["sport"].isin(p) | messages["dport"].isin(p)
+    return messages[keep].reset_index(drop=True) if not keep.all() else messages
 
 
 def load(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    limits: ParseLimits | None = None,
+    config: AnalysisConfig | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Trace:
     """Read one or more capture files (merged in time order) into a Trace."""
+    config = config or AnalysisConfig()
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     plist = [os.fspath(p) for p in paths]
     if not plist:
         raise UsageError("no capture file given")
-    messages, events, stats = fast.parse(plist, limits, progress)
-    return Trace(tuple(plist), messages, events, stats)
+    messages, events, stats = fast.parse(plist, config.limits, progress)
+    messages = _select(messages, config)
+    transactions = match(messages, config.match)
+    return Trace(
+        paths=tuple(plist),
+        messages=messages,
+        transactions=transactions,
+        latency=latency_table(transactions),
+        compound_latency=compound_op_latency(transactions),
+        events=events,
+        stats=stats,
+        overview=overview(messages, transactions),
+    )

@@ -29,7 +29,7 @@ def _one_line_error(result, status: ExitStatus, text: str) -> None:
 def test_analyze_sample_prints_counts() -> None:
     r = _run("analyze", str(SAMPLE))
     assert r.exit_code == 0, r.output
-    assert "RPC messages 32: 16 calls, 16 replies" in r.stdout
+    assert "16 transactions (32 RPC messages): 16 answered" in r.stdout
     assert "WRITE" in r.stdout and "COMMIT" in r.stdout
 
 

@@ -17,8 +17,10 @@ import pandas as pd
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import CaptureInfo, read_many
+from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Reassembler, parse_ipv4, parse_ipv6
 from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
 from nfstrace.parsers.tcp import HalfStream, TcpReassembler
 from nfstrace.schema import MESSAGE_DTYPES
 
@@ -82,7 +84,8 @@ class _Collector:
     def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
         self.rows: list[tuple] = []
         self.events: list[tuple] = []
-        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int]] = {}
+        # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc) of the last call
+        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int]] = {}
         self.max_calls = limits.max_pending_calls
         self.stats = stats
 
@@ -131,14 +134,20 @@ class _Collector:
                 del calls[key]  # re-insert: keep the dict ordered by last use
             elif len(calls) >= self.max_calls:
                 del calls[next(iter(calls))]
-            calls[key] = (hdr[2], hdr[3], hdr[4])
+            calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9])
+            nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
         else:
             st.replies += 1
             info = self.calls.get((dst, src, xid))
             if info is not None:
-                hdr = hdr[:2] + info + hdr[5:]
+                prog, vers, proc, gss_service, gss_proc = info
+                hdr = (*hdr[:2], prog, vers, proc, *hdr[5:])
+                nfs = decode_procedure(
+                    False, prog, vers, proc, head, hdr[14], gss_service, gss_proc
+                )
             else:
                 st.replies_without_call_info += 1
+                nfs = decode_procedure(False, -1, -1, -1, head, hdr[14], "", -1)
         truncated = captured < rpc_len or not complete
         if truncated:
             st.truncated_messages += 1
@@ -149,6 +158,7 @@ class _Collector:
             (ts_first, ts_last, frame_first, frame_last, src, sport, dst, dport, transport, conn)
             + hdr
             + (rpc_len, captured, record_frags, frames, ip_frags, truncated)
+            + nfs
         )
 
 
@@ -157,6 +167,7 @@ _ROW_COLUMNS = (
     + ("transport", "conn")
     + rpc.HEADER_FIELDS
     + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
+    + NFS_FIELD_NAMES
 )
 assert set(_ROW_COLUMNS) == set(MESSAGE_DTYPES)
 
@@ -216,7 +227,7 @@ def parse(
             if len(p) < 20:
                 n_short += 1
                 continue
-            sport, dport, seq, _ack, hl, flags, window = _TCP_HDR(p, 0)
+            sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
             hl = (hl >> 4) * 4
             key = (dg.src, sport, dg.dst, dport)
             hs = streams.get(key)
@@ -238,6 +249,10 @@ def parse(
                 tcp.start(hs, seq)
             elif window == 0 and not flags & TH_RST and hs.synced:
                 col.event(hs, "tcp_zero_window", ts, frame_no, seq, 0)
+            if flags & TH_ACK:
+                rev = streams.get((dg.dst, dport, dg.src, sport))
+                if rev is not None and rev.pending:
+                    tcp.acked(rev, ack, ts, frame_no)
             wire = dg.wire_len - hl
             if wire > 0:
                 tcp.segment(hs, seq, p[hl:], wire, dg.ts_first, frame_no, dg.frags)

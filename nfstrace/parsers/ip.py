@@ -63,11 +63,12 @@ class FragmentStats:
 
 
 class _Pending:
-    __slots__ = ("count", "frame_first", "header", "pieces", "total", "ts_first", "ts_last")
+    __slots__ = ("count", "frame_first", "header", "got", "pieces", "total", "ts_first", "ts_last")
 
     def __init__(self, ts: int, frame: int) -> None:
         self.pieces: list[tuple[int, int, bytes]] = []  # (offset, wire length, captured)
         self.total = -1  # payload length once the last fragment was seen
+        self.got = 0  # bytes received (overlaps counted twice)
         self.ts_first = ts
         self.ts_last = ts
         self.frame_first = frame
@@ -113,8 +114,9 @@ class Reassembler:
         if not more:
             p.total = offset + wire_len
         p.pieces.append((offset, wire_len, bytes(captured)))
-        if p.total < 0:
-            return None
+        p.got += wire_len
+        if p.total < 0 or p.got < p.total:
+            return None  # cannot be whole yet: skip the coverage walk
         pieces = sorted(p.pieces, key=lambda x: x[0])
         covered = 0
         for off, length, _ in pieces:

@@ -87,6 +87,7 @@ class HalfStream:
         # record marking
         "mode",
         "mark",
+        "mark_pkt",
         "frag_left",
         "frag_last",
         "synced",
@@ -114,6 +115,7 @@ class HalfStream:
         self.hole_since = -1
         self.mode = RESYNC
         self.mark = b""
+        self.mark_pkt = None
         self.frag_left = 0
         self.frag_last = False
         self.synced = False
@@ -216,6 +218,16 @@ class TcpReassembler:
         ):
             self._skip_hole(hs, ts, frame)
 
+    def acked(self, hs: HalfStream, ack: int, ts: int, frame: int) -> None:
+        """The peer acknowledged up to `ack`: held holes before it were received
+        by the peer, so the capture (not the network) lost them; step over them
+        now rather than wait (tshark's "ACKed segment that wasn't captured")."""
+        while hs.pending and hs.next_seq >= 0:
+            first = min(hs.pending, key=lambda s: self._rel(hs, s))
+            if self._rel(hs, ack) < self._rel(hs, first):
+                break
+            self._skip_hole(hs, ts, frame)
+
     def _rel(self, hs: HalfStream, seq: int) -> int:
         rel = (seq - hs.next_seq) % SEQ_MOD
         return rel - SEQ_MOD if rel >= SEQ_MOD >> 1 else rel
@@ -283,6 +295,7 @@ class TcpReassembler:
         if cap > wire_len:
             cap = wire_len
         pos = 0
+        hole = cap == 0 and ip_frags == 0  # bytes lost by the capture, no packet
         counted = False  # this segment already counted in the message's frames
         while pos < wire_len:
             mode = hs.mode
@@ -290,7 +303,7 @@ class TcpReassembler:
                 n = hs.frag_left
                 if n > wire_len - pos:
                     n = wire_len - pos
-                if not counted:
+                if not counted and not hole:
                     hs.frames += 1
                     hs.ip_frags += ip_frags
                     counted = True
@@ -308,7 +321,7 @@ class TcpReassembler:
                 hs.msg_len += n
                 hs.frag_left -= n
                 pos += n
-                if frame > hs.frame_last:
+                if frame > hs.frame_last and not hole:
                     hs.ts_last, hs.frame_last = ts, frame
                 if hs.frag_left == 0:
                     hs.mode = MARK
@@ -322,6 +335,8 @@ class TcpReassembler:
                     self._lose_sync(hs, ts, frame)
                     continue
                 if avail < need:  # mark split across segments
+                    if not hs.mark and not hs.in_msg:
+                        hs.mark_pkt = (ts, frame, ip_frags)
                     hs.mark += bytes(data[pos:cap])
                     pos = cap
                     break
@@ -332,6 +347,7 @@ class TcpReassembler:
                 )
                 hs.mark = b""
                 value = int.from_bytes(mark, "big")
+                mark_pkt, hs.mark_pkt = hs.mark_pkt, None
                 flen = value & rpc.FRAG_LEN_MASK
                 start = not hs.in_msg
                 hdr = pos + need
@@ -353,6 +369,10 @@ class TcpReassembler:
                     hs.ts_last, hs.frame_last = ts, frame
                     hs.frames = 1
                     hs.ip_frags = ip_frags
+                    if mark_pkt is not None and need < 4 and mark_pkt[1] != frame:
+                        hs.ts_first, hs.frame_first = mark_pkt[0], mark_pkt[1]
+                        hs.frames = 2
+                        hs.ip_frags += mark_pkt[2]
                     hs.record_frags = 0
                     counted = True
                 elif not counted:
@@ -424,7 +444,7 @@ class TcpReassembler:
             flen = value & rpc.FRAG_LEN_MASK
             if flen < rpc.MIN_REPLY_LEN or flen > self.limits.max_record_bytes:
                 continue
-            if buf[q + 7] == rpc.CALL:
+            if buf[q + 11] == rpc.CALL:
                 if rpc.plausible_call(buf, q + 4, known_only=not (q == 0 and not hs.synced)):
                     return pos + q
             elif rpc.plausible_reply(buf, q + 4):

@@ -1,5 +1,6 @@
-"""Terminal summary (rich): what the capture holds, leading with the counts an
-administrator checks first.  Takes a Trace and a Console; prints nothing else.
+"""Terminal summary (rich): what the capture holds and how the RPCs fared,
+leading with the facts an administrator checks first.  Takes a Trace and a
+Console; prints nothing else.
 """
 
 from __future__ import annotations
@@ -8,62 +9,89 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from nfstrace.analysis.overview import Throughput
 from nfstrace.parsers.link import LINKTYPE_NAMES
-from nfstrace.parsers.procnames import procedure_name, program_name
 from nfstrace.trace import Trace
 
-
-def _span(messages: pd.DataFrame) -> str:
-    if messages.empty:
-        return "-"
-    t0 = int(messages["ts_first_ns"].min())
-    t1 = int(messages["ts_last_ns"].max())
-    start = pd.Timestamp(t0, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    return f"{start}, {(t1 - t0) / 1e9:.3f} s"
+MAX_LATENCY_ROWS = 25
 
 
-def procedure_counts(messages: pd.DataFrame) -> pd.DataFrame:
-    """Calls and replies per program/version/procedure, with names."""
-    if messages.empty:
-        return pd.DataFrame(columns=["program", "vers", "procedure", "calls", "replies"])
-    counts = (
-        messages.groupby(["prog", "vers", "proc", "msgtype"], observed=True)
-        .size()
-        .unstack("msgtype", fill_value=0)
-        .reindex(columns=["call", "reply"], fill_value=0)
-        .reset_index()
+def _when(ns: int) -> str:
+    return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def _rate(label: str, t: Throughput | None) -> str | None:
+    if t is None:
+        return None
+    return (
+        f"{label} {t.bytes / 1e6:,.3f} MB in {t.transactions:,} RPCs over {t.seconds:.3f} s: "
+        f"{t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)"
     )
-    counts.insert(0, "program", [program_name(p) for p in counts["prog"]])
-    counts["procedure"] = [
-        procedure_name(p, v, c)
-        for p, v, c in zip(counts["prog"], counts["vers"], counts["proc"], strict=True)
-    ]
-    counts = counts.rename(columns={"call": "calls", "reply": "replies"})
-    return counts[["program", "vers", "procedure", "calls", "replies"]]
+
+
+def _ms(v: object) -> str:
+    return "-" if pd.isna(v) else f"{float(v):,.3f}"
+
+
+def latency_rich_table(latency: pd.DataFrame, title: str) -> Table:
+    table = Table(title=title, show_edge=False, header_style="bold", title_justify="left")
+    heads = ["program", "vers", "op", "calls", "no reply", "resent", "errors"]
+    heads += ["mean ms", "p50", "p90", "p99", "max ms"]
+    for h in heads:
+        table.add_column(h, justify="left" if h in ("program", "op") else "right")
+    for r in latency.head(MAX_LATENCY_ROWS).itertuples(index=False):
+        table.add_row(
+            str(r.program),
+            str(r.vers),
+            str(r.op),
+            f"{r.calls:,}",
+            f"{r.no_reply:,}",
+            f"{r.retransmitted:,}",
+            f"{r.errors:,}",
+            *(_ms(v) for v in (r.mean_ms, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms)),
+        )
+    return table
 
 
 def render_summary(trace: Trace, console: Console) -> None:
-    m = trace.messages
+    ov = trace.overview
     st = trace.stats
-    files = ", ".join(trace.paths)
-    console.print(f"[bold]nfstrace[/bold] {files}")
+    say = console.print
+    say(f"[bold]nfstrace[/bold] {', '.join(trace.paths)}", soft_wrap=True)
     links = sorted({LINKTYPE_NAMES.get(lt, str(lt)) for f in st.files for lt in f.linktypes})
-    console.print(f"  frames {st.frames:,}  ({', '.join(links) or '-'})   time {_span(m)}")
-    calls = int((m["msgtype"] == "call").sum())
-    replies = len(m) - calls
-    over_tcp = int((m["transport"] == "tcp").sum())
-    console.print(
-        f"  RPC messages {len(m):,}: {calls:,} calls, {replies:,} replies"
-        f"  (over TCP {over_tcp:,}, UDP {len(m) - over_tcp:,})"
+    say(
+        f"  {st.frames:,} frames ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
+        f"{(ov.end_ns - ov.start_ns) / 1e9:.3f} s",
+        soft_wrap=True,
     )
-    table = Table(title="RPC procedures", show_edge=False, header_style="bold")
-    for name in ("program", "vers", "procedure", "calls", "replies"):
-        table.add_column(name, justify="right" if name in ("vers", "calls", "replies") else "left")
-    for row in procedure_counts(m).itertuples(index=False):
-        table.add_row(
-            row.program, str(row.vers), row.procedure, f"{row.calls:,}", f"{row.replies:,}"
+    versions = ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
+    say(
+        f"  clients {', '.join(ov.clients) or '-'}  servers {', '.join(ov.servers) or '-'}"
+        f"  ({versions} over {'/'.join(ov.transports).upper()})",
+        soft_wrap=True,
+    )
+    say(
+        f"  {ov.transactions:,} transactions ({ov.messages:,} RPC messages): "
+        f"{ov.answered:,} answered, {ov.calls_without_reply:,} calls without reply, "
+        f"{ov.replies_without_call:,} replies without call, {ov.errors:,} errors",
+        soft_wrap=True,
+    )
+    say(
+        f"  {ov.retransmitted_calls:,} calls re-sent ({ov.call_resends:,} extra sends), "
+        f"{ov.duplicate_replies:,} duplicate replies",
+        soft_wrap=True,
+    )
+    for line in (_rate("written", ov.write), _rate("read", ov.read)):
+        if line:
+            say("  " + line, soft_wrap=True)
+    say()
+    say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
+    if not trace.compound_latency.empty:
+        say()
+        say(
+            latency_rich_table(trace.compound_latency, "NFSv4: COMPOUNDs containing each operation")
         )
-    console.print(table)
+    say()
     tcp = st.tcp
     lines = [
         f"IP fragments {st.ip_fragments:,}: {st.ip_datagrams_reassembled:,} datagrams reassembled, "
@@ -76,5 +104,6 @@ def render_summary(trace: Trace, console: Console) -> None:
         f"frames cut by snaplen {st.truncated_frames:,}; "
         f"dropped by the capturing interface {st.interface_drops:,}",
     ]
+    say("[bold]Capture[/bold]")
     for line in lines:
-        console.print("  " + line, soft_wrap=True)
+        say("  " + line, soft_wrap=True)

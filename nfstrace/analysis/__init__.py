@@ -1,0 +1,1 @@
+"""Findings: one module per question, each a function of tables with no I/O."""

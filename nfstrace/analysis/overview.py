@@ -1,0 +1,89 @@
+"""The headline facts of a trace: who talked, which versions, how many
+transactions of each kind, and how fast data was written and read.
+A pure function of the tables; the terminal and JSON reports render it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Throughput:
+    bytes: int
+    transactions: int
+    seconds: float  # first call of the first transaction to the last reply
+    mbytes_per_s: float  # 10^6 bytes per second
+    mbits_per_s: float
+
+
+@dataclass(frozen=True)
+class Overview:
+    start_ns: int
+    end_ns: int
+    clients: list[str]
+    servers: list[str]
+    nfs_versions: list[str]  # "3", "4.1", ...
+    transports: list[str]
+    messages: int
+    transactions: int
+    answered: int
+    calls_without_reply: int
+    replies_without_call: int
+    retransmitted_calls: int  # transactions whose call was re-sent
+    call_resends: int  # extra sends in all
+    duplicate_replies: int
+    errors: int
+    write: Throughput | None
+    read: Throughput | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
+    done = tx[tx[column] > 0]
+    if done.empty:
+        return None
+    total = int(done[column].sum())
+    seconds = (int(done["t_reply_ns"].max()) - int(done["t_call_ns"].min())) / 1e9
+    rate = total / seconds if seconds > 0 else float("nan")
+    return Throughput(total, len(done), seconds, rate / 1e6, rate * 8 / 1e6)
+
+
+def _nfs_versions(tx: pd.DataFrame) -> list[str]:
+    nfs = tx[tx["prog"] == 100003]
+    versions = set()
+    for vers, minor in zip(nfs["vers"], nfs["minor"].fillna(-1), strict=True):
+        versions.add(f"4.{int(minor)}" if vers == 4 and minor >= 0 else str(int(vers)))
+    return sorted(versions)
+
+
+def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
+    has_call = tx["n_calls"] > 0
+    answered = has_call & (tx["n_replies"] > 0)
+    status = tx["status"].fillna(0).astype("int64")
+    accept = tx["accept_stat"].fillna(0).astype("int64")
+    errors = answered & (
+        (status > 0) | (accept != 0) | tx["reply_stat"].astype(object).eq("denied")
+    )
+    return Overview(
+        start_ns=int(messages["ts_first_ns"].min()) if len(messages) else 0,
+        end_ns=int(messages["ts_last_ns"].max()) if len(messages) else 0,
+        clients=sorted(tx.loc[has_call, "client"].dropna().unique().tolist()),
+        servers=sorted(tx["server"].dropna().unique().tolist()),
+        nfs_versions=_nfs_versions(tx),
+        transports=sorted(messages["transport"].astype(str).unique().tolist()),
+        messages=len(messages),
+        transactions=int(has_call.sum()),
+        answered=int(answered.sum()),
+        calls_without_reply=int((has_call & (tx["n_replies"] == 0)).sum()),
+        replies_without_call=int((~has_call).sum()),
+        retransmitted_calls=int((tx["n_calls"] > 1).sum()),
+        call_resends=int((tx["n_calls"] - 1).clip(lower=0).sum()),
+        duplicate_replies=int((tx["n_replies"] - 1).clip(lower=0).sum()),
+        errors=int(errors.sum()),
+        write=_throughput(tx, "write_bytes"),
+        read=_throughput(tx, "read_bytes"),
+    )

@@ -1,0 +1,58 @@
+"""The one table that plugs procedure decoders into RPC, keyed by
+(program, version): RPC knows no NFS, NFS knows no RPC framing (Zeek's habit).
+
+Every message gets the NFS_FIELDS tuple: decoded for NFS, and at least the
+procedure name (``op``) for every other program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nfstrace.parsers import nfs2, nfs3, nfs4
+from nfstrace.parsers.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
+from nfstrace.parsers.procnames import procedure_name
+from nfstrace.parsers.rpc import CALLBACK_RANGE, GSS_DATA
+
+Decoder = Callable[[bytes, int, int], tuple]
+
+# (prog, vers) -> (decode_call, decode_reply)
+DECODERS: dict[tuple[int, int], tuple[Decoder, Decoder]] = {
+    (100003, 2): (nfs2.decode_call, nfs2.decode_reply),
+    (100003, 3): (nfs3.decode_call, nfs3.decode_reply),
+    (100003, 4): (nfs4.decode_call, nfs4.decode_reply),
+}
+CALLBACK_DECODERS: tuple[Decoder, Decoder] = (nfs4.decode_cb_call, nfs4.decode_cb_reply)
+
+# RPCSEC_GSS services whose procedure data is wrapped (RFC 2203 §5.3.2)
+WRAPPED_SERVICES = frozenset(("integrity", "privacy"))
+
+_name_cache: dict[tuple[int, int, int], tuple] = {}
+
+
+def decode(
+    is_call: bool,
+    prog: int,
+    vers: int,
+    proc: int,
+    buf: bytes,
+    body_offset: int,
+    gss_service: str,
+    gss_proc: int,
+) -> tuple:
+    """Decoded NFS fields of one message (NFS_FIELDS order)."""
+    pair = DECODERS.get((prog, vers))
+    if pair is None and CALLBACK_RANGE[0] <= prog <= CALLBACK_RANGE[1]:
+        pair = CALLBACK_DECODERS
+    if pair is None or proc < 0:
+        key = (prog, vers, proc)
+        out = _name_cache.get(key)
+        if out is None:
+            out = _name_cache[key] = fields(op=procedure_name(prog, vers, proc))
+        return out
+    if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):
+        # Context set-up messages carry GSS tokens, DATA messages a wrapped body.
+        return fields(op=procedure_name(prog, vers, proc), nfs_decode=DECODE_ENCRYPTED)
+    if body_offset < 0:
+        return fields(op=procedure_name(prog, vers, proc), nfs_decode=DECODE_TRUNCATED)
+    return pair[0 if is_call else 1](buf, body_offset, proc)

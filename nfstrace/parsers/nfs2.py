@@ -1,0 +1,87 @@
+"""NFS version 2 arguments and results (RFC 1094): file handles, WRITE and READ,
+and the status of every reply.  NFSv2 writes are always synchronous.
+"""
+
+from __future__ import annotations
+
+from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
+from nfstrace.parsers.procnames import PROCEDURES
+from nfstrace.parsers.xdr import Xdr
+
+PROC_NAMES = PROCEDURES[(100003, 2)]
+
+# procedure numbers
+NULL = 0
+ROOT = 3
+READ = 6
+WRITECACHE = 7
+WRITE = 8
+LINK = 12
+# procedures whose arguments start with diropargs (dir handle, then a name)
+DIROP_PROCS = frozenset((4, 9, 10, 11, 13, 14, 15))
+NO_ARGS = frozenset((NULL, ROOT, WRITECACHE))
+
+FHSIZE = 32
+FATTR_BYTES = 68
+MAX_NAME = 1024
+NFS_OK = 0
+# NFSv2 writes reach stable storage before the reply (RFC 1094 §2.2.10)
+FILE_SYNC = 2
+
+
+def proc_name(proc: int) -> str:
+    return PROC_NAMES[proc] if 0 <= proc < len(PROC_NAMES) else f"proc{proc}"
+
+
+def decode_call(buf: bytes, off: int, proc: int) -> tuple:
+    name = proc_name(proc)
+    if proc in NO_ARGS or proc >= len(PROC_NAMES):
+        return fields(op=name, nfs_decode=DECODE_OK)
+    x = Xdr(buf, off)
+    fh = x.fixed(FHSIZE).hex()
+    if not x.ok:
+        return fields(op=name, nfs_decode=DECODE_TRUNCATED)
+    if proc == WRITE:
+        _begin, offset, _total = x.u32(), x.u32(), x.u32()
+        count = x.u32()  # length of the data opaque
+        if not x.ok:
+            return fields(op=name, fh=fh, nfs_decode=DECODE_TRUNCATED)
+        return fields(
+            op=name, fh=fh, offset=offset, count=count, stable=FILE_SYNC, nfs_decode=DECODE_OK
+        )
+    if proc == READ:
+        offset, count = x.u32(), x.u32()
+        if not x.ok:
+            return fields(op=name, fh=fh, nfs_decode=DECODE_TRUNCATED)
+        return fields(op=name, fh=fh, offset=offset, count=count, nfs_decode=DECODE_OK)
+    if proc in DIROP_PROCS or proc == LINK:
+        if proc == LINK:
+            x.fixed(FHSIZE)
+        fname = x.string(MAX_NAME)
+        ok = x.ok
+        return fields(
+            op=name,
+            fh=fh,
+            name=fname if ok else "",
+            nfs_decode=DECODE_OK if ok else DECODE_TRUNCATED,
+        )
+    return fields(op=name, fh=fh, nfs_decode=DECODE_OK)
+
+
+def decode_reply(buf: bytes, off: int, proc: int) -> tuple:
+    name = proc_name(proc)
+    if proc in NO_ARGS or proc >= len(PROC_NAMES):
+        return fields(op=name, nfs_decode=DECODE_OK)
+    x = Xdr(buf, off)
+    status = x.u32()
+    if not x.ok:
+        return fields(op=name, nfs_decode=DECODE_TRUNCATED)
+    if proc == READ and status == NFS_OK:
+        x.skip(FATTR_BYTES)
+        count = x.u32()
+        if not x.ok:
+            return fields(op=name, nfs_status=status, nfs_decode=DECODE_TRUNCATED)
+        return fields(op=name, nfs_status=status, count=count, nfs_decode=DECODE_OK)
+    if proc == WRITE and status == NFS_OK:
+        return fields(op=name, nfs_status=status, committed=FILE_SYNC, nfs_decode=DECODE_OK)
+    return fields(op=name, nfs_status=status, nfs_decode=DECODE_OK)

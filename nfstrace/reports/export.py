@@ -1,0 +1,89 @@
+"""Machine-readable exports: the JSON summary and the transactions table as
+CSV or Parquet."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from nfstrace import __version__
+from nfstrace.trace import Trace
+
+SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
+
+
+def _clean(value: object) -> object:
+    """JSON-safe: NaN/NA -> null, numpy scalars -> Python."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if value is pd.NA or value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def summary(trace: Trace) -> dict:
+    st = trace.stats
+    return _clean(
+        {
+            "format": SUMMARY_FORMAT,
+            "nfstrace_version": __version__,
+            "captures": [
+                {
+                    "path": f.path,
+                    "format": f.format,
+                    "compression": f.compression,
+                    "frames": f.frames,
+                    "linktypes": sorted(f.linktypes),
+                    "snaplen": f.snaplen,
+                    "truncated_frames": f.truncated_frames,
+                    "interface_drops": f.interface_drops,
+                    "warnings": f.warnings,
+                }
+                for f in st.files
+            ],
+            "overview": trace.overview.as_dict(),
+            "latency": trace.latency.to_dict(orient="records"),
+            "compound_latency": trace.compound_latency.to_dict(orient="records"),
+            "parse": {
+                "frames": st.frames,
+                "ip_fragments": st.ip_fragments,
+                "ip_datagrams_reassembled": st.ip_datagrams_reassembled,
+                "ip_datagrams_incomplete": st.ip_datagrams_incomplete,
+                "tcp": st.tcp,
+                "messages": st.messages,
+                "truncated_messages": st.truncated_messages,
+                "incomplete_messages": st.incomplete_messages,
+                "not_rpc_records": st.not_rpc_records,
+            },
+        }
+    )
+
+
+def write_json(trace: Trace, path: Path) -> None:
+    path.write_text(json.dumps(summary(trace), indent=1) + "\n")
+
+
+def _flat(tx: pd.DataFrame) -> pd.DataFrame:
+    """Tuples of send times as space-separated text (CSV has no lists)."""
+    out = tx.copy()
+    out["call_times_ns"] = [
+        " ".join(map(str, v)) if isinstance(v, tuple) else "" for v in tx["call_times_ns"]
+    ]
+    return out
+
+
+def write_csv(trace: Trace, path: Path) -> None:
+    _flat(trace.transactions).to_csv(path, index=False)
+
+
+def write_parquet(trace: Trace, path: Path) -> None:
+    _flat(trace.transactions).to_parquet(path, index=False)
