@@ -36,6 +36,7 @@ class Trace:
     messages: one row per RPC message (``nfstrace.schema.MESSAGE_COLUMNS``)
     transactions: one row per logical call (``nfstrace.schema.TRANSACTION_COLUMNS``)
     latency: per-operation latency (``nfstrace.analysis.latency.LATENCY_COLUMNS``)
+    latency_by_pair: the same per client/server pair
     compound_latency: NFSv4, per operation inside COMPOUNDs
     events: transport events (TCP retransmissions, holes, zero windows, resyncs)
     stats: what the parser saw (frames, fragments, truncation, drops, warnings)
@@ -46,6 +47,7 @@ class Trace:
     messages: pd.DataFrame
     transactions: pd.DataFrame
     latency: pd.DataFrame
+    latency_by_pair: pd.DataFrame
     compound_latency: pd.DataFrame
     events: pd.DataFrame
     stats: ParseStats
@@ -87,6 +89,7 @@ def load(
         messages=messages,
         transactions=transactions,
         latency=latency_table(transactions),
+        latency_by_pair=latency_table(transactions, by=["client", "server"]),
         compound_latency=compound_op_latency(transactions),
         events=events,
         stats=stats,

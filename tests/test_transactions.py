@@ -156,3 +156,15 @@ def test_filters_select_one_server(samples: Path) -> None:
     assert none.transactions.empty
     assert set(only_nfs.transactions.program) == {"nfs"}
     assert 0 < len(only_nfs.transactions) < len(everything.transactions)
+
+
+def test_latency_per_pair_adds_up_to_latency_per_op(samples: Path) -> None:
+    t = nfstrace.load(samples / "v3-udp-py-w32k-win16-d0-l0.pcap")
+    per_op = t.latency.set_index(["program", "vers", "op"])["calls"]
+    per_pair = t.latency_by_pair.groupby(["program", "vers", "op"])["calls"].sum()
+    assert per_pair.sort_index().to_dict() == per_op.sort_index().to_dict()
+    assert set(t.latency_by_pair.client) == {"169.254.77.1"}
+    writes = t.latency[t.latency.op == "WRITE"].iloc[0]
+    tx = t.transactions[t.transactions.op == "WRITE"]
+    assert writes.calls == len(tx) and writes.retransmitted == int((tx.n_calls > 1).sum())
+    assert abs(writes.max_ms - tx.latency_ns.max() / 1e6) < 1e-9

@@ -5,10 +5,11 @@ and the status of every reply.  NFSv2 writes are always synchronous.
 from __future__ import annotations
 
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
-from nfstrace.parsers.procnames import PROCEDURES
+from nfstrace.parsers.procnames import PROCEDURES, procedure_name
+from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr
 
-PROC_NAMES = PROCEDURES[(100003, 2)]
+PROC_NAMES = PROCEDURES[(NFS_PROGRAM, 2)]
 
 # procedure numbers
 NULL = 0
@@ -30,7 +31,7 @@ FILE_SYNC = 2
 
 
 def proc_name(proc: int) -> str:
-    return PROC_NAMES[proc] if 0 <= proc < len(PROC_NAMES) else f"proc{proc}"
+    return procedure_name(NFS_PROGRAM, 2, proc)
 
 
 def decode_call(buf: bytes, off: int, proc: int) -> tuple:

@@ -6,10 +6,11 @@ READ / COMMIT in full, and the status of every reply.
 from __future__ import annotations
 
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
-from nfstrace.parsers.procnames import PROCEDURES
+from nfstrace.parsers.procnames import PROCEDURES, procedure_name
+from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr
 
-PROC_NAMES = PROCEDURES[(100003, 3)]
+PROC_NAMES = PROCEDURES[(NFS_PROGRAM, 3)]
 
 # procedure numbers
 NULL = 0
@@ -70,7 +71,7 @@ MAX_NAME = 1024
 
 
 def proc_name(proc: int) -> str:
-    return PROC_NAMES[proc] if 0 <= proc < len(PROC_NAMES) else f"proc{proc}"
+    return procedure_name(NFS_PROGRAM, 3, proc)
 
 
 def _outcome(x: Xdr) -> str:

@@ -52,6 +52,7 @@ def summary(trace: Trace) -> dict:
             ],
             "overview": trace.overview.as_dict(),
             "latency": trace.latency.to_dict(orient="records"),
+            "latency_by_pair": trace.latency_by_pair.to_dict(orient="records"),
             "compound_latency": trace.compound_latency.to_dict(orient="records"),
             "parse": {
                 "frames": st.frames,

@@ -86,6 +86,12 @@ def render_summary(trace: Trace, console: Console) -> None:
             say("  " + line, soft_wrap=True)
     say()
     say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
+    pairs = trace.latency_by_pair
+    if len(pairs) and pairs[["client", "server"]].drop_duplicates().shape[0] > 1:
+        for (client, server), part in pairs.groupby(["client", "server"], sort=True):
+            say()
+            title = f"Latency per operation, client {client} → server {server}"
+            say(latency_rich_table(part, title))
     if not trace.compound_latency.empty:
         say()
         say(
