@@ -1,0 +1,31 @@
+"""What every analysis module hands to the reports: findings in plain words.
+
+Each module in ``nfstrace/analysis/`` returns a frozen result dataclass with
+its tables and figures, and a ``findings()`` list built from them.  The
+diagnosis (``nfstrace/analysis/diagnosis.py``) ranks the findings of all
+modules by the time they cost; the terminal, JSON and HTML reports show them
+in that order.  Capture-quality findings that limit what can be concluded
+are shown first whatever their cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["info", "warning", "problem"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the trace shows, said once in words and once in numbers."""
+
+    kind: str  # stable identifier, e.g. "commit_stall", "rpc_retransmission"
+    title: str  # one plain sentence, e.g. "2 commit stalls cost 4.5 s of 12 s (38%)"
+    severity: Severity = "info"
+    time_lost_ns: int = 0  # what it cost the transfer (ranking key); 0: not a time cost
+    limits_conclusions: bool = False  # capture-quality: shown before everything else
+    details: dict[str, Any] = field(default_factory=dict)  # JSON-able figures
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
