@@ -1,0 +1,923 @@
+"""The transactional latency model of NFS writes (Boumenot 2002), fitted to a trace.
+
+For sequential transactions, one block per transaction::
+
+    T_cycle = 2*T_prop + T_ser + T_B + T_op        throughput = block_bits / T_cycle
+
+T_prop: one-way network latency; T_ser = block_bits / link_rate; T_B: time for the
+server's disk to absorb one block (block / disk_rate); T_op: per-transaction
+overhead.  With N transactions in flight the bound rises toward
+min(N * block_bits / T_cycle, link_rate, disk_rate).
+
+Each parameter is estimated from the trace with a stated method, sample count and
+spread, or given by the user (``ModelOverrides``); when the trace is too thin the
+parameter is NaN with method "cannot estimate: <why>" -- never a made-up number.
+
+- T_prop: TCP handshake round trips (SYN -> handshake ACK, the full round trip at any
+  capture point), else the smallest call->reply times of trivial RPCs (NULL, GETATTR,
+  ACCESS, GETPORT, FSINFO, PATHCONF, NFSv4 compounds of SEQUENCE/PUTFH/GETATTR/ACCESS only).  On the
+  server side call->reply excludes the network, so trivial RPCs cannot give it there.
+- T_ser: block_bits / link rate; the rate given, or from packet-train dispersion of
+  large calls (bytes over first->last packet time, median over calls).
+- T_B: block / disk rate given; else COMMIT server time per byte committed; else
+  FILE_SYNC minus UNSTABLE WRITE latency.
+- T_op: the mean residual of WRITE latencies once the network round trip seen at the
+  capture point, T_ser and (for WRITEs the server synced) T_B are taken out.  With
+  several WRITEs in flight it includes their queueing behind each other.
+
+Rates: Mbit/s = 10^6 bits per second; block sizes in bytes (8 KiB = 8192).
+A pure function of the tables; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.overview import _throughput as write_throughput
+from nfstrace.analysis.workload import json_number, json_records, outstanding
+from nfstrace.parsers.nfs3 import UNSTABLE
+from nfstrace.parsers.rpc import NFS_PROGRAM
+
+TERMS = ("2·T_prop", "T_ser", "T_B", "T_op")
+PARAMETERS = ("T_prop", "T_ser", "T_B", "T_op")
+CAPTURE_POINTS = ("client", "server", "between", "unknown")
+
+PARAMETER_COLUMNS: dict[str, str] = {
+    "name": "T_prop (one way), T_ser, T_B, T_op -- seconds per block / transaction",
+    "value_s": "estimate in seconds (NaN: cannot estimate)",
+    "method": "how it was obtained, or 'cannot estimate: <why>'",
+    "samples": "number of measurements behind it (0 for given values)",
+    "spread_s": "spread of the samples in seconds (interquartile range or median-min; NaN: none)",
+    "note": "caveats in words",
+}
+PREDICTION_COLUMNS: dict[str, str] = {
+    "scenario": "sequential / observed concurrency / max concurrency / measured overall / "
+    "segment k",
+    "outstanding": "WRITEs in flight the prediction assumes",
+    "predicted_mbit_s": "model throughput, Mbit/s (NaN: parameters missing)",
+    "measured_mbit_s": "measured WRITE throughput, Mbit/s (NaN: not a measured stretch)",
+    "error_pct": "(predicted - measured) / measured, percent",
+}
+WHAT_IF_COLUMNS: dict[str, str] = {
+    "change": "the what-if spec as given",
+    "outstanding": "WRITEs in flight assumed",
+    "t_cycle_us": "T_cycle after the change, microseconds",
+    "predicted_mbit_s": "predicted throughput after the change, Mbit/s",
+    "dominant": "what limits it then: a T_cycle term, 'link rate' or 'disk rate'",
+}
+
+# Fewest samples a statistical estimate rests on (a COMMIT or a handshake is one
+# clean measurement each, so those need one).
+MIN_SAMPLES = 3
+# Calls at least this big (and spanning several packets) time the link by dispersion.
+DISPERSION_MIN_BYTES = 8192
+DISPERSION_MIN_FRAMES = 4
+# Mean WRITEs in flight below this: the trace ran sequentially.
+SEQUENTIAL_BELOW = 1.5
+# Operations whose call->reply time is almost all network round trip.
+TRIVIAL_OPS = frozenset({"NULL", "GETATTR", "ACCESS", "GETPORT", "FSINFO", "PATHCONF"})
+TRIVIAL_V4_OPS = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "GETATTR", "ACCESS"})
+_TRIVIAL_WORDS = "NULL/GETATTR/ACCESS/GETPORT/FSINFO/SEQUENCE"
+HANDSHAKE_KINDS = ("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack")
+DATA_SYNC = 1  # stable_how / committed level at which the server has the data on disk
+
+_TERM_ADVICE = {
+    "2·T_prop": "the network round trip is {pct:.0%} of each cycle: more outstanding WRITEs "
+    "or a closer server would help most",
+    "T_ser": "putting each block on the wire is {pct:.0%} of each cycle: a faster link "
+    "would help most",
+    "T_B": "the server's disk absorbing each block is {pct:.0%} of each cycle: a faster "
+    "disk (or a server write cache) would help most",
+    "T_op": "per-transaction overhead (client, RPC and server processing) is {pct:.0%} of "
+    "each cycle: larger blocks (fewer transactions) would help most",
+}
+
+
+# --------------------------------------------------------------------------- units
+
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0}
+_DECIMAL = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+
+
+def parse_duration(text: str) -> float:
+    """'1ms', '250us', '250µs', '0.5s', '100ns' -> seconds (a bare number is seconds)."""
+    m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s|)", text.strip().lower())
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (examples: 1ms, 250us, 0.5s)")
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+
+
+def parse_rate(text: str) -> float:
+    """A rate -> bits per second.
+
+    Decimal prefixes (k, M, G, T = 10^3..10^12).  Bits: '10G', '10Gbit/s', '100Mbps',
+    '1e9' is not accepted (write 1G).  Bytes when a capital B follows the prefix:
+    '200MB/s', '1.5GB/s', '500 MBps' (x8).
+    """
+    m = re.fullmatch(
+        _NUMBER + r"\s*([kKmMgGtT]?)(B|b|bit|bits)?(?:/s|ps)?", text.strip().replace(" ", "")
+    )
+    if not m:
+        raise ValueError(f"not a rate: {text!r} (examples: 10G, 100Mbit/s, 200MB/s)")
+    value = float(m.group(1)) * _DECIMAL[m.group(2).lower()]
+    value *= 8 if m.group(3) == "B" else 1
+    if value <= 0:
+        raise ValueError(f"a rate must be positive: {text!r}")
+    return value
+
+
+def parse_size(text: str) -> int:
+    """A block size -> bytes.  K/M/G and KiB/MiB/GiB are binary ('64K' = 65536,
+    '1M' = 1048576); kB/MB/GB are decimal ('1MB' = 10^6); a bare number is bytes."""
+    m = re.fullmatch(_NUMBER + r"\s*(?:([kKmMgG])(iB|B|)|(B?))", text.strip())
+    if not m:
+        raise ValueError(f"not a size: {text!r} (examples: 8192, 64K, 1M, 1MiB)")
+    prefix, kind = (m.group(2) or "").lower(), m.group(3) or ""
+    scale = _DECIMAL[prefix] if kind == "B" else _BINARY[prefix]
+    size = float(m.group(1)) * scale
+    if size < 1 or size != int(size):
+        raise ValueError(f"a size must be a whole, positive number of bytes: {text!r}")
+    return int(size)
+
+
+@dataclass(frozen=True)
+class ModelOverrides:
+    """Values the user gives instead of estimates (None: estimate from the trace)."""
+
+    rtt_s: float | None = None  # round trip; T_prop = rtt / 2
+    link_rate_bps: float | None = None
+    disk_rate_Bps: float | None = None
+    block_bytes: int | None = None
+
+
+def overrides_from_options(
+    rtt: str | None = None,
+    link_rate: str | None = None,
+    disk_rate: str | None = None,
+    block: str | None = None,
+) -> ModelOverrides:
+    """``--rtt``, ``--link-rate``, ``--disk-rate``, ``--block`` strings -> ModelOverrides."""
+    return ModelOverrides(
+        rtt_s=None if rtt is None else parse_duration(rtt),
+        link_rate_bps=None if link_rate is None else parse_rate(link_rate),
+        disk_rate_Bps=None if disk_rate is None else parse_rate(disk_rate) / 8,
+        block_bytes=None if block is None else parse_size(block),
+    )
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One what-if spec: each change None when not asked for.
+
+    rtt: absolute round trip (rtt_s) or a change of it (rtt_delta_s, '+5ms' / '-1ms')
+    or a factor (rtt_factor, '2x'); link/disk: absolute rate or factor; outstanding: WRITEs
+    in flight; block_bytes: block size.
+    """
+
+    spec: str
+    rtt_s: float | None = None
+    rtt_delta_s: float | None = None
+    rtt_factor: float | None = None
+    link_rate_bps: float | None = None
+    link_factor: float | None = None
+    disk_rate_Bps: float | None = None
+    disk_factor: float | None = None
+    outstanding: float | None = None
+    block_bytes: int | None = None
+
+
+def _factor(value: str) -> float | None:
+    m = re.fullmatch(_NUMBER + r"\s*[x×]", value.strip().lower())
+    if not m:
+        return None
+    k = float(m.group(1))
+    if k <= 0:
+        raise ValueError(f"a factor must be positive: {value!r}")
+    return k
+
+
+def parse_what_if(spec: str) -> WhatIf:
+    """'rtt=+5ms', 'rtt=10ms', 'link=10G', 'disk=2x', 'outstanding=16', 'block=1M', or
+    several joined by commas ('rtt=+5ms,outstanding=16') -> WhatIf."""
+    changes: dict[str, Any] = {}
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if not sep or not value:
+            raise ValueError(f"what-if {part!r}: expected name=value, e.g. rtt=+5ms")
+        try:
+            factor = _factor(value)
+            if key == "rtt":
+                if factor is not None:
+                    changes["rtt_factor"] = factor
+                elif value[0] in "+-":
+                    sign = -1.0 if value[0] == "-" else 1.0
+                    changes["rtt_delta_s"] = sign * parse_duration(value[1:])
+                else:
+                    changes["rtt_s"] = parse_duration(value)
+            elif key == "link":
+                if factor is not None:
+                    changes["link_factor"] = factor
+                else:
+                    changes["link_rate_bps"] = parse_rate(value)
+            elif key == "disk":
+                if factor is not None:
+                    changes["disk_factor"] = factor
+                else:
+                    changes["disk_rate_Bps"] = parse_rate(value) / 8
+            elif key == "outstanding":
+                n = float(value)
+                if not n >= 1:
+                    raise ValueError("outstanding must be at least 1")
+                changes["outstanding"] = n
+            elif key == "block":
+                changes["block_bytes"] = parse_size(value)
+            else:
+                raise ValueError("known names: rtt, link, disk, outstanding, block")
+        except ValueError as e:
+            raise ValueError(f"what-if {part.strip()!r}: {e}") from None
+    return WhatIf(spec=spec, **changes)
+
+
+# --------------------------------------------------------------------- arithmetic
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """The model's state: per-block terms for a block size, and the concurrency."""
+
+    block_bytes: float
+    t_prop_s: float
+    link_rate_bps: float  # T_ser = block_bits / link_rate
+    disk_rate_Bps: float  # T_B = block / disk_rate
+    t_op_s: float
+    outstanding: float = 1.0
+
+    @property
+    def terms(self) -> dict[str, float]:
+        return {
+            "2·T_prop": 2 * self.t_prop_s,
+            "T_ser": self.block_bytes * 8 / self.link_rate_bps,
+            "T_B": self.block_bytes / self.disk_rate_Bps,
+            "T_op": self.t_op_s,
+        }
+
+    @property
+    def t_cycle_s(self) -> float:
+        return sum(self.terms.values())
+
+    def throughput_bps(self) -> float:
+        """min(N * block_bits / T_cycle, link rate, disk rate); NaN when a term is unknown."""
+        bounds = (self._window_bps(), self.link_rate_bps, self.disk_rate_Bps * 8)
+        return math.nan if any(math.isnan(b) for b in bounds) else min(bounds)
+
+    def limit(self) -> str:
+        """What bounds the throughput: the largest T_cycle term, or the link or disk rate."""
+        bound = self.throughput_bps()
+        if bound < self._window_bps():
+            return "link rate" if bound == self.link_rate_bps else "disk rate"
+        return dominant_term(self.terms)
+
+    def _window_bps(self) -> float:
+        return self.outstanding * self.block_bytes * 8 / self.t_cycle_s
+
+
+def cycle_throughput_bps(
+    block_bytes: float,
+    t_prop_s: float,
+    t_ser_s: float,
+    t_b_s: float,
+    t_op_s: float,
+    outstanding: float = 1.0,
+) -> float:
+    """The model's bound from the four terms: min(N*block_bits/T_cycle, link, disk)."""
+    link = block_bytes * 8 / t_ser_s if t_ser_s > 0 else math.inf
+    disk = block_bytes / t_b_s if t_b_s > 0 else math.inf
+    return Cycle(block_bytes, t_prop_s, link, disk, t_op_s, outstanding).throughput_bps()
+
+
+def dominant_term(terms: dict[str, float]) -> str:
+    """The largest term ('' when any is unknown)."""
+    if any(not math.isfinite(v) for v in terms.values()):
+        return ""
+    return max(terms, key=lambda k: terms[k])
+
+
+def apply_what_if(cycle: Cycle, change: WhatIf) -> Cycle:
+    """The cycle after a what-if change (T_ser and T_B follow the block size)."""
+    rtt = 2 * cycle.t_prop_s
+    if change.rtt_s is not None:
+        rtt = change.rtt_s
+    if change.rtt_delta_s is not None:
+        rtt += change.rtt_delta_s
+    if change.rtt_factor is not None:
+        rtt *= change.rtt_factor
+    if rtt < 0:  # NaN (unknown round trip) stays NaN
+        raise ValueError(f"what-if {change.spec!r}: the round trip would be negative")
+    link = change.link_rate_bps or cycle.link_rate_bps
+    disk = change.disk_rate_Bps or cycle.disk_rate_Bps
+    return replace(
+        cycle,
+        t_prop_s=rtt / 2,
+        link_rate_bps=link * (change.link_factor or 1.0),
+        disk_rate_Bps=disk * (change.disk_factor or 1.0),
+        block_bytes=change.block_bytes or cycle.block_bytes,
+        outstanding=change.outstanding or cycle.outstanding,
+    )
+
+
+# --------------------------------------------------------------------- estimation
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    name: str
+    value_s: float
+    method: str
+    samples: int = 0
+    spread_s: float = math.nan
+    note: str = ""
+
+
+def _cannot(name: str, why: str, samples: int = 0, note: str = "") -> _Estimate:
+    return _Estimate(name, math.nan, f"cannot estimate: {why}", samples, math.nan, note)
+
+
+def _iqr(values: np.ndarray) -> float:
+    if len(values) < 2:
+        return math.nan
+    q1, q3 = np.percentile(values, [25, 75])
+    return float(q3 - q1)
+
+
+def _is_trivial(op: object, ops: object) -> bool:
+    if isinstance(ops, str) and ops.strip():
+        return set(ops.split()) <= TRIVIAL_V4_OPS
+    return isinstance(op, str) and op in TRIVIAL_OPS
+
+
+def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
+    """Transactions sent once and answered once, with a latency."""
+    ok = (tx["n_calls"] == 1) & (tx["n_replies"] >= 1) & tx["latency_ns"].notna()
+    return tx[ok]
+
+
+def _handshake_rtts(events: pd.DataFrame | None) -> np.ndarray:
+    """Per connection: SYN -> handshake ACK (the full round trip wherever captured)."""
+    if events is None or events.empty or "kind" not in events:
+        return np.array([])
+    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
+    if hs.empty:
+        return np.array([])
+    first = hs.groupby(["conn", "kind"])["ts_ns"].agg(["min", "max"]).unstack("kind")
+    rtts = []
+    for _, row in first.iterrows():
+        syn_last = row.get(("max", "tcp_syn"), math.nan)  # a re-sent SYN: time the last one
+        ack = row.get(("min", "tcp_handshake_ack"), math.nan)
+        if pd.notna(syn_last) and pd.notna(ack) and ack > syn_last:
+            rtts.append((ack - syn_last) / 1e9)
+    return np.array(rtts)
+
+
+def _estimate_rtt(
+    tx: pd.DataFrame,
+    events: pd.DataFrame | None,
+    capture_point: str,
+    overrides: ModelOverrides,
+) -> tuple[_Estimate, float]:
+    """T_prop, and the network round trip that call->reply times include here."""
+    trivial = _clean_answered(tx)
+    trivial = trivial[
+        [_is_trivial(o, s) for o, s in zip(trivial["op"], trivial["ops"], strict=True)]
+    ]
+    rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
+    point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
+    # The round trip contained in call->reply times at this capture point.
+    if capture_point == "server":
+        visible = 0.0
+    elif capture_point == "between":
+        visible = float(rpc_rtts[0]) if len(rpc_rtts) >= MIN_SAMPLES else math.nan
+    else:
+        visible = math.nan  # = 2*T_prop, set below
+
+    if overrides.rtt_s is not None:
+        est = _Estimate("T_prop", overrides.rtt_s / 2, "given round trip (--rtt) / 2", 0)
+    elif len(hs := _handshake_rtts(events)):
+        est = _Estimate(
+            "T_prop",
+            float(hs.min()) / 2,
+            "TCP handshake: smallest SYN -> handshake ACK round trip / 2",
+            len(hs),
+            (float(np.median(hs)) - float(hs.min())) / 2 if len(hs) > 1 else math.nan,
+        )
+    elif capture_point == "server":
+        est = _cannot(
+            "T_prop", "server-side capture: call->reply excludes the network, no TCP handshake"
+        )
+    elif capture_point == "between":
+        est = _cannot(
+            "T_prop", "capture between client and server: call->reply shows only the server leg"
+        )
+    elif len(rpc_rtts) < MIN_SAMPLES:
+        est = _cannot(
+            "T_prop",
+            f"{len(rpc_rtts)} trivial RPCs ({_TRIVIAL_WORDS}), need {MIN_SAMPLES}",
+            len(rpc_rtts),
+        )
+    else:
+        est = _Estimate(
+            "T_prop",
+            float(rpc_rtts[0]) / 2,
+            f"smallest call->reply of trivial RPCs ({_TRIVIAL_WORDS}) / 2",
+            len(rpc_rtts),
+            (float(np.median(rpc_rtts)) - float(rpc_rtts[0])) / 2,
+            "includes the server's (small) time to answer them",
+        )
+    if point_note:
+        est = replace(est, note="; ".join(n for n in (est.note, point_note) if n))
+    if capture_point in ("client", "unknown"):
+        visible = 2 * est.value_s
+    return est, visible
+
+
+def _call_rates(tx: pd.DataFrame, messages: pd.DataFrame | None) -> tuple[np.ndarray, str]:
+    """Bits per second of large calls from the spacing of their first and last packets."""
+    if messages is not None and not messages.empty:
+        big = messages[
+            (messages["msgtype"] == "call")
+            & (messages["rpc_len"] >= DISPERSION_MIN_BYTES)
+            & (messages["frames"] >= DISPERSION_MIN_FRAMES)
+            & (messages["ts_last_ns"] > messages["ts_first_ns"])
+        ]
+        frames = big["frames"].to_numpy(dtype="float64")
+        # first->last packet time covers the serialization of frames-1 packets
+        bits = big["rpc_len"].to_numpy(dtype="float64") * 8 * (frames - 1) / frames
+        seconds = (big["ts_last_ns"] - big["ts_first_ns"]).to_numpy(dtype="float64") / 1e9
+        return bits / seconds, ""
+    calls = tx.dropna(subset=["t_call_ns", "t_call_end_ns", "call_bytes"])
+    calls = calls[
+        (calls["call_bytes"] >= DISPERSION_MIN_BYTES)
+        & (calls["t_call_end_ns"] > calls["t_call_ns"])
+    ]
+    bits = calls["call_bytes"].to_numpy(dtype="float64") * 8
+    seconds = (calls["t_call_end_ns"] - calls["t_call_ns"]).to_numpy(dtype="float64") / 1e9
+    return bits / seconds, "packet counts unknown (no messages table): rate slightly low"
+
+
+def _estimate_t_ser(
+    tx: pd.DataFrame,
+    messages: pd.DataFrame | None,
+    block: float,
+    capture_point: str,
+    overrides: ModelOverrides,
+) -> tuple[_Estimate, float]:
+    """T_ser and the link rate behind it."""
+    if overrides.link_rate_bps is not None:
+        rate = overrides.link_rate_bps
+        return _Estimate("T_ser", block * 8 / rate, "given link rate (--link-rate)"), rate
+    if not math.isfinite(block):
+        return _cannot("T_ser", "no block size (no WRITEs)"), math.nan
+    rates, note = _call_rates(tx, messages)
+    if len(rates) < MIN_SAMPLES:
+        why = f"{len(rates)} multi-packet calls of >= {DISPERSION_MIN_BYTES} bytes"
+        return _cannot("T_ser", f"{why}, need {MIN_SAMPLES}; give --link-rate", len(rates)), (
+            math.nan
+        )
+    rate = float(np.median(rates))
+    side = "arrival" if capture_point == "server" else "sender-side"
+    return (
+        _Estimate(
+            "T_ser",
+            block * 8 / rate,
+            f"{side} packet-train dispersion of large calls (median {rate / 1e6:,.1f} Mbit/s)",
+            len(rates),
+            _iqr(block * 8 / rates),
+            "; ".join(
+                n for n in (note, "waits for TCP window/ACKs make single calls look slower") if n
+            ),
+        ),
+        rate,
+    )
+
+
+def _commit_server_seconds_per_byte(
+    tx: pd.DataFrame, writes: pd.DataFrame, visible_rtt: float
+) -> np.ndarray:
+    """Per COMMIT: (latency - round trip) / bytes it made stable.
+
+    Bytes: UNSTABLE WRITEs of the same file acknowledged since the previous COMMIT's
+    call (the COMMIT's own count when that finds none).
+    """
+    commits = _clean_answered(tx[(tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0)])
+    commits = commits.sort_values("t_call_ns")
+    unstable = writes[writes["committed"].fillna(-1) == UNSTABLE]
+    out = []
+    previous: dict[object, int] = {}
+    for c in commits.itertuples(index=False):
+        same_file = unstable if pd.isna(c.fh) else unstable[unstable["fh"] == c.fh]
+        since = previous.get(c.fh, -(2**62))
+        done = same_file[
+            (same_file["t_reply_ns"] > since) & (same_file["t_reply_ns"] <= c.t_call_ns)
+        ]
+        nbytes = int(done["write_bytes"].sum()) or max(int(c.count) if pd.notna(c.count) else 0, 0)
+        previous[c.fh] = int(c.t_call_ns)
+        server = c.latency_ns / 1e9 - visible_rtt
+        if nbytes > 0 and server > 0:
+            out.append(server / nbytes)
+    return np.array(out)
+
+
+def _estimate_t_b(
+    tx: pd.DataFrame,
+    writes: pd.DataFrame,
+    block: float,
+    visible_rtt: float,
+    overrides: ModelOverrides,
+) -> tuple[_Estimate, float]:
+    """T_B and the disk rate behind it."""
+    if overrides.disk_rate_Bps is not None:
+        rate = overrides.disk_rate_Bps
+        return _Estimate("T_B", block / rate, "given disk rate (--disk-rate)"), rate
+    if not math.isfinite(block):
+        return _cannot("T_B", "no block size (no WRITEs)"), math.nan
+    if math.isfinite(visible_rtt):
+        per_byte = _commit_server_seconds_per_byte(tx, writes, visible_rtt)
+        if len(per_byte):
+            t_b = float(np.median(per_byte)) * block
+            return (
+                _Estimate(
+                    "T_B",
+                    t_b,
+                    "COMMIT server time (latency - round trip) per byte committed x block",
+                    len(per_byte),
+                    _iqr(per_byte * block),
+                    "flushes overlapped with earlier writes make it look faster",
+                ),
+                block / t_b,
+            )
+    clean = _clean_answered(writes)
+    synced = clean[clean["committed"].fillna(-1) >= DATA_SYNC]["latency_ns"]
+    unstable = clean[clean["committed"].fillna(-1) == UNSTABLE]["latency_ns"]
+    if len(synced) >= MIN_SAMPLES and len(unstable) >= MIN_SAMPLES:
+        t_b = (float(synced.median()) - float(unstable.median())) / 1e9
+        if t_b > 0:
+            return (
+                _Estimate(
+                    "T_B",
+                    t_b,
+                    "median FILE_SYNC minus median UNSTABLE WRITE latency",
+                    len(synced) + len(unstable),
+                    _iqr(synced.to_numpy(dtype="float64") / 1e9),
+                ),
+                block / t_b,
+            )
+    return (
+        _cannot(
+            "T_B",
+            "no answered COMMIT (with a known round trip) and too few FILE_SYNC and "
+            "UNSTABLE WRITEs to compare; give --disk-rate",
+        ),
+        math.nan,
+    )
+
+
+def _client_gap_s(writes: pd.DataFrame) -> float:
+    """Median time from a WRITE's reply to the next WRITE call (NaN: fewer than 2 gaps)."""
+    w = writes.sort_values("t_call_ns")
+    # subtract as int64: epoch nanoseconds do not fit a float's 53 bits
+    gaps = (w["t_call_ns"].shift(-1) - w["t_reply_ns"]).dropna().astype("int64")
+    gaps = gaps[gaps >= 0].to_numpy(dtype="float64") / 1e9
+    return float(np.median(gaps)) if len(gaps) >= 2 else math.nan
+
+
+def _estimate_t_op(
+    writes: pd.DataFrame,
+    visible_rtt: float,
+    link_rate: float,
+    t_b: float,
+    outstanding_mean: float,
+) -> _Estimate:
+    clean = _clean_answered(writes)
+    if len(clean) < MIN_SAMPLES:
+        return _cannot("T_op", f"{len(clean)} answered WRITEs, need {MIN_SAMPLES}", len(clean))
+    missing = [
+        n
+        for n, v in (("round trip", visible_rtt), ("T_ser", link_rate), ("T_B", t_b))
+        if not math.isfinite(v)
+    ]
+    if missing:
+        return _cannot("T_op", f"{' and '.join(missing)} unknown", len(clean))
+    latency = clean["latency_ns"].to_numpy(dtype="float64") / 1e9
+    nbytes = clean["write_bytes"].to_numpy(dtype="float64")
+    synced = (clean["committed"].fillna(-1) >= DATA_SYNC).to_numpy()
+    # T_B scales with the write's size: t_b is per block, disk rate = block / t_b
+    residual = latency - visible_rtt - nbytes * 8 / link_rate - synced * t_b
+    value = float(residual.mean())
+    notes = []
+    method = "mean WRITE latency minus round trip, T_ser and (synced WRITEs) T_B"
+    gap = _client_gap_s(clean)
+    if outstanding_mean < SEQUENTIAL_BELOW and math.isfinite(gap):
+        # Sequential: the client's reply->next-call time is part of every cycle (the
+        # study's T_op includes it).
+        value += gap
+        method += " plus the median reply->next WRITE gap"
+        notes.append(f"includes the client's {gap * 1e6:,.1f} µs reply->next-call gap")
+    if outstanding_mean >= SEQUENTIAL_BELOW:
+        notes.append(
+            f"includes queueing behind the {outstanding_mean:.1f} WRITEs in flight on average"
+        )
+    if value < 0:
+        notes.append(
+            f"mean residual was {value * 1e6:,.1f} µs: the other terms overestimate the "
+            "WRITE latency; set to 0"
+        )
+        value = 0.0
+    return _Estimate(
+        "T_op",
+        value,
+        method,
+        len(clean),
+        _iqr(residual),
+        "; ".join(notes),
+    )
+
+
+def _client_outstanding(seen: float, writes: pd.DataFrame, hidden_rtt: float) -> float:
+    """WRITEs in flight at the client, from those seen at the capture point.
+
+    Away from the client a WRITE is seen outstanding only for its latency there; the
+    client waits the part of the round trip the capture point does not see as well.
+    By Little's law (same throughput) the counts scale with the waits.
+    """
+    latency = _clean_answered(writes)["latency_ns"].astype("float64")
+    if not (math.isfinite(hidden_rtt) and hidden_rtt > 0) or latency.empty:
+        return seen
+    mean_s = float(latency.mean()) / 1e9
+    return seen * (mean_s + hidden_rtt) / mean_s
+
+
+def _block_size(writes: pd.DataFrame, overrides: ModelOverrides) -> tuple[float, str]:
+    if overrides.block_bytes is not None:
+        return float(overrides.block_bytes), "given (--block)"
+    sizes = writes["write_bytes"]
+    sizes = sizes[sizes > 0]
+    if sizes.empty:
+        return math.nan, "cannot estimate: no acknowledged WRITEs"
+    common = int(sizes.mode().max())
+    share = float((sizes == common).mean())
+    return float(common), f"most common WRITE size ({share:.0%} of {len(sizes)} WRITEs)"
+
+
+# ------------------------------------------------------------------------ result
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """The fitted model (tables: ``PARAMETER_COLUMNS``, ``PREDICTION_COLUMNS``,
+    ``WHAT_IF_COLUMNS``); terms and t_cycle in seconds, rates in bits/bytes per second."""
+
+    capture_point: str
+    parameters: pd.DataFrame
+    block_bytes: int | None
+    block_method: str
+    link_rate_bps: float
+    disk_rate_Bps: float
+    outstanding_seen: float  # mean WRITEs in flight at the capture point
+    outstanding_mean: float  # ... at the client (= seen on the client side)
+    outstanding_max: int
+    terms: dict[str, float]
+    t_cycle_s: float
+    dominant: str
+    dominant_text: str
+    measured_mbit_s: float
+    predictions: pd.DataFrame
+    what_if: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(WHAT_IF_COLUMNS))
+    )
+
+    def parameter(self, name: str) -> float:
+        return float(self.parameters.set_index("name").loc[name, "value_s"])
+
+    def cycle(self) -> Cycle:
+        """The model as fitted, at the observed mean concurrency (1 when unknown)."""
+        n = self.outstanding_mean if math.isfinite(self.outstanding_mean) else 1.0
+        return Cycle(
+            block_bytes=math.nan if self.block_bytes is None else float(self.block_bytes),
+            t_prop_s=self.parameter("T_prop"),
+            link_rate_bps=self.link_rate_bps,
+            disk_rate_Bps=self.disk_rate_Bps,
+            t_op_s=self.parameter("T_op"),
+            outstanding=max(1.0, n),
+        )
+
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        missing = self.parameters[self.parameters["value_s"].isna()]
+        if not missing.empty:
+            out.append(
+                Finding(
+                    kind="model_cannot_estimate",
+                    title=(
+                        "the latency model cannot estimate "
+                        + ", ".join(missing["name"])
+                        + ": "
+                        + "; ".join(m.removeprefix("cannot estimate: ") for m in missing["method"])
+                    ),
+                    details={"parameters": json_records(self.parameters)},
+                )
+            )
+            return out
+        out.append(
+            Finding(
+                kind="model_dominant_term",
+                title=self.dominant_text,
+                details={
+                    "terms_s": {k: json_number(v) for k, v in self.terms.items()},
+                    "t_cycle_s": json_number(self.t_cycle_s),
+                    "dominant": self.dominant,
+                },
+            )
+        )
+        overall = self.predictions[self.predictions["scenario"] == "measured overall"]
+        if not overall.empty and abs(overall["error_pct"].iloc[0]) > 25:
+            row = overall.iloc[0]
+            out.append(
+                Finding(
+                    kind="model_mismatch",
+                    title=(
+                        f"the model predicts {row['predicted_mbit_s']:,.1f} Mbit/s but "
+                        f"{row['measured_mbit_s']:,.1f} Mbit/s was measured "
+                        f"({row['error_pct']:+.0f}%): something outside it (stalls, TCP "
+                        "windows, retransmissions) limits the transfer"
+                    ),
+                    severity="warning",
+                    details={"predictions": json_records(self.predictions)},
+                )
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capture_point": self.capture_point,
+            "block_bytes": self.block_bytes,
+            "block_method": self.block_method,
+            "parameters": json_records(self.parameters),
+            "link_rate_bps": json_number(self.link_rate_bps),
+            "disk_rate_Bps": json_number(self.disk_rate_Bps),
+            "outstanding_seen": json_number(self.outstanding_seen),
+            "outstanding_mean": json_number(self.outstanding_mean),
+            "outstanding_max": self.outstanding_max,
+            "terms_s": {k: json_number(v) for k, v in self.terms.items()},
+            "t_cycle_s": json_number(self.t_cycle_s),
+            "dominant": self.dominant,
+            "dominant_text": self.dominant_text,
+            "measured_mbit_s": json_number(self.measured_mbit_s),
+            "predictions": json_records(self.predictions),
+            "what_if": json_records(self.what_if),
+        }
+
+
+def _dominant_text(cycle: Cycle, estimates: dict[str, _Estimate]) -> tuple[str, str]:
+    terms = cycle.terms
+    unknown = [k for k, v in terms.items() if not math.isfinite(v)]
+    if unknown:
+        return "", f"cannot say which term dominates: {', '.join(unknown)} unknown"
+    name = dominant_term(terms)
+    share = terms[name] / cycle.t_cycle_s
+    if name == "T_op" and "queueing" in estimates["T_op"].note:
+        return name, (
+            f"per-transaction time is {share:.0%} of each cycle, mostly WRITEs queueing behind "
+            f"the {cycle.outstanding:.1f} others in flight: the link or the server is the "
+            "bottleneck, not the round trip"
+        )
+    return name, _TERM_ADVICE[name].format(pct=share)
+
+
+def _prediction_rows(
+    cycle: Cycle,
+    writes: pd.DataFrame,
+    outstanding_max: int,
+    measured_mbit_s: float,
+    segments: pd.DataFrame | None,
+) -> pd.DataFrame:
+    def bound(n: float) -> float:
+        return replace(cycle, outstanding=max(1.0, n)).throughput_bps() / 1e6
+
+    n_obs = cycle.outstanding
+    sequential_measured = measured_mbit_s if n_obs < SEQUENTIAL_BELOW else math.nan
+    rows = [
+        ("sequential", 1.0, bound(1.0), sequential_measured),
+        ("observed concurrency", n_obs, bound(n_obs), math.nan),
+        ("max concurrency", float(outstanding_max), bound(outstanding_max), math.nan),
+        ("measured overall", n_obs, bound(n_obs), measured_mbit_s),
+    ]
+    if segments is not None:
+        for k, seg in enumerate(segments.itertuples(index=False), start=1):
+            n_seg, _ = outstanding(writes, int(seg.start_ns), int(seg.end_ns))
+            n_seg = n_seg if math.isfinite(n_seg) else 1.0
+            rows.append((f"segment {k}", n_seg, bound(n_seg), float(seg.mbit_s)))
+    table = pd.DataFrame(
+        rows, columns=["scenario", "outstanding", "predicted_mbit_s", "measured_mbit_s"]
+    )
+    table["error_pct"] = (
+        (table["predicted_mbit_s"] - table["measured_mbit_s"]) / table["measured_mbit_s"] * 100
+    )
+    return table[list(PREDICTION_COLUMNS)]
+
+
+def what_if(result: ModelResult, changes: Sequence[WhatIf | str]) -> pd.DataFrame:
+    """One row per what-if spec (``WHAT_IF_COLUMNS``); NaN where the model lacks a term."""
+    rows = []
+    base = result.cycle()
+    for change in changes:
+        spec = parse_what_if(change) if isinstance(change, str) else change
+        after = apply_what_if(base, spec)
+        rows.append(
+            (
+                spec.spec,
+                after.outstanding,
+                after.t_cycle_s * 1e6,
+                after.throughput_bps() / 1e6,
+                after.limit() if math.isfinite(after.t_cycle_s) else "",
+            )
+        )
+    return pd.DataFrame(rows, columns=list(WHAT_IF_COLUMNS))
+
+
+def fit_model(
+    transactions: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    *,
+    capture_point: str = "unknown",
+    segments: pd.DataFrame | None = None,
+    outstanding_mean: float | None = None,
+    overrides: ModelOverrides | None = None,
+    messages: pd.DataFrame | None = None,
+    what_ifs: Sequence[WhatIf | str] = (),
+) -> ModelResult:
+    """Fit the model to a trace's NFS WRITEs.
+
+    transactions: TRANSACTION_COLUMNS; events: transport events (handshake kinds used
+    when present); capture_point: client/server/between/unknown; segments: write
+    segments between stalls (start_ns, end_ns, ..., mbit_s); outstanding_mean:
+    time-weighted mean of WRITEs in flight (computed from the WRITEs when None);
+    messages: MESSAGE_COLUMNS, for packet counts in the T_ser dispersion estimate;
+    what_ifs: specs answered in ``result.what_if``.
+    """
+    if capture_point not in CAPTURE_POINTS:
+        raise ValueError(f"capture_point must be one of {CAPTURE_POINTS}, got {capture_point!r}")
+    overrides = overrides or ModelOverrides()
+    nfs = transactions[(transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)]
+    writes = nfs[(nfs["op"] == "WRITE") & (nfs["write_bytes"] > 0)]
+
+    block, block_method = _block_size(writes, overrides)
+    computed_mean, outstanding_max = outstanding(writes)
+    seen = computed_mean if outstanding_mean is None else outstanding_mean
+    t_prop, visible = _estimate_rtt(
+        transactions[transactions["n_calls"] > 0], events, capture_point, overrides
+    )
+    outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible)
+    t_ser, link_rate = _estimate_t_ser(writes, messages, block, capture_point, overrides)
+    t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides)
+    t_op = _estimate_t_op(writes, visible, link_rate, t_b.value_s, outstanding_mean)
+    estimates = {e.name: e for e in (t_prop, t_ser, t_b, t_op)}
+    parameters = pd.DataFrame(
+        [vars(estimates[name]) for name in PARAMETERS], columns=list(PARAMETER_COLUMNS)
+    )
+
+    throughput = write_throughput(writes, "write_bytes")
+    measured = throughput.mbits_per_s if throughput else math.nan
+    n = outstanding_mean if math.isfinite(outstanding_mean) else 1.0
+    cycle = Cycle(block, t_prop.value_s, link_rate, disk_rate, t_op.value_s, max(1.0, n))
+    dominant, text = _dominant_text(cycle, estimates)
+    result = ModelResult(
+        capture_point=capture_point,
+        parameters=parameters,
+        block_bytes=int(block) if math.isfinite(block) else None,
+        block_method=block_method,
+        link_rate_bps=link_rate,
+        disk_rate_Bps=disk_rate,
+        outstanding_seen=seen,
+        outstanding_mean=outstanding_mean,
+        outstanding_max=outstanding_max,
+        terms=cycle.terms,
+        t_cycle_s=cycle.t_cycle_s,
+        dominant=dominant,
+        dominant_text=text,
+        measured_mbit_s=measured,
+        predictions=_prediction_rows(cycle, writes, outstanding_max, measured, segments),
+    )
+    if what_ifs:
+        result = replace(result, what_if=what_if(result, what_ifs))
+    return result

@@ -1,0 +1,395 @@
+"""The transactional latency model: arithmetic against the study's numbers, estimation on
+hand-built transactions, and lab captures of one workload at two injected delays."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SAMPLES, ground_truth
+
+import nfstrace
+from nfstrace.analysis.model import (
+    PARAMETERS,
+    ModelOverrides,
+    cycle_throughput_bps,
+    fit_model,
+    overrides_from_options,
+    parse_duration,
+    parse_rate,
+    parse_size,
+    parse_what_if,
+    what_if,
+)
+from nfstrace.schema import TRANSACTION_DTYPES
+
+US = 1_000  # ns
+T0 = 1_700_000_000 * 10**9
+
+# ----------------------------------------------------------------- hand-built tables
+
+
+def make_tx(rows: list[dict]) -> pd.DataFrame:
+    """A transactions table (TRANSACTION_COLUMNS) from a few fields per row."""
+    defaults = {
+        "client": "10.0.0.1",
+        "server": "10.0.0.2",
+        "prog": 100003,
+        "vers": 3,
+        "proc": 0,
+        "op": "NULL",
+        "ops": "",
+        "n_calls": 1,
+        "n_replies": 1,
+        "status": 0,
+        "stable": -1,
+        "committed": -1,
+        "count": -1,
+        "offset": -1,
+        "write_bytes": 0,
+        "read_bytes": 0,
+        "fh": "aa",
+        "call_bytes": 100,
+    }
+    full = []
+    for r in rows:
+        row = {**defaults, **r}
+        row.setdefault("t_call_end_ns", row["t_call_ns"])
+        row["t_reply_ns"] = row["t_call_ns"] + row["latency_ns"]
+        full.append(row)
+    df = pd.DataFrame(full)
+    for col, dtype in TRANSACTION_DTYPES.items():
+        if col not in df:  # what the test does not care about: 0 or missing
+            df[col] = 0 if dtype in ("int64", "int32") else None
+        df[col] = df[col].astype(dtype)
+    return df
+
+
+def trivial(t_ns: int, latency_ns: int, op: str = "NULL") -> dict:
+    return {"op": op, "t_call_ns": t_ns, "latency_ns": latency_ns}
+
+
+def sequential_writes(
+    n: int, block: int, latency_ns: int, gap_ns: int, start_ns: int, committed: int = 0
+) -> list[dict]:
+    rows, t = [], start_ns
+    for i in range(n):
+        rows.append(
+            {
+                "op": "WRITE",
+                "proc": 7,
+                "t_call_ns": t,
+                "latency_ns": latency_ns,
+                "count": block,
+                "offset": i * block,
+                "stable": committed,
+                "committed": committed,
+                "write_bytes": block,
+                "call_bytes": block + 140,
+            }
+        )
+        t += latency_ns + gap_ns
+    return rows
+
+
+# ---------------------------------------------------- the study's numbers (Table 9.4)
+
+BLOCK = 8192  # 8 KiB
+T_SER = BLOCK * 8 / 1e9  # 65.536 µs at 1 Gbit/s
+T_B_BEAST = 175.98e-6
+T_OP = 61.87e-6
+
+
+@pytest.mark.parametrize(
+    ("round_trip", "t_op", "mbit_s"),
+    [(192.68e-6, T_OP, 132.11), (192.68e-6, 0.0, 150.94), (175.39e-6, T_OP, 136.88)],
+    ids=["switched", "no T_op", "crossover"],
+)
+def test_reference_values(round_trip: float, t_op: float, mbit_s: float) -> None:
+    got = cycle_throughput_bps(BLOCK, round_trip / 2, T_SER, T_B_BEAST, t_op) / 1e6
+    assert got == pytest.approx(mbit_s, abs=0.01)
+
+
+@cache
+def study_model():
+    """A sequential 8 KiB trace whose WRITE latency + client gap leave T_op = 61.87 µs once
+    the study's round trip, 1 Gbit/s link and Beast disk are given."""
+    gap = 20 * US
+    latency = round((192.68e-6 + T_SER + T_OP) * 1e9) - gap  # UNSTABLE: no T_B in it
+    rows = [trivial(T0 + i * 1000 * US, 100 * US) for i in range(3)]
+    rows += sequential_writes(50, BLOCK, latency, gap, T0 + 10_000 * US)
+    overrides = ModelOverrides(rtt_s=192.68e-6, link_rate_bps=1e9, disk_rate_Bps=BLOCK / T_B_BEAST)
+    return fit_model(make_tx(rows), capture_point="client", overrides=overrides)
+
+
+def test_reference_values_through_fit_and_what_if() -> None:
+    r = study_model()
+    assert r.parameter("T_op") == pytest.approx(T_OP, abs=1e-9)
+    assert r.terms["2·T_prop"] == pytest.approx(192.68e-6)
+    assert r.terms["T_ser"] == pytest.approx(65.536e-6)
+    assert r.terms["T_B"] == pytest.approx(175.98e-6)
+    seq = r.predictions.set_index("scenario").loc["sequential"]
+    assert seq["predicted_mbit_s"] == pytest.approx(132.11, abs=0.01)
+    table = what_if(r, ["rtt=175.39us", "rtt=-17.29us"]).set_index("change")
+    assert table["predicted_mbit_s"].to_list() == pytest.approx([136.88, 136.88], abs=0.01)
+    # the study's switched network: the round trip is the largest term (192.68 of 496.07 µs)
+    assert r.dominant == "2·T_prop"
+    assert r.dominant_text.startswith("the network round trip is 39% of each cycle")
+
+
+def test_what_if_changes_move_the_right_terms() -> None:
+    r = study_model()
+    base = r.cycle()
+    t = what_if(r, ["disk=2x", "link=10G", "block=64K", "outstanding=16", "rtt=2x"])
+    t = t.set_index("change")
+    faster_disk = base.t_cycle_s - base.terms["T_B"] / 2
+    assert t.loc["disk=2x", "t_cycle_us"] == pytest.approx(faster_disk * 1e6)
+    assert t.loc["link=10G", "t_cycle_us"] == pytest.approx(
+        (base.t_cycle_s - base.terms["T_ser"] * 0.9) * 1e6
+    )
+    # a 64 KiB block: T_ser and T_B grow 8x, the round trip and T_op do not
+    big = base.terms["2·T_prop"] + 8 * (base.terms["T_ser"] + base.terms["T_B"]) + T_OP
+    assert t.loc["block=64K", "t_cycle_us"] == pytest.approx(big * 1e6)
+    # 16 in flight: bounded by the disk (8 KiB per 175.98 µs = 372 Mbit/s), not 16x
+    assert t.loc["outstanding=16", "predicted_mbit_s"] == pytest.approx(BLOCK * 8 / T_B_BEAST / 1e6)
+    assert t.loc["outstanding=16", "dominant"] == "disk rate"
+    assert t.loc["rtt=2x", "t_cycle_us"] == pytest.approx((base.t_cycle_s + 192.68e-6) * 1e6)
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_parsers_accept_human_units() -> None:
+    assert parse_duration("1ms") == pytest.approx(1e-3)
+    assert parse_duration("250us") == parse_duration("250 µs") == pytest.approx(250e-6)
+    assert parse_duration("0.5s") == parse_duration("0.5") == 0.5
+    assert parse_rate("10G") == parse_rate("10Gbit/s") == 10e9
+    assert parse_rate("100Mbps") == 100e6
+    assert parse_rate("200MB/s") == 1.6e9  # bytes
+    assert parse_size("64K") == parse_size("64KiB") == 65536
+    assert parse_size("1M") == 1048576 and parse_size("1MB") == 10**6
+    assert parse_size("8192") == 8192
+    o = overrides_from_options(rtt="1ms", link_rate="10G", disk_rate="200MB/s", block="64K")
+    assert o == ModelOverrides(
+        rtt_s=1e-3, link_rate_bps=10e9, disk_rate_Bps=200e6, block_bytes=65536
+    )
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_duration, "fast"),
+        (parse_duration, "-1ms"),
+        (parse_duration, "5 parsecs"),
+        (parse_rate, "0G"),
+        (parse_rate, "lots"),
+        (parse_size, "1.5"),
+        (parse_size, "big"),
+    ],
+)
+def test_parsers_reject_nonsense_clearly(parse, text: str) -> None:
+    with pytest.raises(ValueError, match=repr(text).strip("'")):
+        parse(text)
+
+
+def test_parse_what_if() -> None:
+    w = parse_what_if("rtt=+5ms,link=10G")
+    assert w.rtt_delta_s == pytest.approx(5e-3) and w.link_rate_bps == 10e9
+    assert parse_what_if("rtt=-1ms").rtt_delta_s == pytest.approx(-1e-3)
+    assert parse_what_if("rtt=10ms").rtt_s == pytest.approx(10e-3)
+    assert parse_what_if("disk=2x").disk_factor == 2.0
+    assert parse_what_if("disk=200MB/s").disk_rate_Bps == 200e6
+    assert parse_what_if("outstanding=16").outstanding == 16
+    assert parse_what_if("block=1M").block_bytes == 1048576
+    for bad in ("speed=2x", "rtt", "rtt=", "outstanding=0", "link=fast"):
+        with pytest.raises(ValueError, match="what-if"):
+            parse_what_if(bad)
+
+
+# ------------------------------------------------------------------ estimation rules
+
+
+def test_three_transactions_cannot_estimate() -> None:
+    rows = [trivial(T0, 100 * US), trivial(T0 + 500 * US, 120 * US, "GETATTR")]
+    rows += sequential_writes(1, 65536, 900 * US, 0, T0 + 1000 * US)
+    r = fit_model(make_tx(rows))
+    params = r.parameters.set_index("name")
+    assert params["value_s"].isna().all()
+    assert params["method"].str.startswith("cannot estimate: ").all()
+    assert math.isnan(r.t_cycle_s) and r.dominant == ""
+    assert r.predictions["predicted_mbit_s"].isna().all()
+    d = json.loads(json.dumps(r.as_dict(), allow_nan=False))
+    assert [p["name"] for p in d["parameters"]] == list(PARAMETERS)
+    for p in d["parameters"]:
+        assert p["value_s"] is None and p["method"].startswith("cannot estimate")
+        assert isinstance(p["samples"], int)
+    assert r.findings()[0].kind == "model_cannot_estimate"
+
+
+def test_handshake_gives_t_prop_and_is_preferred() -> None:
+    rows = [trivial(T0 + i * 1000 * US, 900 * US) for i in range(5)]
+    events = pd.DataFrame(
+        {
+            "ts_ns": [T0 - 900 * US, T0 - 500 * US, T0 - 400 * US],
+            "conn": [1, 1, 1],
+            "kind": ["tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"],
+        }
+    )
+    p = fit_model(make_tx(rows), events).parameters.set_index("name").loc["T_prop"]
+    assert p["value_s"] == pytest.approx(250e-6)  # (ACK - SYN) / 2
+    assert "handshake" in p["method"] and p["samples"] == 1
+    p = fit_model(make_tx(rows), None).parameters.set_index("name").loc["T_prop"]
+    assert p["value_s"] == pytest.approx(450e-6) and "trivial" in p["method"]
+    assert p["samples"] == 5
+
+
+def test_server_side_capture_point() -> None:
+    rows = [trivial(T0 + i * 1000 * US, 30 * US) for i in range(5)]
+    rows += sequential_writes(10, 65536, 400 * US, 0, T0 + 10_000 * US)
+    tx = make_tx(rows)
+    given = ModelOverrides(link_rate_bps=10e9, disk_rate_Bps=1e9)
+    r = fit_model(tx, capture_point="server", overrides=given)
+    t_prop = r.parameters.set_index("name").loc["T_prop"]
+    assert math.isnan(t_prop["value_s"]) and "server" in t_prop["method"]
+    # with the round trip given, T_op leaves it out of the server-side latency ...
+    r = fit_model(tx, capture_point="server", overrides=replace_rtt(given, 2e-3))
+    t_ser = 65536 * 8 / 10e9
+    assert r.parameter("T_op") == pytest.approx(400e-6 - t_ser)
+    # ... and the client kept more in flight than the server saw (Little's law)
+    assert r.outstanding_mean == pytest.approx(r.outstanding_seen * (400e-6 + 2e-3) / 400e-6)
+    client = fit_model(tx, capture_point="client", overrides=replace_rtt(given, 2e-3))
+    assert client.outstanding_mean == client.outstanding_seen
+
+
+def replace_rtt(o: ModelOverrides, rtt: float) -> ModelOverrides:
+    return ModelOverrides(rtt, o.link_rate_bps, o.disk_rate_Bps, o.block_bytes)
+
+
+def test_t_b_from_file_sync_vs_unstable_and_from_commit() -> None:
+    rows = [trivial(T0 + i * 1000 * US, 100 * US) for i in range(3)]
+    rows += sequential_writes(4, 32768, 300 * US, 50 * US, T0 + 10_000 * US, committed=0)
+    rows += sequential_writes(4, 32768, 1300 * US, 50 * US, T0 + 20_000 * US, committed=2)
+    p = fit_model(make_tx(rows)).parameters.set_index("name").loc["T_B"]
+    assert p["value_s"] == pytest.approx(1e-3) and "FILE_SYNC" in p["method"]
+    assert p["samples"] == 8
+    # a COMMIT of the 4 UNSTABLE WRITEs (128 KiB) taking 100 µs + 2.1 ms at the server
+    rows.append(
+        {"op": "COMMIT", "proc": 21, "t_call_ns": T0 + 30_000 * US, "latency_ns": 2200 * US}
+    )
+    p = fit_model(make_tx(rows)).parameters.set_index("name").loc["T_B"]
+    assert p["value_s"] == pytest.approx(2.1e-3 / 4) and "COMMIT" in p["method"]
+    assert p["samples"] == 1
+
+
+def test_segments_get_their_own_prediction() -> None:
+    r0 = study_model()
+    writes = make_tx(sequential_writes(50, BLOCK, 300 * US, 20 * US, T0))
+    seg = pd.DataFrame(
+        {"start_ns": [T0], "end_ns": [T0 + 50 * 320 * US], "duration_ns": [50 * 320 * US]}
+    ).assign(bytes=50 * BLOCK, writes=50, mbit_s=50 * BLOCK * 8 / (50 * 320e-6) / 1e6)
+    r = fit_model(
+        writes,
+        capture_point="client",
+        segments=seg,
+        overrides=ModelOverrides(
+            rtt_s=192.68e-6, link_rate_bps=1e9, disk_rate_Bps=BLOCK / T_B_BEAST
+        ),
+    )
+    row = r.predictions.set_index("scenario").loc["segment 1"]
+    assert row["measured_mbit_s"] == pytest.approx(seg["mbit_s"].iloc[0])
+    assert row["error_pct"] == pytest.approx(
+        (row["predicted_mbit_s"] / row["measured_mbit_s"] - 1) * 100
+    )
+    assert r0.predictions["scenario"].tolist()[:4] == [
+        "sequential",
+        "observed concurrency",
+        "max concurrency",
+        "measured overall",
+    ]
+
+
+# ------------------------------------------------ lab captures at two injected delays
+
+D2 = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
+D10 = SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap"
+
+
+@cache
+def lab(capture: Path, with_events: bool = True):
+    t = nfstrace.load(capture)
+    events = t.events if with_events else None
+    return fit_model(t.transactions, events, capture_point="client", messages=t.messages)
+
+
+def injected_one_way_s(capture: Path) -> float:
+    return ground_truth(capture)["impairment"]["added_rtt_ms"] / 2 / 1e3
+
+
+def within(got: float, want: float) -> bool:
+    return abs(got - want) <= max(0.10 * want, 100e-6)
+
+
+@pytest.mark.parametrize("with_events", [True, False], ids=["as loaded", "trivial RPCs"])
+def test_t_prop_follows_the_injected_delay(with_events: bool) -> None:
+    """Both runs go through the lab's user-space bridge (the d0 run through the kernel
+    bridge, without the bridge's own 0.25-0.5 ms), so each is checked against the other:
+    T_prop(d10) = T_prop(d2) + (10 - 2) ms / 2, and the other way round."""
+    p2 = lab(D2, with_events).parameter("T_prop")
+    p10 = lab(D10, with_events).parameter("T_prop")
+    extra = injected_one_way_s(D10) - injected_one_way_s(D2)
+    assert extra == pytest.approx(4e-3)
+    assert within(p10, p2 + extra), (p2, p10)
+    assert within(p2, p10 - extra), (p2, p10)
+
+
+def test_what_if_rtt_predicts_the_other_capture() -> None:
+    """Fitted on the 2 ms run, asked for the 10 ms run's round trip, the model predicts
+    that run's measured WRITE throughput within 15% (as a change of the injected delay,
+    and as the other capture's own round trip)."""
+    m2, m10 = lab(D2), lab(D10)
+    delta_ms = (injected_one_way_s(D10) - injected_one_way_s(D2)) * 2e3
+    other_rtt_us = 2 * m10.parameter("T_prop") * 1e6
+    table = what_if(m2, [f"rtt=+{delta_ms:g}ms", f"rtt={other_rtt_us:.1f}us"])
+    for predicted in table["predicted_mbit_s"]:
+        assert predicted == pytest.approx(m10.measured_mbit_s, rel=0.15)
+    assert m10.measured_mbit_s < 0.8 * m2.measured_mbit_s  # the delay really cost throughput
+
+
+@pytest.mark.parametrize("capture", [D2, D10], ids=lambda p: p.name)
+def test_lab_parameters_carry_method_and_samples(capture: Path) -> None:
+    r = lab(capture)
+    d = json.loads(json.dumps(r.as_dict(), allow_nan=False))
+    for p in d["parameters"]:
+        assert p["value_s"] is not None and p["value_s"] >= 0
+        assert p["method"] and not p["method"].startswith("cannot")
+        assert p["samples"] >= 1
+    gt = ground_truth(capture)
+    assert r.block_bytes == gt["server"]["export_maxwrite"]
+    assert r.measured_mbit_s > 0 and r.dominant in r.terms
+    overall = r.predictions.set_index("scenario").loc["measured overall"]
+    assert abs(overall["error_pct"]) < 15
+
+
+def test_render_model_shows_parameters_predictions_and_what_if() -> None:
+    from rich.console import Console
+
+    from nfstrace.reports.model_view import render_model
+
+    console = Console(record=True, width=200)
+    r = study_model()
+    render_model(fit_model_with_what_if(r), console)
+    text = console.export_text()
+    assert "the network round trip is 39% of each cycle" in text
+    assert "132.1" in text  # the sequential prediction
+    assert "given round trip (--rtt) / 2" in text
+    assert "rtt=+5ms" in text
+
+
+def fit_model_with_what_if(r):
+    from dataclasses import replace
+
+    return replace(r, what_if=what_if(r, ["rtt=+5ms"]))
