@@ -151,6 +151,8 @@ def _attach_replies(
     rep = first[list(_REPLY_COLUMNS)].rename(columns=_REPLY_COLUMNS)
     rep["t_reply_ns"] = first["ts_last_ns"]
     rep["n_replies"] = rg.size()
+    # Nullable ints before the left join: float64 would round ns times (> 2**53) to 256 ns.
+    rep = rep.astype({c: "Int64" for c in rep.columns if pd.api.types.is_integer_dtype(rep[c])})
     tx = groups.set_index("tx").join(rep, how="left")
     tx["n_replies"] = tx["n_replies"].fillna(0).astype("int64")
     orphans = linked[linked["tx"].isna()]
@@ -165,6 +167,7 @@ def _attach_replies(
         for col in ("transport", "conn", "prog", "vers", "proc", "ops"):
             o[col] = orphans[col]
         keep = [c for c in o.columns if c in TRANSACTION_DTYPES]
+        tx = tx.astype({c: "Int64" for c in tx.columns if pd.api.types.is_integer_dtype(tx[c])})
         tx = pd.concat([tx.reset_index(drop=True), o[keep]], ignore_index=True)
     return tx.reset_index(drop=True)
 

@@ -168,3 +168,15 @@ def test_latency_per_pair_adds_up_to_latency_per_op(samples: Path) -> None:
     tx = t.transactions[t.transactions.op == "WRITE"]
     assert writes.calls == len(tx) and writes.retransmitted == int((tx.n_calls > 1).sum())
     assert abs(writes.max_ms - tx.latency_ns.max() / 1e6) < 1e-9
+
+
+def test_times_are_exact_message_times(capture) -> None:
+    """Call and reply times are those of the messages to the nanosecond: no
+    float64 round trip (ns since the epoch exceed 2**53: floats round to 256 ns)."""
+    _, t = capture
+    m = t.messages.set_index("frame_last")
+    tx = t.transactions
+    replied = tx.dropna(subset=["reply_frame"])
+    assert (replied["t_reply_ns"].to_numpy() == m.loc[replied["reply_frame"], "ts_last_ns"]).all()
+    called = tx.dropna(subset=["call_frame"])
+    assert (called["t_call_end_ns"].to_numpy() == m.loc[called["call_frame"], "ts_last_ns"]).all()
