@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,8 +17,13 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nfstrace import __version__
-from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError
-from nfstrace.reports.export import write_csv, write_json, write_parquet
+from nfstrace.analysis.diagnosis import DiagnosisOptions
+from nfstrace.analysis.model import overrides_from_options, parse_duration, parse_what_if
+from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
+from nfstrace.parsers.backends import PARSERS
+from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
+from nfstrace.reports.html import write_report
+from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_summary
 from nfstrace.trace import AnalysisConfig, Trace, load
 
@@ -86,9 +92,102 @@ def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -
         return load(paths, config, progress=lambda n: bar.update(task, frames=n))
 
 
+Captures = Annotated[list[Path], typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too)")]
+ClientOpt = Annotated[
+    list[str] | None, typer.Option("--client", help="Only traffic of this client address.")
+]
+ServerOpt = Annotated[
+    list[str] | None, typer.Option("--server", help="Only traffic of this server address.")
+]
+PortOpt = Annotated[
+    list[int] | None, typer.Option("--port", help="Only traffic to or from this port.")
+]
+ParserOpt = Annotated[
+    str,
+    typer.Option(
+        "--parser", help=f"How captures are dissected: {', '.join(PARSERS)} (fast: built in)."
+    ),
+]
+StallOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stall-threshold",
+        help="No write progress for longer than this is a stall (e.g. 200ms; "
+        "default: from the trace's own pace).",
+    ),
+]
+RttOpt = Annotated[
+    str | None,
+    typer.Option("--rtt", help="Model: network round trip, e.g. 0.2ms (default: estimated)."),
+]
+LinkOpt = Annotated[
+    str | None, typer.Option("--link-rate", help="Model: link rate, e.g. 1G, 10Gbit/s.")
+]
+DiskOpt = Annotated[
+    str | None, typer.Option("--disk-rate", help="Model: server disk rate, e.g. 200MB/s.")
+]
+BlockOpt = Annotated[
+    str | None, typer.Option("--block", help="Model: bytes per WRITE, e.g. 64K (default: seen).")
+]
+WhatIfOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--what-if",
+        help="Model: predict a change, e.g. rtt=+5ms, link=10G, disk=2x, outstanding=16, "
+        "block=1M (comma-separated to combine; repeat for several).",
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """The options shared by the commands, as typed on the command line."""
+
+    client: list[str] | None
+    server: list[str] | None
+    port: list[int] | None
+    parser: str
+    stall_threshold: str | None
+    rtt: str | None
+    link_rate: str | None
+    disk_rate: str | None
+    block: str | None
+    what_if: list[str] | None
+
+    def config(self) -> AnalysisConfig:
+        """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
+        try:
+            stall = self.stall_threshold
+            options = DiagnosisOptions(
+                stall_threshold_ns=None if stall is None else round(parse_duration(stall) * 1e9),
+                model=overrides_from_options(self.rtt, self.link_rate, self.disk_rate, self.block),
+                what_if=tuple(parse_what_if(spec) for spec in self.what_if or ()),
+            )
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if self.parser not in PARSERS:
+            raise UsageError(f"unknown parser {self.parser!r}: choose one of {', '.join(PARSERS)}")
+        return AnalysisConfig(
+            clients=tuple(self.client or ()),
+            servers=tuple(self.server or ()),
+            ports=tuple(self.port or ()),
+            parser=self.parser,
+            diagnosis=options,
+        )
+
+
 @app.command()
 def analyze(
-    captures: Annotated[list[Path], typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too)")],
+    captures: Captures,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the HTML report here (default: <capture>.report.html)."
+        ),
+    ] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Write no HTML report.")] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the summary as JSON to this file.")
     ] = None,
@@ -98,34 +197,71 @@ def analyze(
     parquet_out: Annotated[
         Path | None, typer.Option("--parquet", help="Write the transactions table as Parquet.")
     ] = None,
-    client: Annotated[
-        list[str] | None, typer.Option("--client", help="Only traffic of this client address.")
-    ] = None,
-    server: Annotated[
-        list[str] | None, typer.Option("--server", help="Only traffic of this server address.")
-    ] = None,
-    port: Annotated[
-        list[int] | None, typer.Option("--port", help="Only traffic to or from this port.")
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    client: ClientOpt = None,
+    server: ServerOpt = None,
+    port: PortOpt = None,
+    parser: ParserOpt = "fast",
+    stall_threshold: StallOpt = None,
+    rtt: RttOpt = None,
+    link_rate: LinkOpt = None,
+    disk_rate: DiskOpt = None,
+    block: BlockOpt = None,
+    what_if: WhatIfOpt = None,
+    quiet: QuietOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
-    """Analyse NFS/RPC traffic in one or more captures (merged in time order)."""
-    config = AnalysisConfig(
-        clients=tuple(client or ()), servers=tuple(server or ()), ports=tuple(port or ())
+    """Analyse NFS/RPC traffic in one or more captures (merged in time order): a diagnosis
+    in the terminal and an HTML report."""
+    choices = _Choices(
+        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
     )
-    _analyze(captures, config, quiet, json_out, csv_out, parquet_out, debug=debug)
+    if report is None and not no_report:
+        report = captures[0].with_name(captures[0].name + ".report.html") if captures else None
+        explicit = False
+    else:
+        explicit = True
+    outputs = _Outputs(None if no_report else report, explicit, json_out, csv_out, parquet_out)
+    _analyze(captures, choices, quiet, outputs, debug=debug)
 
 
-@_errors_handled
-def _analyze(
-    captures: list[Path],
-    config: AnalysisConfig,
-    quiet: bool,
-    json_out: Path | None,
-    csv_out: Path | None,
-    parquet_out: Path | None,
+@app.command()
+def model(
+    captures: Captures,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the model as JSON to this file.")
+    ] = None,
+    client: ClientOpt = None,
+    server: ServerOpt = None,
+    port: PortOpt = None,
+    parser: ParserOpt = "fast",
+    stall_threshold: StallOpt = None,
+    rtt: RttOpt = None,
+    link_rate: LinkOpt = None,
+    disk_rate: DiskOpt = None,
+    block: BlockOpt = None,
+    what_if: WhatIfOpt = None,
+    quiet: QuietOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
+    """Fit the transactional latency model (T_cycle = 2·T_prop + T_ser + T_B + T_op) to the
+    WRITEs of a capture, compare it with the measured throughput, and answer what-ifs."""
+    choices = _Choices(
+        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
+    )
+    _model(captures, choices, quiet, json_out, debug=debug)
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    report: Path | None
+    report_explicit: bool  # -o given: failing to write it is an error, not a warning
+    json: Path | None
+    csv: Path | None
+    parquet: Path | None
+
+
+def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
+    """Load, print the parser's warnings, refuse a capture without RPC traffic."""
     trace = _load_with_progress([str(p) for p in captures], config, quiet)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in trace.stats.warnings:
@@ -136,20 +272,62 @@ def _analyze(
             f"no ONC-RPC traffic {what} found in {trace.stats.frames:,} frames".replace("  ", " "),
             ", ".join(trace.paths),
         )
+    return trace
+
+
+def _stdout() -> Console:
     out = Console(highlight=False)
     if not out.is_terminal:
         out = Console(highlight=False, width=140)  # files and pipes: no squeezed tables
+    return out
+
+
+def _write(path: Path, writer: Callable[[Trace, Path], None], trace: Trace) -> None:
+    try:
+        writer(trace, path)
+    except OSError as e:
+        raise OutputError(f"cannot write: {e.strerror}", str(path)) from None
+
+
+@_errors_handled
+def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path | None) -> None:
+    trace = _loaded(captures, choices.config(), quiet)
+    render_model(trace.diagnosis.model, _stdout())
+    if json_out is not None:
+        _write(json_out, write_model_json, trace)
+
+
+@_errors_handled
+def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs) -> None:
+    trace = _loaded(captures, choices.config(), quiet)
+    out = _stdout()
     render_summary(trace, out)
     for path, writer in (
-        (json_out, write_json),
-        (csv_out, write_csv),
-        (parquet_out, write_parquet),
+        (outputs.json, write_json),
+        (outputs.csv, write_csv),
+        (outputs.parquet, write_parquet),
     ):
         if path is not None:
-            try:
-                writer(trace, path)
-            except OSError as e:
-                raise OutputError(f"cannot write: {e.strerror}", str(path)) from None
+            _write(path, writer, trace)
+    if outputs.report is not None:
+        _write_report(trace, outputs.report, outputs.report_explicit, out)
+
+
+def _write_report(trace: Trace, path: Path, explicit: bool, out: Console) -> None:
+    try:
+        write_report(path, trace, trace.diagnosis)
+    except OSError as e:
+        if explicit:
+            raise OutputError(f"cannot write: {e.strerror}", str(path)) from None
+        # The default place (beside the capture) may be read-only: still a good analysis.
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        err.print(
+            f"nfstrace: warning: no HTML report: cannot write {path}: {e.strerror} "
+            "(choose a place with -o)",
+            markup=False,
+        )
+        return
+    out.print(f"\nHTML report: {path}", soft_wrap=True, markup=False)
 
 
 def main() -> None:

@@ -33,6 +33,12 @@ class ParseLimits:
     # A TCP direction that never showed a plausible RPC header after this many
     # bytes is taken as not RPC and ignored.
     max_unsynced_bytes: int = 1 * 1024 * 1024
+    # A frame byte-identical to one of the two frames before it, captured at
+    # most this long after it, is a mirror/SPAN duplicate: counted, recorded as
+    # an event and skipped (not a TCP retransmission nor a repeated datagram).
+    # Real repeats come much later (RTO >= 200 ms) and differ in IP id or
+    # TCP timestamps.  0 disables the check.
+    duplicate_window_ns: int = 1_000_000
 
 
 @dataclass(frozen=True)

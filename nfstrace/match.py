@@ -178,10 +178,11 @@ def _finish(tx: pd.DataFrame) -> pd.DataFrame:
     tx["latency_last_ns"] = t_reply - tx["t_call_last_end_ns"].astype("Int64")
     tx["srt_ns"] = t_reply - tx["t_call_end_ns"].astype("Int64")
     tx["program"] = [program_name(int(p)) for p in tx["prog"]]
-    is_write = tx["op"].eq("WRITE") & tx["status"].eq(0)
-    tx["write_bytes"] = np.where(is_write, tx["reply_count"].fillna(0), 0)
-    is_read = tx["op"].eq("READ") & tx["status"].eq(0)
-    tx["read_bytes"] = np.where(is_read, tx["reply_count"].fillna(0), 0)
+    ok = tx["status"].eq(0).fillna(False).to_numpy(dtype=bool)
+    op = tx["op"].astype(object)
+    counted = tx["reply_count"].fillna(0).to_numpy(dtype="int64")
+    tx["write_bytes"] = np.where(op.eq("WRITE").to_numpy(dtype=bool) & ok, counted, 0)
+    tx["read_bytes"] = np.where(op.eq("READ").to_numpy(dtype=bool) & ok, counted, 0)
     for col, dtype in TRANSACTION_DTYPES.items():
         if col not in tx:
             tx[col] = pd.NA

@@ -152,3 +152,51 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "reply_decode": ("category", "NFS decoding outcome of the reply"),
 }
 TRANSACTION_DTYPES: dict[str, str] = {k: v[0] for k, v in TRANSACTION_COLUMNS.items()}
+
+# events: one row per transport-level event or stretch the parser saw, in time
+# order.  Built by nfstrace/parsers/fast.py.  Stretches (a zero or full window)
+# are one row each: ts_ns is their start, duration_ns their length; every
+# other event is instantaneous (duration_ns 0).
+EVENT_COLUMNS: dict[str, tuple[str, str]] = {
+    "ts_ns": ("int64", "capture time of the event (a stretch: its start)"),
+    "frame": ("int64", "frame number of that packet"),
+    "conn": ("int64", "connection id, as in messages.conn (0: none / not known)"),
+    "src": ("string", "source address of the packet (the stream's sender)"),
+    "sport": ("int32", "source port (0 if none)"),
+    "dst": ("string", "destination address"),
+    "dport": ("int32", "destination port (0 if none)"),
+    "kind": ("string", "what happened: one of EVENT_KINDS"),
+    "seq": ("int64", "TCP sequence number (see EVENT_KINDS; -1 if none)"),
+    "length": ("int64", "bytes concerned (see EVENT_KINDS)"),
+    "duration_ns": ("int64", "stretches: until the window opened or the stretch ended; else 0"),
+}
+EVENT_DTYPES: dict[str, str] = {k: v[0] for k, v in EVENT_COLUMNS.items()}
+
+# events.kind values.  "seq/length" say what those columns hold.
+EVENT_KINDS: dict[str, str] = {
+    "tcp_retransmission": "a TCP segment repeating bytes already seen on its stream "
+    "(a TCP repeat, not an RPC retransmission); seq/length: the segment",
+    "tcp_hole": "bytes of a stream never seen, stepped over when the receiver acknowledged "
+    "them (the capture missed them, not the network: counted in ParseStats.tcp "
+    "holes_acked / hole_bytes_acked), the stream ended, or the wait limits "
+    "(ParseLimits.max_pending_*, max_hole_age_ns) were reached; seq/length: the missing range",
+    "seq_jump": "a sequence number far from the stream's (corruption or a new connection "
+    "on the same ports): reassembly restarted; seq: the new one, length: the jump",
+    "rpc_resync": "RPC record framing lost and found again; seq: where, length: bytes skipped",
+    "tcp_syn": "a SYN (connection request; repeated SYNs each give one); seq: its ISN, length 0",
+    "tcp_syn_ack": "a SYN-ACK (the server's answer); seq: its ISN, length 0",
+    "tcp_handshake_ack": "the client's first ACK after the SYN-ACK (the handshake's third "
+    "packet); seq: its sequence number, length 0",
+    "tcp_zero_window": "stretch: the sender of these packets advertised a zero receive window "
+    "(its peer may send nothing) until it opened again; seq: at the start, length 0",
+    "tcp_window_full": "stretch: the sender's bytes in flight reached the receiver's "
+    "advertised window (within one MSS) until an ACK opened room for a full segment; "
+    "only on connections whose window scale is known (handshake captured); "
+    "seq: the segment that filled it, length: the window (bytes)",
+    "frame_duplicate": "a frame identical to one of the two before it within "
+    "ParseLimits.duplicate_window_ns (mirror/SPAN port): skipped, not processed further; "
+    "endpoints as far as its headers show; seq: TCP sequence or -1, length: frame length",
+    "ip_datagram_incomplete": "an IP datagram some of whose fragments never came (given up at "
+    "the end of the capture or after ParseLimits.ip_reassembly_timeout_ns); ts/frame: its "
+    "first fragment; seq: its IP id (IPv6: fragment identification), length: bytes received",
+}

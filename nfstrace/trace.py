@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from nfstrace.analysis.diagnosis import Diagnosis, DiagnosisOptions, diagnose
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import Overview, overview
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
 from nfstrace.match import MatchConfig, match
-from nfstrace.parsers import fast
+from nfstrace.parsers import backends
 from nfstrace.parsers.fast import ParseStats
 
 
@@ -27,6 +28,9 @@ class AnalysisConfig:
     clients: tuple[str, ...] = ()
     servers: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
+    # Which backend dissects the captures (nfstrace.parsers.backends.PARSERS).
+    parser: str = "fast"
+    diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Trace:
     events: transport events (TCP retransmissions, holes, zero windows, resyncs)
     stats: what the parser saw (frames, fragments, truncation, drops, warnings)
     overview: the headline facts (hosts, versions, counts, throughput)
+    diagnosis: every analysis module's result and the ranked findings
     """
 
     paths: tuple[str, ...]
@@ -52,6 +57,7 @@ class Trace:
     events: pd.DataFrame
     stats: ParseStats
     overview: Overview
+    diagnosis: Diagnosis
 
 
 def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:
@@ -81,7 +87,8 @@ def load(
     plist = [os.fspath(p) for p in paths]
     if not plist:
         raise UsageError("no capture file given")
-    messages, events, stats = fast.parse(plist, config.limits, progress)
+    parse = backends.get(config.parser)
+    messages, events, stats = parse(plist, config.limits, progress)
     messages = _select(messages, config)
     transactions = match(messages, config.match)
     return Trace(
@@ -94,4 +101,5 @@ def load(
         events=events,
         stats=stats,
         overview=overview(messages, transactions),
+        diagnosis=diagnose(messages, transactions, events, stats, config.diagnosis),
     )

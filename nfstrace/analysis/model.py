@@ -398,9 +398,13 @@ def _estimate_rtt(
 ) -> tuple[_Estimate, float]:
     """T_prop, and the network round trip that call->reply times include here."""
     trivial = _clean_answered(tx)
-    trivial = trivial[
-        [_is_trivial(o, s) for o, s in zip(trivial["op"], trivial["ops"], strict=True)]
-    ]
+    # An array mask, not a list: an empty list would select no columns instead of no rows.
+    mask = np.fromiter(
+        (_is_trivial(o, s) for o, s in zip(trivial["op"], trivial["ops"], strict=True)),
+        dtype=bool,
+        count=len(trivial),
+    )
+    trivial = trivial[mask]
     rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.

@@ -18,17 +18,40 @@ from nfstrace.config import ParseLimits
 from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import CaptureInfo, read_many
 from nfstrace.parsers.decoders import decode as decode_procedure
-from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Reassembler, parse_ipv4, parse_ipv6
+from nfstrace.parsers.ip import (
+    F_FRAGMENTS,
+    F_INCOMPLETE,
+    F_IP_BYTES,
+    F_MAX_IP_LEN,
+    F_PACKETS,
+    F_REASSEMBLED,
+    F_TTL_MAX,
+    F_TTL_MIN,
+    NO_TTL,
+    PROTO_TCP,
+    PROTO_UDP,
+    Facts,
+    Reassembler,
+    count_packet,
+    direction_facts,
+    parse_ipv4,
+    parse_ipv6,
+)
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
-from nfstrace.parsers.tcp import HalfStream, TcpReassembler
-from nfstrace.schema import MESSAGE_DTYPES
+from nfstrace.parsers.tcp import IGNORE, HalfStream, TcpReassembler
+from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 # TCP flags
 TH_FIN = 0x01
 TH_SYN = 0x02
 TH_RST = 0x04
 TH_ACK = 0x10
+# TCP options (RFC 9293, RFC 7323)
+TCPOPT_EOL, TCPOPT_NOP, TCPOPT_MSS, TCPOPT_WSCALE = 0, 1, 2, 3
+MAX_WSCALE = 14
+# RFC 9293: the MSS a sender assumes when the peer's SYN carried none.
+DEFAULT_MSS = 536
 
 # Ports where an RPC reply is accepted even without its call in the capture.
 RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
@@ -36,7 +59,24 @@ RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
 _TCP_HDR = struct.Struct(">HHIIBBH").unpack_from
 _UDP_HDR = struct.Struct(">HHH").unpack_from
 
-EVENT_COLUMNS = ("ts_ns", "frame", "conn", "src", "sport", "dst", "dport", "kind", "seq", "length")
+SEQ_MASK = (1 << 32) - 1
+SEQ_HALF = 1 << 31
+
+
+@dataclass(frozen=True)
+class DirectionFacts:
+    """IP-level facts of one direction (source address -> destination address)."""
+
+    src: str
+    dst: str
+    packets: int  # IP packets, fragments counted one by one (mirror duplicates not)
+    ip_bytes: int  # their IP lengths summed
+    max_ip_len: int  # the largest IP packet: shows the path MTU (or TSO/GRO when above it)
+    ttl_min: int  # IPv4 TTL / IPv6 hop limit (-1: no packet)
+    ttl_max: int
+    ip_fragments: int
+    datagrams_reassembled: int
+    datagrams_incomplete: int  # datagrams some of whose fragments never came
 
 
 @dataclass
@@ -64,6 +104,12 @@ class ParseStats:
     headerless_messages: int = 0  # a record whose RPC header was not captured
     not_rpc_records: int = 0  # records whose first bytes were not an RPC header
     replies_without_call_info: int = 0
+    duplicate_frames: int = 0  # identical to a frame just before (mirror/SPAN): skipped
+    directions: list[DirectionFacts] = field(default_factory=list)
+    tcp_connections: int = 0
+    # TCP connections whose window scale is unknown in at least one direction
+    # (SYN or SYN-ACK not captured): no window-full detection that way.
+    tcp_window_scale_unknown: int = 0
 
     @property
     def interface_drops(self) -> int:
@@ -92,9 +138,18 @@ class _Collector:
     def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
         return (hs.dst, hs.src, xid) in self.calls
 
-    def event(self, hs: HalfStream, kind: str, ts: int, frame: int, seq: int, length: int) -> None:
+    def event(
+        self,
+        hs: HalfStream,
+        kind: str,
+        ts: int,
+        frame: int,
+        seq: int,
+        length: int,
+        duration: int = 0,
+    ) -> None:
         self.events.append(
-            (ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length)
+            (ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, duration)
         )
 
     def message(
@@ -188,7 +243,8 @@ def parse(
     limits = limits or ParseLimits()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
     col = _Collector(limits, stats)
-    reasm = Reassembler(limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies)
+    facts: Facts = {}
+    reasm = Reassembler(limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies, facts)
 
     def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
         col.message(
@@ -198,16 +254,36 @@ def parse(
     tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
     streams: dict[tuple, HalfStream] = {}
     conns: dict[tuple, int] = {}
+    tracked_conns: set[int] = set()  # TCP connections with both window scales known
     head_limit = limits.head_bytes
+    dup_window = limits.duplicate_window_ns
     message = col.message
     calls = col.calls
     frame_no = 0
-    n_conns = 0
-    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = 0
+    n_conns = n_tcp_conns = 0
+    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = n_dup = 0
+    # The last two frames (time, data) and a fingerprint of two of their bytes,
+    # for mirror-duplicate checks: a cheap filter before comparing all bytes.
+    f1 = f2 = (0, memoryview(b""))
+    last1 = last2 = -1
+    ts = 0
     for ts, linktype, data, origlen, _fidx in read_many(paths, stats.files):
         frame_no += 1
         if progress is not None and not frame_no & 0x3FFF:
             progress(frame_no)
+        try:
+            # Ethernet/IPv4: byte 19 is the IP id's low byte, which differs
+            # between packets a host sends; the last byte is payload.
+            last = data[-1] | data[19] << 8
+        except IndexError:  # a frame shorter than 20 bytes
+            last = -1
+        if last in (last1, last2) and _is_duplicate(data, ts, f1, f2, dup_window):
+            n_dup += 1
+            col.events.append(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
+            continue
+        last2, last1 = last1, last
+        f2 = f1
+        f1 = (ts, data)
         ver, off = locate_ip(linktype, data)
         if ver == 4:
             n_v4 += 1
@@ -230,40 +306,67 @@ def parse(
             sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
             hl = (hl >> 4) * 4
             key = (dg.src, sport, dg.dst, dport)
+            rkey = (dg.dst, dport, dg.src, sport)
             hs = streams.get(key)
             if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
-                rkey = (dg.dst, dport, dg.src, sport)
                 ckey = key if key < rkey else rkey
                 conn = conns.get(ckey, 0)
                 if hs is not None or not conn:  # a new connection (maybe reusing the ports)
                     n_conns += 1
+                    n_tcp_conns += 1
                     conn = conns[ckey] = n_conns
                     rev = streams.get(rkey)
                     if hs is not None:
                         tcp.flush(hs, ts, frame_no)
+                        _retire(col, hs, ts)
                         if rev is not None:
                             tcp.flush(rev, ts, frame_no)
-                            streams[rkey] = HalfStream(rev.src, rev.sport, rev.dst, rev.dport, conn)
-                hs = streams[key] = HalfStream(dg.src, sport, dg.dst, dport, conn)
+                            _retire(col, rev, ts)
+                            streams[rkey] = HalfStream(
+                                rev.src, rev.sport, rev.dst, rev.dport, conn, rev.facts
+                            )
+                facts_list = hs.facts if hs is not None else direction_facts(facts, dg.src, dg.dst)
+                hs = streams[key] = HalfStream(dg.src, sport, dg.dst, dport, conn, facts_list)
+            hs.packets += 1
+            ip_len = dg.ip_len
+            hs.ip_bytes += ip_len
+            if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
+                _ip_extremes(hs, ip_len, dg.ttl)
             if flags & TH_SYN:
                 tcp.start(hs, seq)
-            elif window == 0 and not flags & TH_RST and hs.synced:
-                col.event(hs, "tcp_zero_window", ts, frame_no, seq, 0)
+                rev = streams.get(rkey)
+                if _on_syn(col, hs, rev, p, hl, flags, seq, ack, window, ts, frame_no):
+                    tracked_conns.add(hs.conn)
+            elif hs.watch or not window:
+                _watch(col, hs, flags, window, seq, ts, frame_no)
             if flags & TH_ACK:
-                rev = streams.get((dg.dst, dport, dg.src, sport))
-                if rev is not None and rev.pending:
-                    tcp.acked(rev, ack, ts, frame_no)
+                rev = streams.get(rkey)
+                if rev is not None:
+                    if rev.pending:
+                        tcp.acked(rev, ack, ts, frame_no)
+                    if rev.wtrack and not flags & TH_SYN:
+                        # The peer (rev) fills our window when its data reaches wlimit.
+                        wnd = rev.peer_wnd = window << hs.wshift
+                        limit = rev.wlimit = (ack + wnd - rev.mss) & SEQ_MASK
+                        if rev.wfull_since >= 0 and (rev.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
+                            _end_window_full(col, rev, ts)  # room for a full segment again
             wire = dg.wire_len - hl
             if wire > 0:
+                if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
+                    _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame_no)
                 tcp.segment(hs, seq, p[hl:], wire, dg.ts_first, frame_no, dg.frags)
             if flags & (TH_FIN | TH_RST):
                 tcp.flush(hs, ts, frame_no)
                 if flags & TH_RST:
-                    rev = streams.get((dg.dst, dport, dg.src, sport))
+                    _close_stretches(col, hs, ts)
+                    rev = streams.get(rkey)
                     if rev is not None:
                         tcp.flush(rev, ts, frame_no)
+                        _close_stretches(col, rev, ts)
         elif proto == PROTO_UDP:
             n_udp += 1
+            if dg.ttl >= 0:
+                count_packet(direction_facts(facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
             if len(p) < 8:
                 n_short += 1
                 continue
@@ -314,10 +417,16 @@ def parse(
             )
         else:
             n_other += 1
+            if dg.ttl >= 0:
+                count_packet(direction_facts(facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
     for hs in streams.values():
         tcp.flush(hs, hs.ts_last, hs.frame_last)
+        _retire(col, hs, ts)  # a stretch still open ends with the capture
     reasm.finish()
+    for lost in reasm.lost:
+        col.events.append(_incomplete_datagram_event(*lost))
     stats.frames = frame_no
+    stats.duplicate_frames = n_dup
     stats.ipv4_packets, stats.ipv6_packets = n_v4, n_v6
     stats.tcp_packets, stats.udp_packets, stats.other_ip_packets = n_tcp, n_udp, n_other
     stats.non_ip_frames, stats.short_transport_headers = n_nonip, n_short
@@ -326,7 +435,240 @@ def parse(
     stats.ip_datagrams_reassembled = fs.reassembled
     stats.ip_datagrams_incomplete = fs.incomplete
     stats.tcp = tcp.stats.as_dict()
+    stats.tcp_connections = n_tcp_conns
+    stats.tcp_window_scale_unknown = n_tcp_conns - len(tracked_conns)
+    stats.directions = _direction_rows(facts)
     return _messages_frame(col.rows), _events_frame(col.events), stats
+
+
+# ---- slow paths of the loop, kept out of line ------------------------------------
+
+
+def _tcp_options(p: memoryview, hl: int) -> tuple[int, int]:
+    """(MSS, window scale) options of a SYN or SYN-ACK; -1 where absent."""
+    mss = wscale = -1
+    end = min(hl, len(p))
+    i = 20
+    while i < end:
+        kind = p[i]
+        if kind == TCPOPT_EOL:
+            break
+        if kind == TCPOPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= end or p[i + 1] < 2:
+            break
+        size = p[i + 1]
+        if kind == TCPOPT_MSS and size == 4 and i + 4 <= end:
+            mss = (p[i + 2] << 8) | p[i + 3]
+        elif kind == TCPOPT_WSCALE and size == 3 and i + 3 <= end:
+            wscale = min(p[i + 2], MAX_WSCALE)  # RFC 7323: larger values mean 14
+        i += size
+    return mss, wscale
+
+
+def _on_syn(
+    col: _Collector,
+    hs: HalfStream,
+    rev: HalfStream | None,
+    p: memoryview,
+    hl: int,
+    flags: int,
+    seq: int,
+    ack: int,
+    window: int,
+    ts: int,
+    frame: int,
+) -> bool:
+    """A SYN or SYN-ACK: handshake event, MSS and window scale.
+
+    Window scaling is in effect only when both the SYN and the SYN-ACK carry
+    the option (RFC 7323).  A SYN-ACK without it settles both directions at
+    shift 0 even when the SYN was not captured; one with it gives the
+    server's shift, and the client's is known only from its SYN.  Returns
+    True when both directions' shifts are known (window tracking on)."""
+    mss, wscale = _tcp_options(p, hl)
+    hs.syn_mss = mss
+    hs.syn_window = window
+    hs.seq_hi = (seq + 1) & SEQ_MASK
+    if not flags & TH_ACK:
+        hs.syn_wscale = wscale
+        col.event(hs, "tcp_syn", ts, frame, seq, 0)
+        return False
+    col.event(hs, "tcp_syn_ack", ts, frame, seq, 0)
+    if rev is None:
+        hs.wshift = wscale if wscale >= 0 else 0
+        return False
+    if wscale < 0 or rev.syn_wscale == -1:  # scaling off both ways
+        hs.wshift = rev.wshift = 0
+    else:
+        hs.wshift = wscale
+        rev.wshift = rev.syn_wscale  # -2 (SYN not seen) -> unknown
+        if rev.wshift < 0:
+            rev.wshift = -1
+    if rev.syn_wscale == -2:  # the SYN was not captured: the client's next byte is our ack
+        rev.seq_hi = ack
+    rev.handshake_ack_due = rev.watch = True
+    rev.mss = mss if mss > 0 else DEFAULT_MSS  # the client's segments fit our MSS
+    hs.mss = rev.syn_mss if rev.syn_mss > 0 else DEFAULT_MSS
+    # The windows of the SYN and SYN-ACK (never scaled) hold until the first ACKs.
+    rev.peer_wnd = window
+    rev.wlimit = (rev.seq_hi + window - rev.mss) & SEQ_MASK
+    hs.peer_wnd = rev.syn_window if rev.syn_wscale != -2 else 0
+    if hs.peer_wnd:
+        hs.wlimit = (hs.seq_hi + hs.peer_wnd - hs.mss) & SEQ_MASK
+    else:  # no window known yet: no check before the client's first ACK
+        hs.wlimit = (hs.seq_hi + SEQ_HALF - 1) & SEQ_MASK
+    rev.wtrack = hs.wshift >= 0
+    hs.wtrack = rev.wshift >= 0
+    return rev.wtrack and hs.wtrack
+
+
+def _watch(
+    col: _Collector, hs: HalfStream, flags: int, window: int, seq: int, ts: int, frame: int
+) -> None:
+    """A packet of a direction under watch, or one advertising a zero window."""
+    if hs.handshake_ack_due and flags & TH_ACK:
+        hs.handshake_ack_due = False
+        col.event(hs, "tcp_handshake_ack", ts, frame, seq, 0)
+    if not window and not flags & TH_RST:
+        if hs.zw_since < 0 and hs.mode != IGNORE:
+            hs.zw_since, hs.zw_frame, hs.zw_seq = ts, frame, seq
+    elif hs.zw_since >= 0:
+        _end_zero_window(col, hs, ts)
+    hs.watch = hs.handshake_ack_due or hs.zw_since >= 0
+
+
+def _is_duplicate(
+    data: memoryview,
+    ts: int,
+    f1: tuple[int, memoryview],
+    f2: tuple[int, memoryview],
+    window_ns: int,
+) -> bool:
+    """The frame repeats one of the two before it, byte for byte, within the window."""
+    return (ts - f1[0] <= window_ns and data.tobytes() == f1[1].tobytes()) or (
+        ts - f2[0] <= window_ns and data.tobytes() == f2[1].tobytes()
+    )
+
+
+def _window_reached(hs: HalfStream, seq: int, end: int, ts: int, frame: int) -> None:
+    """A data segment reaching (within one MSS) the window the peer advertised."""
+    if (end - hs.seq_hi) & SEQ_MASK < SEQ_HALF:
+        hs.seq_hi = end
+    if hs.wfull_since < 0 and hs.peer_wnd > 0:  # a zero window is a stretch of its own
+        hs.wfull_since, hs.wfull_frame = ts, frame
+        hs.wfull_seq, hs.wfull_wnd = seq, hs.peer_wnd
+
+
+def _end_zero_window(col: _Collector, hs: HalfStream, ts: int) -> None:
+    col.event(hs, "tcp_zero_window", hs.zw_since, hs.zw_frame, hs.zw_seq, 0, ts - hs.zw_since)
+    hs.zw_since = -1
+
+
+def _end_window_full(col: _Collector, hs: HalfStream, ts: int) -> None:
+    col.event(
+        hs,
+        "tcp_window_full",
+        hs.wfull_since,
+        hs.wfull_frame,
+        hs.wfull_seq,
+        hs.wfull_wnd,
+        ts - hs.wfull_since,
+    )
+    hs.wfull_since = -1
+
+
+def _close_stretches(col: _Collector, hs: HalfStream, ts: int) -> None:
+    """End the stretches still open on a direction (connection reset or
+    replaced, or the end of the capture)."""
+    if hs.zw_since >= 0:
+        _end_zero_window(col, hs, max(ts, hs.zw_since))
+        hs.watch = hs.handshake_ack_due
+    if hs.wfull_since >= 0:
+        _end_window_full(col, hs, max(ts, hs.wfull_since))
+
+
+def _ip_extremes(hs: HalfStream, ip_len: int, ttl: int) -> None:
+    """A packet with a new largest length or another TTL than the last one."""
+    if ttl < 0:  # reassembled from fragments, which were counted one by one
+        hs.packets -= 1
+        hs.ip_bytes -= ip_len
+        return
+    f = hs.facts
+    hs.ttl = ttl
+    if ttl < f[F_TTL_MIN]:
+        f[F_TTL_MIN] = ttl
+    if ttl > f[F_TTL_MAX]:
+        f[F_TTL_MAX] = ttl
+    if ip_len > hs.max_ip_len:
+        hs.max_ip_len = ip_len
+        if ip_len > f[F_MAX_IP_LEN]:
+            f[F_MAX_IP_LEN] = ip_len
+
+
+def _retire(col: _Collector, hs: HalfStream, ts: int) -> None:
+    """A stream replaced or at the end: close its stretches, fold its counts
+    into its direction's facts."""
+    _close_stretches(col, hs, ts)
+    f = hs.facts
+    f[F_PACKETS] += hs.packets
+    f[F_IP_BYTES] += hs.ip_bytes
+    hs.packets = hs.ip_bytes = 0
+
+
+def _duplicate_event(
+    linktype: int, data: memoryview, origlen: int, ts: int, frame: int, conns: dict[tuple, int]
+) -> tuple:
+    """The frame_duplicate event of a skipped frame: its endpoints read as far
+    as the headers allow (the frame is not processed further)."""
+    src = dst = b""
+    sport = dport = conn = 0
+    seq = -1
+    ver, off = locate_ip(linktype, data)
+    proto = l4 = -1
+    if ver == 4 and len(data) >= off + 20:
+        proto, l4 = data[off + 9], off + (data[off] & 0x0F) * 4
+        src, dst = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
+        if ((data[off + 6] << 8) | data[off + 7]) & 0x1FFF:
+            proto = -1  # a later fragment: no transport header
+    elif ver == 6 and len(data) >= off + 40:
+        proto, l4 = data[off + 6], off + 40  # extension headers not walked
+        src, dst = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
+    if proto in (PROTO_TCP, PROTO_UDP) and len(data) >= l4 + 4:
+        sport, dport = (data[l4] << 8) | data[l4 + 1], (data[l4 + 2] << 8) | data[l4 + 3]
+        if proto == PROTO_TCP and len(data) >= l4 + 8:
+            seq = int.from_bytes(data[l4 + 4 : l4 + 8], "big")
+        key, rkey = (src, sport, dst, dport), (dst, dport, src, sport)
+        conn = conns.get(min(key, rkey), 0)
+    return (ts, frame, conn, src, sport, dst, dport, "frame_duplicate", seq, origlen, 0)
+
+
+def _incomplete_datagram_event(
+    ts: int, frame: int, src: bytes, dst: bytes, ip_id: int, fragments: int, got: int
+) -> tuple:
+    """An IP datagram given up with fragments missing: seq is its IP id, length
+    the bytes of it that arrived."""
+    return (ts, frame, 0, src, 0, dst, 0, "ip_datagram_incomplete", ip_id, got, 0)
+
+
+def _direction_rows(facts: Facts) -> list[DirectionFacts]:
+    cache: dict[bytes, str] = {}
+    return [
+        DirectionFacts(
+            src=_addr_text(src, cache),
+            dst=_addr_text(dst, cache),
+            packets=f[F_PACKETS],
+            ip_bytes=f[F_IP_BYTES],
+            max_ip_len=f[F_MAX_IP_LEN],
+            ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
+            ttl_max=f[F_TTL_MAX],
+            ip_fragments=f[F_FRAGMENTS],
+            datagrams_reassembled=f[F_REASSEMBLED],
+            datagrams_incomplete=f[F_INCOMPLETE],
+        )
+        for (src, dst), f in sorted(facts.items())
+    ]
 
 
 def _messages_frame(rows: list[tuple]) -> pd.DataFrame:
@@ -341,9 +683,14 @@ def _messages_frame(rows: list[tuple]) -> pd.DataFrame:
 
 
 def _events_frame(events: list[tuple]) -> pd.DataFrame:
-    cache: dict[bytes, str] = {}
-    df = pd.DataFrame(events, columns=list(EVENT_COLUMNS))
+    """The events table (columns: ``nfstrace.schema.EVENT_COLUMNS``), in time order."""
+    cache: dict[bytes, str] = {b"": ""}
+    columns = list(EVENT_DTYPES)
+    # Backends built on the _Collector may still hand 10-field events (no duration).
+    rows = [e if len(e) == len(columns) else (*e, 0) for e in events]
+    df = pd.DataFrame(rows, columns=columns)
     if len(df):
         df["src"] = [_addr_text(a, cache) for a in df["src"]]
         df["dst"] = [_addr_text(a, cache) for a in df["dst"]]
-    return df
+    df = df.astype(EVENT_DTYPES)
+    return df.sort_values(["ts_ns", "frame"], kind="stable", ignore_index=True)

@@ -27,11 +27,51 @@ IPV6_DSTOPTS = 60
 IPV6_MOBILITY = 135
 IPV6_EXT_SIMPLE = frozenset((IPV6_HOPOPTS, IPV6_ROUTING, IPV6_DSTOPTS, IPV6_MOBILITY))
 
+# Per-direction facts are kept as small lists (cheaper than objects in the
+# per-packet loop), one per (source address, destination address), at these
+# positions; ``fast.DirectionFacts`` is the row made of them at the end.
+F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
+F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
+NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
+
+Facts = dict[tuple[bytes, bytes], list[int]]
+
+
+def direction_facts(facts: Facts, src: bytes, dst: bytes) -> list[int]:
+    """The facts list of one direction, created empty on first use."""
+    d = facts.get((src, dst))
+    if d is None:
+        d = facts[(src, dst)] = [0, 0, 0, NO_TTL, -1, 0, 0, 0]
+    return d
+
+
+def count_packet(d: list[int], ip_len: int, ttl: int) -> None:
+    """Account one IP packet (or fragment) in a direction's facts."""
+    d[F_PACKETS] += 1
+    d[F_IP_BYTES] += ip_len
+    if ip_len > d[F_MAX_IP_LEN]:
+        d[F_MAX_IP_LEN] = ip_len
+    if ttl < d[F_TTL_MIN]:
+        d[F_TTL_MIN] = ttl
+    if ttl > d[F_TTL_MAX]:
+        d[F_TTL_MAX] = ttl
+
 
 class Datagram:
     """One IP datagram (reassembled if it was fragmented)."""
 
-    __slots__ = ("dst", "frags", "frame_first", "payload", "proto", "src", "ts_first", "wire_len")
+    __slots__ = (
+        "dst",
+        "frags",
+        "frame_first",
+        "ip_len",
+        "payload",
+        "proto",
+        "src",
+        "ts_first",
+        "ttl",
+        "wire_len",
+    )
 
     def __init__(
         self,
@@ -43,6 +83,8 @@ class Datagram:
         frags: int,
         ts_first: int,
         frame_first: int,
+        ttl: int = -1,
+        ip_len: int = 0,
     ) -> None:
         self.src = src
         self.dst = dst
@@ -52,6 +94,11 @@ class Datagram:
         self.frags = frags  # IP fragments it was made of (1 if none)
         self.ts_first = ts_first  # time of its first fragment
         self.frame_first = frame_first
+        # TTL / hop limit and IP packet length of an unfragmented packet, for the
+        # per-direction facts; -1 for a reassembled datagram (its fragments were
+        # counted one by one by the Reassembler).
+        self.ttl = ttl
+        self.ip_len = ip_len
 
 
 @dataclass
@@ -77,14 +124,27 @@ class _Pending:
 
 
 class Reassembler:
-    """Holds incomplete datagrams; bounded in count and in age."""
+    """Holds incomplete datagrams; bounded in count and in age.
 
-    def __init__(self, timeout_ns: int, max_pending: int) -> None:
+    Keys start with (ip version, src, dst, ...): fragment counts are also kept
+    per direction in ``facts`` (shared with the caller's per-direction facts).
+    """
+
+    def __init__(self, timeout_ns: int, max_pending: int, facts: Facts | None = None) -> None:
         self.timeout_ns = timeout_ns
         self.max_pending = max_pending
         self.pending: dict[tuple, _Pending] = {}
         self.stats = FragmentStats()
+        self.facts: Facts = {} if facts is None else facts
+        # Datagrams given up as incomplete:
+        # (first ts, first frame, src, dst, ip id, fragments held, bytes held).
+        self.lost: list[tuple[int, int, bytes, bytes, int, int, int]] = []
         self._last_sweep = 0
+
+    def _lost(self, key: tuple, p: _Pending) -> None:
+        self.stats.incomplete += 1
+        direction_facts(self.facts, key[1], key[2])[F_INCOMPLETE] += 1
+        self.lost.append((p.ts_first, p.frame_first, key[1], key[2], key[3], p.count, p.got))
 
     def add(
         self,
@@ -96,10 +156,16 @@ class Reassembler:
         ts: int,
         frame: int,
         header: int = 0,
+        ttl: int = 0,
+        ip_len: int = 0,
     ) -> tuple[bytes, int, int, int, int, int] | None:
-        """Add one fragment; when its datagram is whole return
+        """Add one fragment (an IP packet of ip_len bytes, with this TTL / hop
+        limit); when its datagram is whole return
         (captured payload, wire length, fragments, first ts, first frame, header)."""
         self.stats.fragments += 1
+        d = direction_facts(self.facts, key[1], key[2])
+        count_packet(d, ip_len, ttl)
+        d[F_FRAGMENTS] += 1
         if ts - self._last_sweep > 1_000_000_000:
             self._sweep(ts)
         p = self.pending.get(key)
@@ -129,6 +195,7 @@ class Reassembler:
             return None
         del self.pending[key]
         self.stats.reassembled += 1
+        d[F_REASSEMBLED] += 1
         # Captured payload: contiguous captured bytes from offset 0.
         out = bytearray()
         for off, length, data in pieces:
@@ -143,17 +210,16 @@ class Reassembler:
         self._last_sweep = now
         old = [k for k, p in self.pending.items() if now - p.ts_last > self.timeout_ns]
         for k in old:
-            del self.pending[k]
-        self.stats.incomplete += len(old)
+            self._lost(k, self.pending.pop(k))
 
     def _evict_oldest(self) -> None:
         oldest = min(self.pending, key=lambda k: self.pending[k].ts_last)
-        del self.pending[oldest]
-        self.stats.incomplete += 1
+        self._lost(oldest, self.pending.pop(oldest))
 
     def finish(self) -> None:
         """End of capture: whatever is still held stays incomplete."""
-        self.stats.incomplete += len(self.pending)
+        for k, p in self.pending.items():
+            self._lost(k, p)
         self.pending.clear()
 
 
@@ -180,7 +246,8 @@ def parse_ipv4(
     end = off + tot_len
     payload = data[start:end]  # Ethernet padding cut off; may be short (snaplen)
     if flags_frag & 0x3FFF == 0:  # not a fragment (MF clear, offset 0)
-        return Datagram(src, dst, proto, payload, tot_len - ihl, 1, ts, frame)
+        ttl = data[off + 8]
+        return Datagram(src, dst, proto, payload, tot_len - ihl, 1, ts, frame, ttl, tot_len)
     ip_id = (data[off + 4] << 8) | data[off + 5]
     got = reasm.add(
         (4, src, dst, ip_id, proto),
@@ -190,6 +257,9 @@ def parse_ipv4(
         bool(flags_frag & 0x2000),
         ts,
         frame,
+        0,
+        data[off + 8],
+        tot_len,
     )
     if got is None:
         return None
@@ -213,11 +283,21 @@ def parse_ipv6(
     nh, pos, frag = _walk_extensions(data, nh, pos, end)
     if nh < 0:
         return None
+    hop_limit = data[off + 7]
     if frag is None:
-        return Datagram(src, dst, nh, data[pos:end], end - pos, 1, ts, frame)
+        return Datagram(src, dst, nh, data[pos:end], end - pos, 1, ts, frame, hop_limit, 40 + plen)
     frag_off, more, ident = frag
     got = reasm.add(
-        (6, src, dst, ident), frag_off, end - pos, data[pos:end], more, ts, frame, header=nh
+        (6, src, dst, ident),
+        frag_off,
+        end - pos,
+        data[pos:end],
+        more,
+        ts,
+        frame,
+        nh,
+        hop_limit,
+        40 + plen,
     )
     if got is None:
         return None

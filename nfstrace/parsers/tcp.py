@@ -11,6 +11,11 @@ One ``HalfStream`` per direction of a connection runs two small state machines:
   framing; ``IGNORE`` for a stream that never looked like RPC.
 
 Only the first ``head_bytes`` of each message are kept; the rest is counted.
+
+A ``HalfStream`` also carries the per-direction facts the parser loop keeps
+(``nfstrace/parsers/fast.py``): handshake state, window scale and MSS, the
+bytes in flight against the peer's window, open zero-window / window-full
+stretches.
 Bytes that were not captured (snaplen, lost segments) are stepped over by
 length, so a `-s 256` capture keeps every message whose header was captured.
 
@@ -43,7 +48,9 @@ class TcpStats:
     __slots__ = (
         "bad_marks",
         "hole_bytes",
+        "hole_bytes_acked",
         "holes",
+        "holes_acked",
         "ignored_streams",
         "out_of_order",
         "overlapping",
@@ -65,7 +72,7 @@ class TcpStats:
 # emit(stream, head, rpc_len, captured, ts_first, ts_last, frame_first,
 #      frame_last, frames, ip_frags, record_frags, complete)
 Emit = Callable[..., None]
-# event(stream, kind, ts, frame, seq, length)
+# event(stream, kind, ts, frame, seq, length[, duration])
 Event = Callable[..., None]
 
 
@@ -105,9 +112,43 @@ class HalfStream:
         "frames",
         "ip_frags",
         "record_frags",
+        # per-direction IP facts (a list shared by every stream of the address
+        # pair; fast.py folds the counts below into it when the stream ends)
+        "facts",
+        "packets",
+        "ip_bytes",
+        "max_ip_len",
+        "ttl",
+        # handshake and window (fast.py): see __init__
+        "watch",
+        "handshake_ack_due",
+        "syn_wscale",
+        "syn_mss",
+        "syn_window",
+        "wshift",
+        "mss",
+        "wtrack",
+        "seq_hi",
+        "wlimit",
+        "peer_wnd",
+        "zw_since",
+        "zw_frame",
+        "zw_seq",
+        "wfull_since",
+        "wfull_frame",
+        "wfull_seq",
+        "wfull_wnd",
     )
 
-    def __init__(self, src: bytes, sport: int, dst: bytes, dport: int, conn: int) -> None:
+    def __init__(
+        self,
+        src: bytes,
+        sport: int,
+        dst: bytes,
+        dport: int,
+        conn: int,
+        facts: list[int] | None = None,
+    ) -> None:
         self.src, self.sport, self.dst, self.dport, self.conn = src, sport, dst, dport, conn
         self.next_seq = -1
         self.pending: dict[int, tuple[bytes, int, int, int, int]] = {}
@@ -127,6 +168,28 @@ class HalfStream:
         self.ts_first = self.ts_last = 0
         self.frame_first = self.frame_last = 0
         self.frames = self.ip_frags = self.record_frags = 0
+        self.facts = facts if facts is not None else []
+        self.packets = self.ip_bytes = self.max_ip_len = 0
+        self.ttl = -2  # TTL of the last packet (-2: none yet)
+        # True while the slow path must look at every packet of this direction
+        # (a handshake ACK is due or a zero-window stretch is open).
+        self.watch = False
+        self.handshake_ack_due = False  # our peer's SYN-ACK seen, our ACK not yet
+        self.syn_wscale = -2  # window scale in our SYN: -2 no SYN seen, -1 none offered
+        self.syn_mss = -1  # MSS option in our SYN / SYN-ACK (-1 none)
+        self.syn_window = 0  # the window in our SYN / SYN-ACK (never scaled)
+        self.wshift = -1  # shift applied to the windows we advertise (-1 unknown)
+        self.mss = 0  # largest segment the peer accepts (its MSS option)
+        self.wtrack = False  # our bytes in flight are checked against the peer's window
+        self.seq_hi = 0  # end of the highest byte sent (when wtrack, up to a full window)
+        # (when wtrack) the peer's last scaled window, and the sequence number our
+        # data reaches when it fills it within one MSS: peer's ack + window - mss
+        self.peer_wnd = 0
+        self.wlimit = 0
+        # open stretches: start time (-1 none), frame, sequence number, window
+        self.zw_since = self.zw_frame = self.zw_seq = -1  # we advertise a zero window
+        self.wfull_since = self.wfull_frame = self.wfull_seq = self.wfull_wnd = -1  # we fill
+        # the peer's window
 
 
 class TcpReassembler:
@@ -204,6 +267,7 @@ class TcpReassembler:
         st.out_of_order += 1
         if seq in hs.pending:
             st.retransmitted += 1
+            self.event(hs, "tcp_retransmission", ts, frame, seq, wire_len)
             return
         kept = bytes(data)
         hs.pending[seq] = (kept, wire_len, ts, frame, ip_frags)
@@ -226,7 +290,7 @@ class TcpReassembler:
             first = min(hs.pending, key=lambda s: self._rel(hs, s))
             if self._rel(hs, ack) < self._rel(hs, first):
                 break
-            self._skip_hole(hs, ts, frame)
+            self._skip_hole(hs, ts, frame, acked=True)
 
     def _rel(self, hs: HalfStream, seq: int) -> int:
         rel = (seq - hs.next_seq) % SEQ_MOD
@@ -246,6 +310,7 @@ class TcpReassembler:
             hs.pending_bytes -= len(data)
             if rel + wire_len <= 0:
                 self.stats.retransmitted += 1
+                self.event(hs, "tcp_retransmission", seg_ts, seg_frame, seq, wire_len)
                 continue
             mv = memoryview(data)[-rel:] if rel else memoryview(data)
             self._feed(hs, mv, wire_len + rel, seg_ts, seg_frame, ip_frags)
@@ -254,12 +319,16 @@ class TcpReassembler:
         else:
             hs.hole_since = -1
 
-    def _skip_hole(self, hs: HalfStream, ts: int, frame: int) -> None:
-        """Declare the bytes before the earliest held segment lost."""
+    def _skip_hole(self, hs: HalfStream, ts: int, frame: int, acked: bool = False) -> None:
+        """Declare the bytes before the earliest held segment lost; `acked`:
+        the peer acknowledged them (the capture missed them, not the network)."""
         first = min(hs.pending, key=lambda s: self._rel(hs, s))
         gap = self._rel(hs, first)
         self.stats.holes += 1
         self.stats.hole_bytes += gap
+        if acked:
+            self.stats.holes_acked += 1
+            self.stats.hole_bytes_acked += gap
         self.event(hs, "tcp_hole", ts, frame, hs.next_seq, gap)
         self._feed(hs, memoryview(b""), gap, ts, frame, 0)
         hs.hole_since = -1

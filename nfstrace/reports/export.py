@@ -30,6 +30,29 @@ def _clean(value: object) -> object:
     return value
 
 
+DIAGNOSIS_PARTS = (
+    "quality",
+    "repeats",
+    "fragments",
+    "transport",
+    "writes",
+    "stalls",
+    "pace",
+    "model",
+    "workload",
+)
+
+
+def diagnosis_summary(trace: Trace) -> dict:
+    """The ranked findings, then each module's own summary (its ``as_dict()``)."""
+    d = trace.diagnosis
+    out: dict = {"findings": [f.as_dict() for f in d.findings]}
+    for part in DIAGNOSIS_PARTS:
+        result = getattr(d, part)
+        out[part] = None if result is None else result.as_dict()
+    return out
+
+
 def summary(trace: Trace) -> dict:
     st = trace.stats
     return _clean(
@@ -51,6 +74,7 @@ def summary(trace: Trace) -> dict:
                 for f in st.files
             ],
             "overview": trace.overview.as_dict(),
+            "diagnosis": diagnosis_summary(trace),
             "latency": trace.latency.to_dict(orient="records"),
             "latency_by_pair": trace.latency_by_pair.to_dict(orient="records"),
             "compound_latency": trace.compound_latency.to_dict(orient="records"),
@@ -88,3 +112,10 @@ def write_csv(trace: Trace, path: Path) -> None:
 
 def write_parquet(trace: Trace, path: Path) -> None:
     _flat(trace.transactions).to_parquet(path, index=False)
+
+
+def write_model_json(trace: Trace, path: Path) -> None:
+    """``nfstrace model --json``: the model's parameters, predictions and what-ifs."""
+    model = trace.diagnosis.model
+    body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model.as_dict()}
+    path.write_text(json.dumps(_clean(body), indent=1) + "\n")

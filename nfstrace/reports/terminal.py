@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.overview import Throughput
 from nfstrace.parsers.link import LINKTYPE_NAMES
+from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.trace import Trace
 
 MAX_LATENCY_ROWS = 25
+MAX_FINDINGS = 12
+MAX_PAIR_TABLES = 8  # per-pair latency tables: the busiest pairs (hundreds render slowly)
+MAX_STALL_ROWS = 15
+_SEVERITY_STYLE = {"problem": "bold red", "warning": "yellow", "info": "default"}
 
 
 def _when(ns: int) -> str:
@@ -53,6 +60,44 @@ def latency_rich_table(latency: pd.DataFrame, title: str) -> Table:
     return table
 
 
+def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
+    """The findings in plain words, ranked (capture limits first, then by time lost)."""
+    findings = diagnosis.findings
+    console.print("[bold]Diagnosis[/bold]")
+    if not findings:
+        console.print("  nothing notable found")
+    for i, f in enumerate(findings[:MAX_FINDINGS], 1):
+        style = _SEVERITY_STYLE.get(f.severity, "default")
+        console.print(f"  {i:>2}. [{style}]{escape(f.title)}[/{style}]", soft_wrap=True)
+    if len(findings) > MAX_FINDINGS:
+        console.print(f"      ... {len(findings) - MAX_FINDINGS} more in the JSON/HTML report")
+
+
+def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
+    stalls = diagnosis.stalls
+    if stalls is None or stalls.stalls.empty:
+        return
+    table = Table(
+        title=f"Stalls (no write progress for more than {stalls.threshold_ns / 1e6:,.1f} ms)",
+        show_edge=False,
+        header_style="bold",
+        title_justify="left",
+    )
+    for h in ("start s", "duration ms", "cause", "client → server", "evidence"):
+        table.add_column(h, justify="right" if h.endswith(("s", "ms")) else "left")
+    start = diagnosis.stalls.stalls["start_ns"].min()
+    t0 = diagnosis.progress["t_ns"].min() if len(diagnosis.progress) else start
+    for r in stalls.stalls.head(MAX_STALL_ROWS).itertuples(index=False):
+        table.add_row(
+            f"{(r.start_ns - t0) / 1e9:,.3f}",
+            f"{r.duration_ns / 1e6:,.1f}",
+            str(r.cause),
+            f"{r.client} → {r.server}",
+            escape(str(r.detail)),
+        )
+    console.print(table)
+
+
 def render_summary(trace: Trace, console: Console) -> None:
     ov = trace.overview
     st = trace.stats
@@ -70,6 +115,10 @@ def render_summary(trace: Trace, console: Console) -> None:
         f"  ({versions} over {'/'.join(ov.transports).upper()})",
         soft_wrap=True,
     )
+    say()
+    render_diagnosis(trace.diagnosis, console)
+    say()
+    say("[bold]Transactions[/bold]")
     say(
         f"  {ov.transactions:,} transactions ({ov.messages:,} RPC messages): "
         f"{ov.answered:,} answered, {ov.calls_without_reply:,} calls without reply, "
@@ -88,10 +137,16 @@ def render_summary(trace: Trace, console: Console) -> None:
     say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
     pairs = trace.latency_by_pair
     if len(pairs) and pairs[["client", "server"]].drop_duplicates().shape[0] > 1:
+        busiest = pairs.groupby(["client", "server"])["calls"].sum().nlargest(MAX_PAIR_TABLES)
         for (client, server), part in pairs.groupby(["client", "server"], sort=True):
+            if (client, server) not in busiest.index:
+                continue
             say()
             title = f"Latency per operation, client {client} → server {server}"
             say(latency_rich_table(part, title))
+        n_pairs = pairs[["client", "server"]].drop_duplicates().shape[0]
+        if n_pairs > MAX_PAIR_TABLES:
+            say(f"  ... {n_pairs - MAX_PAIR_TABLES} quieter client/server pairs in the JSON")
     if not trace.compound_latency.empty:
         say()
         say(
@@ -113,3 +168,17 @@ def render_summary(trace: Trace, console: Console) -> None:
     say("[bold]Capture[/bold]")
     for line in lines:
         say("  " + line, soft_wrap=True)
+    say()
+    render_diagnosis_sections(trace.diagnosis, console)
+
+
+def render_diagnosis_sections(diagnosis: Diagnosis, console: Console) -> None:
+    """The figures behind the findings: stalls, the model, the workload."""
+    if diagnosis.stalls is not None and not diagnosis.stalls.stalls.empty:
+        render_stalls(diagnosis, console)
+        console.print()
+    if diagnosis.model is not None:
+        render_model(diagnosis.model, console)
+        console.print()
+    if diagnosis.workload is not None:
+        render_workload(diagnosis.workload, console)

@@ -30,7 +30,7 @@ from scapy.utils import RawPcapWriter
 # ---- time -------------------------------------------------------------------
 
 BASE_NS = 1_700_000_000 * 1_000_000_000  # 2023-11-14T22:13:20Z
-STEP_NS = 1_000  # one microsecond between consecutive frames
+STEP_NS = 2_000_000  # 2 ms between frames: identical frames closer than 1 ms are mirror copies
 
 
 def ts(frame: int) -> int:

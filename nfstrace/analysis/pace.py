@@ -1,0 +1,430 @@
+"""Pace and concurrency: RPCs outstanding over time, the call->reply and
+reply->next-call gaps (the study's 360 µs / 34 µs pace), and whether the
+WRITEs ran one at a time ("sequential mode").
+
+An RPC is outstanding from the first packet of its first call (``t_call_ns``)
+to its reply (``t_reply_ns``): what the client waits.  A call never answered
+in the capture stays outstanding to the end of the trace (the last call or
+reply seen).  Replies without a call are left out.
+
+Time shares are per client/server pair, pooled: the WRITE figures over each
+pair's write activity (``writes.write_activity``: first WRITE call to last
+WRITE reply), the all-RPC figures over each pair's whole span (first call to
+last reply).  Several pairs add their time together, so a level's share is
+the share of pair-time spent at it, and two sequential clients do not look
+concurrent because they overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.writes import (
+    WRITE_OP,
+    activity_with_pairs,
+    bytes_text,
+    prepared,
+    seconds_text,
+    write_sizes,
+)
+
+OUTSTANDING_COLUMNS: dict[str, str] = {
+    "t_ns": "int64: time of the change",
+    "client": "str: client address",
+    "server": "str: server address",
+    "outstanding": "int64: RPCs of the pair called and not yet answered, from t_ns on",
+    "outstanding_writes": "int64: the WRITEs among them",
+}
+
+LEVEL_COLUMNS: dict[str, str] = {
+    "level": "int64: RPCs outstanding",
+    "all_ns": "int64: pair-time at this level over the pairs' whole spans (all RPCs)",
+    "all_share": "float: all_ns / total",
+    "writes_ns": "int64: pair-time with this many WRITEs outstanding, over the write activity",
+    "writes_share": "float: writes_ns / total",
+}
+
+GAP_COLUMNS: dict[str, str] = {
+    "gap": "str: 'call_to_reply' (first packet of the call to the reply) or "
+    "'reply_to_next_call' (a reply to the pair's next call: the client's turnaround)",
+    "scope": "str: 'write' (WRITE replies and calls only) or 'all' (every RPC)",
+    "n": "int64: samples",
+    "p10_ns": "float: 10th percentile",
+    "p50_ns": "float: median",
+    "p90_ns": "float: 90th percentile",
+    "mean_ns": "float: mean",
+}
+
+# Sequential mode: at most one WRITE in flight for at least this share of the
+# write activity.  Then the one-at-a-time cycle (call->reply + turnaround)
+# sets at least 80% of the elapsed time, so it is the pace that bounds the
+# throughput; below it, concurrent stretches weigh enough that a single
+# per-WRITE cycle no longer describes the transfer.  Not 100%: a client that
+# works one WRITE at a time still overlaps briefly (a COMMIT or GETATTR
+# beside a WRITE, a call leaving in the same microsecond as a reply).
+SEQUENTIAL_SHARE = 0.8
+
+# Turnaround gaps up to this multiple of the median are the client's regular
+# reply->next-call time; longer ones are application pauses, which more
+# WRITEs in flight would not remove.
+TURNAROUND_MULTIPLE = 10
+
+# Idle time worth a finding: share of the write activity with nothing outstanding.
+IDLE_FINDING_SHARE = 0.1
+
+PAIR = ["client", "server"]
+
+
+def _empty(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def trace_end_ns(tx: pd.DataFrame) -> int:
+    """The last call or reply of the trace: where unanswered calls stop being outstanding."""
+    ends = [tx[c].max() for c in ("t_call_ns", "t_reply_ns")]
+    return int(max(e for e in ends if not pd.isna(e)))
+
+
+def outstanding_steps(transactions: pd.DataFrame) -> pd.DataFrame:
+    """The outstanding-RPC step function (``OUTSTANDING_COLUMNS``): one row per
+    change per client/server pair, sorted by pair then time.  Changes at the
+    same nanosecond are merged into one row."""
+    return steps_with_pairs(prepared(transactions)).drop(columns="pair")
+
+
+def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
+    """outstanding_steps with the pair code kept (``transactions`` prepared)."""
+    tx = transactions[transactions["n_calls"] > 0]
+    if tx.empty:
+        return _empty({**OUTSTANDING_COLUMNS, "pair": ""})
+    start = tx["t_call_ns"].to_numpy(dtype="int64")
+    end = tx["t_reply_ns"].astype("Int64").fillna(trace_end_ns(transactions)).to_numpy("int64")
+    write = tx["op"].eq(WRITE_OP).to_numpy().astype("int64")
+    pair = tx["pair"].to_numpy()
+    labels = tx.groupby("pair", sort=True)[["client", "server"]].first()
+    labels = labels.reindex(np.arange(pair.max() + 1))
+
+    t = np.concatenate([start, end])
+    p = np.concatenate([pair, pair])
+    d_all = np.concatenate([np.ones(len(tx), "int64"), -np.ones(len(tx), "int64")])
+    d_write = np.concatenate([write, -write])
+    order = np.lexsort((t, p))
+    t, p, d_all, d_write = t[order], p[order], d_all[order], d_write[order]
+    first = np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (t[1:] != t[:-1])])
+    d_all, d_write = np.add.reduceat(d_all, first), np.add.reduceat(d_write, first)
+    t, p = t[first], p[first]
+    # Every call's +1 has its -1 in the same pair, so one running sum serves all pairs.
+    level_all, level_write = np.cumsum(d_all), np.cumsum(d_write)
+    keep = (d_all != 0) | (d_write != 0)
+    return pd.DataFrame(
+        {
+            "t_ns": t[keep],
+            "client": labels["client"].astype(object).to_numpy()[p[keep]],
+            "server": labels["server"].astype(object).to_numpy()[p[keep]],
+            "outstanding": level_all[keep],
+            "outstanding_writes": level_write[keep],
+            "pair": p[keep],
+        }
+    )
+
+
+def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> pd.Series:
+    """Nanoseconds spent at each level of ``steps[column]`` (a step function per
+    client/server pair, 0 before its first row, sorted by pair then time) inside
+    each pair's window (``windows``: client, server, start_ns, end_ns), summed
+    over pairs.  Index: level; only levels held for some time."""
+    if steps.empty or windows.empty:
+        return pd.Series(dtype="int64")
+    # windows looked up per step row by pair code (no string merge)
+    if "pair" in steps and "pair" in windows:
+        key, w_key = steps["pair"].to_numpy("int64"), windows["pair"].to_numpy("int64")
+    else:
+        client, clients = pd.factorize(steps["client"].astype(object))
+        server, servers = pd.factorize(steps["server"].astype(object))
+        key = client * (len(servers) + 1) + server
+        w_key = pd.Index(clients).get_indexer(windows["client"].astype(object)) * (
+            len(servers) + 1
+        ) + pd.Index(servers).get_indexer(windows["server"].astype(object))
+    row = pd.Index(w_key).get_indexer(key)
+    keep = row >= 0
+    order = np.lexsort((steps["t_ns"].to_numpy("int64")[keep], key[keep]))
+    m = pd.DataFrame(
+        {
+            "key": key[keep][order],
+            "t_ns": steps["t_ns"].to_numpy("int64")[keep][order],
+            column: steps[column].to_numpy("int64")[keep][order],
+            "start_ns": windows["start_ns"].to_numpy("int64")[row[keep][order]],
+            "end_ns": windows["end_ns"].to_numpy("int64")[row[keep][order]],
+        }
+    )
+    if m.empty:
+        return pd.Series(dtype="int64")
+    t = m["t_ns"].to_numpy("int64")
+    lo, hi = m["start_ns"].to_numpy("int64"), m["end_ns"].to_numpy("int64")
+    level = m[column].to_numpy("int64")
+    k = m["key"].to_numpy()
+    same_next = np.r_[k[1:] == k[:-1], False]
+    t_next = np.where(same_next, np.r_[t[1:], 0], hi)
+    dur = np.clip(np.minimum(t_next, hi) - np.maximum(t, lo), 0, None)
+    # level 0 from the window's start to the pair's first change
+    is_first = np.r_[True, ~same_next[:-1]]
+    before = np.clip(np.minimum(t, hi) - lo, 0, None)[is_first]
+    levels = np.r_[level, np.zeros(len(before), "int64")]
+    weights = np.r_[dur, before].astype("float64")
+    if levels.min() < 0:
+        raise ValueError(f"negative {column} level")
+    total = np.bincount(levels, weights=weights)
+    held = np.flatnonzero(total > 0)
+    return pd.Series(total[held].round().astype("int64"), index=pd.Index(held, name="level"))
+
+
+def time_weighted_mean(at_levels: pd.Series) -> float:
+    """Mean level weighted by the time at each level (NaN when no time)."""
+    total = at_levels.sum()
+    if total <= 0:
+        return float("nan")
+    return float(
+        (at_levels.index.to_numpy("float64") * at_levels.to_numpy("float64")).sum() / total
+    )
+
+
+def _pair_spans(tx: pd.DataFrame) -> pd.DataFrame:
+    """Per pair, first call to last reply (``tx`` prepared)."""
+    called = tx[tx["n_calls"] > 0]
+    if called.empty:
+        return pd.DataFrame(columns=["pair", *PAIR, "start_ns", "end_ns"])
+    end = called["t_reply_ns"].astype("Int64").fillna(trace_end_ns(tx))
+    g = called.assign(end=end).groupby("pair", sort=True)
+    out = pd.DataFrame(
+        {
+            "client": g["client"].first().astype(object),
+            "server": g["server"].first().astype(object),
+            "start_ns": g["t_call_ns"].min(),
+            "end_ns": g["end"].max(),
+        }
+    )
+    return out.reset_index().astype({"start_ns": "int64", "end_ns": "int64"})
+
+
+def _stats(gap: str, scope: str, values: np.ndarray) -> dict[str, Any]:
+    row: dict[str, Any] = {"gap": gap, "scope": scope, "n": len(values)}
+    if len(values):
+        p10, p50, p90 = np.percentile(values, [10, 50, 90])
+        row.update(p10_ns=p10, p50_ns=p50, p90_ns=p90, mean_ns=float(values.mean()))
+    else:
+        row.update(p10_ns=np.nan, p50_ns=np.nan, p90_ns=np.nan, mean_ns=np.nan)
+    return row
+
+
+def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray:
+    """For each reply, the time to the pair's next call (sent at or after it)."""
+    tx = prepared(transactions)
+    tx = tx[tx["n_calls"] > 0]
+    if writes_only:
+        tx = tx[tx["op"].eq(WRITE_OP)]
+    answered = tx[tx["t_reply_ns"].notna()]
+    if answered.empty:
+        return np.array([], dtype="int64")
+    replies = pd.DataFrame(
+        {"t": answered["t_reply_ns"].astype("int64").to_numpy(), "pair": answered["pair"]}
+    ).sort_values("t", kind="stable")
+    calls = pd.DataFrame(
+        {
+            "t": tx["t_call_ns"].astype("int64").to_numpy(),
+            # nullable: an unmatched reply must not turn ns times into floats
+            "next_call": tx["t_call_ns"].astype("Int64").array,
+            "pair": tx["pair"],
+        }
+    ).sort_values("t", kind="stable")
+    linked = pd.merge_asof(replies, calls, on="t", by="pair", direction="forward")
+    linked = linked[linked["next_call"].notna()]
+    return (linked["next_call"].to_numpy("int64") - linked["t"].to_numpy("int64")).astype("int64")
+
+
+def _latencies(tx: pd.DataFrame, writes_only: bool) -> np.ndarray:
+    tx = tx[(tx["n_calls"] > 0) & tx["latency_ns"].notna()]
+    if writes_only:
+        tx = tx[tx["op"].eq(WRITE_OP)]
+    return tx["latency_ns"].to_numpy(dtype="int64")
+
+
+@dataclass(frozen=True)
+class PaceResult:
+    """RPC concurrency and pace of a trace.
+
+    outstanding: ``OUTSTANDING_COLUMNS`` (step function); levels:
+    ``LEVEL_COLUMNS`` (share of time at each level); gaps: ``GAP_COLUMNS``.
+    Means are time-weighted; WRITE figures over the write activity, all-RPC
+    figures over the pairs' spans.
+    """
+
+    outstanding: pd.DataFrame
+    levels: pd.DataFrame
+    gaps: pd.DataFrame
+    outstanding_mean: float
+    outstanding_max: int
+    outstanding_writes_mean: float  # NaN without write activity
+    outstanding_writes_max: int
+    write_activity_ns: int  # pair-time of the write activity
+    sequential_share: float  # share of it with <= 1 WRITE outstanding (NaN: no writes)
+    sequential: bool  # sequential_share >= SEQUENTIAL_SHARE
+    idle_ns: int  # within the write activity, nothing outstanding at all
+    write_size: int | None  # median WRITE size (bytes)
+    pace_ns: int | None  # median WRITE call->reply + median reply->next WRITE call
+    saving_ns: int  # sequential: lower bound of what concurrency would save (else 0)
+
+    def gap(self, gap: str, scope: str = "write", stat: str = "p50_ns") -> float:
+        row = self.gaps[(self.gaps["gap"] == gap) & (self.gaps["scope"] == scope)]
+        return float(row[stat].iloc[0]) if len(row) else float("nan")
+
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        if self.write_activity_ns <= 0:
+            return out
+        if self.sequential and self.pace_ns is not None:
+            size = f" per {bytes_text(self.write_size)}" if self.write_size else ""
+            reply = self.gap("call_to_reply")
+            turn = self.gap("reply_to_next_call")
+            out.append(
+                Finding(
+                    kind="sequential_writes",
+                    title=f"WRITEs ran one at a time: pace {seconds_text(self.pace_ns)}{size} "
+                    f"(call→reply {seconds_text(reply)} + reply→next call "
+                    f"{seconds_text(turn)})",
+                    severity="warning",
+                    time_lost_ns=self.saving_ns,
+                    details={
+                        "sequential_share": self.sequential_share,
+                        "pace_ns": self.pace_ns,
+                        "write_size": self.write_size,
+                        "call_to_reply_p50_ns": reply,
+                        "reply_to_next_call_p50_ns": turn,
+                        "time_lost_method": "lower bound: the client's regular turnaround "
+                        "(reply->next WRITE call, up to "
+                        f"{TURNAROUND_MULTIPLE}x its median) summed; with two WRITEs in "
+                        "flight it would overlap the other's transfer",
+                    },
+                )
+            )
+        elif not self.sequential:
+            out.append(
+                Finding(
+                    kind="write_concurrency",
+                    title=f"Up to {self.outstanding_writes_max} WRITEs in flight "
+                    f"(mean {self.outstanding_writes_mean:.1f} over the write activity)",
+                    details={
+                        "max": self.outstanding_writes_max,
+                        "mean": self.outstanding_writes_mean,
+                        "sequential_share": self.sequential_share,
+                    },
+                )
+            )
+        idle_share = self.idle_ns / self.write_activity_ns
+        if idle_share >= IDLE_FINDING_SHARE:
+            out.append(
+                Finding(
+                    kind="client_idle",
+                    title=f"The client had nothing outstanding for {seconds_text(self.idle_ns)} "
+                    f"of {seconds_text(self.write_activity_ns)} of write activity "
+                    f"({idle_share:.0%})",
+                    details={"idle_ns": self.idle_ns, "share": idle_share},
+                )
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        def num(v: float) -> float | None:
+            return None if v is None or np.isnan(v) else float(v)
+
+        return {
+            "outstanding_mean": num(self.outstanding_mean),
+            "outstanding_max": self.outstanding_max,
+            "outstanding_writes_mean": num(self.outstanding_writes_mean),
+            "outstanding_writes_max": self.outstanding_writes_max,
+            "write_activity_ns": self.write_activity_ns,
+            "sequential_share": num(self.sequential_share),
+            "sequential": self.sequential,
+            "idle_ns": self.idle_ns,
+            "write_size": self.write_size,
+            "pace_ns": self.pace_ns,
+            "saving_ns": self.saving_ns,
+            "writes_share_by_level": {
+                int(r.level): float(r.writes_share)
+                for r in self.levels.itertuples(index=False)
+                if r.writes_ns > 0
+            },
+            "all_share_by_level": {
+                int(r.level): float(r.all_share)
+                for r in self.levels.itertuples(index=False)
+                if r.all_ns > 0
+            },
+            "gaps": [
+                {k: (num(v) if k.endswith("_ns") else v) for k, v in row.items()}
+                for row in self.gaps.to_dict("records")
+            ],
+        }
+
+
+def _levels_table(all_levels: pd.Series, write_levels: pd.Series) -> pd.DataFrame:
+    t = pd.DataFrame({"all_ns": all_levels, "writes_ns": write_levels}).fillna(0)
+    t = t.astype("int64").rename_axis("level").reset_index()
+    for col in ("all", "writes"):
+        total = t[f"{col}_ns"].sum()
+        t[f"{col}_share"] = t[f"{col}_ns"] / total if total else 0.0
+    return t[list(LEVEL_COLUMNS)]
+
+
+def analyze_pace(transactions: pd.DataFrame) -> PaceResult:
+    tx = prepared(transactions)
+    steps = steps_with_pairs(tx)
+    activity = activity_with_pairs(tx)
+    all_levels = time_at_levels(steps, "outstanding", _pair_spans(tx))
+    write_levels = time_at_levels(steps, "outstanding_writes", activity)
+    idle_levels = time_at_levels(steps, "outstanding", activity)
+    activity_ns = int(write_levels.sum())
+    writes_at_most_one = int(write_levels[write_levels.index <= 1].sum())
+
+    write_lat, all_lat = _latencies(tx, True), _latencies(tx, False)
+    write_turn, all_turn = turnaround_gaps(tx, True), turnaround_gaps(tx, False)
+    gaps = pd.DataFrame(
+        [
+            _stats("call_to_reply", "write", write_lat),
+            _stats("reply_to_next_call", "write", write_turn),
+            _stats("call_to_reply", "all", all_lat),
+            _stats("reply_to_next_call", "all", all_turn),
+        ]
+    )
+
+    sequential_share = writes_at_most_one / activity_ns if activity_ns else float("nan")
+    sequential = bool(activity_ns and sequential_share >= SEQUENTIAL_SHARE)
+    pace_ns = None
+    if len(write_lat) and len(write_turn):
+        pace_ns = int(np.median(write_lat) + np.median(write_turn))
+    saving_ns = 0
+    if sequential and len(write_turn):
+        regular = write_turn[write_turn <= TURNAROUND_MULTIPLE * np.median(write_turn)]
+        saving_ns = int(regular.sum())
+    w = tx[tx["op"].eq(WRITE_OP) & (tx["n_calls"] > 0)]
+    sizes = write_sizes(w)
+    sizes = sizes[sizes > 0]
+    return PaceResult(
+        outstanding=steps.drop(columns="pair"),
+        levels=_levels_table(all_levels, write_levels),
+        gaps=gaps,
+        outstanding_mean=time_weighted_mean(all_levels),
+        outstanding_max=int(all_levels.index.max()) if len(all_levels) else 0,
+        outstanding_writes_mean=time_weighted_mean(write_levels),
+        outstanding_writes_max=int(write_levels.index.max()) if len(write_levels) else 0,
+        write_activity_ns=activity_ns,
+        sequential_share=sequential_share,
+        sequential=sequential,
+        idle_ns=int(idle_levels.get(0, 0)),
+        write_size=int(np.median(sizes)) if len(sizes) else None,
+        pace_ns=pace_ns,
+        saving_ns=saving_ns,
+    )

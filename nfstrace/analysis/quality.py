@@ -1,0 +1,321 @@
+"""Capture quality: where the capture was taken, and what it failed to record
+(snaplen truncation, interface drops, bytes the capture missed, silent gaps),
+so that findings it limits are read with that in mind.
+
+Capture point, from three kinds of evidence (strongest first):
+
+* TCP handshakes: on the client, SYN -> SYN-ACK is a network round trip and
+  SYN-ACK -> ACK the client's own reaction (short); on the server the reverse.
+  Both long: the capture sat between them.
+* TTL / hop limit: a host's packets still carry its initial value (64, 128,
+  255) only where they were captured before any router; if one side's do and
+  the other's do not, the capture was on the first side.  Both initial: one
+  L2 segment (no evidence); neither: between routers.
+* Pace of answered calls: on the client the call -> reply time (from the
+  call's last packet) includes the round trip, on the server the reply ->
+  next-call time does.  Weak: processing times can outweigh a short round
+  trip, so it decides only when nothing stronger does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.findings import Finding
+
+INITIAL_TTLS = frozenset((32, 64, 128, 255))
+# A handshake interval this many times the other one decides a vote.
+HANDSHAKE_RATIO = 2.0
+# Pace: call->reply over reply->next-call beyond this (or below its inverse) votes.
+PACE_RATIO = 1.1
+# Both handshake intervals at least this share of the total: captured in between.
+BETWEEN_SHARE = 0.25
+# An interval with no packet at all this long, while calls were outstanding.
+GAP_NS = 1_000_000_000
+
+EVIDENCE_COLUMNS: dict[str, str] = {
+    "method": "handshake / ttl / pace",
+    "vote": "client / server / between / none",
+    "strength": "strong / weak",
+    "detail": "the numbers behind the vote",
+}
+
+GAP_COLUMNS: dict[str, str] = {
+    "start_ns": "last packet before the gap",
+    "end_ns": "first packet after it",
+    "duration_ns": "its length",
+    "outstanding": "calls waiting for their reply all through it",
+}
+
+
+@dataclass(frozen=True)
+class CaptureQuality:
+    capture_point: str  # client / server / between / unknown
+    evidence: pd.DataFrame  # EVIDENCE_COLUMNS
+    snaplens: list[int]  # per file (0: unknown)
+    truncated_frames: int
+    truncated_messages: int
+    truncated_writes: int  # WRITE calls cut short
+    writes_stable_unknown: int  # ... whose stable_how was not captured
+    writes_count_unknown: int  # ... whose count was not captured
+    interface_drops: int
+    duplicate_frames: int
+    capture_missed_bytes: int  # TCP bytes the receiver acknowledged, never captured
+    capture_missed_ranges: int
+    gaps: pd.DataFrame  # GAP_COLUMNS
+    warnings: list[str]
+
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        reasons = "; ".join(
+            f"{r.method}: {r.detail}" for r in self.evidence.itertuples() if r.vote != "none"
+        )
+        out.append(
+            Finding(
+                kind="capture_point",
+                title=f"Capture point: {self.capture_point}"
+                + (f" ({reasons})" if reasons else " (no timing or TTL evidence)"),
+                details={"capture_point": self.capture_point},
+            )
+        )
+        if self.interface_drops:
+            out.append(
+                Finding(
+                    kind="capture_drops",
+                    title=f"The capturing interface dropped {self.interface_drops} packets: "
+                    "gaps and losses may be the capture's, not the network's",
+                    severity="warning",
+                    limits_conclusions=True,
+                    details={"interface_drops": self.interface_drops},
+                )
+            )
+        if self.capture_missed_bytes:
+            out.append(
+                Finding(
+                    kind="capture_missed_bytes",
+                    title=f"The capture missed {self.capture_missed_bytes} TCP bytes "
+                    f"({self.capture_missed_ranges} ranges) that the receiver acknowledged: "
+                    "lost by the capture, not the network",
+                    severity="warning",
+                    limits_conclusions=True,
+                    details={
+                        "bytes": self.capture_missed_bytes,
+                        "ranges": self.capture_missed_ranges,
+                    },
+                )
+            )
+        if self.truncated_frames:
+            hidden = []
+            if self.writes_stable_unknown:
+                hidden.append(f"stable_how of {self.writes_stable_unknown} WRITEs")
+            if self.writes_count_unknown:
+                hidden.append(f"the count of {self.writes_count_unknown} WRITEs")
+            title = (
+                f"{self.truncated_frames} frames were cut by the snaplen "
+                f"({', '.join(str(s) for s in sorted(set(self.snaplens)) if s)} bytes); "
+                f"{self.truncated_messages} RPC messages are incomplete but were timed and "
+                "matched"
+            )
+            if hidden:
+                title += "; not captured: " + ", ".join(hidden)
+            out.append(
+                Finding(
+                    kind="snaplen_truncation",
+                    title=title,
+                    severity="warning" if hidden else "info",
+                    limits_conclusions=bool(hidden),
+                    details={
+                        "truncated_frames": self.truncated_frames,
+                        "truncated_messages": self.truncated_messages,
+                        "writes_stable_unknown": self.writes_stable_unknown,
+                        "writes_count_unknown": self.writes_count_unknown,
+                    },
+                )
+            )
+        if len(self.gaps):
+            out.append(
+                Finding(
+                    kind="capture_gap",
+                    title=f"{len(self.gaps)} intervals of at least {GAP_NS / 1e9:.0f} s with "
+                    f"no packet while calls were outstanding "
+                    f"({self.gaps['duration_ns'].sum() / 1e9:.3f} s in all): a stalled "
+                    "peer or a capture that stopped recording",
+                    severity="info",
+                    details={"gaps": len(self.gaps)},
+                )
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capture_point": self.capture_point,
+            "evidence": self.evidence.to_dict("records"),
+            "snaplens": self.snaplens,
+            "truncated_frames": self.truncated_frames,
+            "truncated_messages": self.truncated_messages,
+            "truncated_writes": self.truncated_writes,
+            "writes_stable_unknown": self.writes_stable_unknown,
+            "writes_count_unknown": self.writes_count_unknown,
+            "interface_drops": self.interface_drops,
+            "duplicate_frames": self.duplicate_frames,
+            "capture_missed_bytes": self.capture_missed_bytes,
+            "capture_missed_ranges": self.capture_missed_ranges,
+            "gaps": len(self.gaps),
+            "warnings": self.warnings,
+        }
+
+
+# ---- capture point --------------------------------------------------------------------
+
+
+def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
+    if not len(events):
+        return None
+    ev = events[events["kind"].isin(("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"))]
+    votes: list[str] = []
+    ratios: list[float] = []
+    for _conn, g in ev.groupby("conn", sort=False):
+        # the last SYN before the SYN-ACK (a re-sent SYN restarts the clock)
+        t = g.groupby("kind")["ts_ns"].max()
+        if len(t) < 3:
+            continue
+        a = int(t["tcp_syn_ack"] - t["tcp_syn"])  # SYN -> SYN-ACK
+        b = int(t["tcp_handshake_ack"] - t["tcp_syn_ack"])  # SYN-ACK -> ACK
+        if a < 0 or b < 0 or a + b == 0:
+            continue
+        ratios.append(a / max(b, 1))
+        if a >= HANDSHAKE_RATIO * b:
+            votes.append("client")
+        elif b >= HANDSHAKE_RATIO * a:
+            votes.append("server")
+        elif min(a, b) >= BETWEEN_SHARE * (a + b):
+            votes.append("between")
+    if not votes:
+        return None
+    vote, n = pd.Series(votes).value_counts().index[0], pd.Series(votes).value_counts().iloc[0]
+    return {
+        "method": "handshake",
+        "vote": vote if n * 2 > len(votes) else "none",
+        "strength": "strong",
+        "detail": f"{n} of {len(votes)} handshakes say {vote} (median SYN->SYN-ACK / "
+        f"SYN-ACK->ACK = {float(np.median(ratios)):.1f})",
+    }
+
+
+def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
+    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
+    if pairs.empty:
+        return None
+    client, server = pairs.value_counts().index[0]
+    ttl = {(d.src, d.dst): d.ttl_max for d in stats.directions}
+    c, s = ttl.get((client, server)), ttl.get((server, client))
+    if c is None or s is None or c < 0 or s < 0:
+        return None
+    c_home, s_home = c in INITIAL_TTLS, s in INITIAL_TTLS
+    vote = {
+        (True, False): "client",
+        (False, True): "server",
+        (False, False): "between",
+        (True, True): "none",
+    }[(c_home, s_home)]
+    return {
+        "method": "ttl",
+        "vote": vote,
+        "strength": "strong",
+        "detail": f"client's packets TTL {c}, server's {s}"
+        + (" (both initial: one network segment)" if vote == "none" else ""),
+    }
+
+
+def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
+    tx = transactions[(transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()]
+    if len(tx) < 3:
+        return None
+    srt = (tx["t_reply_ns"] - tx["t_call_end_ns"]).astype("int64").to_numpy()
+    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy())
+    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy())
+    nxt = np.searchsorted(calls, replies, side="right")
+    ok = nxt < len(calls)
+    if ok.sum() < 3:
+        return None
+    reply_to_call = calls[nxt[ok]] - replies[ok]
+    c2r, r2c = float(np.median(srt)), float(np.median(reply_to_call))
+    ratio = c2r / max(r2c, 1.0)
+    vote = "client" if ratio >= PACE_RATIO else "server" if ratio <= 1 / PACE_RATIO else "none"
+    return {
+        "method": "pace",
+        "vote": vote,
+        "strength": "weak",
+        "detail": f"median call->reply {c2r / 1e3:.0f} us vs reply->next call {r2c / 1e3:.0f} us",
+    }
+
+
+def _capture_point(evidence: list[dict[str, str]]) -> str:
+    for strength in ("strong", "weak"):
+        votes = {e["vote"] for e in evidence if e["strength"] == strength and e["vote"] != "none"}
+        if len(votes) == 1:
+            return votes.pop()
+        if len(votes) > 1:
+            return "unknown"  # strong evidence that disagrees: say so
+    return "unknown"
+
+
+# ---- what the capture lost ----------------------------------------------------------------
+
+
+def _gaps(messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    times = [messages["ts_first_ns"].to_numpy(), messages["ts_last_ns"].to_numpy()]
+    if len(events):
+        times.append(events["ts_ns"].to_numpy())
+    t = np.unique(np.concatenate([np.asarray(x, dtype="int64") for x in times]))
+    if len(t) < 2:
+        return pd.DataFrame(columns=list(GAP_COLUMNS))
+    d = np.diff(t)
+    idx = np.nonzero(d >= GAP_NS)[0]
+    tx = transactions[transactions["n_calls"] > 0]
+    start = tx["t_call_ns"].astype("int64").to_numpy()
+    end = tx["t_reply_ns"].fillna(np.iinfo("int64").max).astype("int64").to_numpy()
+    rows = []
+    for i in idx:
+        s, e = int(t[i]), int(t[i + 1])
+        outstanding = int(((start <= s) & (end >= e)).sum())
+        if outstanding:
+            rows.append((s, e, e - s, outstanding))
+    return pd.DataFrame(rows, columns=list(GAP_COLUMNS))
+
+
+def assess_capture(
+    messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFrame, stats: Any
+) -> CaptureQuality:
+    """Capture point and what the capture failed to record (``stats``: ParseStats)."""
+    evidence = [
+        e
+        for e in (
+            _handshake_vote(events),
+            _ttl_vote(transactions, stats),
+            _pace_vote(transactions),
+        )
+        if e is not None
+    ]
+    calls = transactions[transactions["n_calls"] > 0]
+    writes = calls[calls["op"].astype(object).eq("WRITE") & calls["call_truncated"].fillna(False)]
+    return CaptureQuality(
+        capture_point=_capture_point(evidence),
+        evidence=pd.DataFrame(evidence, columns=list(EVIDENCE_COLUMNS)),
+        snaplens=[int(f.snaplen or 0) for f in stats.files],
+        truncated_frames=int(stats.truncated_frames),
+        truncated_messages=int(stats.truncated_messages),
+        truncated_writes=len(writes),
+        writes_stable_unknown=int((writes["stable"].fillna(-1) < 0).sum()),
+        writes_count_unknown=int((writes["count"].fillna(-1) < 0).sum()),
+        interface_drops=int(stats.interface_drops),
+        duplicate_frames=int(getattr(stats, "duplicate_frames", 0)),
+        capture_missed_bytes=int(stats.tcp.get("hole_bytes_acked", 0)),
+        capture_missed_ranges=int(stats.tcp.get("holes_acked", 0)),
+        gaps=_gaps(messages, transactions, events),
+        warnings=list(stats.warnings),
+    )

@@ -1,0 +1,510 @@
+"""Writes: bytes acknowledged over time, write sizes, the stable_how asked and
+the committed level granted, COMMITs, write-verifier changes, and sequential
+vs random offsets.
+
+Pure functions of the transactions table (``nfstrace.schema.TRANSACTION_COLUMNS``).
+A WRITE is a transaction whose ``op`` is "WRITE" (NFSv2/v3 procedure, NFSv4
+the main operation of the COMPOUND); a COMMIT likewise.  Bytes written are the
+``write_bytes`` of successful WRITE replies.
+
+Simplifications, said once:
+- A successful COMMIT is taken to commit everything written before it to that
+  server (the Linux client commits whole files; a COMMIT's range is reported
+  in ``commits`` but not used to narrow what is at risk).
+- A WRITE is "unstable" when its reply says committed = UNSTABLE; when the
+  reply level was not decoded, the stable_how asked; when neither was (e.g. a
+  ``-s 256`` NFSv4.1 capture), it is counted as unstable, the default of every
+  common client, so data at risk is never under-reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.findings import Finding
+from nfstrace.parsers.nfs3 import STABLE_NAMES, UNSTABLE
+from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
+from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
+
+WRITE_OP = "WRITE"
+COMMIT_OP = "COMMIT"
+UNKNOWN_LEVEL = "unknown"  # stable_how / committed not decoded
+
+PROGRESS_COLUMNS: dict[str, str] = {
+    "t_ns": "int64: time of the WRITE reply (its last packet)",
+    "client": "str: client address",
+    "server": "str: server address",
+    "xid": "int64: RPC transaction id of the WRITE",
+    "bytes": "int64: bytes the reply acknowledged (write_bytes)",
+    "cum_bytes": "int64: bytes acknowledged so far over the whole trace, in reply order",
+}
+
+ACTIVITY_COLUMNS: dict[str, str] = {
+    "client": "str: client address",
+    "server": "str: server address",
+    "start_ns": "int64: first packet of the pair's first WRITE call",
+    "end_ns": "int64: the pair's last WRITE reply (any status)",
+}
+
+SIZE_COLUMNS: dict[str, str] = {
+    "size": "int64: bytes a WRITE call asked to write (count; the reply's if not captured)",
+    "writes": "int64: WRITE calls of that size",
+    "share": "float: share of the WRITE calls whose size was decoded",
+}
+
+COMMIT_COLUMNS: dict[str, str] = {
+    "client": "str: client address",
+    "server": "str: server address",
+    "xid": "int64: RPC transaction id",
+    "t_call_ns": "int64: first packet of the first call",
+    "t_reply_ns": "Int64: reply (<NA>: never answered in the capture)",
+    "duration_ns": "Int64: call -> reply (what the client waited)",
+    "offset": "Int64: offset asked (<NA> if not decoded)",
+    "count": "Int64: bytes asked (0: to the end of the file; <NA> if not decoded)",
+    "status": "Int64: NFS status of the reply (0 = OK)",
+    "verifier": "str: write verifier of the reply (hex; '' if none)",
+}
+
+VERIFIER_CHANGE_COLUMNS: dict[str, str] = {
+    "t_ns": "int64: reply carrying the new verifier",
+    "client": "str: client address",
+    "server": "str: server address",
+    "xid": "int64: the WRITE/COMMIT whose reply carried it",
+    "op": "str: WRITE or COMMIT",
+    "old": "str: previous verifier (hex)",
+    "new": "str: new verifier (hex)",
+    "uncommitted_bytes": "int64: bytes written unstable since the last successful COMMIT "
+    "before this reply: lost by the server, the client must re-send them",
+}
+
+FILE_COLUMNS: dict[str, str] = {
+    "client": "str: client address",
+    "server": "str: server address",
+    "fh": "str: file handle (hex)",
+    "writes": "int64: WRITE calls with a decoded offset and count",
+    "bytes": "int64: bytes acknowledged",
+    "sequential": "int64: WRITEs whose offset == previous offset + count (call order)",
+    "sequential_share": "float: sequential / (writes - 1); NaN for a single WRITE",
+}
+
+# The transactions columns these analyses (writes, pace, stalls) read.
+USED_COLUMNS = (
+    *("client", "server", "xid", "vers", "op", "fh", "n_calls", "n_replies"),
+    *("t_call_ns", "t_reply_ns", "latency_ns", "status", "offset", "count", "stable"),
+    *("reply_count", "committed", "verifier", "write_bytes"),
+)
+
+# A workload is called random below this share of sequential WRITEs.
+RANDOM_BELOW = 0.5
+
+
+def _empty(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def prepared(transactions: pd.DataFrame) -> pd.DataFrame:
+    """The transactions' ``USED_COLUMNS``, with the most used strings (client,
+    server, op) as categories and an integer ``pair`` code per client/server:
+    converted once here, so the analyses compare, group and merge integers.
+    Idempotent; the analyses call it on entry."""
+    tx = transactions
+    if "pair" in tx.columns:
+        return tx
+    tx = tx[[c for c in USED_COLUMNS if c in tx.columns]]  # filtering copies every column
+    columns = {c: tx[c].astype("category") for c in ("client", "server", "op")}
+    client = columns["client"].cat.codes.to_numpy("int64")
+    server = columns["server"].cat.codes.to_numpy("int64")
+    pair = pd.factorize(client * (len(columns["server"].cat.categories) + 1) + server)[0]
+    return tx.assign(**columns, pair=pair)
+
+
+def _int(series: pd.Series, missing: int = -1) -> np.ndarray:
+    return series.astype("Int64").fillna(missing).to_numpy(dtype="int64")
+
+
+def write_sizes(writes: pd.DataFrame) -> np.ndarray:
+    """Bytes each WRITE asked to write; where the call's count was not captured
+    (a ``-s 256`` NFSv4.1 capture), the count its reply acknowledged; -1 if neither."""
+    count = _int(writes["count"])
+    return np.where(count >= 0, count, _int(writes["reply_count"]))
+
+
+def write_progress(transactions: pd.DataFrame) -> pd.DataFrame:
+    """Bytes acknowledged over time: one row per successful WRITE reply
+    (``PROGRESS_COLUMNS``), in reply order."""
+    return progress_with_pairs(prepared(transactions)).drop(columns="pair")
+
+
+def progress_with_pairs(tx: pd.DataFrame) -> pd.DataFrame:
+    """write_progress with the pair code kept (``tx`` prepared)."""
+    done = tx[(tx["write_bytes"] > 0) & tx["t_reply_ns"].notna()]
+    t = done["t_reply_ns"].to_numpy(dtype="int64")
+    order = np.argsort(t, kind="stable")
+    done = done.iloc[order]
+    nbytes = done["write_bytes"].to_numpy(dtype="int64")
+    return pd.DataFrame(
+        {
+            "t_ns": t[order],
+            "client": done["client"].astype(object).to_numpy(),
+            "server": done["server"].astype(object).to_numpy(),
+            "xid": done["xid"].to_numpy(dtype="int64"),
+            "bytes": nbytes,
+            "cum_bytes": np.cumsum(nbytes),
+            "pair": done["pair"].to_numpy(),
+        }
+    )
+
+
+def write_activity(transactions: pd.DataFrame) -> pd.DataFrame:
+    """Per client/server pair, the span of its write activity (``ACTIVITY_COLUMNS``):
+    from the first WRITE call to the last WRITE reply.  Pairs whose WRITEs were
+    never answered have no activity span."""
+    return activity_with_pairs(prepared(transactions)).drop(columns="pair")
+
+
+def activity_with_pairs(tx: pd.DataFrame) -> pd.DataFrame:
+    """write_activity with the pair code kept (``tx`` prepared)."""
+    w = tx[tx["op"].eq(WRITE_OP) & (tx["n_calls"] > 0)]
+    if w.empty:
+        return _empty({**ACTIVITY_COLUMNS, "pair": ""})
+    g = w.groupby("pair", sort=True)
+    out = pd.DataFrame(
+        {
+            "client": g["client"].first().astype(object),
+            "server": g["server"].first().astype(object),
+            "start_ns": g["t_call_ns"].min(),
+            "end_ns": g["t_reply_ns"].max(),
+        }
+    )
+    out = out.dropna().reset_index()
+    return out.astype({"start_ns": "int64", "end_ns": "int64"})[[*ACTIVITY_COLUMNS, "pair"]]
+
+
+def _mix(levels: np.ndarray) -> dict[str, int]:
+    """Counts per stable level name, in protocol order, unknown last."""
+    values, counts = np.unique(levels, return_counts=True)
+    by_name = dict.fromkeys([*STABLE_NAMES.values(), UNKNOWN_LEVEL], 0)
+    for value, n in zip(values, counts, strict=True):
+        by_name[STABLE_NAMES.get(int(value), UNKNOWN_LEVEL)] += int(n)
+    return {k: v for k, v in by_name.items() if v}
+
+
+def _sizes(count: np.ndarray) -> pd.DataFrame:
+    known = count[count >= 0]
+    if len(known) == 0:
+        return _empty(SIZE_COLUMNS)
+    size, n = np.unique(known, return_counts=True)
+    out = pd.DataFrame({"size": size, "writes": n, "share": n / len(known)})
+    return out.sort_values(["writes", "size"], ascending=[False, True], ignore_index=True)
+
+
+def _commits(tx: pd.DataFrame) -> pd.DataFrame:
+    c = tx[tx["op"].eq(COMMIT_OP) & (tx["n_calls"] > 0)]
+    offset, count = c["offset"].astype("Int64"), c["count"].astype("Int64")
+    return pd.DataFrame(
+        {
+            "client": c["client"].astype(object),
+            "server": c["server"].astype(object),
+            "xid": c["xid"].astype("int64"),
+            "t_call_ns": c["t_call_ns"].astype("int64"),
+            "t_reply_ns": c["t_reply_ns"].astype("Int64"),
+            "duration_ns": c["latency_ns"].astype("Int64"),
+            "offset": offset.where(offset >= 0),
+            "count": count.where(count >= 0),
+            "status": c["status"].astype("Int64"),
+            "verifier": c["verifier"].astype(object).fillna(""),
+        }
+    ).reset_index(drop=True)
+
+
+def _unstable_mask(writes: pd.DataFrame) -> np.ndarray:
+    committed = _int(writes["committed"])
+    asked = _int(writes["stable"])
+    level = np.where(committed >= 0, committed, asked)
+    return (level == UNSTABLE) | (level < 0)
+
+
+def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
+    """Replies whose verifier differs from the pair's previous one, with the
+    unstable bytes written since the last successful COMMIT before them
+    (``tx`` prepared)."""
+    ops = tx["op"]
+    ok = tx["status"].astype("Int64").eq(0).fillna(False).to_numpy(dtype=bool)
+    verifier = tx["verifier"].astype(object).fillna("")
+    carries = (ops.eq(WRITE_OP) | ops.eq(COMMIT_OP)).to_numpy() & ok & (verifier != "").to_numpy()
+    r = tx[carries]
+    if r.empty:
+        return _empty(VERIFIER_CHANGE_COLUMNS)
+    r = pd.DataFrame(
+        {
+            "t_ns": r["t_reply_ns"].astype("int64"),
+            "client": r["client"].astype(object),
+            "server": r["server"].astype(object),
+            "pair": r["pair"],
+            "xid": r["xid"].astype("int64"),
+            "op": r["op"].astype(object),
+            "new": verifier[carries],
+        }
+    ).sort_values(["pair", "t_ns"], kind="stable", ignore_index=True)
+    r["old"] = r["new"].shift().where(r["pair"].eq(r["pair"].shift()))
+    changes = r[r["old"].notna() & r["old"].ne(r["new"])].copy()
+    if changes.empty:
+        return _empty(VERIFIER_CHANGE_COLUMNS)
+
+    # Cumulative unstable bytes per pair, in reply order.
+    w = tx[ops.eq(WRITE_OP) & (tx["write_bytes"] > 0)]
+    w = pd.DataFrame(
+        {
+            "t_ns": w["t_reply_ns"].astype("int64"),
+            "pair": w["pair"],
+            "unstable": np.where(_unstable_mask(w), w["write_bytes"].to_numpy("int64"), 0),
+        }
+    ).sort_values("t_ns", kind="stable")
+    w["cum"] = w.groupby("pair", sort=False)["unstable"].cumsum()
+    commits = r[r["op"].eq(COMMIT_OP)][["t_ns", "pair"]]
+    # commit_ns nullable: a change without an earlier COMMIT must not turn ns into floats
+    commits = commits.assign(commit_ns=commits["t_ns"].astype("Int64"))
+    changes = changes.sort_values("t_ns", kind="stable")
+    # unstable bytes acknowledged strictly before the change ...
+    at = pd.merge_asof(changes, w, on="t_ns", by="pair", allow_exact_matches=False)
+    # ... minus those acknowledged up to the last successful COMMIT before it
+    at = pd.merge_asof(at, commits, on="t_ns", by="pair", allow_exact_matches=False)
+    lookup = at[["commit_ns", "pair"]].dropna().astype({"commit_ns": "int64"})
+    lookup = lookup.reset_index().sort_values("commit_ns", kind="stable")
+    committed = pd.merge_asof(
+        lookup,
+        w[["t_ns", "pair", "cum"]].rename(columns={"cum": "cum_committed"}),
+        left_on="commit_ns",
+        right_on="t_ns",
+        by="pair",
+    ).set_index("index")["cum_committed"]
+    uncommitted = at["cum"].fillna(0) - committed.reindex(at.index).fillna(0)
+    at["uncommitted_bytes"] = uncommitted.astype("int64")
+    return at[list(VERIFIER_CHANGE_COLUMNS)].reset_index(drop=True)
+
+
+def _files(writes: pd.DataFrame) -> pd.DataFrame:
+    """Sequential vs random per file handle, in call order (``writes`` prepared)."""
+    offset, count = _int(writes["offset"]), write_sizes(writes)
+    fh_code, fh_names = pd.factorize(writes["fh"])  # <NA>: -1
+    known = (offset >= 0) & (count >= 0) & (fh_code >= 0)
+    known &= fh_code != fh_names.get_indexer([""])[0]  # an empty handle is not a file
+    w = pd.DataFrame(
+        {
+            "pair": writes["pair"].to_numpy()[known],
+            "fh": fh_code[known],
+            "t": writes["t_call_ns"].to_numpy(dtype="int64")[known],
+            "offset": offset[known],
+            "end": offset[known] + count[known],
+            "bytes": writes["write_bytes"].to_numpy(dtype="int64")[known],
+        }
+    )
+    if w.empty:
+        return _empty(FILE_COLUMNS)
+    w = w.sort_values(["pair", "fh", "t"], kind="stable", ignore_index=True)
+    same_file = (w["pair"].eq(w["pair"].shift()) & w["fh"].eq(w["fh"].shift())).to_numpy()
+    w["sequential"] = same_file & (w["offset"].to_numpy() == w["end"].shift().to_numpy())
+    g = w.groupby(["pair", "fh"], sort=True)
+    out = pd.DataFrame(
+        {"writes": g.size(), "bytes": g["bytes"].sum(), "sequential": g["sequential"].sum()}
+    ).reset_index()
+    labels = writes.groupby("pair", sort=True)[["client", "server"]].first()
+    out["client"] = labels["client"].astype(object).reindex(out["pair"]).to_numpy()
+    out["server"] = labels["server"].astype(object).reindex(out["pair"]).to_numpy()
+    out["fh"] = np.asarray(fh_names, dtype=object)[out["fh"].to_numpy()]
+    out["sequential"] = out["sequential"].astype("int64")
+    follow = out["writes"] - 1
+    out["sequential_share"] = (out["sequential"] / follow.where(follow > 0)).astype("float64")
+    return out.sort_values(["client", "server", "fh"], ignore_index=True)[list(FILE_COLUMNS)]
+
+
+def _status_name(status: int, vers: int) -> str:
+    names = NFS4_STATUS_NAMES if vers == 4 else NFS3_STATUS_NAMES
+    return names.get(status, str(status))
+
+
+def bytes_text(n: float) -> str:
+    """Bytes in words for findings: 32 KiB, 1.5 MiB (binary units, as NFS sizes are)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def seconds_text(ns: float) -> str:
+    """Nanoseconds in words for findings: 395 µs, 12.5 ms, 4.5 s."""
+    s = ns / 1e9
+    if s >= 1:
+        return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+@dataclass(frozen=True)
+class WritesResult:
+    """What the trace's WRITEs and COMMITs show.
+
+    sizes: ``SIZE_COLUMNS``; commits: ``COMMIT_COLUMNS``; verifier_changes:
+    ``VERIFIER_CHANGE_COLUMNS``; files: ``FILE_COLUMNS``.  stable_asked /
+    committed_granted count WRITE calls / successful WRITE replies per level
+    (UNSTABLE, DATA_SYNC, FILE_SYNC, unknown).
+    """
+
+    writes: int  # WRITE calls in the capture
+    answered: int  # of which answered
+    failed: int  # answered with a non-zero NFS status
+    failed_by_status: dict[str, int]
+    bytes_written: int  # acknowledged by successful replies
+    unstable_bytes: int  # of which written unstable (need a COMMIT)
+    sizes: pd.DataFrame
+    stable_asked: dict[str, int]
+    committed_granted: dict[str, int]
+    commits: pd.DataFrame
+    verifier_changes: pd.DataFrame
+    files: pd.DataFrame
+    sequential_share: float  # over all files: sequential / WRITEs with a predecessor (NaN: none)
+
+    @property
+    def median_size(self) -> int | None:
+        if self.sizes.empty:
+            return None
+        s = self.sizes.sort_values("size")
+        cum = s["writes"].cumsum()
+        return int(s["size"].to_numpy()[np.searchsorted(cum, cum.iloc[-1] / 2)])
+
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        if len(self.verifier_changes):
+            at_risk = int(self.verifier_changes["uncommitted_bytes"].sum())
+            n = len(self.verifier_changes)
+            out.append(
+                Finding(
+                    kind="verifier_change",
+                    title=f"The write verifier changed {n} time{'s' * (n > 1)} (server restart): "
+                    f"{bytes_text(at_risk)} written unstable and not yet committed "
+                    "must be re-sent",
+                    severity="problem",
+                    details={
+                        "changes": n,
+                        "uncommitted_bytes": at_risk,
+                        "times_ns": self.verifier_changes["t_ns"].astype("int64").tolist()[:20],
+                    },
+                )
+            )
+        if self.failed:
+            causes = ", ".join(f"{k} ×{v}" for k, v in self.failed_by_status.items())
+            out.append(
+                Finding(
+                    kind="write_errors",
+                    title=f"{self.failed} of {self.answered} WRITE replies were errors ({causes})",
+                    severity="warning",
+                    details={"failed": self.failed, "by_status": self.failed_by_status},
+                )
+            )
+        synced = sum(v for k, v in self.stable_asked.items() if k in ("DATA_SYNC", "FILE_SYNC"))
+        if synced:
+            out.append(
+                Finding(
+                    kind="stable_writes",
+                    title=f"{synced} of {self.writes} WRITEs asked DATA_SYNC/FILE_SYNC: "
+                    "each waits for stable storage before its reply",
+                    details={"stable_asked": self.stable_asked},
+                )
+            )
+        if len(self.commits):
+            d = self.commits["duration_ns"].dropna()
+            slowest = f", slowest {seconds_text(float(d.max()))}" if len(d) else ""
+            out.append(
+                Finding(
+                    kind="commits",
+                    title=f"{len(self.commits)} COMMIT{'s' * (len(self.commits) > 1)}{slowest}",
+                    details={
+                        "commits": len(self.commits),
+                        "max_ns": int(d.max()) if len(d) else None,
+                        "total_ns": int(d.sum()) if len(d) else 0,
+                    },
+                )
+            )
+        follow = int((self.files["writes"] - 1).clip(lower=0).sum()) if len(self.files) else 0
+        if follow >= 10 and self.sequential_share < RANDOM_BELOW:
+            out.append(
+                Finding(
+                    kind="random_writes",
+                    title=f"WRITEs were mostly not sequential: {self.sequential_share:.0%} "
+                    "continued where the previous one on the file ended",
+                    details={"sequential_share": self.sequential_share},
+                )
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.commits["duration_ns"].dropna()
+        return {
+            "writes": self.writes,
+            "answered": self.answered,
+            "failed": self.failed,
+            "failed_by_status": self.failed_by_status,
+            "bytes_written": self.bytes_written,
+            "unstable_bytes": self.unstable_bytes,
+            "median_size": self.median_size,
+            "sizes": {
+                int(r.size): int(r.writes) for r in self.sizes.head(20).itertuples(index=False)
+            },
+            "stable_asked": self.stable_asked,
+            "committed_granted": self.committed_granted,
+            "commits": len(self.commits),
+            "commit_max_ns": int(d.max()) if len(d) else None,
+            "commit_total_ns": int(d.sum()) if len(d) else 0,
+            "verifier_changes": [
+                {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                for row in self.verifier_changes.head(20).to_dict("records")
+            ],
+            "files": len(self.files),
+            "sequential_share": None
+            if np.isnan(self.sequential_share)
+            else float(self.sequential_share),
+        }
+
+
+def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
+    tx = prepared(transactions)
+    ops = tx["op"]
+    w = tx[ops.eq(WRITE_OP) & (tx["n_calls"] > 0)]
+    answered = w[w["n_replies"] > 0]
+    status = _int(answered["status"])
+    failed = answered[status > 0]
+    failed_by_status: dict[str, int] = {}
+    for (st, vers), n in (
+        failed.groupby([failed["status"].astype("int64"), failed["vers"].astype("int64")])
+        .size()
+        .items()
+    ):
+        name = _status_name(int(st), int(vers))
+        failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
+    ok_writes = w[w["write_bytes"] > 0]
+    files = _files(w)
+    follow = int((files["writes"] - 1).clip(lower=0).sum()) if len(files) else 0
+    seq = int(files["sequential"].sum()) if len(files) else 0
+    return WritesResult(
+        writes=len(w),
+        answered=len(answered),
+        failed=len(failed),
+        failed_by_status=failed_by_status,
+        bytes_written=int(ok_writes["write_bytes"].sum()),
+        unstable_bytes=int(
+            ok_writes["write_bytes"].to_numpy("int64")[_unstable_mask(ok_writes)].sum()
+        ),
+        sizes=_sizes(write_sizes(w)),
+        stable_asked=_mix(_int(w["stable"])),
+        committed_granted=_mix(_int(ok_writes["committed"])),
+        commits=_commits(tx),
+        verifier_changes=_verifier_changes(tx),
+        files=files,
+        sequential_share=seq / follow if follow else float("nan"),
+    )

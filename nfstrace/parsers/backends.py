@@ -1,0 +1,95 @@
+"""The parser backends behind ``--parser {fast,dpkt,pyshark}``: one name, one
+``parse(paths, limits, progress) -> (messages, events, stats)`` callable each,
+all with the contract of ``nfstrace.parsers.fast.parse``.
+
+dpkt and pyshark are optional installs (extras ``nfstrace[dpkt]``,
+``nfstrace[pyshark]``), so their modules are imported only when chosen.
+``available()`` says which can run here and, for the others, why not.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+from collections.abc import Callable
+
+import pandas as pd
+
+from nfstrace.config import ParseLimits
+from nfstrace.errors import UsageError
+from nfstrace.parsers import fast
+from nfstrace.parsers.fast import ParseStats
+
+Parser = Callable[
+    [list[str], ParseLimits | None, Callable[[int], None] | None],
+    tuple[pd.DataFrame, pd.DataFrame, ParseStats],
+]
+
+DEFAULT = "fast"
+TSHARK_INSTALL_HINT = (
+    "apt-get install tshark (or dnf install wireshark-cli, brew install wireshark)"
+)
+
+
+def _lazy(name: str, module: str) -> Parser:
+    def parse(
+        paths: list[str],
+        limits: ParseLimits | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
+        why = available()[name]
+        if why is not None:
+            raise UsageError(why)
+        return importlib.import_module(module).parse(paths, limits, progress)
+
+    parse.__doc__ = f"``{module}.parse``, imported on first use."
+    return parse
+
+
+PARSERS: dict[str, Parser] = {
+    "fast": fast.parse,
+    "dpkt": _lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
+    "pyshark": _lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
+}
+
+
+def tshark_path() -> str | None:
+    """Where tshark is (pyshark's own lookup: its config file, then PATH)."""
+    try:
+        from pyshark.tshark.tshark import TSharkNotFoundException, get_process_path
+    except ImportError:
+        return shutil.which("tshark")
+    try:
+        return get_process_path()
+    except TSharkNotFoundException:
+        return None
+
+
+def available() -> dict[str, str | None]:
+    """Each backend's name -> None if it can run here, else why not (and how to fix it)."""
+    out: dict[str, str | None] = {"fast": None}
+    out["dpkt"] = (
+        None
+        if importlib.util.find_spec("dpkt")
+        else "the dpkt parser needs dpkt: pip install 'nfstrace[dpkt]'"
+    )
+    if not importlib.util.find_spec("pyshark"):
+        out["pyshark"] = "the pyshark parser needs pyshark: pip install 'nfstrace[pyshark]'"
+    elif tshark_path() is None:
+        out["pyshark"] = (
+            f"the pyshark parser needs tshark, which was not found: {TSHARK_INSTALL_HINT}"
+        )
+    else:
+        out["pyshark"] = None
+    return out
+
+
+def get(name: str) -> Parser:
+    """The parse callable of a backend; UsageError for an unknown or unavailable one."""
+    if name not in PARSERS:
+        raise UsageError(f"unknown parser {name!r}: choose one of {', '.join(PARSERS)}")
+    why = available()[name]
+    if why is not None:
+        raise UsageError(why)
+    return PARSERS[name]

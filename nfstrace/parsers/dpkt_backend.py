@@ -1,0 +1,536 @@
+"""The dpkt backend (``--parser dpkt``): capture files -> the messages table,
+with dpkt dissecting what it knows and our code doing the rest.
+
+dpkt does: the capture formats' records (pcap file and packet headers in both
+byte orders, micro- and nanosecond; pcapng section, interface, enhanced and
+obsolete packet blocks, options), the link layers (Ethernet with 802.1Q/QinQ
+tags, Linux cooked v1/v2, BSD loopback), IPv4, IPv6 with its extension
+headers, TCP and UDP headers.
+
+Ours, where dpkt has no equivalent: decompression and opening
+(``capture.open_stream``), the merge of several files in time order, IP
+fragment reassembly (``ip.Reassembler``), TCP stream reassembly and RPC
+record marking (``tcp.TcpReassembler``), the RPC header and NFS decoding
+(``fast._Collector`` -> ``rpc`` / ``decoders``).  dpkt's ``rpc`` module is not
+used: it cannot decode a header cut short by the snaplen and exposes neither
+the AUTH_SYS fields nor the procedure arguments' offset.
+
+dpkt's own ``pcap.Reader``/``pcapng.Reader`` are not used as iterators: they
+return float timestamps (nanoseconds lost), hide the frame's wire length, and
+``pcapng.Reader`` knows only the first interface of a file.  This module
+walks the files record by record with dpkt's record classes instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+import dpkt
+import pandas as pd
+from dpkt import ethernet, ip6, loopback, pcap, pcapng, sll, sll2
+
+from nfstrace.config import ParseLimits
+from nfstrace.errors import CaptureError
+from nfstrace.parsers import link, rpc
+from nfstrace.parsers.capture import MAX_FRAME, CaptureInfo, Frame, open_stream
+from nfstrace.parsers.fast import (
+    RPC_WELL_KNOWN_PORTS,
+    TH_ACK,
+    TH_FIN,
+    TH_RST,
+    TH_SYN,
+    ParseStats,
+    _Collector,
+    _events_frame,
+    _messages_frame,
+)
+from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Reassembler
+from nfstrace.parsers.tcp import HalfStream, TcpReassembler
+
+# ---- capture files, record by record with dpkt's record classes ---------------------
+
+
+class _StatisticsBlock(pcapng._PcapngBlock):
+    """pcapng Interface Statistics Block (dpkt has none): header and options."""
+
+    __hdr__ = (
+        ("type", "I", 5),
+        ("len", "I", 24),
+        ("iface_id", "I", 0),
+        ("ts_high", "I", 0),
+        ("ts_low", "I", 0),
+        ("_len", "I", 24),
+    )
+
+
+class _StatisticsBlockLE(_StatisticsBlock):
+    __byte_order__ = "<"
+
+
+PCAPNG_BT_ISB = 5
+ISB_IFDROP, ISB_OSDROP = 5, 7
+_PCAP_NANO_MAGICS = frozenset((pcap.TCPDUMP_MAGIC_NANO, pcap.PMUDPCT_MAGIC_NANO))
+
+
+def read_frames(path: str, index: int, info: CaptureInfo) -> Iterator[Frame]:
+    """Frames of one file in file order: (ts_ns, linktype, data, orig_len, index)."""
+    stream, info.compression = open_stream(path)
+    with stream:
+        try:
+            head = stream.read(4)
+        except (OSError, EOFError) as e:
+            raise CaptureError(f"not a readable compressed file: {e}", path) from None
+        if len(head) < 4:
+            raise CaptureError("empty file" if not head else "too short to be a capture file", path)
+        (magic,) = struct.unpack("<I", head)
+        if magic == pcapng.PCAPNG_BT_SHB:
+            info.format = "pcapng"
+            yield from _pcapng(stream, head, index, info)
+        elif struct.unpack(">I", head)[0] in pcap.MAGIC_TO_PKT_HDR:
+            info.format = "pcap"
+            yield from _pcap(stream, head, index, info)
+        else:
+            raise CaptureError("not a pcap or pcapng capture file", path)
+
+
+def _read(stream: BinaryIO, n: int, info: CaptureInfo) -> bytes:
+    try:
+        return stream.read(n)
+    except (OSError, EOFError) as e:  # corrupt or cut-off compressed data
+        info.warnings.append(f"decompression stopped: {e}")
+        return b""
+
+
+def _pcap(stream: BinaryIO, head: bytes, index: int, info: CaptureInfo) -> Iterator[Frame]:
+    buf = head + _read(stream, pcap.FileHdr.__hdr_len__ - 4, info)
+    if len(buf) < pcap.FileHdr.__hdr_len__:
+        raise CaptureError("pcap file header cut short", info.path)
+    # dpkt reads the file header big-endian; its magic table maps the value
+    # seen that way to the record-header class of the file's byte order.
+    fh = pcap.FileHdr(buf)
+    hdr_cls = pcap.MAGIC_TO_PKT_HDR[fh.magic]
+    if hdr_cls.__hdr_fmt__[0] == "<":
+        fh = pcap.LEFileHdr(buf)
+    sub_ns = 1 if fh.magic in _PCAP_NANO_MAGICS else 1000
+    linktype = fh.linktype & 0x0FFFFFFF  # upper bits may carry FCS flags
+    info.snaplen = fh.snaplen
+    info.linktypes.add(linktype)
+    hdr_len = hdr_cls.__hdr_len__
+    consumed = len(buf)
+    while True:
+        raw = _read(stream, hdr_len, info)
+        if len(raw) < hdr_len:
+            if raw:
+                info.warnings.append("file ends inside a frame header (capture cut off)")
+            break
+        ph = hdr_cls(raw)
+        if ph.caplen > MAX_FRAME:
+            info.warnings.append(
+                f"frame {info.frames + 1}: impossible captured length {ph.caplen}; "
+                "rest of file skipped"
+            )
+            break
+        data = _read(stream, ph.caplen, info)
+        if len(data) < ph.caplen:
+            info.warnings.append(f"file ends inside frame {info.frames + 1} (capture cut off)")
+            break
+        consumed += hdr_len + ph.caplen
+        info.frames += 1
+        info.bytes = consumed
+        if ph.caplen < ph.len:
+            info.truncated_frames += 1
+        yield ph.tv_sec * 1_000_000_000 + ph.tv_usec * sub_ns, linktype, data, ph.len, index
+
+
+def _interface_clock(idb: pcapng.InterfaceDescriptionBlock, e: str) -> tuple[int, int, int]:
+    """(ns multiplier, divisor, offset ns) of an interface's timestamps."""
+    mul, div, offset = 1000, 1, 0
+    for opt in idb.opts:
+        if opt.code == pcapng.PCAPNG_OPT_IF_TSRESOL and opt.data:
+            v = opt.data[0]
+            if v & 0x80:  # negative power of two
+                mul, div = 1_000_000_000, 1 << (v & 0x7F)
+            elif v <= 9:
+                mul, div = 10 ** (9 - v), 1
+            else:
+                mul, div = 1, 10 ** (v - 9)
+        elif opt.code == pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
+            offset = struct.unpack(e + "q", opt.data[:8])[0] * 1_000_000_000
+    return mul, div, offset
+
+
+def _pcapng(stream: BinaryIO, head: bytes, index: int, info: CaptureInfo) -> Iterator[Frame]:
+    e = "<"
+    le = True
+    ifaces: list[tuple[int, int, int, int, int]] = []  # linktype, snaplen, mul, div, offset
+    drops: dict[tuple[int, int], int] = {}
+    pending = head
+    while True:
+        raw = pending + _read(stream, 12 - len(pending), info)
+        pending = b""
+        if len(raw) < 12:
+            if raw:
+                info.warnings.append("file ends inside a block header (capture cut off)")
+            break
+        btype, blen = struct.unpack(e + "II", raw[:8])
+        if btype == pcapng.PCAPNG_BT_SHB:
+            (bom,) = struct.unpack("<I", raw[8:12])
+            if bom == pcapng.BYTE_ORDER_MAGIC:
+                e, le = "<", True
+            elif bom == pcapng.BYTE_ORDER_MAGIC_LE:
+                e, le = ">", False
+            else:
+                info.warnings.append("pcapng section header with bad byte-order magic; stopped")
+                break
+            (blen,) = struct.unpack(e + "I", raw[4:8])
+            ifaces = []  # interface ids are per section
+        if blen < 12 or blen % 4 or blen > MAX_FRAME:
+            info.warnings.append(
+                f"pcapng block with impossible length {blen}; rest of file skipped"
+            )
+            break
+        block = raw + _read(stream, blen - 12, info)
+        if len(block) < blen:
+            info.warnings.append("file ends inside a block (capture cut off)")
+            break
+        info.bytes += blen
+        try:
+            if btype == pcapng.PCAPNG_BT_EPB or btype == pcapng.PCAPNG_BT_PB:
+                if btype == pcapng.PCAPNG_BT_EPB:
+                    pb = (pcapng.EnhancedPacketBlockLE if le else pcapng.EnhancedPacketBlock)(block)
+                else:
+                    pb = (pcapng.PacketBlockLE if le else pcapng.PacketBlock)(block)
+                if pb.iface_id >= len(ifaces):
+                    info.warnings.append(
+                        f"pcapng packet block {info.frames + 1} is inconsistent; skipped"
+                    )
+                    continue
+                linktype, _snap, mul, div, offset = ifaces[pb.iface_id]
+                ts = ((pb.ts_high << 32) | pb.ts_low) * mul // div + offset
+                info.frames += 1
+                if pb.caplen < pb.pkt_len:
+                    info.truncated_frames += 1
+                yield ts, linktype, pb.pkt_data, pb.pkt_len, index
+            elif btype == pcapng.PCAPNG_BT_SPB:
+                # dpkt has no Simple Packet Block: no timestamp, interface 0.
+                if not ifaces:
+                    continue
+                (origlen,) = struct.unpack(e + "I", block[8:12])
+                caplen = min(origlen, blen - 16, ifaces[0][1] or origlen)
+                info.frames += 1
+                yield 0, ifaces[0][0], block[12 : 12 + caplen], origlen, index
+            elif btype == pcapng.PCAPNG_BT_IDB:
+                idb = (
+                    pcapng.InterfaceDescriptionBlockLE if le else pcapng.InterfaceDescriptionBlock
+                )(block)
+                ifaces.append((idb.linktype, idb.snaplen, *_interface_clock(idb, e)))
+                info.linktypes.add(idb.linktype)
+                info.snaplen = max(info.snaplen, idb.snaplen)
+            elif btype == PCAPNG_BT_ISB:
+                isb = (_StatisticsBlockLE if le else _StatisticsBlock)(block)
+                for opt in isb.opts:
+                    if opt.code in (ISB_IFDROP, ISB_OSDROP) and len(opt.data) >= 8:
+                        # cumulative counters: keep the latest per interface
+                        drops[(isb.iface_id, opt.code)] = struct.unpack(e + "Q", opt.data[:8])[0]
+                info.interface_drops = sum(drops.values())
+            # other blocks (SHB body, name resolution, secrets, custom) carry no frames
+        except (dpkt.UnpackError, struct.error):
+            info.warnings.append(f"pcapng block of type {btype} is malformed; skipped")
+
+
+def read_many(paths: list[str], infos: list[CaptureInfo]) -> Iterator[Frame]:
+    """Frames of several files merged in time order (each file trusted to be in order)."""
+    streams = [
+        read_frames(p, i, info) for i, (p, info) in enumerate(zip(paths, infos, strict=True))
+    ]
+    if len(streams) == 1:
+        return streams[0]
+    return heapq.merge(*streams, key=lambda f: f[0])
+
+
+# ---- link and network layers with dpkt -----------------------------------------------
+
+# dpkt's class for each link type whose header it decodes
+_LINK_CLASSES: dict[int, type[dpkt.Packet]] = {
+    link.LINKTYPE_ETHERNET: ethernet.Ethernet,
+    link.LINKTYPE_LINUX_SLL: sll.SLL,
+    link.LINKTYPE_LINUX_SLL2: sll2.SLL2,
+    link.LINKTYPE_NULL: loopback.Loopback,
+    link.LINKTYPE_LOOP: loopback.Loopback,
+}
+_RAW_LINKTYPES = frozenset(
+    (link.LINKTYPE_RAW, link.LINKTYPE_RAW_BSD, link.LINKTYPE_RAW_OPENBSD, link.LINKTYPE_IPV4)
+    + (link.LINKTYPE_IPV6,)
+)
+
+
+def network_layer(linktype: int, frame: bytes) -> tuple[dpkt.Packet | None, int]:
+    """dpkt's IP or IP6 object inside a frame, and the offset of its header."""
+    if linktype in _RAW_LINKTYPES:
+        if not frame:
+            return None, 0
+        version = frame[0] >> 4
+        try:
+            if version == 4:
+                return dpkt.ip.IP(frame), 0
+            if version == 6:
+                return ip6.IP6(frame), 0
+        except dpkt.UnpackError:
+            return None, 0
+        return None, 0
+    cls = _LINK_CLASSES.get(linktype)
+    if cls is None:
+        return None, 0
+    try:
+        frame_obj = cls(frame)
+    except dpkt.UnpackError:
+        return None, 0
+    l3 = frame_obj.data
+    if not isinstance(l3, dpkt.ip.IP | ip6.IP6):
+        return None, 0
+    offset = frame_obj.__hdr_len__
+    if cls is ethernet.Ethernet:
+        offset += 4 * len(getattr(frame_obj, "vlan_tags", ()))
+    return l3, offset
+
+
+# (src, dst, proto, upper layer as a dpkt object or raw bytes, wire length, IP fragments,
+#  time of the first fragment, frame of the first fragment)
+Datagram = tuple[bytes, bytes, int, "dpkt.Packet | bytes", int, int, int, int]
+
+
+def _upper(proto: int, payload: bytes) -> dpkt.Packet | bytes:
+    """dpkt's TCP/UDP object for a reassembled payload (raw bytes if too short)."""
+    cls = {PROTO_TCP: dpkt.tcp.TCP, PROTO_UDP: dpkt.udp.UDP}.get(proto)
+    if cls is None:
+        return payload
+    try:
+        return cls(payload)
+    except dpkt.UnpackError:
+        return payload
+
+
+def _raw(obj: dpkt.Packet | bytes) -> bytes:
+    # dpkt re-packs a parsed TCP/UDP header from its fields: byte-exact
+    return obj if isinstance(obj, bytes) else bytes(obj)
+
+
+def ipv4_datagram(
+    ip: dpkt.ip.IP, wire_len: int, ts: int, frame: int, reasm: Reassembler
+) -> Datagram | None:
+    hl = ip.hl * 4
+    tot_len = ip.len or wire_len  # 0: a TSO packet captured before segmentation
+    if tot_len < hl:
+        return None
+    if not ip.mf and not ip.offset:
+        return ip.src, ip.dst, ip.p, ip.data, tot_len - hl, 1, ts, frame
+    got = reasm.add(
+        (4, ip.src, ip.dst, ip.id, ip.p),
+        ip.offset * 8,
+        tot_len - hl,
+        _raw(ip.data),
+        ip.mf,
+        ts,
+        frame,
+    )
+    if got is None:
+        return None
+    payload, total, count, ts_first, frame_first, _ = got
+    return ip.src, ip.dst, ip.p, _upper(ip.p, payload), total, count, ts_first, frame_first
+
+
+def ipv6_datagram(
+    ip: ip6.IP6, wire_len: int, ts: int, frame: int, reasm: Reassembler
+) -> Datagram | None:
+    plen = ip.plen or wire_len - 40  # 0: jumbogram or TSO
+    exts = ip.all_extension_headers
+    frag_at = next((i for i, x in enumerate(exts) if isinstance(x, ip6.IP6FragmentHeader)), -1)
+    frag = exts[frag_at] if frag_at >= 0 else None
+    if frag is None or (not frag.frag_off and not frag.m_flag):  # whole (or atomic fragment)
+        return ip.src, ip.dst, ip.p, ip.data, plen - sum(x.length for x in exts), 1, ts, frame
+    before = sum(x.length for x in exts[: frag_at + 1])
+    if frag.frag_off:
+        fragmentable = _raw(ip.data)  # dpkt leaves a later fragment's bytes raw (or re-packs)
+    else:  # the first fragment: headers after the Fragment header travel in it
+        fragmentable = b"".join(bytes(x) for x in exts[frag_at + 1 :]) + _raw(ip.data)
+    got = reasm.add(
+        (6, ip.src, ip.dst, frag.id),
+        frag.frag_off * 8,
+        plen - before,
+        fragmentable,
+        bool(frag.m_flag),
+        ts,
+        frame,
+        header=frag.nxt,
+    )
+    if got is None:
+        return None
+    payload, total, count, ts_first, frame_first, nh = got
+    pos = 0
+    while nh in ip6.EXT_HDRS_CLS and nh != dpkt.ip.IP_PROTO_FRAGMENT:
+        try:
+            ext = ip6.EXT_HDRS_CLS[nh](payload[pos:])
+        except dpkt.UnpackError:
+            return None
+        nh, pos = ext.nxt, pos + ext.length
+    if pos > len(payload):
+        return None
+    upper = _upper(nh, payload[pos:])
+    return ip.src, ip.dst, nh, upper, total - pos, count, ts_first, frame_first
+
+
+# ---- transport: the same connection rules as the fast parser ---------------------------
+
+
+def parse(
+    paths: list[str],
+    limits: ParseLimits | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
+    """Read capture files with dpkt; return (messages, transport events, stats),
+    the contract of ``nfstrace.parsers.fast.parse``."""
+    limits = limits or ParseLimits()
+    stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
+    col = _Collector(limits, stats)
+    reasm = Reassembler(limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies)
+
+    def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
+        col.message(
+            hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
+        )
+
+    tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
+    streams: dict[tuple, HalfStream] = {}
+    conns: dict[tuple, int] = {}
+    n_conns = 0
+    counts = dict.fromkeys(("v4", "v6", "tcp", "udp", "other", "nonip", "short"), 0)
+    frame_no = 0
+    # Mirror/SPAN duplicates (the fast parser's rule): the same bytes as one of
+    # the two frames kept before, within ParseLimits.duplicate_window_ns.
+    recent: list[tuple[bytes, int]] = []
+    dup_window = limits.duplicate_window_ns
+    for ts, linktype, data, origlen, _fidx in read_many(paths, stats.files):
+        frame_no += 1
+        if progress is not None and not frame_no & 0x3FFF:
+            progress(frame_no)
+        if data and any(d == data and ts - t <= dup_window for d, t in recent):
+            stats.duplicate_frames += 1
+            continue
+        recent = [(data, ts), *recent[:1]]
+        l3, off = network_layer(linktype, data)
+        if isinstance(l3, dpkt.ip.IP):
+            counts["v4"] += 1
+            dg = ipv4_datagram(l3, origlen - off, ts, frame_no, reasm)
+        elif isinstance(l3, ip6.IP6):
+            counts["v6"] += 1
+            dg = ipv6_datagram(l3, origlen - off, ts, frame_no, reasm)
+        else:
+            counts["nonip"] += 1
+            continue
+        if dg is None:
+            continue
+        src, dst, proto, l4, wire_len, frags, ts_first, frame_first = dg
+        if proto == PROTO_TCP:
+            counts["tcp"] += 1
+            if not isinstance(l4, dpkt.tcp.TCP):
+                counts["short"] += 1
+                continue
+            sport, dport, flags = l4.sport, l4.dport, l4.flags
+            key = (src, sport, dst, dport)
+            rkey = (dst, dport, src, sport)
+            hs = streams.get(key)
+            if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
+                ckey = key if key < rkey else rkey
+                conn = conns.get(ckey, 0)
+                if hs is not None or not conn:  # a new connection (maybe reusing the ports)
+                    n_conns += 1
+                    conn = conns[ckey] = n_conns
+                    rev = streams.get(rkey)
+                    if hs is not None:
+                        tcp.flush(hs, ts, frame_no)
+                        if rev is not None:
+                            tcp.flush(rev, ts, frame_no)
+                            streams[rkey] = HalfStream(rev.src, rev.sport, rev.dst, rev.dport, conn)
+                hs = streams[key] = HalfStream(src, sport, dst, dport, conn)
+            if flags & TH_SYN:
+                tcp.start(hs, l4.seq)
+            elif l4.win == 0 and not flags & TH_RST and hs.synced:
+                col.event(hs, "tcp_zero_window", ts, frame_no, l4.seq, 0)
+            if flags & TH_ACK:
+                rev = streams.get(rkey)
+                if rev is not None and rev.pending:
+                    tcp.acked(rev, l4.ack, ts, frame_no)
+            wire = wire_len - l4.off * 4
+            if wire > 0:
+                tcp.segment(hs, l4.seq, memoryview(l4.data), wire, ts_first, frame_no, frags)
+            if flags & (TH_FIN | TH_RST):
+                tcp.flush(hs, ts, frame_no)
+                if flags & TH_RST:
+                    rev = streams.get(rkey)
+                    if rev is not None:
+                        tcp.flush(rev, ts, frame_no)
+        elif proto == PROTO_UDP:
+            counts["udp"] += 1
+            if not isinstance(l4, dpkt.udp.UDP):
+                counts["short"] += 1
+                continue
+            sport, dport, body = l4.sport, l4.dport, l4.data
+            if len(body) < 12 or not _udp_rpc(col, src, dst, sport, dport, body):
+                continue
+            ckey = (src, sport, dst, dport)
+            rkey = (dst, dport, src, sport)
+            conn = conns.get(ckey) or conns.get(rkey)
+            if conn is None:
+                n_conns += 1
+                conn = conns[min(ckey, rkey)] = n_conns
+            col.message(
+                src,
+                sport,
+                dst,
+                dport,
+                "udp",
+                conn,
+                bytes(body[: limits.head_bytes]),
+                wire_len - 8,
+                len(body),
+                ts_first,
+                ts,
+                frame_first,
+                frame_no,
+                frags,
+                frags,
+                1,
+                True,
+            )
+        else:
+            counts["other"] += 1
+    for hs in streams.values():
+        tcp.flush(hs, hs.ts_last, hs.frame_last)
+    reasm.finish()
+    stats.frames = frame_no
+    stats.ipv4_packets, stats.ipv6_packets = counts["v4"], counts["v6"]
+    stats.tcp_packets, stats.udp_packets = counts["tcp"], counts["udp"]
+    stats.other_ip_packets, stats.non_ip_frames = counts["other"], counts["nonip"]
+    stats.short_transport_headers = counts["short"]
+    fs = reasm.stats
+    stats.ip_fragments = fs.fragments
+    stats.ip_datagrams_reassembled = fs.reassembled
+    stats.ip_datagrams_incomplete = fs.incomplete
+    stats.tcp = tcp.stats.as_dict()
+    return _messages_frame(col.rows), _events_frame(col.events), stats
+
+
+def _udp_rpc(col: _Collector, src: bytes, dst: bytes, sport: int, dport: int, body: bytes) -> bool:
+    """Is this UDP payload an RPC message? (the fast parser's rule)"""
+    well_known = sport in RPC_WELL_KNOWN_PORTS or dport in RPC_WELL_KNOWN_PORTS
+    if body[7] == rpc.CALL:
+        return rpc.plausible_call(body, 0, known_only=not well_known)
+    if body[7] == rpc.REPLY:
+        xid = int.from_bytes(body[0:4], "big")
+        return rpc.plausible_reply(body, 0) and (
+            (dst, src, xid) in col.calls or sport in RPC_WELL_KNOWN_PORTS
+        )
+    return False

@@ -1,0 +1,659 @@
+"""The report's figures: one function per figure, each returning a plotly ``go.Figure``.
+
+Each function takes the documented tables (``nfstrace.schema`` transactions, or
+the tables of the analysis results: ``Diagnosis.progress``,
+``stalls.stalls``/``stalls.segments``, ``writes.commits``, ``pace.outstanding``,
+``workload.op_mix``/``workload.windows``, ``model.terms``/``predictions``/``what_if``)
+and is usable as is from Jupyter::
+
+    fig = cumulative_transfer(diagnosis.progress, diagnosis.stalls.stalls)
+    fig.show()
+
+Time axes are seconds since ``t0_ns`` (default: the first time in the data).
+Above ``point_budget`` points a figure is thinned (the minimum and maximum of
+each time bucket are kept, so spikes and stalls survive) and says so in its
+subtitle; above ``WEBGL_ABOVE`` points a trace is drawn with WebGL.  Strings
+from the capture are HTML-escaped: plotly renders a subset of HTML in labels.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+POINT_BUDGET = 50_000  # points per figure before thinning
+WEBGL_ABOVE = 10_000  # points in one trace before it is drawn with WebGL (SVG is slow)
+MAX_LABELLED = 20  # stalls / segments labelled with text (the longest ones)
+HEIGHT = 420
+
+STALL_COLOURS = {
+    "commit": "rgba(214, 39, 40, 0.22)",
+    "retransmission": "rgba(255, 127, 14, 0.25)",
+    "server_delay": "rgba(148, 103, 189, 0.25)",
+    "zero_window": "rgba(140, 86, 75, 0.25)",
+    "client_idle": "rgba(127, 127, 127, 0.2)",
+    "unknown": "rgba(188, 189, 34, 0.25)",
+}
+
+
+# ---- helpers ------------------------------------------------------------------------
+
+
+def esc(value: object) -> str:
+    """A capture string made safe for plotly labels (and HTML)."""
+    return html.escape(str(value))
+
+
+def thin_indices(y: np.ndarray, budget: int) -> np.ndarray:
+    """Row positions to draw at most ``budget`` points of an x-ordered series:
+    the first and last point of the series and the minimum and maximum of each
+    of budget/2 consecutive buckets (so peaks, dips and steps survive)."""
+    n = len(y)
+    if n <= budget:
+        return np.arange(n)
+    buckets = max(1, budget // 2 - 1)
+    bucket = (np.arange(n) * buckets) // n
+    values = np.nan_to_num(np.asarray(y, dtype="float64"), nan=-np.inf)
+    order = np.lexsort((values, bucket))  # by bucket, then value
+    starts = np.searchsorted(bucket[order], np.arange(buckets))
+    ends = np.r_[starts[1:], n] - 1
+    keep = np.unique(np.r_[0, n - 1, order[starts], order[ends]])
+    return keep
+
+
+def _seconds(t_ns: pd.Series | np.ndarray, t0_ns: int) -> np.ndarray:
+    return (np.asarray(t_ns, dtype="float64") - float(t0_ns)) / 1e9
+
+
+def _t0(*columns: pd.Series) -> int:
+    firsts = [int(c.min()) for c in columns if c is not None and len(c.dropna())]
+    return min(firsts) if firsts else 0
+
+
+def _scatter(n_points: int, **kw: object) -> go.Scatter | go.Scattergl:
+    """A WebGL trace when there are many points, SVG otherwise."""
+    return go.Scattergl(**kw) if n_points > WEBGL_ABOVE else go.Scatter(**kw)
+
+
+def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Figure:
+    """Title with the thinning notes as a subtitle; the notes are also kept in
+    ``fig.layout.meta['notes']`` for the HTML report."""
+    text = esc(title)
+    if notes:
+        text += "<br><sup>" + esc("; ".join(notes)) + "</sup>"
+    layout: dict[str, object] = {
+        "title": {"text": text, "x": 0.01},
+        "height": HEIGHT,
+        "margin": {"l": 70, "r": 30, "t": 90 if notes else 70, "b": 55},
+        "template": "plotly_white",
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"},
+        "meta": {"notes": notes},
+    }
+    fig.update_layout({**layout, **kw})
+    return fig
+
+
+def _thinned_note(what: str, shown: int, total: int) -> str:
+    return f"{what}: {shown:,} of {total:,} points drawn (min and max of each time bucket)"
+
+
+def _empty(title: str, why: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=esc(why), showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, [])
+
+
+def _pairs(table: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+    """(client, server) groups of a table, or the whole table as one group."""
+    if {"client", "server"} <= set(table.columns) and len(table):
+        groups = table.groupby(["client", "server"], sort=True, dropna=False, observed=True)
+        return [((str(c), str(s)), part) for (c, s), part in groups]
+    return [(("", ""), table)]
+
+
+def _pair_label(pair: tuple[str, str]) -> str:
+    return f"{pair[0]} → {pair[1]}" if pair != ("", "") else ""
+
+
+def _interp(x_ns: np.ndarray, curve_x: np.ndarray, curve_y: np.ndarray) -> np.ndarray:
+    if len(curve_x) == 0:
+        return np.zeros(len(x_ns))
+    return np.interp(np.asarray(x_ns, dtype="float64"), curve_x, curve_y)
+
+
+def _is_write(tx: pd.DataFrame) -> pd.Series:
+    return tx["op"].astype(object).eq("WRITE")
+
+
+# ---- 1. cumulative transfer ------------------------------------------------------------
+
+
+def cumulative_transfer(
+    progress: pd.DataFrame,
+    stalls: pd.DataFrame | None = None,
+    segments: pd.DataFrame | None = None,
+    retransmissions: pd.DataFrame | None = None,
+    commits: pd.DataFrame | None = None,
+    *,
+    t0_ns: int | None = None,
+    point_budget: int = POINT_BUDGET,
+) -> go.Figure:
+    """Bytes acknowledged by WRITE replies vs time (the study's main plot).
+
+    progress: t_ns, client, server, bytes (cumulated here per client/server in
+    time order); stalls: start_ns, end_ns, duration_ns, cause, detail (shaded,
+    one legend entry per cause); segments: start_ns, end_ns, mbit_s (slope of
+    each stretch between stalls, written on the curve); retransmissions: rows
+    with t_call_ns / call_times_ns (each re-send marked); commits: t_call_ns,
+    t_reply_ns, duration_ns (COMMIT calls marked).
+    """
+    title = "Cumulative transfer: bytes acknowledged by WRITE replies"
+    if progress is None or progress.empty:
+        return _empty(title, "no successful WRITE reply in the capture")
+    t0 = int(t0_ns) if t0_ns is not None else _t0(progress["t_ns"])
+    fig = go.Figure()
+    notes: list[str] = []
+    groups = _pairs(progress)
+    per_line = max(2, point_budget // max(1, len(groups)) - 2 * MAX_LABELLED)
+    curve_x_ns: list[np.ndarray] = []
+    curve_mb: list[np.ndarray] = []
+    for pair, part in groups:
+        part = part.sort_values("t_ns", kind="stable")
+        t_ns = part["t_ns"].to_numpy(dtype="float64")
+        mb = part["bytes"].to_numpy(dtype="float64").cumsum() / 1e6
+        # the curve starts at zero at the time origin (or its first point, if earlier)
+        t_ns, mb = np.r_[min(float(t0), t_ns[0]), t_ns], np.r_[0.0, mb]
+        keep = thin_indices(mb, per_line)
+        if len(keep) < len(mb):
+            notes.append(_thinned_note(f"transfer {_pair_label(pair)}".strip(), len(keep), len(mb)))
+        curve_x_ns.append(t_ns)
+        curve_mb.append(mb)
+        fig.add_trace(
+            _scatter(
+                len(keep),
+                x=_seconds(t_ns[keep], t0),
+                y=mb[keep],
+                mode="lines",
+                line={"shape": "hv", "width": 2},
+                name=esc("MB acknowledged" + (f" {_pair_label(pair)}" if len(groups) > 1 else "")),
+                hovertemplate="%{x:.6f} s<br>%{y:,.3f} MB<extra></extra>",
+            )
+        )
+    all_x = np.concatenate(curve_x_ns)
+    order = np.argsort(all_x, kind="stable")
+    all_x, all_mb = all_x[order], np.maximum.accumulate(np.concatenate(curve_mb)[order])
+    top = float(all_mb.max()) if len(all_mb) else 1.0
+    if stalls is not None and not stalls.empty:
+        _add_stalls(fig, stalls, t0, top)
+    if segments is not None and not segments.empty:
+        _add_segment_slopes(fig, segments, t0, all_x, all_mb)
+    if retransmissions is not None and not retransmissions.empty:
+        resend_ns = _resend_times(retransmissions)
+        fig.add_trace(
+            go.Scatter(
+                x=_seconds(resend_ns, t0),
+                y=_interp(resend_ns, all_x, all_mb),
+                mode="markers",
+                marker={"symbol": "x", "size": 9, "color": "#d62728"},
+                name=f"RPC re-sends ({len(resend_ns):,})",
+                hovertemplate="re-send at %{x:.6f} s<extra></extra>",
+            )
+        )
+    if commits is not None and not commits.empty:
+        c = commits.dropna(subset=["t_call_ns"])
+        call_ns = c["t_call_ns"].to_numpy(dtype="float64")
+        ms = c["duration_ns"].astype("Float64").fillna(np.nan).to_numpy(dtype="float64") / 1e6
+        fig.add_trace(
+            go.Scatter(
+                x=_seconds(call_ns, t0),
+                y=_interp(call_ns, all_x, all_mb),
+                mode="markers",
+                marker={"symbol": "triangle-down", "size": 10, "color": "#2ca02c"},
+                name=f"COMMIT calls ({len(c):,})",
+                customdata=ms,
+                hovertemplate="COMMIT at %{x:.6f} s, %{customdata:.3f} ms<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        title,
+        notes,
+        xaxis_title="time since start of capture (s)",
+        yaxis_title="MB acknowledged (10^6 bytes)",
+    )
+
+
+def _resend_times(retransmissions: pd.DataFrame) -> np.ndarray:
+    """Every re-send time: call_times_ns after the first, else t_call_ns."""
+    times: list[float] = []
+    lists = retransmissions.get("call_times_ns")
+    firsts = retransmissions["t_call_ns"]
+    for i, first in enumerate(firsts):
+        sends = lists.iloc[i] if lists is not None else None
+        if isinstance(sends, list | tuple | np.ndarray) and len(sends) > 1:
+            times.extend(float(t) for t in sends[1:])
+        elif not pd.isna(first):
+            times.append(float(first))
+    return np.asarray(times, dtype="float64")
+
+
+def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> None:
+    """Each cause one filled trace (a legend entry), the longest stalls labelled."""
+    for cause, part in stalls.groupby(stalls["cause"].astype(str), sort=True):
+        s = _seconds(part["start_ns"], t0)
+        e = _seconds(part["end_ns"], t0)
+        # one closed rectangle per stall, NaN breaks between them
+        xs = np.column_stack([s, s, e, e, s, np.full(len(s), np.nan)]).ravel()
+        ys = np.tile([0.0, top, top, 0.0, 0.0, np.nan], len(s))
+        lost = part["duration_ns"].sum() / 1e9
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                fill="toself",
+                mode="lines",
+                line={"width": 0},
+                fillcolor=STALL_COLOURS.get(cause, STALL_COLOURS["unknown"]),
+                name=esc(f"stall: {cause} ({len(part):,}, {lost:.3f} s)"),
+                hoverinfo="name",
+            )
+        )
+    longest = stalls.nlargest(MAX_LABELLED, "duration_ns")
+    for row in longest.itertuples(index=False):
+        fig.add_annotation(
+            x=float(_seconds(np.array([row.start_ns + row.duration_ns / 2]), t0)[0]),
+            y=top,
+            yanchor="bottom",
+            text=esc(f"{row.cause} {row.duration_ns / 1e9:.3f} s"),
+            showarrow=False,
+            font={"size": 10},
+            textangle=-90 if len(longest) > 4 else 0,
+        )
+
+
+def _add_segment_slopes(
+    fig: go.Figure, segments: pd.DataFrame, t0: int, curve_x: np.ndarray, curve_mb: np.ndarray
+) -> None:
+    longest = segments.nlargest(MAX_LABELLED, "duration_ns")
+    mid_ns = (longest["start_ns"].to_numpy("float64") + longest["end_ns"].to_numpy("float64")) / 2
+    fig.add_trace(
+        go.Scatter(
+            x=_seconds(mid_ns, t0),
+            y=_interp(mid_ns, curve_x, curve_mb),
+            mode="text",
+            text=[f"{v:,.1f} Mbit/s" for v in longest["mbit_s"].astype("float64")],
+            textposition="middle left",
+            name="slope between stalls",
+            hoverinfo="skip",
+        )
+    )
+
+
+# ---- 2. per-transaction throughput -----------------------------------------------------
+
+
+def transaction_throughput(
+    transactions: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+) -> go.Figure:
+    """Block / latency of every answered WRITE and READ vs its call time (Mbit/s)."""
+    title = "Per-transaction throughput: block / call→reply time"
+    tx = transactions
+    moved = tx["write_bytes"].where(tx["write_bytes"] > 0, tx["read_bytes"])
+    ok = (moved > 0) & tx["latency_ns"].notna() & (tx["latency_ns"].fillna(0) > 0)
+    if not ok.any():
+        return _empty(title, "no answered READ or WRITE carrying data")
+    t0 = int(t0_ns) if t0_ns is not None else _t0(tx.loc[ok, "t_call_ns"])
+    fig = go.Figure()
+    notes: list[str] = []
+    ops = tx.loc[ok, "op"].astype(str)
+    per_op = max(2, point_budget // max(1, ops.nunique()))
+    for op in sorted(ops.unique()):
+        part = tx[ok & tx["op"].astype(object).eq(op)].sort_values("t_call_ns", kind="stable")
+        b = moved[part.index].to_numpy("float64")
+        mbit_s = b * 8e3 / part["latency_ns"].to_numpy("float64")
+        keep = thin_indices(mbit_s, per_op)
+        if len(keep) < len(mbit_s):
+            notes.append(_thinned_note(op, len(keep), len(mbit_s)))
+        fig.add_trace(
+            _scatter(
+                len(keep),
+                x=_seconds(part["t_call_ns"].to_numpy("float64")[keep], t0),
+                y=mbit_s[keep],
+                mode="markers",
+                marker={"size": 5},
+                name=esc(op),
+                customdata=np.column_stack([b[keep] / 1024, mbit_s[keep]]),
+                hovertemplate="%{x:.6f} s<br>%{customdata[0]:,.0f} KiB: "
+                "%{customdata[1]:,.1f} Mbit/s<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        title,
+        notes,
+        xaxis_title="call time since start of capture (s)",
+        yaxis_title="Mbit/s (bytes of the transaction / its latency)",
+    )
+
+
+# ---- 3. call→reply time of each WRITE ---------------------------------------------------
+
+
+def write_latency(
+    transactions: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+) -> go.Figure:
+    """Call→reply time of each WRITE (first packet of the first call to the
+    reply, log scale) vs call time; re-sent WRITEs (n_calls > 1) marked."""
+    title = "Call→reply time of each WRITE (from the first packet of the first call)"
+    tx = transactions
+    w = tx[_is_write(tx) & tx["latency_ns"].notna()].sort_values("t_call_ns", kind="stable")
+    if w.empty:
+        return _empty(title, "no answered WRITE in the capture")
+    t0 = int(t0_ns) if t0_ns is not None else _t0(w["t_call_ns"])
+    resent = (w["n_calls"] > 1).to_numpy()
+    fig = go.Figure()
+    notes: list[str] = []
+    for label, mask, marker in (
+        ("WRITE", ~resent, {"size": 5, "color": "#1f77b4"}),
+        ("WRITE re-sent", resent, {"size": 10, "symbol": "x", "color": "#d62728"}),
+    ):
+        part = w[mask]
+        if part.empty:
+            continue
+        ms = part["latency_ns"].to_numpy("float64") / 1e6
+        keep = thin_indices(ms, point_budget if label == "WRITE" else point_budget // 5)
+        if len(keep) < len(ms):
+            notes.append(_thinned_note(label, len(keep), len(ms)))
+        fig.add_trace(
+            _scatter(
+                len(keep),
+                x=_seconds(part["t_call_ns"].to_numpy("float64")[keep], t0),
+                y=ms[keep],
+                mode="markers",
+                marker=marker,
+                name=f"{label} ({len(part):,})",
+                customdata=part["n_calls"].to_numpy()[keep],
+                hovertemplate="%{x:.6f} s: %{y:.3f} ms, sent %{customdata}×<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        title,
+        notes,
+        xaxis_title="call time since start of capture (s)",
+        yaxis={"type": "log", "title": {"text": "call→reply (ms, log)"}},
+    )
+
+
+# ---- 4. outstanding RPCs ----------------------------------------------------------------
+
+
+def outstanding_rpcs(
+    outstanding: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+) -> go.Figure:
+    """RPCs in flight vs time (a step per change; one line per client/server)."""
+    title = "Outstanding RPCs (calls sent, reply not yet seen)"
+    if outstanding is None or outstanding.empty:
+        return _empty(title, "no RPC in flight in the capture")
+    t0 = int(t0_ns) if t0_ns is not None else _t0(outstanding["t_ns"])
+    groups = _pairs(outstanding)
+    fig = go.Figure()
+    notes: list[str] = []
+    for pair, part in groups:
+        part = part.sort_values("t_ns", kind="stable")
+        n = part["outstanding"].to_numpy("float64")
+        keep = thin_indices(n, max(2, point_budget // len(groups)))
+        if len(keep) < len(n):
+            notes.append(
+                _thinned_note(f"outstanding {_pair_label(pair)}".strip(), len(keep), len(n))
+            )
+        fig.add_trace(
+            _scatter(
+                len(keep),
+                x=_seconds(part["t_ns"].to_numpy("float64")[keep], t0),
+                y=n[keep],
+                mode="lines",
+                line={"shape": "hv"},
+                name=esc(_pair_label(pair) or "outstanding"),
+                hovertemplate="%{x:.6f} s: %{y} in flight<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        title,
+        notes,
+        xaxis_title="time since start of capture (s)",
+        yaxis_title="RPCs in flight",
+        showlegend=len(groups) > 1,
+    )
+
+
+# ---- 5. latency CDF ---------------------------------------------------------------------
+
+
+def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET) -> go.Figure:
+    """Distribution of call→reply time per operation (program, version, op)."""
+    title = "Latency distribution per operation (first call to reply)"
+    tx = transactions[transactions["latency_ns"].notna() & (transactions["n_calls"] > 0)]
+    if tx.empty:
+        return _empty(title, "no answered call in the capture")
+    labels = tx["program"].astype(str) + "v" + tx["vers"].astype(str) + " " + tx["op"].astype(str)
+    groups = labels.groupby(labels, sort=False).size().sort_values(ascending=False)
+    per_op = max(50, point_budget // len(groups))
+    fig = go.Figure()
+    notes: list[str] = []
+    for label, n in groups.items():
+        ms = np.sort(tx.loc[labels == label, "latency_ns"].to_numpy("float64")) / 1e6
+        rank = np.arange(1, n + 1) / n
+        # a CDF thins exactly by rank: evenly spaced quantiles, ends kept
+        keep = np.unique(np.linspace(0, n - 1, min(n, per_op)).round().astype(int))
+        if len(keep) < n:
+            notes.append(f"{label}: {len(keep):,} of {n:,} quantiles drawn")
+        fig.add_trace(
+            go.Scatter(
+                x=np.r_[ms[0], ms[keep]],  # rises from 0 at the fastest call
+                y=np.r_[0.0, rank[keep]],
+                mode="lines",
+                line={"shape": "hv"},
+                name=esc(f"{label} ({n:,})"),
+                hovertemplate="%{x:.3f} ms: %{y:.1%}<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        title,
+        notes[:5] + ([f"and {len(notes) - 5} more thinned"] if len(notes) > 5 else []),
+        xaxis={"type": "log", "title": {"text": "call→reply (ms, log)"}},
+        yaxis={"title": {"text": "fraction of calls"}, "tickformat": ".0%"},
+        legend={"orientation": "v"},
+    )
+
+
+# ---- 6. operation mix vs LADDIS ----------------------------------------------------------
+
+
+def _as_percent(share: pd.Series) -> np.ndarray:
+    """Shares as percent whether the table holds fractions or percents."""
+    v = share.astype("float64").fillna(0).to_numpy()
+    return v if v.sum() > 1.5 else v * 100
+
+
+def operation_mix(op_mix: pd.DataFrame) -> go.Figure:
+    """Share of calls per operation category beside the LADDIS reference mix.
+
+    op_mix: category, calls, share, laddis_share (workload.op_mix)."""
+    title = "Operation mix vs the LADDIS (SPEC SFS) reference mix"
+    if op_mix is None or op_mix.empty:
+        return _empty(title, "no operations to compare")
+    cats = [esc(c) for c in op_mix["category"]]
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=cats,
+                y=_as_percent(op_mix["share"]),
+                name="this capture",
+                customdata=op_mix["calls"],
+                hovertemplate="%{x}: %{y:.1f}% (%{customdata:,} calls)<extra></extra>",
+            ),
+            go.Bar(
+                x=cats,
+                y=_as_percent(op_mix["laddis_share"]),
+                name="LADDIS",
+                hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+            ),
+        ]
+    )
+    return _layout(fig, title, [], barmode="group", yaxis_title="% of calls")
+
+
+# ---- 7. response time vs throughput ------------------------------------------------------
+
+
+def response_vs_throughput(
+    windows: pd.DataFrame, base_ms: float | None = None, slope: float | None = None
+) -> go.Figure:
+    """Mean response time vs throughput (ops/s) per time window, SFS-style,
+    with the fitted line mean_latency_ms = base_ms + slope · ops_per_s.
+
+    windows: start_ns, ops_per_s, mbit_s, mean_latency_ms, calls (workload.windows)."""
+    title = "Response time vs throughput per time window"
+    if windows is None or windows.empty:
+        return _empty(title, "too few time windows")
+    x = windows["ops_per_s"].to_numpy("float64")
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=windows["mean_latency_ms"].to_numpy("float64"),
+            mode="markers",
+            name="window",
+            customdata=np.column_stack(
+                [windows["mbit_s"].to_numpy("float64"), windows["calls"].to_numpy("float64")]
+            ),
+            hovertemplate="%{x:,.0f} ops/s, %{customdata[0]:,.1f} Mbit/s: %{y:.3f} ms "
+            "(%{customdata[1]:,.0f} calls)<extra></extra>",
+        )
+    )
+    if base_ms is not None and slope is not None and np.isfinite([base_ms, slope]).all():
+        line_x = np.array([0.0, float(np.nanmax(x)) if len(x) else 1.0])
+        fig.add_trace(
+            go.Scatter(
+                x=line_x,
+                y=base_ms + slope * line_x,
+                mode="lines",
+                line={"dash": "dash"},
+                name=f"fit: {base_ms:.3f} ms + {slope:.3g} ms per op/s",
+            )
+        )
+    return _layout(
+        fig, title, [], xaxis_title="throughput (operations/s)", yaxis_title="mean response (ms)"
+    )
+
+
+# ---- 8. the model ------------------------------------------------------------------------
+
+
+def model_figure(
+    terms: Mapping[str, float] | None,
+    predictions: pd.DataFrame | None = None,
+    what_if: pd.DataFrame | None = None,
+) -> go.Figure:
+    """The transactional model: T_cycle split into its terms (µs, stacked),
+    predicted vs measured throughput per scenario, and the what-if answers.
+
+    terms: {"2·T_prop", "T_ser", "T_B", "T_op"} -> seconds (model.terms);
+    predictions: scenario, predicted_mbit_s, measured_mbit_s, error_pct;
+    what_if: change, predicted_mbit_s, dominant."""
+    title = "The transactional model: T_cycle = 2·T_prop + T_ser + T_B + T_op"
+    panels = [
+        (name, data)
+        for name, data in (
+            ("T_cycle per block (µs)", terms),
+            ("predicted vs measured (Mbit/s)", predictions),
+            ("what if (Mbit/s)", what_if),
+        )
+        if data is not None and len(data)
+    ]
+    if not panels:
+        return _empty(title, "the model could not be fitted on this capture")
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
+    notes: list[str] = []
+    for col, (name, data) in enumerate(panels, start=1):
+        if name.startswith("T_cycle"):
+            known = {k: float(v) * 1e6 for k, v in data.items() if v is not None}
+            unknown = [k for k, us in known.items() if not np.isfinite(us)]
+            if unknown:
+                notes.append("cannot estimate " + ", ".join(unknown) + ": left out of T_cycle")
+            base = 0.0
+            for term, us in known.items():
+                if not np.isfinite(us):
+                    continue
+                fig.add_trace(
+                    go.Bar(
+                        x=["T_cycle"],
+                        y=[us],
+                        base=[base],
+                        offsetgroup="T_cycle",  # one column, stacked by hand via base
+                        name=esc(term),
+                        text=[f"{esc(term)} {us:,.1f} µs"],
+                        textposition="inside",
+                        hovertemplate=f"{esc(term)}: {us:,.2f} µs<extra></extra>",
+                    ),
+                    row=1,
+                    col=col,
+                )
+                base += us
+            fig.add_annotation(
+                x="T_cycle",
+                y=base,
+                text=f"{base:,.1f} µs" + (" (incomplete)" if unknown else ""),
+                showarrow=False,
+                yanchor="bottom",
+                row=1,
+                col=col,
+            )
+        elif name.startswith("predicted"):
+            scen = [esc(s) for s in data["scenario"]]
+            for column, label in (
+                ("predicted_mbit_s", "predicted"),
+                ("measured_mbit_s", "measured"),
+            ):
+                fig.add_trace(
+                    go.Bar(
+                        x=scen,
+                        y=data[column].astype("float64"),
+                        name=label,
+                        hovertemplate="%{x}: %{y:,.2f} Mbit/s<extra>" + label + "</extra>",
+                    ),
+                    row=1,
+                    col=col,
+                )
+        else:
+            fig.add_trace(
+                go.Bar(
+                    x=[esc(c) for c in data["change"]],
+                    y=data["predicted_mbit_s"].astype("float64"),
+                    name="what if",
+                    text=[esc(f"dominant: {d}") for d in data["dominant"]],
+                    textposition="auto",
+                    hovertemplate="%{x}: %{y:,.2f} Mbit/s<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    below = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top"}
+    return _layout(
+        fig,
+        title,
+        notes,
+        barmode="group",
+        height=HEIGHT + 60,
+        legend=below,  # above, it would cover the panel titles
+        margin={"l": 70, "r": 30, "t": 90, "b": 90},
+    )

@@ -1,0 +1,787 @@
+"""The HTML report: one self-contained file an administrator attaches to a bug ticket.
+
+``write_report(path, trace, diagnosis)`` writes it; ``render_report(trace, diagnosis)``
+returns the text.  plotly.js is inlined once (no CDN, no web fonts: the file
+opens offline from file://); every figure is a ``div`` drawn by that one copy.
+Order: the diagnosis in plain words (findings in the order given), capture
+facts, figures (per client/server pair when there are several), tables.
+
+Any analysis result of the diagnosis may be None (the module did not run):
+the section it feeds is drawn from the transactions where that is a plain
+derivation (write progress, outstanding RPCs, COMMITs, re-sent calls), and
+otherwise left out with a note saying why.  Every string that comes from the
+capture (file names, hosts, paths, details) is HTML-escaped.
+
+A small script records script errors and checks that every figure was drawn;
+it writes the result on ``<body data-figures=... data-figures-drawn=...
+data-errors=...>`` and shows a banner when something failed (the browser test
+reads these attributes).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from nfstrace.analysis.latency import LATENCY_COLUMNS
+from nfstrace.analysis.latency import _errors as error_replies
+from nfstrace.parsers.link import LINKTYPE_NAMES
+from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
+from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
+from nfstrace.reports import figures as fg
+
+if TYPE_CHECKING:
+    from nfstrace.analysis.diagnosis import Diagnosis
+    from nfstrace.trace import Trace
+
+MAX_PAIR_SECTIONS = 6  # client/server pairs drawn one section each (the busiest)
+MAX_TABLE_ROWS = 500  # rows of one table
+MAX_EVENTS_PER_KIND = 200  # events of one kind in the events table
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+# ---- what the report is drawn from -------------------------------------------------
+
+
+def _attr(obj: Any, *names: str) -> Any:
+    """obj.a.b..., None where any step is missing."""
+    for name in names:
+        if obj is None:
+            return None
+        obj = getattr(obj, name, None)
+    return obj
+
+
+def _frame(obj: Any, *names: str) -> pd.DataFrame | None:
+    value = _attr(obj, *names)
+    return value if isinstance(value, pd.DataFrame) else None
+
+
+def _progress_from(tx: pd.DataFrame) -> pd.DataFrame:
+    """Successful WRITE replies in reply order (writes.write_progress's columns)."""
+    ok = tx[(tx["write_bytes"] > 0) & tx["t_reply_ns"].notna()]
+    ok = ok.sort_values("t_reply_ns", kind="stable")
+    return pd.DataFrame(
+        {
+            "t_ns": ok["t_reply_ns"].astype("int64").to_numpy(),
+            "client": ok["client"].to_numpy(),
+            "server": ok["server"].to_numpy(),
+            "xid": ok["xid"].to_numpy(),
+            "bytes": ok["write_bytes"].to_numpy(),
+            "cum_bytes": ok["write_bytes"].cumsum().to_numpy(),
+        }
+    )
+
+
+def _outstanding_from(tx: pd.DataFrame) -> pd.DataFrame:
+    """+1 at each call, -1 at its reply, per client/server (pace.outstanding's columns)."""
+    calls = tx[tx["n_calls"] > 0]
+    sent = calls[["t_call_ns", "client", "server"]].rename(columns={"t_call_ns": "t_ns"})
+    done = calls.loc[calls["t_reply_ns"].notna(), ["t_reply_ns", "client", "server"]]
+    steps = pd.concat(
+        [sent.assign(step=1), done.rename(columns={"t_reply_ns": "t_ns"}).assign(step=-1)],
+        ignore_index=True,
+    )
+    steps["t_ns"] = steps["t_ns"].astype("int64")
+    steps = steps.sort_values(["t_ns", "step"], kind="stable")  # replies first on ties
+    steps["outstanding"] = steps.groupby(["client", "server"], sort=False)["step"].cumsum()
+    return steps[["t_ns", "client", "server", "outstanding"]].reset_index(drop=True)
+
+
+def _commits_from(tx: pd.DataFrame) -> pd.DataFrame:
+    c = tx[tx["op"].astype(object).eq("COMMIT") & (tx["n_calls"] > 0)]
+    return pd.DataFrame(
+        {
+            "client": c["client"],
+            "server": c["server"],
+            "xid": c["xid"],
+            "t_call_ns": c["t_call_ns"],
+            "t_reply_ns": c["t_reply_ns"],
+            "duration_ns": c["latency_ns"],
+            "offset": c["offset"],
+            "count": c["count"],
+            "status": c["status"],
+        }
+    ).reset_index(drop=True)
+
+
+@dataclass
+class _Inputs:
+    """The tables the report draws, from the diagnosis or derived; notes say which."""
+
+    progress: pd.DataFrame
+    outstanding: pd.DataFrame
+    commits: pd.DataFrame
+    retransmissions: pd.DataFrame
+    stalls: pd.DataFrame | None
+    segments: pd.DataFrame | None
+    verifier_changes: pd.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _inputs(trace: Trace, diagnosis: Diagnosis | None) -> _Inputs:
+    tx = trace.transactions
+    notes: list[str] = []
+
+    def pick(
+        table: pd.DataFrame | None, derive: Callable[[pd.DataFrame], pd.DataFrame], what: str
+    ) -> pd.DataFrame:
+        if table is not None:
+            return table
+        notes.append(f"{what}: derived from the transactions (analysis module not run)")
+        return derive(tx)
+
+    stalls = _frame(diagnosis, "stalls", "stalls")
+    if stalls is None:
+        notes.append("commit stalls and segment slopes: the stalls module did not run")
+    return _Inputs(
+        progress=pick(_frame(diagnosis, "progress"), _progress_from, "write progress"),
+        outstanding=pick(
+            _frame(diagnosis, "pace", "outstanding"), _outstanding_from, "outstanding RPCs"
+        ),
+        commits=pick(_frame(diagnosis, "writes", "commits"), _commits_from, "COMMITs"),
+        retransmissions=pick(
+            _frame(diagnosis, "repeats", "retransmissions"),
+            lambda t: t[t["n_calls"] > 1],
+            "re-sent calls",
+        ),
+        stalls=stalls,
+        segments=_frame(diagnosis, "stalls", "segments"),
+        verifier_changes=_frame(diagnosis, "writes", "verifier_changes"),
+        notes=notes,
+    )
+
+
+def _of_pair(table: pd.DataFrame | None, pair: tuple[str, str]) -> pd.DataFrame | None:
+    if table is None or not {"client", "server"} <= set(table.columns):
+        return table
+    keep = table["client"].astype(object).eq(pair[0]) & table["server"].astype(object).eq(pair[1])
+    return table[keep]
+
+
+def _pairs(tx: pd.DataFrame) -> list[tuple[str, str]]:
+    """Client/server pairs with calls, busiest first."""
+    calls = tx[(tx["n_calls"] > 0) & tx["client"].notna() & tx["server"].notna()]
+    counts = calls.groupby(["client", "server"], sort=True, observed=True).size()
+    counts = counts.sort_values(ascending=False, kind="stable")
+    return [(str(c), str(s)) for c, s in counts.index]
+
+
+# ---- HTML pieces ---------------------------------------------------------------------
+
+
+def _fmt_ns(ns: object) -> str:
+    return "" if pd.isna(ns) else f"{int(ns) / 1e9:,.6f}"
+
+
+def _fmt_duration(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "-"
+    if abs(seconds) >= 1:
+        return f"{seconds:,.3f} s"
+    if abs(seconds) >= 1e-3:
+        return f"{seconds * 1e3:,.3f} ms"
+    return f"{seconds * 1e6:,.2f} µs"
+
+
+def _cell(value: object, digits: int = 3) -> tuple[str, str]:
+    """(text shown, sort key) of one table cell."""
+    if value is None or (not isinstance(value, list | tuple | dict) and pd.isna(value)):
+        return "-", ""
+    if isinstance(value, bool | np.bool_):
+        return ("yes" if value else "no"), str(int(value))
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}", str(int(value))
+    if isinstance(value, float | np.floating):
+        return f"{float(value):,.{digits}f}", repr(float(value))
+    return str(value), str(value)
+
+
+def _table(
+    rows: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    headers: dict[str, str] | None = None,
+    tips: dict[str, str] | None = None,
+    table_id: str,
+    total: int | None = None,
+) -> str:
+    """A sortable table (click a header); at most MAX_TABLE_ROWS rows, with a note."""
+    headers, tips = headers or {}, tips or {}
+    shown = rows.head(MAX_TABLE_ROWS)
+    total = len(rows) if total is None else total
+    head = "".join(
+        f'<th title="{_e(tips.get(c, ""))}">{_e(headers.get(c, c))}</th>' for c in columns
+    )
+    body = []
+    for values in shown[list(columns)].itertuples(index=False, name=None):
+        cells = []
+        for v in values:
+            text, key = _cell(v)
+            cells.append(f'<td data-v="{_e(key)}">{_e(text)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    note = (
+        f'<p class="note">{len(shown):,} of {total:,} rows shown.</p>' if total > len(shown) else ""
+    )
+    return (
+        f'<table class="sortable" id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>{note}"
+    )
+
+
+def _facts(items: Iterable[tuple[str, object]]) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items if v != "")
+    return f'<table class="facts">{rows}</table>'
+
+
+# ---- sections ------------------------------------------------------------------------
+
+
+def _finding_html(finding: Any) -> str:
+    severity = str(getattr(finding, "severity", "info"))
+    lost = int(getattr(finding, "time_lost_ns", 0) or 0)
+    details = getattr(finding, "details", None) or {}
+    parts = [
+        f'<li class="finding sev-{_e(severity)}"><span class="sev">{_e(severity)}</span> ',
+        f'<span class="title">{_e(getattr(finding, "title", ""))}</span>',
+    ]
+    if lost:
+        parts.append(f' <span class="lost">({_e(_fmt_duration(lost / 1e9))} lost)</span>')
+    if details:
+        text = json.dumps(details, indent=1, default=str, ensure_ascii=False)
+        parts.append(f"<details><summary>details</summary><pre>{_e(text)}</pre></details>")
+    return "".join(parts) + "</li>"
+
+
+def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
+    out = ['<section id="diagnosis"><h2>Diagnosis</h2>']
+    write = trace.overview.write
+    if write is not None:
+        headline = (
+            f"{write.bytes / 1e6:,.3f} MB written in {write.transactions:,} WRITEs over "
+            f"{write.seconds:.3f} s: {write.mbits_per_s:,.1f} Mbit/s."
+        )
+        out.append(f'<p class="headline">{_e(headline)}</p>')
+    findings = list(_attr(diagnosis, "findings") or [])
+    if diagnosis is None:
+        out.append(
+            '<p class="note">No diagnosis was run (analysis modules not available): '
+            "the report shows what the transactions say.</p>"
+        )
+    elif not findings:
+        out.append("<p>Nothing abnormal found in this capture.</p>")
+    else:
+        out.append('<ol class="findings">' + "".join(map(_finding_html, findings)) + "</ol>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _when(ns: int) -> str:
+    return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
+    ov, st = trace.overview, trace.stats
+    files = []
+    for f in st.files:
+        links = ", ".join(sorted(LINKTYPE_NAMES.get(lt, str(lt)) for lt in f.linktypes))
+        kind = f.format + (f" ({f.compression})" if f.compression else "")
+        files.append(
+            (f.path, f"{kind}, {links or '-'}, snaplen {f.snaplen:,}, {f.frames:,} frames")
+        )
+    if not files:
+        files = [(p, "") for p in trace.paths]
+    point = _attr(diagnosis, "quality", "capture_point")
+    tcp = st.tcp
+    throughput = []
+    for label, t in (("written", ov.write), ("read", ov.read)):
+        if t is not None:
+            throughput.append(
+                (
+                    label,
+                    f"{t.bytes / 1e6:,.3f} MB in {t.transactions:,} RPCs over {t.seconds:.3f} s: "
+                    f"{t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)",
+                )
+            )
+    facts = [
+        *(("file", f"{p}: {what}") for p, what in files),
+        ("time span", f"{_when(ov.start_ns)} to {_when(ov.end_ns)} "
+         f"({(ov.end_ns - ov.start_ns) / 1e9:,.3f} s)"),
+        ("clients", ", ".join(ov.clients) or "-"),
+        ("servers", ", ".join(ov.servers) or "-"),
+        ("versions", ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"),
+        ("transports", "/".join(ov.transports).upper() or "-"),
+        ("capture point", str(point) if point else "unknown (capture-quality module not run)"),
+        ("transactions", f"{ov.transactions:,} ({ov.messages:,} RPC messages): {ov.answered:,} "
+         f"answered, {ov.calls_without_reply:,} calls without reply, "
+         f"{ov.replies_without_call:,} replies without call, {ov.errors:,} errors"),
+        ("repeats", f"{ov.retransmitted_calls:,} calls re-sent ({ov.call_resends:,} extra "
+         f"sends), {ov.duplicate_replies:,} duplicate replies"),
+        *throughput,
+        ("truncation", f"{st.truncated_frames:,} frames cut by the snaplen; "
+         f"{st.truncated_messages:,} RPC messages cut short, "
+         f"{st.incomplete_messages:,} without their end"),
+        ("drops", f"{st.interface_drops:,} frames dropped by the capturing interface; "
+         f"{tcp.get('holes', 0):,} TCP holes ({tcp.get('hole_bytes', 0):,} bytes never "
+         "captured)"),
+        ("TCP", f"{tcp.get('segments', 0):,} segments, {tcp.get('retransmitted', 0):,} "
+         f"retransmitted, {tcp.get('out_of_order', 0):,} out of order"),
+        ("IP fragments", f"{st.ip_fragments:,}: {st.ip_datagrams_reassembled:,} datagrams "
+         f"reassembled, {st.ip_datagrams_incomplete:,} incomplete"),
+        *(("warning", w) for w in st.warnings),
+    ]  # fmt: skip
+    return f'<section id="capture"><h2>Capture</h2>{_facts(facts)}</section>'
+
+
+@dataclass
+class _Figures:
+    html: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, name: str, fig: go.Figure) -> None:
+        self.count += 1
+        div = pio.to_html(
+            fig,
+            include_plotlyjs=False,
+            full_html=False,
+            div_id=f"fig-{self.count}",
+            config=PLOT_CONFIG,
+            default_height=f"{fig.layout.height or fg.HEIGHT}px",
+        )
+        self.html.append(f'<div class="figure" data-figure="{_e(name)}">{div}</div>')
+        meta = fig.layout.meta
+        for note in (meta or {}).get("notes", []) if isinstance(meta, dict) else []:
+            self.notes.append(f"{name}: {note}")
+
+    def skip(self, name: str, why: str) -> None:
+        self.html.append(f'<p class="note">{_e(name)}: {_e(why)}</p>')
+        self.notes.append(f"{name} not drawn: {why}")
+
+
+def _pair_figures(
+    figs: _Figures, trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
+) -> None:
+    """Figures 1-4 for one client/server pair (None: the whole trace)."""
+    tx = trace.transactions
+    t0 = trace.overview.start_ns
+
+    def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
+        return table if pair is None else _of_pair(table, pair)
+
+    segments = data.segments
+    if pair is not None and segments is not None and "client" not in segments:
+        segments = None  # slopes of the whole trace: not one pair's
+    span_s = (trace.overview.end_ns - t0) / 1e9
+    for name, fig in (
+        (
+            "cumulative transfer",
+            fg.cumulative_transfer(
+                sel(data.progress),
+                sel(data.stalls),
+                sel(segments),
+                sel(data.retransmissions),
+                sel(data.commits),
+                t0_ns=t0,
+                point_budget=budget,
+            ),
+        ),
+        (
+            "per-transaction throughput",
+            fg.transaction_throughput(sel(tx), t0_ns=t0, point_budget=budget),
+        ),
+        ("WRITE call→reply", fg.write_latency(sel(tx), t0_ns=t0, point_budget=budget)),
+        (
+            "outstanding RPCs",
+            fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
+        ),
+    ):
+        if span_s > 0 and fig.data:  # one time axis for all: the capture's span
+            fig.update_xaxes(range=[-0.01 * span_s, 1.01 * span_s])
+        figs.add(name, fig)
+
+
+def _figures_section(
+    trace: Trace, diagnosis: Diagnosis | None, data: _Inputs, budget: int
+) -> tuple[str, _Figures]:
+    figs = _Figures()
+    pairs = _pairs(trace.transactions)
+    parts = ['<section id="figures"><h2>Figures</h2>']
+    if len(pairs) <= 1:
+        _pair_figures(figs, trace, data, None, budget)
+        parts += figs.html
+        figs.html = []
+    else:
+        shown = pairs[:MAX_PAIR_SECTIONS]
+        per_pair = max(5_000, budget // len(shown))
+        if len(pairs) > len(shown):
+            figs.notes.append(
+                f"{len(pairs)} client/server pairs: the {len(shown)} busiest drawn one section "
+                "each; all pairs are in the latency table"
+            )
+        for pair in shown:
+            parts.append(f'<h3 class="pair">client {_e(pair[0])} → server {_e(pair[1])}</h3>')
+            _pair_figures(figs, trace, data, pair, per_pair)
+            parts += figs.html
+            figs.html = []
+    parts.append("<h3>Whole capture</h3>")
+    figs.add("latency CDF", fg.latency_cdf(trace.transactions, point_budget=budget))
+    op_mix = _frame(diagnosis, "workload", "op_mix")
+    if op_mix is not None:
+        figs.add("operation mix", fg.operation_mix(op_mix))
+    else:
+        figs.skip("operation mix vs LADDIS", "the workload module did not run")
+    windows = _frame(diagnosis, "workload", "windows")
+    if windows is not None:
+        figs.add(
+            "response time vs throughput",
+            fg.response_vs_throughput(
+                windows,
+                _attr(diagnosis, "workload", "base_ms"),
+                _attr(diagnosis, "workload", "slope"),
+            ),
+        )
+    else:
+        figs.skip("response time vs throughput", "the workload module did not run")
+    model = _attr(diagnosis, "model")
+    if model is not None:
+        figs.add(
+            "model",
+            fg.model_figure(
+                _attr(model, "terms"),
+                _frame(model, "predictions"),
+                _frame(model, "what_if"),
+            ),
+        )
+    else:
+        figs.skip("the transactional model", "the model module did not run")
+    parts += figs.html
+    parts.append("</section>")
+    return "".join(parts), figs
+
+
+def _status_name(vers: object, status: object) -> str:
+    if pd.isna(status):
+        return ""
+    names = NFS4_STATUS_NAMES if not pd.isna(vers) and int(vers) == 4 else NFS3_STATUS_NAMES
+    return names.get(int(status), str(int(status)))
+
+
+def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
+    """Stalls, re-sent calls, verifier changes, error replies and transport events
+    in one time-ordered table (each kind capped at MAX_EVENTS_PER_KIND rows)."""
+    tx = trace.transactions
+    t0 = trace.overview.start_ns
+    frames: list[pd.DataFrame] = []
+    notes: list[str] = []
+
+    def add(kind: str, t_ns: pd.Series, dur_ns: Any, client: Any, server: Any, what: Any) -> None:
+        part = pd.DataFrame(
+            {
+                "t_ns": pd.Series(t_ns).astype("Int64").to_numpy(),
+                "kind": kind,
+                "duration_ms": pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy()
+                / 1e6,
+                "client": pd.Series(client, index=t_ns.index).astype(object).to_numpy(),
+                "server": pd.Series(server, index=t_ns.index).astype(object).to_numpy(),
+                "what": pd.Series(what, index=t_ns.index).astype(object).to_numpy(),
+            }
+        )
+        if len(part) > MAX_EVENTS_PER_KIND:
+            notes.append(f"{kind}: {MAX_EVENTS_PER_KIND:,} of {len(part):,} shown")
+            order = part["duration_ms"].fillna(0).to_numpy()
+            part = part.iloc[np.sort(np.argsort(-order, kind="stable")[:MAX_EVENTS_PER_KIND])]
+        frames.append(part)
+
+    if data.stalls is not None and len(data.stalls):
+        s = data.stalls
+        add(
+            "stall",
+            s["start_ns"],
+            s["duration_ns"],
+            s.get("client"),
+            s.get("server"),
+            s["cause"].astype(str) + ": " + s["detail"].astype(str),
+        )
+    r = data.retransmissions
+    if len(r):
+        add(
+            "RPC re-sent",
+            r["t_call_ns"],
+            r.get("latency_ns"),
+            r["client"],
+            r["server"],
+            [
+                f"{op} xid 0x{int(xid):08x} sent {int(n)}×"
+                for op, xid, n in zip(r["op"], r["xid"], r["n_calls"], strict=True)
+            ],
+        )
+    v = data.verifier_changes
+    if v is not None and len(v):
+        add(
+            "write verifier changed",
+            v["t_ns"],
+            None,
+            v["client"],
+            v["server"],
+            [
+                f"{old} → {new}: {int(b):,} bytes uncommitted (must be re-sent)"
+                for old, new, b in zip(v["old"], v["new"], v["uncommitted_bytes"], strict=True)
+            ],
+        )
+    errs = tx[error_replies(tx) & (tx["n_calls"] > 0)]
+    if len(errs):
+        add(
+            "error reply",
+            errs["t_call_ns"],
+            errs["latency_ns"],
+            errs["client"],
+            errs["server"],
+            [
+                " ".join(
+                    str(x)
+                    for x in (op, _status_name(vers, st) or f"RPC {rs} {acc}", name)
+                    if x is not None and not pd.isna(x) and str(x)
+                )
+                for op, vers, st, rs, acc, name in zip(
+                    errs["op"],
+                    errs["vers"],
+                    errs["status"],
+                    errs["reply_stat"],
+                    errs["accept_stat"],
+                    errs["name"],
+                    strict=True,
+                )
+            ],
+        )
+    ev = trace.events
+    if len(ev):
+        for kind, part in ev.groupby(ev["kind"].astype(str), sort=True):
+            add(
+                f"TCP {kind}",
+                part["ts_ns"],
+                None,
+                part["src"],
+                part["dst"],
+                [
+                    f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
+                    for s, sp, d, dp, q, n in zip(
+                        part["src"],
+                        part["sport"],
+                        part["dst"],
+                        part["dport"],
+                        part["seq"],
+                        part["length"],
+                        strict=True,
+                    )
+                ],
+            )
+    if not frames:
+        empty = pd.DataFrame(columns=["t_s", "kind", "duration_ms", "client", "server", "what"])
+        return empty, 0, notes
+    table = pd.concat(frames, ignore_index=True).sort_values("t_ns", kind="stable")
+    table.insert(0, "t_s", (table["t_ns"].astype("float64") - t0) / 1e9)
+    return table.drop(columns="t_ns"), len(table), notes
+
+
+def _tables_section(trace: Trace, diagnosis: Diagnosis | None, data: _Inputs) -> str:
+    out = ['<section id="tables"><h2>Tables</h2>']
+    lat_tips = dict(LATENCY_COLUMNS)
+    lat_cols = list(LATENCY_COLUMNS)
+    out.append("<h3>Latency per operation (first call to reply, ms; click a header to sort)</h3>")
+    out.append(_table(trace.latency, lat_cols, tips=lat_tips, table_id="latency"))
+    by_pair = trace.latency_by_pair
+    if len(by_pair) and by_pair[["client", "server"]].drop_duplicates().shape[0] > 1:
+        out.append("<h3>Latency per operation and client/server pair</h3>")
+        out.append(
+            _table(by_pair, ["client", "server", *lat_cols], tips=lat_tips, table_id="latency-pair")
+        )
+    events, total, notes = _events(trace, data)
+    out.append("<h3>Events</h3>")
+    if total:
+        out.append(
+            _table(
+                events,
+                list(events.columns),
+                headers={"t_s": "time (s)", "duration_ms": "duration (ms)"},
+                tips={"t_s": "seconds since the start of the capture"},
+                table_id="events",
+            )
+        )
+        out += [f'<p class="note">{_e(n)}</p>' for n in notes]
+    else:
+        out.append("<p>No stalls, re-sent calls, verifier changes, errors or TCP events.</p>")
+    model = _attr(diagnosis, "model")
+    params = _frame(model, "parameters")
+    if params is not None:
+        out.append("<h3>Model parameters (each with the method that estimated it)</h3>")
+        shown = params.assign(
+            value=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["value_s"]],
+            spread=[
+                _fmt_duration(float(v)) if not pd.isna(v) else "-"
+                for v in params.get("spread_s", pd.Series(np.nan, index=params.index))
+            ],
+        )
+        cols = [c for c in ("name", "value", "method", "samples", "spread", "note") if c in shown]
+        out.append(_table(shown, cols, table_id="model-parameters"))
+        for name, title in (("predictions", "Predicted vs measured"), ("what_if", "What if")):
+            table = _frame(model, name)
+            if table is not None and len(table):
+                out.append(f"<h3>{_e(title)}</h3>")
+                out.append(_table(table, list(table.columns), table_id=f"model-{name}"))
+    else:
+        out.append('<p class="note">Model parameters: the model module did not run.</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+# ---- the page ------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+margin:0 auto;max-width:1300px;padding:0 1.5em 3em;color:#222}
+h1{font-size:1.5em;margin:.8em 0 .2em}h2{border-bottom:2px solid #ddd;margin-top:1.6em}
+.findings{padding-left:1.4em}.finding{margin:.35em 0}.sev{display:inline-block;min-width:5em;
+font-size:.8em;text-transform:uppercase;font-weight:bold;border-radius:3px;padding:1px 5px;
+text-align:center;color:#fff;background:#888}.sev-problem .sev{background:#c62828}
+.sev-warning .sev{background:#ef6c00}.sev-info .sev{background:#1565c0}.lost{color:#c62828}
+.headline{font-size:1.1em}.note{color:#666;font-size:.9em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+table.sortable th{cursor:pointer;background:#f4f4f4}
+table.sortable td[data-v]{font-variant-numeric:tabular-nums}
+table.facts th{background:#f4f4f4;white-space:nowrap}
+.figure{margin:.8em 0;border:1px solid #eee}
+#nfstrace-problems{display:none;background:#fdecea;border:1px solid #c62828;padding:.5em}
+details pre{white-space:pre-wrap;font-size:.85em}
+"""
+
+# Runs first: records every script error so the check below (and a reader) sees it.
+_ERROR_RECORDER = """
+window.__nfstraceErrors = [];
+window.addEventListener("error", function (e) {
+  window.__nfstraceErrors.push(String(e.message || e));
+});
+window.addEventListener("unhandledrejection", function (e) {
+  window.__nfstraceErrors.push("unhandled rejection: " + String(e.reason));
+});
+(function () {
+  var original = console.error;
+  console.error = function () {
+    window.__nfstraceErrors.push(Array.prototype.join.call(arguments, " "));
+    return original.apply(console, arguments);
+  };
+})();
+"""
+
+# Runs last: sortable tables, and the check that every figure was drawn.
+_PAGE_SCRIPT = """
+(function () {
+  function key(td) {
+    var v = td.getAttribute("data-v");  // raw numbers: no thousands separators
+    var n = Number(v);
+    return v !== "" && !isNaN(n) ? n : v.toLowerCase();
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    table.querySelectorAll("th").forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        var up = th.getAttribute("data-order") !== "asc";
+        table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("data-order"); });
+        th.setAttribute("data-order", up ? "asc" : "desc");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = key(a.cells[col]), y = key(b.cells[col]);
+          if (typeof x !== typeof y) { x = String(x); y = String(y); }
+          return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+  function check() {
+    var divs = document.querySelectorAll(".figure .plotly-graph-div");
+    var drawn = 0, failed = [];
+    divs.forEach(function (div) {
+      var gl = (div.data || []).some(function (t) { return /gl$/.test(t.type || ""); });
+      var ok = div._fullLayout && div.querySelector(".main-svg") &&
+        (!gl || div.querySelector("canvas"));
+      if (ok) { drawn++; } else { failed.push(div.parentNode.getAttribute("data-figure")); }
+    });
+    var errors = window.__nfstraceErrors;
+    document.body.setAttribute("data-figures", String(divs.length));
+    document.body.setAttribute("data-figures-drawn", String(drawn));
+    document.body.setAttribute("data-errors", String(errors.length));
+    if (errors.length || failed.length) {
+      var box = document.getElementById("nfstrace-problems");
+      box.textContent = "This browser could not draw everything: " +
+        (failed.length ? "figures not drawn: " + failed.join(", ") + ". " : "") +
+        (errors.length ? "script errors: " + errors.join(" | ") : "");
+      box.style.display = "block";
+    }
+  }
+  window.addEventListener("load", function () {
+    // page load (plotly.js parsed, every figure's script run), for the browser test
+    document.body.setAttribute("data-load-ms", String(Math.round(performance.now())));
+    setTimeout(check, 500);
+  });
+})();
+"""
+
+
+def render_report(
+    trace: Trace, diagnosis: Diagnosis | None = None, *, point_budget: int = fg.POINT_BUDGET
+) -> str:
+    """The whole report as one HTML document (plotly.js inlined once)."""
+    data = _inputs(trace, diagnosis)
+    figures_html, figs = _figures_section(trace, diagnosis, data, point_budget)
+    notes = data.notes + figs.notes
+    title = "nfstrace report: " + ", ".join(os.path.basename(p) for p in trace.paths)
+    from nfstrace import __version__  # here: nfstrace/__init__ imports the trace module
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        f"<script>{_ERROR_RECORDER}</script>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="note">nfstrace {_e(__version__)}; times are seconds since the first '
+        f"packet ({_e(_when(trace.overview.start_ns))}).</p>",
+        '<div id="nfstrace-problems" role="alert"></div>',
+        _diagnosis_section(trace, diagnosis),
+        _capture_section(trace, diagnosis),
+        figures_html,
+        _tables_section(trace, diagnosis, data),
+    ]
+    if notes:
+        parts.append('<section id="notes"><h2>Notes</h2><ul>')
+        parts += [f"<li>{_e(n)}</li>" for n in notes]
+        parts.append("</ul></section>")
+    parts += [f"<script>{_PAGE_SCRIPT}</script>", "</body></html>"]
+    return "\n".join(parts)
+
+
+def write_report(
+    path: str | os.PathLike[str], trace: Trace, diagnosis: Diagnosis | None = None
+) -> None:
+    """Write ``render_report(trace, diagnosis)`` to ``path`` (UTF-8)."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(render_report(trace, diagnosis))

@@ -1,0 +1,465 @@
+"""The report's figures (nfstrace/reports/figures.py) on hand-built tables with
+known answers, and on a real sample capture against its ground truth.
+
+The builders here (a study-like write trace, a diagnosis with every table)
+are also used by tests/test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from conftest import SAMPLES, ground_truth
+
+import nfstrace
+from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.latency import compound_op_latency, latency_table
+from nfstrace.analysis.overview import overview
+from nfstrace.parsers.fast import ParseStats
+from nfstrace.reports import figures as fg
+from nfstrace.reports.html import _commits_from, _outstanding_from, _progress_from
+from nfstrace.schema import TRANSACTION_DTYPES
+from nfstrace.trace import Trace
+
+START_NS = 1_700_000_000 * 10**9
+BLOCK = 8192
+CYCLE_NS = 390_000  # the study's pace: call→reply 360 µs + 30 µs to the next call
+LATENCY_NS = 360_000
+STALL_NS = 2_266_000_000  # the study's gap: a COMMIT flushing 100 MB
+CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
+
+
+# ---- builders ---------------------------------------------------------------------------
+
+
+def transactions(rows: dict[str, object], n: int) -> pd.DataFrame:
+    """A transactions table of n rows: the given columns (arrays, lists or one
+    value for all rows), <NA> (or 0) elsewhere."""
+    table = {}
+    for col, dtype in TRANSACTION_DTYPES.items():
+        value = rows.get(col)
+        if dtype == "object":
+            table[col] = pd.Series(value if value is not None else [None] * n, dtype=object)
+        elif value is None:
+            fill = 0 if dtype in ("int64", "int32") else pd.NA
+            table[col] = pd.Series(fill, index=range(n), dtype=dtype)
+        elif np.ndim(value) == 0:
+            table[col] = pd.Series(value, index=range(n)).astype(dtype)
+        else:
+            table[col] = pd.Series(value).astype(dtype)
+    return pd.DataFrame(table)
+
+
+def write_trace(
+    n_writes: int, *, stall_after: int | None = None, resent: int | None = None, name: str = ""
+) -> pd.DataFrame:
+    """n_writes sequential 8 KiB UNSTABLE WRITEs at the study's pace; optionally a
+    COMMIT stall of STALL_NS after write `stall_after`, WRITE `resent` sent three
+    times (the study's 0xa29a2094), and a LOOKUP of `name` answered NFS3ERR_NOENT."""
+    i = np.arange(n_writes, dtype="int64")
+    t_call = START_NS + i * CYCLE_NS
+    if stall_after is not None:
+        t_call = t_call + np.where(i > stall_after, STALL_NS + CYCLE_NS, 0)
+    latency = np.full(n_writes, LATENCY_NS, dtype="int64")
+    n_calls = np.ones(n_writes, dtype="int32")
+    call_times: list[object] = [None] * n_writes
+    if resent is not None:
+        n_calls[resent] = 3
+        latency[resent] = 2_266_000_000
+        first = int(t_call[resent])
+        call_times[resent] = [first, first + 369_000_000, first + 1_779_000_000]
+    writes = {
+        "client": CLIENT,
+        "server": SERVER,
+        "xid": 0x1000 + i,
+        "prog": 100003,
+        "program": "nfs",
+        "vers": 3,
+        "proc": 7,
+        "op": "WRITE",
+        "t_call_ns": t_call,
+        "t_reply_ns": t_call + latency,
+        "latency_ns": latency,
+        "n_calls": n_calls,
+        "call_times_ns": call_times,
+        "n_replies": 1,
+        "reply_stat": "accepted",
+        "accept_stat": 0,
+        "status": 0,
+        "offset": i * BLOCK,
+        "count": BLOCK,
+        "stable": 0,
+        "write_bytes": BLOCK,
+    }
+    parts = [transactions(writes, n_writes)]
+
+    def extra(op: str, proc: int, t: int, lat: int, status: int, fname: str = "") -> None:
+        row = {
+            **{k: writes[k] for k in ("client", "server", "prog", "program", "vers")},
+            **{"reply_stat": "accepted", "accept_stat": 0, "n_calls": 1, "n_replies": 1},
+            "xid": [0x9000 + len(parts)],
+            "proc": proc,
+            "op": op,
+            "t_call_ns": [t],
+            "t_reply_ns": [t + lat],
+            "latency_ns": [lat],
+            "status": status,
+            "name": fname,
+        }
+        parts.append(transactions(row, 1))
+
+    if stall_after is not None:  # the COMMIT that fills the stall
+        extra("COMMIT", 21, int(t_call[stall_after]) + CYCLE_NS, STALL_NS, 0)
+    if name:
+        extra("LOOKUP", 3, START_NS - 1_000_000, 100_000, 2, name)
+    return pd.concat(parts, ignore_index=True)
+
+
+def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
+    """A Trace around a transactions table (no messages behind it)."""
+    start, end = int(tx["t_call_ns"].min()), int(tx["t_reply_ns"].max())
+    messages = pd.DataFrame({"ts_first_ns": [start], "ts_last_ns": [end], "transport": ["tcp"]})
+    return Trace(
+        paths=(path,),
+        messages=messages,
+        transactions=tx,
+        latency=latency_table(tx),
+        latency_by_pair=latency_table(tx, by=["client", "server"]),
+        compound_latency=compound_op_latency(tx),
+        events=pd.DataFrame(
+            columns=["ts_ns", "frame", "conn", "src", "sport", "dst", "dport", "kind", "seq"]
+            + ["length"]
+        ),
+        stats=ParseStats(),
+        overview=overview(messages, tx),
+    )
+
+
+def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
+    """A diagnosis with every table the report uses, built from the study's numbers
+    (the interface of nfstrace.analysis.diagnosis.Diagnosis, duck-typed)."""
+    commit = tx[tx["op"] == "COMMIT"].iloc[0]
+    w = tx[tx["op"] == "WRITE"]
+    start_ns = int(w["t_reply_ns"].min())
+    stalls = pd.DataFrame(
+        {
+            "start_ns": [int(commit["t_call_ns"])],
+            "end_ns": [int(commit["t_reply_ns"])],
+            "duration_ns": [STALL_NS],
+            "cause": ["commit"],
+            "detail": ["COMMIT of 100 MB in flight"],
+            "client": [CLIENT],
+            "server": [SERVER],
+        }
+    )
+    seg_end = int(w["t_reply_ns"].iloc[stall_after])
+    segments = pd.DataFrame(
+        {
+            "start_ns": [start_ns, int(commit["t_reply_ns"])],
+            "end_ns": [seg_end, int(w["t_reply_ns"].max())],
+            "duration_ns": [seg_end - start_ns, int(w["t_reply_ns"].max() - commit["t_reply_ns"])],
+            "bytes": [BLOCK * (stall_after + 1), BLOCK * (len(w) - stall_after - 1)],
+            "writes": [stall_after + 1, len(w) - stall_after - 1],
+            "mbit_s": [259.99, 133.85],
+        }
+    )
+    terms = {"2·T_prop": 192.68e-6, "T_ser": 65.536e-6, "T_B": 175.98e-6, "T_op": 61.87e-6}
+    model = SimpleNamespace(
+        parameters=pd.DataFrame(
+            {
+                "name": ["T_prop", "T_ser", "T_B", "T_op"],
+                "value_s": [96.34e-6, 65.536e-6, 175.98e-6, 61.87e-6],
+                "method": ["NULL call→reply", "link rate", "COMMIT µs per byte", "residual"],
+                "samples": [12, 0, 3, 500],
+                "spread_s": [4e-6, np.nan, 10e-6, 20e-6],
+                "note": ["", "given: 1 Gbit/s", "", ""],
+            }
+        ),
+        terms=terms,
+        predictions=pd.DataFrame(
+            {
+                "scenario": ["sequential", "observed concurrency"],
+                "predicted_mbit_s": [132.11, 136.88],
+                "measured_mbit_s": [128.08, 137.58],
+                "error_pct": [3.1, -0.5],
+            }
+        ),
+        what_if=pd.DataFrame(
+            {
+                "change": ["rtt=+5ms", "disk=2x", "outstanding=16"],
+                "predicted_mbit_s": [12.3, 160.2, 941.0],
+                "dominant": ["2·T_prop", "2·T_prop", "link"],
+            }
+        ),
+    )
+    workload = SimpleNamespace(
+        op_mix=pd.DataFrame(
+            {
+                "category": ["WRITE", "LOOKUP", "READ", "other"],
+                "calls": [len(w), 1, 0, 1],
+                "share": [0.98, 0.01, 0.0, 0.01],
+                "laddis_share": [0.15, 0.34, 0.22, 0.29],
+            }
+        ),
+        windows=pd.DataFrame(
+            {
+                "start_ns": START_NS + np.arange(5) * 10**9,
+                "ops_per_s": [100.0, 500.0, 1000.0, 2000.0, 2500.0],
+                "mbit_s": [6.5, 32.8, 65.5, 131.0, 163.8],
+                "mean_latency_ms": [0.30, 0.32, 0.35, 0.40, 0.45],
+                "calls": [100, 500, 1000, 2000, 2500],
+            }
+        ),
+        base_ms=0.3,
+        slope=6e-5,
+    )
+    resent = tx[tx["n_calls"] > 1]
+    findings = [
+        Finding(
+            kind="commit_stall",
+            title="1 commit stall cost 2.266 s of the transfer",
+            severity="problem",
+            time_lost_ns=STALL_NS,
+            details={"stalls": 1},
+        ),
+        Finding(
+            kind="rpc_retransmission",
+            title="1 WRITE re-sent twice: 2.266 s lost on one block",
+            severity="warning",
+            time_lost_ns=1_900_000_000,
+        ),
+        Finding(kind="sequential", title="WRITEs ran one at a time: pace 390 µs per 8 KiB"),
+    ]
+    return SimpleNamespace(
+        findings=findings,
+        quality=SimpleNamespace(capture_point="client"),
+        progress=_progress_from(tx),
+        stalls=SimpleNamespace(stalls=stalls, segments=segments),
+        writes=SimpleNamespace(
+            commits=_commits_from(tx),
+            verifier_changes=pd.DataFrame(
+                {
+                    "t_ns": [int(commit["t_reply_ns"])],
+                    "client": [CLIENT],
+                    "server": [SERVER],
+                    "old": ["0102030405060708"],
+                    "new": ["1112131415161718"],
+                    "uncommitted_bytes": [BLOCK * 4],
+                }
+            ),
+        ),
+        pace=SimpleNamespace(outstanding=_outstanding_from(tx)),
+        repeats=SimpleNamespace(retransmissions=resent),
+        model=model,
+        workload=workload,
+    )
+
+
+def points(fig: go.Figure) -> int:
+    return sum(len(t.x) for t in fig.data if t.x is not None)
+
+
+# ---- thinning ---------------------------------------------------------------------------
+
+
+def test_thin_keeps_everything_under_budget() -> None:
+    assert list(fg.thin_indices(np.arange(10.0), 10)) == list(range(10))
+
+
+def test_thin_keeps_ends_and_spikes_within_budget() -> None:
+    rng = np.random.default_rng(1)
+    y = rng.normal(10, 1, 1_000_000)
+    y[123_457] = 1_000.0  # a lone spike (a stuck WRITE) must survive
+    y[765_432] = -1_000.0
+    keep = fg.thin_indices(y, 50_000)
+    assert len(keep) <= 50_000
+    assert {0, 999_999, 123_457, 765_432} <= set(keep.tolist())
+    assert np.all(np.diff(keep) > 0)  # still in x order
+
+
+# ---- 1. cumulative transfer -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def study() -> tuple[pd.DataFrame, SimpleNamespace]:
+    tx = write_trace(600, stall_after=299, resent=450)
+    return tx, full_diagnosis(tx, stall_after=299)
+
+
+def test_cumulative_transfer_marks_everything(study) -> None:
+    tx, d = study
+    fig = fg.cumulative_transfer(
+        d.progress,
+        d.stalls.stalls,
+        d.stalls.segments,
+        d.repeats.retransmissions,
+        d.writes.commits,
+        t0_ns=START_NS,
+    )
+    curve = fig.data[0]
+    assert curve.y[-1] == pytest.approx(600 * BLOCK / 1e6)  # every WRITE acknowledged
+    assert curve.y[0] == 0 and curve.x[0] == 0  # starts at the time origin
+    names = [t.name for t in fig.data]
+    assert any(n.startswith("stall: commit (1, 2.266 s)") for n in names)
+    resends = next(t for t in fig.data if t.name.startswith("RPC re-sends"))
+    assert len(resends.x) == 2  # two re-sends of one WRITE (call_times_ns after the first)
+    t_first = int(tx.loc[450, "t_call_ns"])
+    assert resends.x[0] == pytest.approx((t_first + 369_000_000 - START_NS) / 1e9)
+    commits = next(t for t in fig.data if t.name.startswith("COMMIT"))
+    assert len(commits.x) == 1 and commits.customdata[0] == pytest.approx(STALL_NS / 1e6)
+    slopes = next(t for t in fig.data if t.name == "slope between stalls")
+    assert set(slopes.text) == {"260.0 Mbit/s", "133.8 Mbit/s"}
+    stall = next(t for t in fig.data if t.name.startswith("stall"))
+    x = [v for v in stall.x if v is not None and not np.isnan(v)]
+    assert max(x) - min(x) == pytest.approx(STALL_NS / 1e9)
+
+
+def test_cumulative_transfer_without_writes_says_so() -> None:
+    fig = fg.cumulative_transfer(pd.DataFrame(columns=["t_ns", "client", "server", "bytes"]))
+    assert "no successful WRITE" in fig.layout.annotations[0].text
+
+
+def test_cumulative_transfer_thins_a_million_acks() -> None:
+    tx = write_trace(1_000_000)
+    fig = fg.cumulative_transfer(_progress_from(tx), t0_ns=START_NS)
+    assert points(fig) <= fg.POINT_BUDGET
+    assert isinstance(fig.data[0], go.Scattergl)
+    assert fig.data[0].y[-1] == pytest.approx(1_000_000 * BLOCK / 1e6)
+    assert "points drawn" in fig.layout.title.text and fig.layout.meta["notes"]
+
+
+# ---- 2-4 ---------------------------------------------------------------------------
+
+
+def test_transaction_throughput_is_block_over_latency(study) -> None:
+    tx, _ = study
+    fig = fg.transaction_throughput(tx, t0_ns=START_NS)
+    (trace,) = fig.data
+    expected = BLOCK * 8 / (LATENCY_NS / 1e9) / 1e6  # 182.04 Mbit/s
+    assert np.median(trace.y) == pytest.approx(expected)
+    assert min(trace.y) == pytest.approx(BLOCK * 8 / 2.266 / 1e6)  # the re-sent one
+
+
+def test_write_latency_marks_resent_writes_on_a_log_axis(study) -> None:
+    tx, _ = study
+    fig = fg.write_latency(tx, t0_ns=START_NS)
+    assert fig.layout.yaxis.type == "log"
+    normal, resent = fig.data
+    assert len(normal.x) == 599 and set(normal.y) == {LATENCY_NS / 1e6}
+    assert list(resent.y) == [2266.0] and list(resent.customdata) == [3]
+
+
+def test_outstanding_steps(study) -> None:
+    _, d = study
+    fig = fg.outstanding_rpcs(d.pace.outstanding, t0_ns=START_NS)
+    # one WRITE at a time (the COMMIT is alone in flight during the stall), except
+    # while the re-sent WRITE waits 2.266 s: each following WRITE is a second one
+    assert max(fig.data[0].y) == 2 and min(fig.data[0].y) == 0
+    assert fig.layout.yaxis.title.text == "RPCs in flight"
+
+
+def test_outstanding_from_overlapping_calls() -> None:
+    tx = write_trace(3)
+    tx["t_call_ns"] = pd.array([0, 10, 20], dtype="Int64")
+    tx["t_reply_ns"] = pd.array([100, 30, pd.NA], dtype="Int64")
+    steps = _outstanding_from(tx)
+    assert steps["t_ns"].tolist() == [0, 10, 20, 30, 100]
+    assert steps["outstanding"].tolist() == [1, 2, 3, 2, 1]  # the unanswered call stays
+
+
+# ---- 5-8 ------------------------------------------------------------------------------
+
+
+def test_latency_cdf_per_operation(study) -> None:
+    tx, _ = study
+    fig = fg.latency_cdf(tx)
+    write = next(t for t in fig.data if t.name.startswith("nfsv3 WRITE"))
+    assert write.y[0] == 0 and write.y[-1] == 1
+    assert write.x[-1] == pytest.approx(2266.0)  # slowest WRITE
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_latency_cdf_thins_by_quantile() -> None:
+    tx = write_trace(200_000)
+    fig = fg.latency_cdf(tx, point_budget=1_000)
+    assert points(fig) <= 1_001 and fig.data[0].y[-1] == 1
+
+
+def test_operation_mix_in_percent(study) -> None:
+    _, d = study
+    fig = fg.operation_mix(d.workload.op_mix)
+    mine, laddis = fig.data
+    assert list(mine.y) == pytest.approx([98, 1, 0, 1])
+    assert list(laddis.y) == pytest.approx([15, 34, 22, 29])
+
+
+def test_response_vs_throughput_fit_line(study) -> None:
+    _, d = study
+    fig = fg.response_vs_throughput(d.workload.windows, d.workload.base_ms, d.workload.slope)
+    fit = fig.data[1]
+    assert fit.y[0] == pytest.approx(0.3) and fit.y[-1] == pytest.approx(0.3 + 6e-5 * 2500)
+
+
+def test_model_figure_stacks_the_study_terms(study) -> None:
+    _, d = study
+    fig = fg.model_figure(d.model.terms, d.model.predictions, d.model.what_if)
+    bars = [t for t in fig.data if t.offsetgroup == "T_cycle"]
+    assert [b.name for b in bars] == ["2·T_prop", "T_ser", "T_B", "T_op"]
+    top = bars[-1].base[0] + bars[-1].y[0]
+    assert top == pytest.approx(496.066)  # µs: 8 KiB at 132.11 Mbit/s
+    assert 8192 * 8 / (top * 1e-6) / 1e6 == pytest.approx(132.11, abs=0.01)
+    assert any(a.text == "496.1 µs" for a in fig.layout.annotations)
+    predicted = next(t for t in fig.data if t.name == "predicted")
+    assert list(predicted.y) == [132.11, 136.88]
+
+
+def test_model_figure_without_model() -> None:
+    fig = fg.model_figure(None)
+    assert "could not be fitted" in fig.layout.annotations[0].text
+
+
+def test_capture_strings_are_escaped_in_labels() -> None:
+    tx = write_trace(3)
+    tx["op"] = pd.array(["<script>alert(1)</script>"] * 3, dtype="string")
+    fig = fg.latency_cdf(tx)
+    assert "<script>" not in fig.data[0].name and "&lt;script&gt;" in fig.data[0].name
+
+
+# ---- a real capture ----------------------------------------------------------------
+
+
+def test_sample_capture_figures_match_ground_truth() -> None:
+    capture = SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+    truth = ground_truth(capture)
+    t = nfstrace.load(capture)
+    tx = t.transactions
+    progress = _progress_from(tx)
+    fig = fg.cumulative_transfer(progress, commits=_commits_from(tx), t0_ns=t.overview.start_ns)
+    assert fig.data[0].y[-1] * 1e6 == pytest.approx(truth["workload"]["bytes"])
+    commits = next(tr for tr in fig.data if tr.name.startswith("COMMIT"))
+    assert len(commits.x) == truth["client"]["expected_commit_rpcs"]
+    w = fg.write_latency(tx)
+    assert len(w.data[0].x) == truth["client"]["expected_write_rpcs"]
+    thr = fg.transaction_throughput(tx)
+    # one 1 MiB WRITE: its throughput is the overview's write rate
+    assert thr.data[0].y[0] == pytest.approx(t.overview.write.mbits_per_s)
+
+
+@pytest.mark.parametrize(
+    "draw", [fg.transaction_throughput, fg.write_latency, fg.latency_cdf], ids=lambda f: f.__name__
+)
+def test_point_budget_holds_per_figure(draw) -> None:
+    tx = write_trace(200_000, resent=1)
+    fig = draw(tx, point_budget=10_000)
+    assert points(fig) <= 10_000 + len(fig.data)  # the CDF adds its 0 point per operation
+    assert fig.layout.meta["notes"]  # and says what it thinned
+
+
+def test_point_budget_holds_for_outstanding() -> None:
+    tx = write_trace(200_000)
+    fig = fg.outstanding_rpcs(_outstanding_from(tx), point_budget=10_000)
+    assert points(fig) <= 10_000 and max(fig.data[0].y) == 1

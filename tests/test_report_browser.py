@@ -1,0 +1,307 @@
+"""The HTML report opened in a real browser: headless Chromium, network off.
+
+Each test writes a report, loads it from file:// with Chromium's --dump-dom
+after a virtual-time budget, and reads what the report's own check script
+wrote on <body>: figures present, figures drawn (plot SVG, plus a canvas for
+WebGL traces), script errors recorded (window.onerror, unhandled rejections,
+console.error).  Chromium's console log (--enable-logging=stderr) must be
+empty of messages from the page.  Chromium missing is a failure, not a skip:
+.ci/run installs it (Debian package ``chromium``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SAMPLES, ground_truth
+from test_figures import full_diagnosis, synthetic_trace, write_trace
+
+import nfstrace
+from nfstrace.reports.html import render_report, write_report
+
+try:
+    from crafted import make_crafted as mc
+except ImportError:  # tests/ not on sys.path: import as a package
+    from tests.crafted import make_crafted as mc
+
+SAMPLE = SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+BROWSER_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-extensions",
+    # network off: every host resolves to nothing, every proxy connection is refused
+    "--proxy-server=127.0.0.1:9",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+# WebGL without a GPU needs SwiftShader, which Chromium >= 137 only uses when asked.
+WEBGL_FLAGS = ["--enable-unsafe-swiftshader"]
+XSS_NAME = "<script>alert(1)</script>"
+XSS_MARKER = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("chromium is not installed: apt-get install -y chromium (see .ci/run)")
+    return path
+
+
+def open_in_browser(
+    report: Path, tmp: Path, *extra: str, budget_ms: int = 30_000
+) -> tuple[str, list[str], float]:
+    """(dumped DOM, console lines of the page, seconds) of the report in Chromium."""
+    profile = tmp / f"profile-{report.stem}"
+    start = time.monotonic()
+    run = subprocess.run(
+        [
+            chromium(),
+            *BROWSER_FLAGS,
+            *extra,
+            f"--user-data-dir={profile}",
+            f"--virtual-time-budget={budget_ms}",
+            "--dump-dom",
+            report.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seconds = time.monotonic() - start
+    assert run.returncode == 0, run.stderr[-2000:]
+    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+    return run.stdout, console, seconds
+
+
+def screenshot(report: Path, tmp: Path, *extra: str) -> Path:
+    """A 1400x3000 screenshot of the report (copied to $NFSTRACE_ARTIFACTS if set)."""
+    png = tmp / f"{report.stem}.png"
+    subprocess.run(
+        [
+            chromium(),
+            *BROWSER_FLAGS,
+            *extra,
+            f"--user-data-dir={tmp / ('shot-' + report.stem)}",
+            "--virtual-time-budget=30000",
+            "--hide-scrollbars",
+            "--window-size=1400,3000",
+            f"--screenshot={png}",
+            report.resolve().as_uri(),
+        ],
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
+    assert png.stat().st_size > 50_000  # a drawn page, not a blank one
+    artifacts = os.environ.get("NFSTRACE_ARTIFACTS")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(artifacts) / png.name)
+    return png
+
+
+def body_state(dom: str) -> dict[str, str]:
+    """The attributes the report's check script set on <body>."""
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, "no <body> in the dumped DOM"
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
+
+
+def in_dom(text: str) -> str:
+    """Text as Chromium's --dump-dom serializes it (only &, <, > escaped)."""
+    return html.escape(text, quote=False)
+
+
+def assert_all_drawn(report_html: str, dom: str, console: list[str]) -> int:
+    """Every figure div drawn, no script error, nothing on the console; returns the count."""
+    state = body_state(dom)
+    figures = report_html.count('<div class="figure"')
+    assert figures > 0
+    assert state.get("data-figures") == str(figures), state
+    assert state.get("data-figures-drawn") == str(figures), state
+    assert state.get("data-errors") == "0", state
+    assert dom.count('class="main-svg"') >= figures  # plotly's SVG in every figure
+    assert console == [], console
+    return figures
+
+
+def assert_offline(report_html: str) -> None:
+    """No resource fetched from anywhere: no src/href to a URL, no CSS import, one plotly."""
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", report_html)
+    assert "@import" not in report_html and "fonts.googleapis" not in report_html
+    assert report_html.count("<script") == report_html.count("</script>")
+    assert report_html.count("* plotly.js v") == 1  # the bundle's banner: inlined once
+
+
+def real_diagnosis(trace: nfstrace.Trace):
+    """The real diagnosis when the analysis modules are importable, else Diagnosis()."""
+    try:
+        from nfstrace.analysis.diagnosis import diagnose
+    except ImportError:
+        try:
+            from nfstrace.analysis.diagnosis import Diagnosis
+        except ImportError:
+            return None
+        return Diagnosis()
+    return diagnose(trace.messages, trace.transactions, trace.events, trace.stats)
+
+
+# ---- a real capture ---------------------------------------------------------------------
+
+
+def test_sample_capture_report_in_chromium(tmp_path: Path) -> None:
+    trace = nfstrace.load(SAMPLE)
+    diagnosis = real_diagnosis(trace)
+    report = tmp_path / "sample.report.html"
+    write_report(report, trace, diagnosis)
+    text = report.read_text(encoding="utf-8")
+    assert_offline(text)
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert_all_drawn(text, dom, console)
+    # the diagnosis in words, first: the findings in order, or the headline
+    truth = ground_truth(SAMPLE)
+    headline = f"{truth['workload']['bytes'] / 1e6:,.3f} MB written in 1 WRITEs"
+    assert headline in dom
+    titles = [in_dom(f.title) for f in (diagnosis.findings if diagnosis else [])]
+    where = [dom.index(t) for t in titles]
+    assert where == sorted(where) and all(w < dom.index('id="capture"') for w in where)
+    if not titles:
+        assert "No diagnosis was run" in dom or "Nothing abnormal found" in dom
+    # capture facts of this capture
+    assert "169.254.77.1" in dom and "169.254.77.2" in dom and "NFSv3" in dom
+    screenshot(report, tmp_path)
+
+
+# ---- every figure, with a diagnosis holding every table ------------------------------
+
+
+def test_full_diagnosis_report_in_chromium(tmp_path: Path) -> None:
+    tx = write_trace(3_000, stall_after=1_499, resent=2_200)
+    trace = synthetic_trace(tx)
+    diagnosis = full_diagnosis(tx, stall_after=1_499)
+    report = tmp_path / "study.report.html"
+    write_report(report, trace, diagnosis)
+    text = report.read_text(encoding="utf-8")
+    assert_offline(text)
+    # sort the latency table by calls (ascending) in the browser, as a click would
+    probe = tmp_path / "study-sorted.html"
+    probe.write_text(
+        text.replace(
+            "</body>",
+            "<script>window.addEventListener('load', function () {"
+            "var th = document.querySelectorAll('#latency th')[3]; th.click();"
+            "var ops = Array.prototype.map.call(document.querySelectorAll("
+            "'#latency tbody tr td:nth-child(3)'), function (td) { return td.textContent; });"
+            "document.body.setAttribute('data-sorted', ops.join(','));});</script></body>",
+        ),
+        encoding="utf-8",
+    )
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert assert_all_drawn(text, dom, console) == 8  # figures 1-8, one section
+    for i, finding in enumerate(diagnosis.findings):
+        assert in_dom(finding.title) in dom
+        if i:
+            before = in_dom(diagnosis.findings[i - 1].title)
+            assert dom.index(before) < dom.index(in_dom(finding.title))
+    assert "capture point</th><td>client" in dom
+    # drawn into the figures' SVG: the segment slopes and the stall's cause
+    assert "260.0 Mbit/s" in dom and "133.8 Mbit/s" in dom and "commit 2.266 s" in dom
+    for words in ("T_prop", "NULL call→reply", "rtt=+5ms", "write verifier changed", "stall"):
+        assert in_dom(words) in dom, words
+    sorted_dom, console, _ = open_in_browser(probe, tmp_path)
+    assert console == []
+    assert body_state(sorted_dom)["data-sorted"] == "COMMIT,WRITE"  # 1 call, then 3,000
+    screenshot(report, tmp_path)
+
+
+# ---- escaping: a capture with a script in a file name --------------------------------------
+
+
+def xss_capture(path: Path) -> Path:
+    """LOOKUP calls of two hostile file names, answered NFS3ERR_NOENT."""
+    cap = mc.Capture()
+    conn = mc.TcpConn(cap, cport=40901)
+    conn.handshake()
+    for xid, name in ((0xE01, XSS_NAME), (0xE02, XSS_MARKER)):
+        call = mc.rpc_call(xid, mc.LOOKUP, mc.fhandle(xid) + mc.opaque(name.encode()))
+        conn.client_send(mc.record(call))
+        conn.server_send(mc.record(mc.rpc_reply(xid, mc.u32(2, 0))))  # NOENT, no dir attrs
+    return cap.write(path)
+
+
+def test_hostile_file_names_are_shown_not_run(tmp_path: Path) -> None:
+    # the capture's own file name is hostile too
+    capture = xss_capture(tmp_path / "<img src=x onerror=alert(2)>.pcap")
+    trace = nfstrace.load(capture)
+    names = set(trace.transactions["name"].dropna())
+    assert {XSS_NAME, XSS_MARKER} <= names  # the decoder really carried them
+    report = tmp_path / "xss.report.html"
+    write_report(report, trace, real_diagnosis(trace))
+    text = report.read_text(encoding="utf-8")
+    assert XSS_NAME not in text and "<img src=x" not in text
+    assert html.escape(XSS_NAME) in text  # shown, in the events table (error replies)
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert_all_drawn(text, dom, console)
+    assert "data-pwned" not in body_state(dom)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert dom.count("<script") == text.count("<script")  # no script element added
+
+
+# ---- size: a million transactions -----------------------------------------------------------
+
+
+def test_million_transactions_report_size_and_render(tmp_path: Path) -> None:
+    tx = write_trace(1_000_000, stall_after=400_000, resent=700_000)
+    trace = synthetic_trace(tx)
+    diagnosis = full_diagnosis(tx, stall_after=400_000)
+    start = time.monotonic()
+    text = render_report(trace, diagnosis)
+    render_s = time.monotonic() - start
+    size = len(text.encode("utf-8"))
+    assert size < 20_000_000, size
+    assert "points drawn" in text  # the notes say what was thinned
+    assert render_s < 120, render_s
+    report = tmp_path / "million.report.html"
+    report.write_text(text, encoding="utf-8")
+    dom, console, seconds = open_in_browser(report, tmp_path, *WEBGL_FLAGS)
+    console = [c for c in console if "software WebGL" not in c and "GPU stall" not in c]
+    assert_all_drawn(text, dom, console)
+    assert "canvas" in dom  # the large traces are WebGL
+    print(
+        f"1M transactions: {size / 1e6:.1f} MB HTML, written in {render_s:.1f} s, "
+        f"Chromium: page loaded in {body_state(dom)['data-load-ms']} ms ({seconds:.1f} s with "
+        "browser start)"
+    )
+
+
+# ---- several clients and servers ------------------------------------------------------------
+
+
+def test_several_pairs_one_section_each(tmp_path: Path) -> None:
+    first = write_trace(400, resent=100)
+    second = write_trace(200)
+    second["client"] = pd.array(["10.0.0.3"] * len(second), dtype="string")
+    trace = synthetic_trace(pd.concat([first, second], ignore_index=True))
+    report = tmp_path / "pairs.report.html"
+    write_report(report, trace)  # no diagnosis: drawn from the transactions
+    text = report.read_text(encoding="utf-8")
+    busiest = text.index("client 10.0.0.1 → server 10.0.0.2")
+    assert busiest < text.index("client 10.0.0.3 → server 10.0.0.2")
+    assert 'id="latency-pair"' in text
+    assert "write progress: derived from the transactions" in text
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert assert_all_drawn(text, dom, console) == 2 * 4 + 1  # figures 1-4 per pair, CDF
+    # the re-sent WRITE is in the first pair's figure only
+    assert text.count("WRITE re-sent (") == 1 and text.count("WRITE re-sent (1)") == 1
