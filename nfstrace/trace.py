@@ -42,7 +42,7 @@ class Trace:
     latency: per-operation latency (``nfstrace.analysis.latency.LATENCY_COLUMNS``)
     latency_by_pair: the same per client/server pair
     compound_latency: NFSv4, per operation inside COMPOUNDs
-    events: transport events (TCP retransmissions, holes, zero windows, resyncs)
+    events: transport events (``nfstrace.schema.EVENT_COLUMNS`` / ``EVENT_KINDS``)
     stats: what the parser saw (frames, fragments, truncation, drops, warnings)
     overview: the headline facts (hosts, versions, counts, throughput)
     diagnosis: every analysis module's result and the ranked findings

@@ -16,13 +16,15 @@ import pytest
 from conftest import SAMPLES, ground_truth
 
 import nfstrace
+from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
+from nfstrace.analysis.pace import outstanding_steps
+from nfstrace.analysis.writes import commit_table, write_progress
 from nfstrace.parsers.fast import ParseStats
 from nfstrace.reports import figures as fg
-from nfstrace.reports.html import _commits_from, _outstanding_from, _progress_from
-from nfstrace.schema import TRANSACTION_DTYPES
+from nfstrace.schema import EVENT_COLUMNS, TRANSACTION_DTYPES
 from nfstrace.trace import Trace
 
 START_NS = 1_700_000_000 * 10**9
@@ -130,12 +132,10 @@ def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
         latency=latency_table(tx),
         latency_by_pair=latency_table(tx, by=["client", "server"]),
         compound_latency=compound_op_latency(tx),
-        events=pd.DataFrame(
-            columns=["ts_ns", "frame", "conn", "src", "sport", "dst", "dport", "kind", "seq"]
-            + ["length"]
-        ),
+        events=pd.DataFrame(columns=list(EVENT_COLUMNS)),
         stats=ParseStats(),
         overview=overview(messages, tx),
+        diagnosis=Diagnosis(),
     )
 
 
@@ -237,10 +237,10 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
     return SimpleNamespace(
         findings=findings,
         quality=SimpleNamespace(capture_point="client"),
-        progress=_progress_from(tx),
+        progress=write_progress(tx),
         stalls=SimpleNamespace(stalls=stalls, segments=segments),
         writes=SimpleNamespace(
-            commits=_commits_from(tx),
+            commits=commit_table(tx),
             verifier_changes=pd.DataFrame(
                 {
                     "t_ns": [int(commit["t_reply_ns"])],
@@ -252,7 +252,7 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
                 }
             ),
         ),
-        pace=SimpleNamespace(outstanding=_outstanding_from(tx)),
+        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
         repeats=SimpleNamespace(retransmissions=resent),
         model=model,
         workload=workload,
@@ -325,7 +325,7 @@ def test_cumulative_transfer_without_writes_says_so() -> None:
 
 def test_cumulative_transfer_thins_a_million_acks() -> None:
     tx = write_trace(1_000_000)
-    fig = fg.cumulative_transfer(_progress_from(tx), t0_ns=START_NS)
+    fig = fg.cumulative_transfer(write_progress(tx), t0_ns=START_NS)
     assert points(fig) <= fg.POINT_BUDGET
     assert isinstance(fig.data[0], go.Scattergl)
     assert fig.data[0].y[-1] == pytest.approx(1_000_000 * BLOCK / 1e6)
@@ -360,15 +360,6 @@ def test_outstanding_steps(study) -> None:
     # while the re-sent WRITE waits 2.266 s: each following WRITE is a second one
     assert max(fig.data[0].y) == 2 and min(fig.data[0].y) == 0
     assert fig.layout.yaxis.title.text == "RPCs in flight"
-
-
-def test_outstanding_from_overlapping_calls() -> None:
-    tx = write_trace(3)
-    tx["t_call_ns"] = pd.array([0, 10, 20], dtype="Int64")
-    tx["t_reply_ns"] = pd.array([100, 30, pd.NA], dtype="Int64")
-    steps = _outstanding_from(tx)
-    assert steps["t_ns"].tolist() == [0, 10, 20, 30, 100]
-    assert steps["outstanding"].tolist() == [1, 2, 3, 2, 1]  # the unanswered call stays
 
 
 # ---- 5-8 ------------------------------------------------------------------------------
@@ -437,8 +428,8 @@ def test_sample_capture_figures_match_ground_truth() -> None:
     truth = ground_truth(capture)
     t = nfstrace.load(capture)
     tx = t.transactions
-    progress = _progress_from(tx)
-    fig = fg.cumulative_transfer(progress, commits=_commits_from(tx), t0_ns=t.overview.start_ns)
+    progress = write_progress(tx)
+    fig = fg.cumulative_transfer(progress, commits=commit_table(tx), t0_ns=t.overview.start_ns)
     assert fig.data[0].y[-1] * 1e6 == pytest.approx(truth["workload"]["bytes"])
     commits = next(tr for tr in fig.data if tr.name.startswith("COMMIT"))
     assert len(commits.x) == truth["client"]["expected_commit_rpcs"]
@@ -461,5 +452,5 @@ def test_point_budget_holds_per_figure(draw) -> None:
 
 def test_point_budget_holds_for_outstanding() -> None:
     tx = write_trace(200_000)
-    fig = fg.outstanding_rpcs(_outstanding_from(tx), point_budget=10_000)
+    fig = fg.outstanding_rpcs(outstanding_steps(tx), point_budget=10_000)
     assert points(fig) <= 10_000 and max(fig.data[0].y) == 1

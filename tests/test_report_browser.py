@@ -145,25 +145,12 @@ def assert_offline(report_html: str) -> None:
     assert report_html.count("* plotly.js v") == 1  # the bundle's banner: inlined once
 
 
-def real_diagnosis(trace: nfstrace.Trace):
-    """The real diagnosis when the analysis modules are importable, else Diagnosis()."""
-    try:
-        from nfstrace.analysis.diagnosis import diagnose
-    except ImportError:
-        try:
-            from nfstrace.analysis.diagnosis import Diagnosis
-        except ImportError:
-            return None
-        return Diagnosis()
-    return diagnose(trace.messages, trace.transactions, trace.events, trace.stats)
-
-
 # ---- a real capture ---------------------------------------------------------------------
 
 
 def test_sample_capture_report_in_chromium(tmp_path: Path) -> None:
     trace = nfstrace.load(SAMPLE)
-    diagnosis = real_diagnosis(trace)
+    diagnosis = trace.diagnosis
     report = tmp_path / "sample.report.html"
     write_report(report, trace, diagnosis)
     text = report.read_text(encoding="utf-8")
@@ -248,7 +235,7 @@ def test_hostile_file_names_are_shown_not_run(tmp_path: Path) -> None:
     names = set(trace.transactions["name"].dropna())
     assert {XSS_NAME, XSS_MARKER} <= names  # the decoder really carried them
     report = tmp_path / "xss.report.html"
-    write_report(report, trace, real_diagnosis(trace))
+    write_report(report, trace, trace.diagnosis)
     text = report.read_text(encoding="utf-8")
     assert XSS_NAME not in text and "<img src=x" not in text
     assert html.escape(XSS_NAME) in text  # shown, in the events table (error replies)

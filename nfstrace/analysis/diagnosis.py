@@ -83,11 +83,13 @@ def diagnose(
     options = options or DiagnosisOptions()
     quality = assess_capture(messages, transactions, events, stats)
     repeats = analyze_repeats(transactions, events, stats)
-    fragments = analyze_fragments(messages, stats)
+    fragments = analyze_fragments(messages, stats, events)
     transport = analyze_transport(transactions, events)
     writes = analyze_writes(transactions)
     progress = write_progress(transactions)
-    stalls = find_stalls(transactions, events, options.stall_threshold_ns)
+    stalls = find_stalls(
+        transactions, events, options.stall_threshold_ns, capture_point=quality.capture_point
+    )
     pace = analyze_pace(transactions)
     model = fit_model(
         transactions,

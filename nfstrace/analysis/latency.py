@@ -28,7 +28,7 @@ LATENCY_COLUMNS = {
 }
 
 
-def _errors(tx: pd.DataFrame) -> pd.Series:
+def error_mask(tx: pd.DataFrame) -> pd.Series:
     nfs_error = tx["status"].fillna(0).astype("int64") > 0
     rpc_error = tx["reply_stat"].astype(object).eq("denied") | (
         tx["accept_stat"].fillna(0).astype("int64") != 0
@@ -50,7 +50,7 @@ def latency_table(
             "lat_ms": t[column].astype("Float64") / 1e6,
             "replied": t["n_replies"] > 0,
             "retransmitted": t["n_calls"] > 1,
-            "errors": _errors(t),
+            "errors": error_mask(t),
         }
     )
     g = work.groupby(keys, sort=True, dropna=False)

@@ -480,8 +480,14 @@ def _attribute(
 
 
 def find_stalls(
-    transactions: pd.DataFrame, events: pd.DataFrame | None, threshold_ns: int | None = None
+    transactions: pd.DataFrame,
+    events: pd.DataFrame | None,
+    threshold_ns: int | None = None,
+    capture_point: str = "unknown",
 ) -> StallsResult:
+    """Stalls and the segments between them (``capture_point``: from
+    ``quality.assess_capture``; on the server side a call lost on the way never
+    shows, so "nothing outstanding" may be a re-send the server did not see)."""
     tx = prepared(transactions)
     per_pair = _progress_points(activity_with_pairs(tx), progress_with_pairs(tx))
     gaps = np.concatenate([np.diff(points[:-1]) for *_, points, _ in per_pair] or [[]])
@@ -505,6 +511,11 @@ def find_stalls(
             causes, details, shares = _attribute(s, e, evidence)
             retrans = _tcp_retransmissions(events, client, server)
             for i, cause in enumerate(causes):
+                if cause == "client_idle" and capture_point == "server":
+                    details[i] += (
+                        "; seen from the server: the client sent nothing, or its calls were "
+                        "lost on the way (a server-side capture cannot tell)"
+                    )
                 if cause == UNKNOWN:
                     n = int(
                         np.searchsorted(retrans, e[i], "right")

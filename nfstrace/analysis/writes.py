@@ -202,7 +202,8 @@ def _sizes(count: np.ndarray) -> pd.DataFrame:
     return out.sort_values(["writes", "size"], ascending=[False, True], ignore_index=True)
 
 
-def _commits(tx: pd.DataFrame) -> pd.DataFrame:
+def commit_table(tx: pd.DataFrame) -> pd.DataFrame:
+    """One row per COMMIT call (``COMMIT_COLUMNS``)."""
     c = tx[tx["op"].eq(COMMIT_OP) & (tx["n_calls"] > 0)]
     offset, count = c["offset"].astype("Int64"), c["count"].astype("Int64")
     return pd.DataFrame(
@@ -503,7 +504,7 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
         sizes=_sizes(write_sizes(w)),
         stable_asked=_mix(_int(w["stable"])),
         committed_granted=_mix(_int(ok_writes["committed"])),
-        commits=_commits(tx),
+        commits=commit_table(tx),
         verifier_changes=_verifier_changes(tx),
         files=files,
         sequential_share=seq / follow if follow else float("nan"),

@@ -33,8 +33,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from nfstrace.analysis.latency import LATENCY_COLUMNS
-from nfstrace.analysis.latency import _errors as error_replies
+from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask
+from nfstrace.analysis.pace import outstanding_steps
+from nfstrace.analysis.writes import commit_table, write_progress
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
 from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
@@ -71,54 +72,6 @@ def _frame(obj: Any, *names: str) -> pd.DataFrame | None:
     return value if isinstance(value, pd.DataFrame) else None
 
 
-def _progress_from(tx: pd.DataFrame) -> pd.DataFrame:
-    """Successful WRITE replies in reply order (writes.write_progress's columns)."""
-    ok = tx[(tx["write_bytes"] > 0) & tx["t_reply_ns"].notna()]
-    ok = ok.sort_values("t_reply_ns", kind="stable")
-    return pd.DataFrame(
-        {
-            "t_ns": ok["t_reply_ns"].astype("int64").to_numpy(),
-            "client": ok["client"].to_numpy(),
-            "server": ok["server"].to_numpy(),
-            "xid": ok["xid"].to_numpy(),
-            "bytes": ok["write_bytes"].to_numpy(),
-            "cum_bytes": ok["write_bytes"].cumsum().to_numpy(),
-        }
-    )
-
-
-def _outstanding_from(tx: pd.DataFrame) -> pd.DataFrame:
-    """+1 at each call, -1 at its reply, per client/server (pace.outstanding's columns)."""
-    calls = tx[tx["n_calls"] > 0]
-    sent = calls[["t_call_ns", "client", "server"]].rename(columns={"t_call_ns": "t_ns"})
-    done = calls.loc[calls["t_reply_ns"].notna(), ["t_reply_ns", "client", "server"]]
-    steps = pd.concat(
-        [sent.assign(step=1), done.rename(columns={"t_reply_ns": "t_ns"}).assign(step=-1)],
-        ignore_index=True,
-    )
-    steps["t_ns"] = steps["t_ns"].astype("int64")
-    steps = steps.sort_values(["t_ns", "step"], kind="stable")  # replies first on ties
-    steps["outstanding"] = steps.groupby(["client", "server"], sort=False)["step"].cumsum()
-    return steps[["t_ns", "client", "server", "outstanding"]].reset_index(drop=True)
-
-
-def _commits_from(tx: pd.DataFrame) -> pd.DataFrame:
-    c = tx[tx["op"].astype(object).eq("COMMIT") & (tx["n_calls"] > 0)]
-    return pd.DataFrame(
-        {
-            "client": c["client"],
-            "server": c["server"],
-            "xid": c["xid"],
-            "t_call_ns": c["t_call_ns"],
-            "t_reply_ns": c["t_reply_ns"],
-            "duration_ns": c["latency_ns"],
-            "offset": c["offset"],
-            "count": c["count"],
-            "status": c["status"],
-        }
-    ).reset_index(drop=True)
-
-
 @dataclass
 class _Inputs:
     """The tables the report draws, from the diagnosis or derived; notes say which."""
@@ -149,11 +102,11 @@ def _inputs(trace: Trace, diagnosis: Diagnosis | None) -> _Inputs:
     if stalls is None:
         notes.append("commit stalls and segment slopes: the stalls module did not run")
     return _Inputs(
-        progress=pick(_frame(diagnosis, "progress"), _progress_from, "write progress"),
+        progress=pick(_frame(diagnosis, "progress"), write_progress, "write progress"),
         outstanding=pick(
-            _frame(diagnosis, "pace", "outstanding"), _outstanding_from, "outstanding RPCs"
+            _frame(diagnosis, "pace", "outstanding"), outstanding_steps, "outstanding RPCs"
         ),
-        commits=pick(_frame(diagnosis, "writes", "commits"), _commits_from, "COMMITs"),
+        commits=pick(_frame(diagnosis, "writes", "commits"), commit_table, "COMMITs"),
         retransmissions=pick(
             _frame(diagnosis, "repeats", "retransmissions"),
             lambda t: t[t["n_calls"] > 1],
@@ -543,7 +496,7 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
                 for old, new, b in zip(v["old"], v["new"], v["uncommitted_bytes"], strict=True)
             ],
         )
-    errs = tx[error_replies(tx) & (tx["n_calls"] > 0)]
+    errs = tx[error_mask(tx) & (tx["n_calls"] > 0)]
     if len(errs):
         add(
             "error reply",
