@@ -3,6 +3,7 @@ traceback for bad input."""
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
@@ -26,11 +27,64 @@ def _one_line_error(result, status: ExitStatus, text: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("nfstrace: error: ") and text in lines[0]
 
 
-def test_analyze_sample_prints_counts() -> None:
-    r = _run("analyze", str(SAMPLE))
+def test_analyze_sample_prints_counts(tmp_path: Path) -> None:
+    r = _run("analyze", str(SAMPLE), "-o", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.output
     assert "16 transactions (32 RPC messages): 16 answered" in r.stdout
     assert "WRITE" in r.stdout and "COMMIT" in r.stdout
+
+
+def test_analyze_leads_with_the_diagnosis_and_writes_the_report(tmp_path: Path) -> None:
+    report, summary = tmp_path / "r.html", tmp_path / "s.json"
+    r = _run("analyze", str(SAMPLE), "-o", str(report), "--json", str(summary))
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert out.index("Diagnosis") < out.index("Transactions") < out.index("Latency per operation")
+    assert f"HTML report: {report}" in out
+    assert report.stat().st_size > 1_000_000  # plotly.js inlined: opens offline
+    d = json.loads(summary.read_text())["diagnosis"]
+    assert d["findings"] and all(f["title"] for f in d["findings"])
+    assert d["quality"]["capture_point"] == "client"  # the lab captured on the client
+
+
+def test_default_report_beside_the_capture_and_no_report(tmp_path: Path) -> None:
+    capture = tmp_path / "c.pcap"
+    capture.write_bytes(SAMPLE.read_bytes())
+    assert _run("analyze", str(capture), "--no-report").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pcap"]
+    assert _run("analyze", str(capture)).exit_code == 0
+    assert (tmp_path / "c.pcap.report.html").is_file()
+    assert capture.read_bytes() == SAMPLE.read_bytes()  # the capture is not modified
+
+
+def test_model_command_with_what_ifs(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    r = _run(
+        "model",
+        str(SAMPLE),
+        "--what-if",
+        "rtt=+5ms",
+        "--what-if",
+        "link=10G,outstanding=16",
+        "--json",
+        str(out),
+    )
+    assert r.exit_code == 0, r.output
+    assert "Transactional latency model" in r.stdout
+    model = json.loads(out.read_text())["model"]
+    assert {p["name"] for p in model["parameters"]} == {"T_prop", "T_ser", "T_B", "T_op"}
+    assert all("method" in p and "samples" in p for p in model["parameters"])
+    assert [w["change"] for w in model["what_if"]] == ["rtt=+5ms", "link=10G,outstanding=16"]
+
+
+def test_bad_model_option_is_a_usage_error() -> None:
+    _one_line_error(_run("model", str(SAMPLE), "--rtt", "fast"), ExitStatus.USAGE, "fast")
+    _one_line_error(
+        _run("analyze", str(SAMPLE), "--no-report", "--what-if", "warp=9"), ExitStatus.USAGE, "warp"
+    )
+    _one_line_error(
+        _run("analyze", str(SAMPLE), "--no-report", "--parser", "nope"), ExitStatus.USAGE, "nope"
+    )
 
 
 def test_missing_file(tmp_path: Path) -> None:
