@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import tshark_ref
 from conftest import FULL_CAPTURES, SAMPLES
 
 import nfstrace
 from nfstrace.config import ParseLimits
+from nfstrace.parsers import fast
 from nfstrace.schema import EVENT_COLUMNS, EVENT_KINDS
 from nfstrace.trace import AnalysisConfig
 
@@ -175,3 +177,21 @@ def test_events_table_shape(capture: Path) -> None:
     assert set(ev.kind) <= set(EVENT_KINDS)
     assert ev.ts_ns.is_monotonic_increasing
     assert (ev.duration_ns >= 0).all()
+
+
+# ---- bounded memory: message rows made typed chunks as they come --------------------------
+
+
+@pytest.mark.parametrize(
+    "capture", [LOSSY, SAMPLES / "v3-udp-py-w32k-d0-l0.pcap"], ids=lambda p: p.name
+)
+def test_chunked_messages_are_the_same_table(
+    capture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of 7 rows (categories differing chunk to chunk) concatenate to
+    exactly the table built from all rows at once."""
+    whole = fast.parse([str(capture)])[0]
+    monkeypatch.setattr(fast, "CHUNK_ROWS", 7)
+    chunked = fast.parse([str(capture)])[0]
+    assert len(whole) > 7 * 3
+    pd.testing.assert_frame_equal(chunked, whole)

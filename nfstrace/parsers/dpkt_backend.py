@@ -11,8 +11,9 @@ Ours, where dpkt has no equivalent: decompression and opening
 (``capture.open_stream``), the merge of several files in time order, IP
 fragment reassembly (``ip.Reassembler``), TCP stream reassembly and RPC
 record marking (``tcp.TcpReassembler``), the RPC header and NFS decoding
-(``fast._Collector`` -> ``rpc`` / ``decoders``).  dpkt's ``rpc`` module is not
-used: it cannot decode a header cut short by the snaplen and exposes neither
+(``fast._Collector`` -> ``rpc`` / ``decoders``): the whole transport layer
+is ``fast.Dissector``, fed with dpkt's decoded headers.  dpkt's ``rpc``
+module is not used: it cannot decode a header cut short by the snaplen and exposes neither
 the AUTH_SYS fields nor the procedure arguments' offset.
 
 dpkt's own ``pcap.Reader``/``pcapng.Reader`` are not used as iterators: they
@@ -34,21 +35,10 @@ from dpkt import ethernet, ip6, loopback, pcap, pcapng, sll, sll2
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import link, rpc
+from nfstrace.parsers import link
 from nfstrace.parsers.capture import MAX_FRAME, CaptureInfo, Frame, open_stream
-from nfstrace.parsers.fast import (
-    RPC_WELL_KNOWN_PORTS,
-    TH_ACK,
-    TH_FIN,
-    TH_RST,
-    TH_SYN,
-    ParseStats,
-    _Collector,
-    _events_frame,
-    _messages_frame,
-)
-from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Reassembler
-from nfstrace.parsers.tcp import HalfStream, TcpReassembler
+from nfstrace.parsers.fast import Dissector, FrameCounts, ParseStats
+from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
 
 # ---- capture files, record by record with dpkt's record classes ---------------------
 
@@ -297,9 +287,9 @@ def network_layer(linktype: int, frame: bytes) -> tuple[dpkt.Packet | None, int]
     return l3, offset
 
 
-# (src, dst, proto, upper layer as a dpkt object or raw bytes, wire length, IP fragments,
-#  time of the first fragment, frame of the first fragment)
-Datagram = tuple[bytes, bytes, int, "dpkt.Packet | bytes", int, int, int, int]
+# An IP datagram (its payload field unused) and its upper layer as dpkt's
+# TCP/UDP object, or raw bytes when dpkt could not decode it.
+DpktDatagram = tuple[Datagram, "dpkt.Packet | bytes"]
 
 
 def _upper(proto: int, payload: bytes) -> dpkt.Packet | bytes:
@@ -320,13 +310,14 @@ def _raw(obj: dpkt.Packet | bytes) -> bytes:
 
 def ipv4_datagram(
     ip: dpkt.ip.IP, wire_len: int, ts: int, frame: int, reasm: Reassembler
-) -> Datagram | None:
+) -> DpktDatagram | None:
     hl = ip.hl * 4
     tot_len = ip.len or wire_len  # 0: a TSO packet captured before segmentation
     if tot_len < hl:
         return None
     if not ip.mf and not ip.offset:
-        return ip.src, ip.dst, ip.p, ip.data, tot_len - hl, 1, ts, frame
+        dg = Datagram(ip.src, ip.dst, ip.p, b"", tot_len - hl, 1, ts, frame, ip.ttl, tot_len)
+        return dg, ip.data
     got = reasm.add(
         (4, ip.src, ip.dst, ip.id, ip.p),
         ip.offset * 8,
@@ -335,22 +326,28 @@ def ipv4_datagram(
         ip.mf,
         ts,
         frame,
+        0,
+        ip.ttl,
+        tot_len,
     )
     if got is None:
         return None
     payload, total, count, ts_first, frame_first, _ = got
-    return ip.src, ip.dst, ip.p, _upper(ip.p, payload), total, count, ts_first, frame_first
+    dg = Datagram(ip.src, ip.dst, ip.p, b"", total, count, ts_first, frame_first)
+    return dg, _upper(ip.p, payload)
 
 
 def ipv6_datagram(
     ip: ip6.IP6, wire_len: int, ts: int, frame: int, reasm: Reassembler
-) -> Datagram | None:
+) -> DpktDatagram | None:
     plen = ip.plen or wire_len - 40  # 0: jumbogram or TSO
     exts = ip.all_extension_headers
     frag_at = next((i for i, x in enumerate(exts) if isinstance(x, ip6.IP6FragmentHeader)), -1)
     frag = exts[frag_at] if frag_at >= 0 else None
     if frag is None or (not frag.frag_off and not frag.m_flag):  # whole (or atomic fragment)
-        return ip.src, ip.dst, ip.p, ip.data, plen - sum(x.length for x in exts), 1, ts, frame
+        upper_len = plen - sum(x.length for x in exts)
+        dg = Datagram(ip.src, ip.dst, ip.p, b"", upper_len, 1, ts, frame, ip.hlim, 40 + plen)
+        return dg, ip.data
     before = sum(x.length for x in exts[: frag_at + 1])
     if frag.frag_off:
         fragmentable = _raw(ip.data)  # dpkt leaves a later fragment's bytes raw (or re-packs)
@@ -364,7 +361,9 @@ def ipv6_datagram(
         bool(frag.m_flag),
         ts,
         frame,
-        header=frag.nxt,
+        frag.nxt,
+        ip.hlim,
+        40 + plen,
     )
     if got is None:
         return None
@@ -378,11 +377,11 @@ def ipv6_datagram(
         nh, pos = ext.nxt, pos + ext.length
     if pos > len(payload):
         return None
-    upper = _upper(nh, payload[pos:])
-    return ip.src, ip.dst, nh, upper, total - pos, count, ts_first, frame_first
+    dg = Datagram(ip.src, ip.dst, nh, b"", total - pos, count, ts_first, frame_first)
+    return dg, _upper(nh, payload[pos:])
 
 
-# ---- transport: the same connection rules as the fast parser ---------------------------
+# ---- transport: fast.Dissector, fed with dpkt's decoded headers ---------------------------
 
 
 def parse(
@@ -394,143 +393,43 @@ def parse(
     the contract of ``nfstrace.parsers.fast.parse``."""
     limits = limits or ParseLimits()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
-    col = _Collector(limits, stats)
-    reasm = Reassembler(limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies)
-
-    def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
-        col.message(
-            hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
-        )
-
-    tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
-    streams: dict[tuple, HalfStream] = {}
-    conns: dict[tuple, int] = {}
-    n_conns = 0
-    counts = dict.fromkeys(("v4", "v6", "tcp", "udp", "other", "nonip", "short"), 0)
-    frame_no = 0
-    # Mirror/SPAN duplicates (the fast parser's rule): the same bytes as one of
-    # the two frames kept before, within ParseLimits.duplicate_window_ns.
-    recent: list[tuple[bytes, int]] = []
-    dup_window = limits.duplicate_window_ns
-    for ts, linktype, data, origlen, _fidx in read_many(paths, stats.files):
-        frame_no += 1
-        if progress is not None and not frame_no & 0x3FFF:
-            progress(frame_no)
-        if data and any(d == data and ts - t <= dup_window for d, t in recent):
-            stats.duplicate_frames += 1
-            continue
-        recent = [(data, ts), *recent[:1]]
+    d = Dissector(limits, stats)
+    counts = FrameCounts()
+    frames = read_many(paths, stats.files)
+    for frame_no, ts, linktype, data, origlen in d.frames(frames, progress):
         l3, off = network_layer(linktype, data)
         if isinstance(l3, dpkt.ip.IP):
-            counts["v4"] += 1
-            dg = ipv4_datagram(l3, origlen - off, ts, frame_no, reasm)
+            counts.ipv4 += 1
+            got = ipv4_datagram(l3, origlen - off, ts, frame_no, d.reasm)
         elif isinstance(l3, ip6.IP6):
-            counts["v6"] += 1
-            dg = ipv6_datagram(l3, origlen - off, ts, frame_no, reasm)
+            counts.ipv6 += 1
+            got = ipv6_datagram(l3, origlen - off, ts, frame_no, d.reasm)
         else:
-            counts["nonip"] += 1
+            counts.non_ip += 1
             continue
-        if dg is None:
+        if got is None:
             continue
-        src, dst, proto, l4, wire_len, frags, ts_first, frame_first = dg
-        if proto == PROTO_TCP:
-            counts["tcp"] += 1
+        dg, l4 = got
+        if dg.proto == PROTO_TCP:
+            counts.tcp += 1
             if not isinstance(l4, dpkt.tcp.TCP):
-                counts["short"] += 1
+                counts.short += 1
+                d.count_packet(dg)
                 continue
-            sport, dport, flags = l4.sport, l4.dport, l4.flags
-            key = (src, sport, dst, dport)
-            rkey = (dst, dport, src, sport)
-            hs = streams.get(key)
-            if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
-                ckey = key if key < rkey else rkey
-                conn = conns.get(ckey, 0)
-                if hs is not None or not conn:  # a new connection (maybe reusing the ports)
-                    n_conns += 1
-                    conn = conns[ckey] = n_conns
-                    rev = streams.get(rkey)
-                    if hs is not None:
-                        tcp.flush(hs, ts, frame_no)
-                        if rev is not None:
-                            tcp.flush(rev, ts, frame_no)
-                            streams[rkey] = HalfStream(rev.src, rev.sport, rev.dst, rev.dport, conn)
-                hs = streams[key] = HalfStream(src, sport, dst, dport, conn)
-            if flags & TH_SYN:
-                tcp.start(hs, l4.seq)
-            elif l4.win == 0 and not flags & TH_RST and hs.synced:
-                col.event(hs, "tcp_zero_window", ts, frame_no, l4.seq, 0)
-            if flags & TH_ACK:
-                rev = streams.get(rkey)
-                if rev is not None and rev.pending:
-                    tcp.acked(rev, l4.ack, ts, frame_no)
-            wire = wire_len - l4.off * 4
-            if wire > 0:
-                tcp.segment(hs, l4.seq, memoryview(l4.data), wire, ts_first, frame_no, frags)
-            if flags & (TH_FIN | TH_RST):
-                tcp.flush(hs, ts, frame_no)
-                if flags & TH_RST:
-                    rev = streams.get(rkey)
-                    if rev is not None:
-                        tcp.flush(rev, ts, frame_no)
-        elif proto == PROTO_UDP:
-            counts["udp"] += 1
-            if not isinstance(l4, dpkt.udp.UDP):
-                counts["short"] += 1
-                continue
-            sport, dport, body = l4.sport, l4.dport, l4.data
-            if len(body) < 12 or not _udp_rpc(col, src, dst, sport, dport, body):
-                continue
-            ckey = (src, sport, dst, dport)
-            rkey = (dst, dport, src, sport)
-            conn = conns.get(ckey) or conns.get(rkey)
-            if conn is None:
-                n_conns += 1
-                conn = conns[min(ckey, rkey)] = n_conns
-            col.message(
-                src,
-                sport,
-                dst,
-                dport,
-                "udp",
-                conn,
-                bytes(body[: limits.head_bytes]),
-                wire_len - 8,
-                len(body),
-                ts_first,
-                ts,
-                frame_first,
-                frame_no,
-                frags,
-                frags,
-                1,
-                True,
+            hl = l4.off * 4
+            # the segment as captured: dpkt re-packs header and options byte-exact
+            seg = memoryview(bytes(l4))
+            d.tcp_segment(
+                dg, ts, frame_no, l4.sport, l4.dport, l4.seq, l4.ack, l4.flags, l4.win, hl, seg
             )
+        elif dg.proto == PROTO_UDP:
+            counts.udp += 1
+            d.count_packet(dg)
+            if not isinstance(l4, dpkt.udp.UDP):
+                counts.short += 1
+                continue
+            d.udp_datagram(dg, ts, frame_no, l4.sport, l4.dport, memoryview(l4.data))
         else:
-            counts["other"] += 1
-    for hs in streams.values():
-        tcp.flush(hs, hs.ts_last, hs.frame_last)
-    reasm.finish()
-    stats.frames = frame_no
-    stats.ipv4_packets, stats.ipv6_packets = counts["v4"], counts["v6"]
-    stats.tcp_packets, stats.udp_packets = counts["tcp"], counts["udp"]
-    stats.other_ip_packets, stats.non_ip_frames = counts["other"], counts["nonip"]
-    stats.short_transport_headers = counts["short"]
-    fs = reasm.stats
-    stats.ip_fragments = fs.fragments
-    stats.ip_datagrams_reassembled = fs.reassembled
-    stats.ip_datagrams_incomplete = fs.incomplete
-    stats.tcp = tcp.stats.as_dict()
-    return _messages_frame(col.rows), _events_frame(col.events), stats
-
-
-def _udp_rpc(col: _Collector, src: bytes, dst: bytes, sport: int, dport: int, body: bytes) -> bool:
-    """Is this UDP payload an RPC message? (the fast parser's rule)"""
-    well_known = sport in RPC_WELL_KNOWN_PORTS or dport in RPC_WELL_KNOWN_PORTS
-    if body[7] == rpc.CALL:
-        return rpc.plausible_call(body, 0, known_only=not well_known)
-    if body[7] == rpc.REPLY:
-        xid = int.from_bytes(body[0:4], "big")
-        return rpc.plausible_reply(body, 0) and (
-            (dst, src, xid) in col.calls or sport in RPC_WELL_KNOWN_PORTS
-        )
-    return False
+            counts.other += 1
+            d.count_packet(dg)
+    return d.finish(counts)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import rpc
-from nfstrace.parsers.capture import CaptureInfo, read_many
+from nfstrace.parsers.capture import CaptureInfo, Frame, read_many
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
     F_FRAGMENTS,
@@ -30,6 +30,7 @@ from nfstrace.parsers.ip import (
     NO_TTL,
     PROTO_TCP,
     PROTO_UDP,
+    Datagram,
     Facts,
     Reassembler,
     count_packet,
@@ -58,6 +59,10 @@ RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
 
 _TCP_HDR = struct.Struct(">HHIIBBH").unpack_from
 _UDP_HDR = struct.Struct(">HHH").unpack_from
+
+# Message rows held as tuples before they are made a typed DataFrame chunk
+# (bounds the parser's memory: ~1 GB instead of ~1.9 GB for 1M messages).
+CHUNK_ROWS = 65536
 
 SEQ_MASK = (1 << 32) - 1
 SEQ_HALF = 1 << 31
@@ -129,6 +134,9 @@ class _Collector:
 
     def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
         self.rows: list[tuple] = []
+        # rows already made typed DataFrames, CHUNK_ROWS at a time: a tuple of
+        # Python objects per row costs several times the typed columns
+        self.chunks: list[pd.DataFrame] = []
         self.events: list[tuple] = []
         # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc) of the last call
         self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int]] = {}
@@ -215,6 +223,9 @@ class _Collector:
             + (rpc_len, captured, record_frags, frames, ip_frags, truncated)
             + nfs
         )
+        if len(self.rows) >= CHUNK_ROWS:
+            self.chunks.append(_rows_frame(self.rows))
+            self.rows = []
 
 
 _ROW_COLUMNS = (
@@ -234,6 +245,265 @@ def _addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
     return s
 
 
+class Dissector:
+    """The transport layer both parsers share: duplicate frames, TCP connections
+    and streams (handshake, windows, reassembly), UDP datagrams, per-direction
+    facts.  A driver decodes link and IP layers its own way and feeds it;
+    ``finish`` gives the parse result."""
+
+    def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
+        self.limits = limits
+        self.stats = stats
+        self.col = col = _Collector(limits, stats)
+        self.facts: Facts = {}
+        self.reasm = Reassembler(
+            limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies, self.facts
+        )
+
+        def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
+            col.message(
+                hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
+            )
+
+        self.tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
+        self.streams: dict[tuple, HalfStream] = {}
+        self.conns: dict[tuple, int] = {}
+        self.tracked_conns: set[int] = set()  # TCP connections with both window scales known
+        self.n_conns = self.n_tcp_conns = self.n_dup = self.n_frames = 0
+        self.ts = 0
+
+    def frames(
+        self,
+        frames: Iterable[Frame],
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[tuple[int, int, int, memoryview | bytes, int]]:
+        """The capture's frames numbered from 1, as (frame number, ts, link type,
+        data, wire length), without the mirror/SPAN copies of one of the two
+        frames before (counted and recorded as events)."""
+        window_ns = self.limits.duplicate_window_ns
+        events = self.col.events
+        conns = self.conns
+        frame_no = n_dup = ts = 0
+        # The last two frames (time, data) and a fingerprint of two of their
+        # bytes: a cheap filter before comparing all bytes.
+        data1 = data2 = b""
+        ts1 = ts2 = 0
+        last1 = last2 = -1
+        for ts, linktype, data, origlen, _file_index in frames:
+            frame_no += 1
+            if progress is not None and not frame_no & 0x3FFF:
+                progress(frame_no)
+            try:
+                # Ethernet/IPv4: byte 19 is the IP id's low byte, which differs
+                # between packets a host sends; the last byte is payload.
+                last = data[-1] | data[19] << 8
+            except IndexError:  # a frame shorter than 20 bytes
+                last = -1
+            # (== twice: cheaper than building a tuple for "in", once per frame)
+            if (last == last1 or last == last2) and (  # noqa: SIM109
+                (ts - ts1 <= window_ns and bytes(data) == bytes(data1))
+                or (ts - ts2 <= window_ns and bytes(data) == bytes(data2))
+            ):
+                n_dup += 1
+                self.n_dup = n_dup
+                events.append(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
+                continue
+            last2, last1 = last1, last
+            data2, ts2 = data1, ts1
+            data1, ts1 = data, ts
+            yield frame_no, ts, linktype, data, origlen
+        self.n_frames = frame_no
+        self.ts = ts  # the capture's end (stretches still open end there)
+
+    def tcp_segment(
+        self,
+        dg: Datagram,
+        ts: int,
+        frame: int,
+        sport: int,
+        dport: int,
+        seq: int,
+        ack: int,
+        flags: int,
+        window: int,
+        hl: int,
+        seg: memoryview,
+    ) -> None:
+        """One TCP segment: its decoded header fields, header length hl and the
+        segment's captured bytes (options at seg[20:hl], payload after)."""
+        hs = self.streams.get((dg.src, sport, dg.dst, dport))
+        if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
+            hs = self._new_stream(hs, dg, sport, dport, ts, frame)
+        ip_len = dg.ip_len
+        hs.packets += 1
+        hs.ip_bytes += ip_len
+        if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
+            _ip_extremes(hs, ip_len, dg.ttl)
+        tcp = self.tcp
+        if flags & TH_SYN:
+            tcp.start(hs, seq)
+            if _on_syn(self.col, hs, hs.rev, seg, hl, flags, seq, ack, window, ts, frame):
+                self.tracked_conns.add(hs.conn)
+        elif hs.watch or not window:
+            _watch(self.col, hs, flags, window, seq, ts, frame)
+        if flags & TH_ACK:
+            rev = hs.rev
+            if rev is not None:
+                if rev.pending:
+                    tcp.acked(rev, ack, ts, frame)
+                if rev.wtrack and (ack != rev.wack or window != rev.wwin) and not flags & TH_SYN:
+                    # The peer (rev) fills our window when its data reaches wlimit.
+                    rev.wack, rev.wwin = ack, window
+                    wnd = rev.peer_wnd = window << hs.wshift
+                    limit = rev.wlimit = (ack + wnd - rev.mss) & SEQ_MASK
+                    if rev.wfull_since >= 0 and (rev.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
+                        _end_window_full(self.col, rev, ts)  # room for a full segment again
+        wire = dg.wire_len - hl
+        if wire > 0:
+            if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
+                _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
+            tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
+        if flags & (TH_FIN | TH_RST):
+            self._end_of_stream(hs, flags, ts, frame)
+
+    def _end_of_stream(self, hs: HalfStream, flags: int, ts: int, frame: int) -> None:
+        """A FIN (this direction is done) or RST (both are)."""
+        tcp = self.tcp
+        tcp.flush(hs, ts, frame)
+        if flags & TH_RST:
+            _close_stretches(self.col, hs, ts)
+            rev = hs.rev
+            if rev is not None:
+                tcp.flush(rev, ts, frame)
+                _close_stretches(self.col, rev, ts)
+
+    def _new_stream(
+        self,
+        hs: HalfStream | None,
+        dg: Datagram,
+        sport: int,
+        dport: int,
+        ts: int,
+        frame: int,
+    ) -> HalfStream:
+        """A direction not seen before, or a new SYN on ports in use."""
+        streams, conns, tcp, col = self.streams, self.conns, self.tcp, self.col
+        key = (dg.src, sport, dg.dst, dport)
+        rkey = (dg.dst, dport, dg.src, sport)
+        ckey = key if key < rkey else rkey
+        conn = conns.get(ckey, 0)
+        if hs is not None or not conn:  # a new connection (maybe reusing the ports)
+            self.n_conns += 1
+            self.n_tcp_conns += 1
+            conn = conns[ckey] = self.n_conns
+            rev = streams.get(rkey)
+            if hs is not None:
+                tcp.flush(hs, ts, frame)
+                _retire(col, hs, ts)
+                if rev is not None:
+                    tcp.flush(rev, ts, frame)
+                    _retire(col, rev, ts)
+                    streams[rkey] = HalfStream(
+                        rev.src, rev.sport, rev.dst, rev.dport, conn, rev.facts
+                    )
+        facts = hs.facts if hs is not None else direction_facts(self.facts, dg.src, dg.dst)
+        hs = streams[key] = HalfStream(dg.src, sport, dg.dst, dport, conn, facts)
+        rev = streams.get(rkey)
+        if rev is not None:
+            hs.rev, rev.rev = rev, hs
+        return hs
+
+    def udp_datagram(
+        self, dg: Datagram, ts: int, frame: int, sport: int, dport: int, body: memoryview
+    ) -> None:
+        """One UDP datagram's payload: an RPC message if it looks like one."""
+        if len(body) < 12:
+            return
+        src, dst = dg.src, dg.dst
+        well_known = sport in RPC_WELL_KNOWN_PORTS or dport in RPC_WELL_KNOWN_PORTS
+        if body[7] == rpc.CALL:
+            if not rpc.plausible_call(body, 0, known_only=not well_known):
+                return
+        elif body[7] == rpc.REPLY:
+            xid = int.from_bytes(body[0:4], "big")
+            if not rpc.plausible_reply(body, 0) or (
+                (dst, src, xid) not in self.col.calls and sport not in RPC_WELL_KNOWN_PORTS
+            ):
+                return
+        else:
+            return
+        conns = self.conns
+        ckey = (src, sport, dst, dport)
+        rkey = (dst, dport, src, sport)
+        conn = conns.get(ckey) or conns.get(rkey)
+        if conn is None:
+            self.n_conns += 1
+            conn = conns[min(ckey, rkey)] = self.n_conns
+        self.col.message(
+            src,
+            sport,
+            dst,
+            dport,
+            "udp",
+            conn,
+            bytes(body[: self.limits.head_bytes]),
+            dg.wire_len - 8,
+            len(body),
+            dg.ts_first,
+            ts,
+            dg.frame_first,
+            frame,
+            dg.frags,
+            dg.frags,
+            1,
+            True,
+        )
+
+    def count_packet(self, dg: Datagram) -> None:
+        """An IP packet not given to tcp_segment (UDP, other protocols, TCP
+        too short): into its direction's facts."""
+        if dg.ttl >= 0:
+            count_packet(direction_facts(self.facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
+
+    def finish(self, counts: FrameCounts) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
+        """End of the capture: (messages, events, stats)."""
+        col, tcp, stats, reasm = self.col, self.tcp, self.stats, self.reasm
+        for hs in self.streams.values():
+            tcp.flush(hs, hs.ts_last, hs.frame_last)
+            _retire(col, hs, self.ts)  # a stretch still open ends with the capture
+        reasm.finish()
+        for lost in reasm.lost:
+            col.events.append(_incomplete_datagram_event(*lost))
+        stats.frames = self.n_frames
+        stats.duplicate_frames = self.n_dup
+        stats.ipv4_packets, stats.ipv6_packets = counts.ipv4, counts.ipv6
+        stats.tcp_packets, stats.udp_packets = counts.tcp, counts.udp
+        stats.other_ip_packets, stats.non_ip_frames = counts.other, counts.non_ip
+        stats.short_transport_headers = counts.short
+        fs = reasm.stats
+        stats.ip_fragments = fs.fragments
+        stats.ip_datagrams_reassembled = fs.reassembled
+        stats.ip_datagrams_incomplete = fs.incomplete
+        stats.tcp = tcp.stats.as_dict()
+        stats.tcp_connections = self.n_tcp_conns
+        stats.tcp_window_scale_unknown = self.n_tcp_conns - len(self.tracked_conns)
+        stats.directions = _direction_rows(self.facts)
+        return _messages_frame(col.rows, col.chunks), _events_frame(col.events), stats
+
+
+@dataclass
+class FrameCounts:
+    """Frames and packets by layer, counted by a parser's driver loop."""
+
+    ipv4: int = 0
+    ipv6: int = 0
+    non_ip: int = 0
+    tcp: int = 0
+    udp: int = 0
+    other: int = 0
+    short: int = 0  # TCP/UDP packets too short for their header
+
+
 def parse(
     paths: list[str],
     limits: ParseLimits | None = None,
@@ -242,48 +512,12 @@ def parse(
     """Read capture files; return (messages, transport events, stats)."""
     limits = limits or ParseLimits()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
-    col = _Collector(limits, stats)
-    facts: Facts = {}
-    reasm = Reassembler(limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies, facts)
-
-    def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
-        col.message(
-            hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
-        )
-
-    tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
-    streams: dict[tuple, HalfStream] = {}
-    conns: dict[tuple, int] = {}
-    tracked_conns: set[int] = set()  # TCP connections with both window scales known
-    head_limit = limits.head_bytes
-    dup_window = limits.duplicate_window_ns
-    message = col.message
-    calls = col.calls
-    frame_no = 0
-    n_conns = n_tcp_conns = 0
-    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = n_dup = 0
-    # The last two frames (time, data) and a fingerprint of two of their bytes,
-    # for mirror-duplicate checks: a cheap filter before comparing all bytes.
-    f1 = f2 = (0, memoryview(b""))
-    last1 = last2 = -1
-    ts = 0
-    for ts, linktype, data, origlen, _fidx in read_many(paths, stats.files):
-        frame_no += 1
-        if progress is not None and not frame_no & 0x3FFF:
-            progress(frame_no)
-        try:
-            # Ethernet/IPv4: byte 19 is the IP id's low byte, which differs
-            # between packets a host sends; the last byte is payload.
-            last = data[-1] | data[19] << 8
-        except IndexError:  # a frame shorter than 20 bytes
-            last = -1
-        if last in (last1, last2) and _is_duplicate(data, ts, f1, f2, dup_window):
-            n_dup += 1
-            col.events.append(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
-            continue
-        last2, last1 = last1, last
-        f2 = f1
-        f1 = (ts, data)
+    d = Dissector(limits, stats)
+    reasm = d.reasm
+    tcp_segment = d.tcp_segment
+    udp_datagram = d.udp_datagram
+    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = 0
+    for frame_no, ts, linktype, data, origlen in d.frames(read_many(paths, stats.files), progress):
         ver, off = locate_ip(linktype, data)
         if ver == 4:
             n_v4 += 1
@@ -302,143 +536,22 @@ def parse(
             n_tcp += 1
             if len(p) < 20:
                 n_short += 1
+                d.count_packet(dg)
                 continue
             sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
-            hl = (hl >> 4) * 4
-            key = (dg.src, sport, dg.dst, dport)
-            rkey = (dg.dst, dport, dg.src, sport)
-            hs = streams.get(key)
-            if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
-                ckey = key if key < rkey else rkey
-                conn = conns.get(ckey, 0)
-                if hs is not None or not conn:  # a new connection (maybe reusing the ports)
-                    n_conns += 1
-                    n_tcp_conns += 1
-                    conn = conns[ckey] = n_conns
-                    rev = streams.get(rkey)
-                    if hs is not None:
-                        tcp.flush(hs, ts, frame_no)
-                        _retire(col, hs, ts)
-                        if rev is not None:
-                            tcp.flush(rev, ts, frame_no)
-                            _retire(col, rev, ts)
-                            streams[rkey] = HalfStream(
-                                rev.src, rev.sport, rev.dst, rev.dport, conn, rev.facts
-                            )
-                facts_list = hs.facts if hs is not None else direction_facts(facts, dg.src, dg.dst)
-                hs = streams[key] = HalfStream(dg.src, sport, dg.dst, dport, conn, facts_list)
-            hs.packets += 1
-            ip_len = dg.ip_len
-            hs.ip_bytes += ip_len
-            if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
-                _ip_extremes(hs, ip_len, dg.ttl)
-            if flags & TH_SYN:
-                tcp.start(hs, seq)
-                rev = streams.get(rkey)
-                if _on_syn(col, hs, rev, p, hl, flags, seq, ack, window, ts, frame_no):
-                    tracked_conns.add(hs.conn)
-            elif hs.watch or not window:
-                _watch(col, hs, flags, window, seq, ts, frame_no)
-            if flags & TH_ACK:
-                rev = streams.get(rkey)
-                if rev is not None:
-                    if rev.pending:
-                        tcp.acked(rev, ack, ts, frame_no)
-                    if rev.wtrack and not flags & TH_SYN:
-                        # The peer (rev) fills our window when its data reaches wlimit.
-                        wnd = rev.peer_wnd = window << hs.wshift
-                        limit = rev.wlimit = (ack + wnd - rev.mss) & SEQ_MASK
-                        if rev.wfull_since >= 0 and (rev.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
-                            _end_window_full(col, rev, ts)  # room for a full segment again
-            wire = dg.wire_len - hl
-            if wire > 0:
-                if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
-                    _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame_no)
-                tcp.segment(hs, seq, p[hl:], wire, dg.ts_first, frame_no, dg.frags)
-            if flags & (TH_FIN | TH_RST):
-                tcp.flush(hs, ts, frame_no)
-                if flags & TH_RST:
-                    _close_stretches(col, hs, ts)
-                    rev = streams.get(rkey)
-                    if rev is not None:
-                        tcp.flush(rev, ts, frame_no)
-                        _close_stretches(col, rev, ts)
+            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, (hl >> 4) * 4, p)
         elif proto == PROTO_UDP:
             n_udp += 1
-            if dg.ttl >= 0:
-                count_packet(direction_facts(facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
+            d.count_packet(dg)
             if len(p) < 8:
                 n_short += 1
                 continue
             sport, dport, _ulen = _UDP_HDR(p, 0)
-            body = p[8:]
-            if len(body) < 12:
-                continue
-            if body[7] == rpc.CALL:
-                if not rpc.plausible_call(
-                    body,
-                    0,
-                    known_only=sport not in RPC_WELL_KNOWN_PORTS
-                    and dport not in RPC_WELL_KNOWN_PORTS,
-                ):
-                    continue
-            elif body[7] == rpc.REPLY:
-                xid = int.from_bytes(body[0:4], "big")
-                if not rpc.plausible_reply(body, 0) or (
-                    (dg.dst, dg.src, xid) not in calls and sport not in RPC_WELL_KNOWN_PORTS
-                ):
-                    continue
-            else:
-                continue
-            ckey = (dg.src, sport, dg.dst, dport)
-            rkey = (dg.dst, dport, dg.src, sport)
-            conn = conns.get(ckey) or conns.get(rkey)
-            if conn is None:
-                n_conns += 1
-                conn = conns[min(ckey, rkey)] = n_conns
-            message(
-                dg.src,
-                sport,
-                dg.dst,
-                dport,
-                "udp",
-                conn,
-                bytes(body[:head_limit]),
-                dg.wire_len - 8,
-                len(body),
-                dg.ts_first,
-                ts,
-                dg.frame_first,
-                frame_no,
-                dg.frags,
-                dg.frags,
-                1,
-                True,
-            )
+            udp_datagram(dg, ts, frame_no, sport, dport, p[8:])
         else:
             n_other += 1
-            if dg.ttl >= 0:
-                count_packet(direction_facts(facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
-    for hs in streams.values():
-        tcp.flush(hs, hs.ts_last, hs.frame_last)
-        _retire(col, hs, ts)  # a stretch still open ends with the capture
-    reasm.finish()
-    for lost in reasm.lost:
-        col.events.append(_incomplete_datagram_event(*lost))
-    stats.frames = frame_no
-    stats.duplicate_frames = n_dup
-    stats.ipv4_packets, stats.ipv6_packets = n_v4, n_v6
-    stats.tcp_packets, stats.udp_packets, stats.other_ip_packets = n_tcp, n_udp, n_other
-    stats.non_ip_frames, stats.short_transport_headers = n_nonip, n_short
-    fs = reasm.stats
-    stats.ip_fragments = fs.fragments
-    stats.ip_datagrams_reassembled = fs.reassembled
-    stats.ip_datagrams_incomplete = fs.incomplete
-    stats.tcp = tcp.stats.as_dict()
-    stats.tcp_connections = n_tcp_conns
-    stats.tcp_window_scale_unknown = n_tcp_conns - len(tracked_conns)
-    stats.directions = _direction_rows(facts)
-    return _messages_frame(col.rows), _events_frame(col.events), stats
+            d.count_packet(dg)
+    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short))
 
 
 # ---- slow paths of the loop, kept out of line ------------------------------------
@@ -514,6 +627,7 @@ def _on_syn(
     # The windows of the SYN and SYN-ACK (never scaled) hold until the first ACKs.
     rev.peer_wnd = window
     rev.wlimit = (rev.seq_hi + window - rev.mss) & SEQ_MASK
+    hs.wack = hs.wwin = rev.wack = rev.wwin = -1  # the next ACKs set the limits anew
     hs.peer_wnd = rev.syn_window if rev.syn_wscale != -2 else 0
     if hs.peer_wnd:
         hs.wlimit = (hs.seq_hi + hs.peer_wnd - hs.mss) & SEQ_MASK
@@ -537,19 +651,6 @@ def _watch(
     elif hs.zw_since >= 0:
         _end_zero_window(col, hs, ts)
     hs.watch = hs.handshake_ack_due or hs.zw_since >= 0
-
-
-def _is_duplicate(
-    data: memoryview,
-    ts: int,
-    f1: tuple[int, memoryview],
-    f2: tuple[int, memoryview],
-    window_ns: int,
-) -> bool:
-    """The frame repeats one of the two before it, byte for byte, within the window."""
-    return (ts - f1[0] <= window_ns and data.tobytes() == f1[1].tobytes()) or (
-        ts - f2[0] <= window_ns and data.tobytes() == f2[1].tobytes()
-    )
 
 
 def _window_reached(hs: HalfStream, seq: int, end: int, ts: int, frame: int) -> None:
@@ -671,14 +772,22 @@ def _direction_rows(facts: Facts) -> list[DirectionFacts]:
     ]
 
 
-def _messages_frame(rows: list[tuple]) -> pd.DataFrame:
+def _rows_frame(rows: list[tuple]) -> pd.DataFrame:
+    """Message rows as a typed DataFrame (MESSAGE_DTYPES), in arrival order."""
     cache: dict[bytes, str] = {}
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(_ROW_COLUMNS)
     data = dict(zip(_ROW_COLUMNS, columns, strict=True))
     for name in ("src", "dst"):
         data[name] = [_addr_text(a, cache) for a in data[name]]
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES))
-    df = df.astype(MESSAGE_DTYPES)
+    return df.astype(MESSAGE_DTYPES)
+
+
+def _messages_frame(rows: list[tuple], chunks: Sequence[pd.DataFrame] = ()) -> pd.DataFrame:
+    """The messages table from typed chunks (``_rows_frame``) and the rows after them."""
+    df = _rows_frame(rows)
+    if chunks:  # chunks' categories differ: concat gives object columns, made categories again
+        df = pd.concat([*chunks, df], ignore_index=True).astype(MESSAGE_DTYPES)
     return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
 
 

@@ -131,6 +131,8 @@ class HalfStream:
         "seq_hi",
         "wlimit",
         "peer_wnd",
+        "wack",
+        "wwin",
         "zw_since",
         "zw_frame",
         "zw_seq",
@@ -138,6 +140,8 @@ class HalfStream:
         "wfull_frame",
         "wfull_seq",
         "wfull_wnd",
+        # the other direction of the same connection, once seen (fast.Dissector)
+        "rev",
     )
 
     def __init__(
@@ -186,10 +190,14 @@ class HalfStream:
         # data reaches when it fills it within one MSS: peer's ack + window - mss
         self.peer_wnd = 0
         self.wlimit = 0
+        # the peer's ACK number and raw window wlimit was computed from (-1: none),
+        # so that only a change recomputes it
+        self.wack = self.wwin = -1
         # open stretches: start time (-1 none), frame, sequence number, window
         self.zw_since = self.zw_frame = self.zw_seq = -1  # we advertise a zero window
         self.wfull_since = self.wfull_frame = self.wfull_seq = self.wfull_wnd = -1  # we fill
         # the peer's window
+        self.rev: HalfStream | None = None
 
 
 class TcpReassembler:
