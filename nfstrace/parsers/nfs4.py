@@ -937,14 +937,20 @@ def main_op(
     return ops[0] if ops else None
 
 
-def _finish(st: dict, ops: list[int], outcome: str, prog: tuple) -> tuple:
+def compound_names(ops: list[int], prog: tuple = _NFS) -> tuple[str, str]:
+    """(op, ops) columns of a COMPOUND (prog: _NFS or _CB) from its opcodes."""
     names, support, sequence, compound = prog
-    if ops:
-        main = main_op(ops, support, sequence)
-        st["op"] = names.get(main) or f"op{main}"
-        st["ops"] = " ".join([names.get(op) or f"op{op}" for op in ops])
-    else:
-        st["op"] = compound
+    if not ops:
+        return compound, ""
+    main = main_op(ops, support, sequence)
+    return names.get(main) or f"op{main}", " ".join([names.get(op) or f"op{op}" for op in ops])
+
+
+def _finish(st: dict, ops: list[int], outcome: str, prog: tuple) -> tuple:
+    op, names = compound_names(ops, prog)
+    st["op"] = op
+    if names:
+        st["ops"] = names
     st["nfs_decode"] = outcome
     return fields(**st)
 

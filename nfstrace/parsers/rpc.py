@@ -135,8 +135,14 @@ def plausible_reply(buf: bytes | memoryview, pos: int) -> bool:
     return False
 
 
-def _auth_name(flavor: int) -> str:
+def auth_name(flavor: int) -> str:
+    """The auth column: a flavour's name, or its number."""
     return AUTH_NAMES.get(flavor) or str(flavor)
+
+
+def gss_service_name(service: int) -> str:
+    """The gss_service column: an RPCSEC_GSS service's name, or its number."""
+    return GSS_SERVICE_NAMES.get(service, str(service))
 
 
 def decode_header(buf: bytes) -> tuple | None:
@@ -173,7 +179,7 @@ def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
             prog,
             vers,
             proc,
-            _auth_name(flavor),
+            auth_name(flavor),
             -1,
             -1,
             "",
@@ -193,7 +199,7 @@ def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
             uid, gid = _U32X2(buf, mpos + ((mlen + 3) & ~3))
     elif flavor == RPCSEC_GSS and n >= pos + 16:
         _gvers, gss_proc, _seq, service = _U32X4(buf, pos)
-        gss_service = GSS_SERVICE_NAMES.get(service, str(service))
+        gss_service = gss_service_name(service)
     pos = body_end
     body_offset = -1
     if n >= pos + 8:
@@ -206,7 +212,7 @@ def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
         prog,
         vers,
         proc,
-        _auth_name(flavor),
+        auth_name(flavor),
         uid,
         gid,
         machine,
@@ -245,7 +251,7 @@ def _decode_reply(buf: bytes, n: int, xid: int) -> tuple | None:
         -1,
         -1,
         -1,
-        _auth_name(flavor),
+        auth_name(flavor),
         -1,
         -1,
         "",
