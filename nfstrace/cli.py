@@ -20,6 +20,7 @@ from nfstrace import __version__
 from nfstrace.analysis.diagnosis import DiagnosisOptions
 from nfstrace.analysis.model import overrides_from_options, parse_duration, parse_what_if
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
+from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
 from nfstrace.reports.html import write_report
@@ -36,7 +37,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"nfstrace {__version__} (parser: fast, pure Python)")
+        active = backends.auto_choice()
+        how = "native, Rust" if active == "native" else "fast, pure Python"
+        typer.echo(f"nfstrace {__version__} (parser: {how})")
         raise typer.Exit()
 
 
@@ -105,7 +108,9 @@ PortOpt = Annotated[
 ParserOpt = Annotated[
     str,
     typer.Option(
-        "--parser", help=f"How captures are dissected: {', '.join(PARSERS)} (fast: built in)."
+        "--parser",
+        help=f"How captures are dissected: {', '.join(PARSERS)} (auto: native if built, "
+        "else fast, the pure-Python reference).",
     ),
 ]
 StallOpt = Annotated[
@@ -200,7 +205,7 @@ def analyze(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "fast",
+    parser: ParserOpt = "auto",
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,
@@ -233,7 +238,7 @@ def model(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "fast",
+    parser: ParserOpt = "auto",
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,

@@ -29,7 +29,7 @@ class AnalysisConfig:
     servers: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
     # Which backend dissects the captures (nfstrace.parsers.backends.PARSERS).
-    parser: str = "fast"
+    parser: str = "auto"
     diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
 
 

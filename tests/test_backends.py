@@ -10,6 +10,7 @@ not skip, without it (apt-get install tshark).
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -65,18 +66,32 @@ def assert_same(tx: pd.DataFrame, ref: pd.DataFrame) -> None:
 
 
 def test_registry_names_and_contract() -> None:
-    assert list(backends.PARSERS) == ["fast", "dpkt", "pyshark"]
+    assert list(backends.PARSERS) == ["auto", "native", "fast", "dpkt", "pyshark"]
     assert backends.PARSERS["fast"] is fast.parse
     assert all(callable(p) for p in backends.PARSERS.values())
 
 
+# CI runs the suite twice: with the native extension built, and hidden by
+# NFSTRACE_NO_NATIVE=1 (the pure-Python parser must then serve alone).
+NATIVE_HIDDEN = bool(os.environ.get("NFSTRACE_NO_NATIVE"))
+
+
 def test_every_backend_available_here() -> None:
-    """CI installs dpkt, pyshark and tshark: all three must run."""
-    assert backends.available() == {"fast": None, "dpkt": None, "pyshark": None}
+    """CI installs cargo, dpkt, pyshark and tshark: every backend must run."""
+    why = backends.available()
+    assert {k: v for k, v in why.items() if k != "native"} == dict.fromkeys(
+        ["auto", "fast", "dpkt", "pyshark"]
+    )
+    if NATIVE_HIDDEN:
+        assert why["native"] is not None and "NFSTRACE_NO_NATIVE" in why["native"]
+        assert backends.auto_choice() == "fast"
+    else:
+        assert why["native"] is None
+        assert backends.auto_choice() == "native"
 
 
 def test_unknown_parser_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match=r"unknown parser 'scapy'.*fast, dpkt, pyshark"):
+    with pytest.raises(UsageError, match=r"unknown parser 'scapy'.*native, fast, dpkt, pyshark"):
         backends.get("scapy")
     assert backends.get("dpkt") is backends.PARSERS["dpkt"]
 

@@ -1,6 +1,10 @@
-"""The parser backends behind ``--parser {fast,dpkt,pyshark}``: one name, one
-``parse(paths, limits, progress) -> (messages, events, stats)`` callable each,
-all with the contract of ``nfstrace.parsers.fast.parse``.
+"""The parser backends behind ``--parser {auto,native,fast,dpkt,pyshark}``: one
+name, one ``parse(paths, limits, progress) -> (messages, events, stats)``
+callable each, all with the contract of ``nfstrace.parsers.fast.parse``.
+
+``native`` is the Rust port of ``fast`` (the ``nfstrace._native`` extension,
+built at install time when cargo is there); ``auto``, the default, is native
+when it is importable, else fast (pure Python, the readable reference).
 
 dpkt and pyshark are optional installs (extras ``nfstrace[dpkt]``,
 ``nfstrace[pyshark]``), so their modules are imported only when chosen.
@@ -18,7 +22,7 @@ import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
-from nfstrace.parsers import fast
+from nfstrace.parsers import fast, native
 from nfstrace.parsers.fast import ParseStats
 
 Parser = Callable[
@@ -26,7 +30,7 @@ Parser = Callable[
     tuple[pd.DataFrame, pd.DataFrame, ParseStats],
 ]
 
-DEFAULT = "fast"
+DEFAULT = "auto"
 TSHARK_INSTALL_HINT = (
     "apt-get install tshark (or dnf install wireshark-cli, brew install wireshark)"
 )
@@ -47,7 +51,23 @@ def _lazy(name: str, module: str) -> Parser:
     return parse
 
 
+def auto_choice() -> str:
+    """The backend ``auto`` stands for here."""
+    return "native" if native.available() else "fast"
+
+
+def _auto(
+    paths: list[str],
+    limits: ParseLimits | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
+    """The native parser when it is built, else the pure-Python one."""
+    return PARSERS[auto_choice()](paths, limits, progress)
+
+
 PARSERS: dict[str, Parser] = {
+    "auto": _auto,
+    "native": native.parse,
     "fast": fast.parse,
     "dpkt": _lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
     "pyshark": _lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
@@ -68,7 +88,13 @@ def tshark_path() -> str | None:
 
 def available() -> dict[str, str | None]:
     """Each backend's name -> None if it can run here, else why not (and how to fix it)."""
-    out: dict[str, str | None] = {"fast": None}
+    out: dict[str, str | None] = {"auto": None, "fast": None}
+    out["native"] = (
+        None
+        if native.available()
+        else "the native parser was not built (a Rust toolchain at install time builds it: "
+        f"https://rustup.rs, then pip install again): {native.IMPORT_ERROR}"
+    )
     out["dpkt"] = (
         None
         if importlib.util.find_spec("dpkt")

@@ -1,0 +1,20 @@
+//! Parse capture files with default settings and print a summary (profiling aid).
+use std::io::Read;
+fn main() {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    let sources: Vec<Box<dyn Read + Send>> = paths
+        .iter()
+        .map(|p| Box::new(std::fs::File::open(p).expect("open")) as Box<dyn Read + Send>)
+        .collect();
+    let t = std::time::Instant::now();
+    let (d, infos) =
+        _native::parse_sources(sources, _native::default_settings(), &mut |_| {}).expect("parse");
+    let frames: u64 = infos.iter().map(|i| i.frames).sum();
+    println!(
+        "{} frames, {} messages, {} events in {:.3} s",
+        frames,
+        d.col.cols.ts_first.len(),
+        d.col.events.ts.len(),
+        t.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,1226 @@
+//! The frame loop and transport layer (mirrors `parsers/fast.py`): mirror
+//! duplicates, link -> IP (fragment reassembly) -> UDP datagram or TCP segment
+//! (connections, handshake, windows, reassembly) -> record marking -> RPC
+//! header -> NFS fields, collected as columns.
+
+use crate::capture::{Frame, Merge};
+use crate::ip::{self, Addr, Datagram, Facts, Reassembler};
+use crate::link::locate_ip;
+use crate::maps::{HashMap, HashSet, IndexMap};
+use crate::nfs;
+use crate::rpc;
+use crate::tcp::{Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, IGNORE};
+
+use std::collections::VecDeque;
+use std::hash::Hash;
+
+const TH_FIN: u8 = 0x01;
+const TH_SYN: u8 = 0x02;
+const TH_RST: u8 = 0x04;
+const TH_ACK: u8 = 0x10;
+const TCPOPT_EOL: u8 = 0;
+const TCPOPT_NOP: u8 = 1;
+const TCPOPT_MSS: u8 = 2;
+const TCPOPT_WSCALE: u8 = 3;
+const MAX_WSCALE: i64 = 14;
+const DEFAULT_MSS: i64 = 536;
+const SEQ_MASK: i64 = (1 << 32) - 1;
+const SEQ_HALF: i64 = 1 << 31;
+
+fn well_known(port: i32) -> bool {
+    port == 2049 || port == 111
+}
+
+/// Limits and settings from ParseLimits (and one fact from procnames.py).
+pub struct Settings {
+    pub tcp: Limits,
+    pub ip_reassembly_timeout_ns: i64,
+    pub max_ip_reassemblies: usize,
+    pub max_pending_calls: usize,
+    pub duplicate_window_ns: i64,
+    pub nfs3_procs: i64,
+}
+
+/// Distinct values of a column, numbered from 0 (0 = the empty value).
+pub struct Interner<K: Hash + Eq + Clone> {
+    map: HashMap<K, u32>,
+    pub values: Vec<K>,
+}
+
+impl<K: Hash + Eq + Clone> Interner<K> {
+    pub fn new(empty: K) -> Self {
+        let mut map = HashMap::default();
+        map.insert(empty.clone(), 0);
+        Interner {
+            map,
+            values: vec![empty],
+        }
+    }
+    #[inline]
+    pub fn id(&mut self, k: &K) -> u32 {
+        if let Some(&i) = self.map.get(k) {
+            return i;
+        }
+        let i = self.values.len() as u32;
+        self.values.push(k.clone());
+        self.map.insert(k.clone(), i);
+        i
+    }
+}
+
+impl Interner<Vec<u8>> {
+    #[inline]
+    pub fn bytes(&mut self, k: Option<&[u8]>) -> u32 {
+        match k {
+            None | Some([]) => 0,
+            Some(b) => {
+                if let Some(&i) = self.map.get(b) {
+                    return i;
+                }
+                self.id(&b.to_vec())
+            }
+        }
+    }
+}
+
+/// The messages table as columns (schema.MESSAGE_COLUMNS); strings as ids
+/// into the interners.
+#[derive(Default)]
+pub struct Columns {
+    pub ts_first: Vec<i64>,
+    pub ts_last: Vec<i64>,
+    pub frame_first: Vec<i64>,
+    pub frame_last: Vec<i64>,
+    pub src: Vec<u32>,
+    pub sport: Vec<i32>,
+    pub dst: Vec<u32>,
+    pub dport: Vec<i32>,
+    pub transport: Vec<u8>,
+    pub conn: Vec<i64>,
+    pub xid: Vec<i64>,
+    pub msgtype: Vec<u8>,
+    pub prog: Vec<i64>,
+    pub vers: Vec<i32>,
+    pub proc_: Vec<i32>,
+    pub auth: Vec<i64>,
+    pub auth_uid: Vec<i64>,
+    pub auth_gid: Vec<i64>,
+    pub auth_machine: Vec<u32>,
+    pub gss_proc: Vec<i32>,
+    pub gss_service: Vec<i64>,
+    pub reply_stat: Vec<u8>,
+    pub accept_stat: Vec<i32>,
+    pub reject_stat: Vec<i32>,
+    pub body_offset: Vec<i32>,
+    pub rpc_len: Vec<i64>,
+    pub captured_len: Vec<i64>,
+    pub record_frags: Vec<i32>,
+    pub frames: Vec<i32>,
+    pub ip_frags: Vec<i32>,
+    pub truncated: Vec<u8>,
+    pub nfs_kind: Vec<u8>,
+    pub ops: Vec<u32>,
+    pub op_status: Vec<u32>,
+    pub nfs_status: Vec<i64>,
+    pub fh: Vec<u32>,
+    pub name: Vec<u32>,
+    pub offset: Vec<i64>,
+    pub count: Vec<i64>,
+    pub stable: Vec<i32>,
+    pub committed: Vec<i32>,
+    pub verifier: Vec<u32>,
+    pub eof: Vec<i32>,
+    pub session: Vec<u32>,
+    pub slot: Vec<i64>,
+    pub seqid: Vec<i64>,
+    pub minor: Vec<i32>,
+    pub nfs_decode: Vec<u8>,
+}
+
+/// A message whose NFS fields Python decodes (nfs::Kind::Defer).
+pub struct Deferred {
+    pub row: u64,
+    pub head: Vec<u8>,
+    pub is_call: bool,
+    pub prog: i64,
+    pub vers: i64,
+    pub proc_: i64,
+    pub body_offset: i64,
+    pub gss_service: i64,
+    pub gss_proc: i64,
+}
+
+#[derive(Default)]
+pub struct Events {
+    pub ts: Vec<i64>,
+    pub frame: Vec<i64>,
+    pub conn: Vec<i64>,
+    pub src: Vec<u32>,
+    pub sport: Vec<i32>,
+    pub dst: Vec<u32>,
+    pub dport: Vec<i32>,
+    pub kind: Vec<u8>,
+    pub seq: Vec<i64>,
+    pub length: Vec<i64>,
+    pub duration: Vec<i64>,
+}
+
+#[derive(Default)]
+pub struct MsgStats {
+    pub messages: i64,
+    pub calls: i64,
+    pub replies: i64,
+    pub truncated_messages: i64,
+    pub incomplete_messages: i64,
+    pub headerless_messages: i64,
+    pub not_rpc_records: i64,
+    pub replies_without_call_info: i64,
+}
+
+type CallKey = (Addr, Addr, u32);
+/// (prog, vers, proc, gss_service, gss_proc) of the last call
+type CallInfo = (i64, i64, i64, i64, i64);
+
+/// Calls remembered to name replies, oldest forgotten first past a bound
+/// (a Python dict re-inserted on use).
+struct Calls {
+    map: HashMap<CallKey, (CallInfo, u64)>,
+    order: VecDeque<(CallKey, u64)>,
+    stamp: u64,
+    max: usize,
+}
+
+impl Calls {
+    fn insert(&mut self, key: CallKey, info: CallInfo) {
+        if !self.map.contains_key(&key) && self.map.len() >= self.max {
+            while let Some((k, s)) = self.order.pop_front() {
+                if matches!(self.map.get(&k), Some((_, t)) if *t == s) {
+                    self.map.remove(&k);
+                    break;
+                }
+            }
+        }
+        self.stamp += 1;
+        self.map.insert(key, (info, self.stamp));
+        self.order.push_back((key, self.stamp));
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order
+                .retain(|(k, s)| matches!(map.get(k), Some((_, t)) if t == s));
+        }
+    }
+    fn get(&self, key: &CallKey) -> Option<&CallInfo> {
+        self.map.get(key).map(|(i, _)| i)
+    }
+}
+
+/// Assembled messages -> rows; remembers calls to name replies (fast._Collector).
+pub struct Collector {
+    pub cols: Columns,
+    pub deferred: Vec<Deferred>,
+    pub events: Events,
+    calls: Calls,
+    pub stats: MsgStats,
+    pub addrs: Interner<Addr>,
+    pub machines: Interner<Vec<u8>>,
+    pub fhs: Interner<Vec<u8>>,
+    pub names: Interner<Vec<u8>>,
+    pub verifiers: Interner<Vec<u8>>,
+    pub sessions: Interner<Vec<u8>>,
+    pub op_lists: Interner<Vec<u32>>,
+    pub status_lists: Interner<Vec<u32>>,
+    nfs3_procs: i64,
+}
+
+impl Collector {
+    fn new(max_calls: usize, nfs3_procs: i64) -> Self {
+        Collector {
+            cols: Columns::default(),
+            deferred: Vec::new(),
+            events: Events::default(),
+            calls: Calls {
+                map: HashMap::default(),
+                order: VecDeque::new(),
+                stamp: 0,
+                max: max_calls.max(1),
+            },
+            stats: MsgStats::default(),
+            addrs: Interner::new(Addr::default()),
+            machines: Interner::new(Vec::new()),
+            fhs: Interner::new(Vec::new()),
+            names: Interner::new(Vec::new()),
+            verifiers: Interner::new(Vec::new()),
+            sessions: Interner::new(Vec::new()),
+            op_lists: Interner::new(Vec::new()),
+            status_lists: Interner::new(Vec::new()),
+            nfs3_procs,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_event(
+        &mut self,
+        ts: i64,
+        frame: i64,
+        conn: i64,
+        src: Addr,
+        sport: i32,
+        dst: Addr,
+        dport: i32,
+        kind: Ev,
+        seq: i64,
+        length: i64,
+        duration: i64,
+    ) {
+        let s = self.addrs.id(&src);
+        let d = self.addrs.id(&dst);
+        let e = &mut self.events;
+        e.ts.push(ts);
+        e.frame.push(frame);
+        e.conn.push(conn);
+        e.src.push(s);
+        e.sport.push(sport);
+        e.dst.push(d);
+        e.dport.push(dport);
+        e.kind.push(kind as u8);
+        e.seq.push(seq);
+        e.length.push(length);
+        e.duration.push(duration);
+    }
+
+    /// One assembled message (fast._Collector.message).
+    #[allow(clippy::too_many_arguments)]
+    fn message(
+        &mut self,
+        src: Addr,
+        sport: i32,
+        dst: Addr,
+        dport: i32,
+        is_tcp: bool,
+        conn: i64,
+        head: &[u8],
+        m: &Assembled,
+    ) {
+        let st = &mut self.stats;
+        let mut hdr = match rpc::decode_header(head) {
+            Some(h) => h,
+            None => {
+                if head.len() < 8 {
+                    st.headerless_messages += 1;
+                } else {
+                    st.not_rpc_records += 1;
+                }
+                return;
+            }
+        };
+        let xid = hdr.xid;
+        let fields = if hdr.is_call {
+            st.calls += 1;
+            self.calls.insert(
+                (src, dst, xid),
+                (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc),
+            );
+            nfs::decode(
+                true,
+                hdr.prog,
+                hdr.vers,
+                hdr.proc_,
+                head,
+                hdr.body_offset,
+                hdr.gss_service,
+                hdr.gss_proc,
+                self.nfs3_procs,
+            )
+        } else {
+            st.replies += 1;
+            match self.calls.get(&(dst, src, xid)) {
+                Some(&(prog, vers, proc_, gss_service, gss_proc)) => {
+                    hdr.prog = prog;
+                    hdr.vers = vers;
+                    hdr.proc_ = proc_;
+                    let f = nfs::decode(
+                        false,
+                        prog,
+                        vers,
+                        proc_,
+                        head,
+                        hdr.body_offset,
+                        gss_service,
+                        gss_proc,
+                        self.nfs3_procs,
+                    );
+                    if f.kind == nfs::Kind::Defer as u8 {
+                        self.deferred.push(Deferred {
+                            row: self.cols.ts_first.len() as u64,
+                            head: head.to_vec(),
+                            is_call: false,
+                            prog,
+                            vers,
+                            proc_,
+                            body_offset: hdr.body_offset,
+                            gss_service,
+                            gss_proc,
+                        });
+                    }
+                    f
+                }
+                None => {
+                    st.replies_without_call_info += 1;
+                    nfs::decode(
+                        false,
+                        -1,
+                        -1,
+                        -1,
+                        head,
+                        hdr.body_offset,
+                        -1,
+                        -1,
+                        self.nfs3_procs,
+                    )
+                }
+            }
+        };
+        if hdr.is_call && fields.kind == nfs::Kind::Defer as u8 {
+            self.deferred.push(Deferred {
+                row: self.cols.ts_first.len() as u64,
+                head: head.to_vec(),
+                is_call: true,
+                prog: hdr.prog,
+                vers: hdr.vers,
+                proc_: hdr.proc_,
+                body_offset: hdr.body_offset,
+                gss_service: hdr.gss_service,
+                gss_proc: hdr.gss_proc,
+            });
+        }
+        let st = &mut self.stats;
+        let truncated = m.captured < m.rpc_len || !m.complete;
+        if truncated {
+            st.truncated_messages += 1;
+        }
+        if !m.complete {
+            st.incomplete_messages += 1;
+        }
+        st.messages += 1;
+        let s_id = self.addrs.id(&src);
+        let d_id = self.addrs.id(&dst);
+        let machine = self.machines.bytes(hdr.machine);
+        let ops = if fields.ops.is_empty() {
+            0
+        } else {
+            self.op_lists.id(&fields.ops)
+        };
+        let statuses = if fields.statuses.is_empty() {
+            0
+        } else {
+            self.status_lists.id(&fields.statuses)
+        };
+        let fh = self.fhs.bytes(fields.fh);
+        let name = self.names.bytes(fields.name);
+        let verifier = self.verifiers.bytes(fields.verifier);
+        let session = self.sessions.bytes(fields.session);
+        let c = &mut self.cols;
+        c.ts_first.push(m.ts_first);
+        c.ts_last.push(m.ts_last);
+        c.frame_first.push(m.frame_first);
+        c.frame_last.push(m.frame_last);
+        c.src.push(s_id);
+        c.sport.push(sport);
+        c.dst.push(d_id);
+        c.dport.push(dport);
+        c.transport.push(is_tcp as u8);
+        c.conn.push(conn);
+        c.xid.push(xid as i64);
+        c.msgtype.push(!hdr.is_call as u8);
+        c.prog.push(hdr.prog);
+        c.vers.push(hdr.vers as i32);
+        c.proc_.push(hdr.proc_ as i32);
+        c.auth.push(hdr.auth);
+        c.auth_uid.push(hdr.uid);
+        c.auth_gid.push(hdr.gid);
+        c.auth_machine.push(machine);
+        c.gss_proc.push(hdr.gss_proc as i32);
+        c.gss_service.push(hdr.gss_service);
+        c.reply_stat.push(hdr.reply_stat);
+        c.accept_stat.push(hdr.accept_stat as i32);
+        c.reject_stat.push(hdr.reject_stat as i32);
+        c.body_offset.push(hdr.body_offset as i32);
+        c.rpc_len.push(m.rpc_len);
+        c.captured_len.push(m.captured);
+        c.record_frags.push(m.record_frags as i32);
+        c.frames.push(m.frames as i32);
+        c.ip_frags.push(m.ip_frags as i32);
+        c.truncated.push(truncated as u8);
+        c.nfs_kind.push(fields.kind);
+        c.ops.push(ops);
+        c.op_status.push(statuses);
+        c.nfs_status
+            .push(fields.nfs_status.map_or(-1, |v| v as i64));
+        c.fh.push(fh);
+        c.name.push(name);
+        c.offset.push(fields.offset.map_or(-1, |v| v as i64));
+        c.count.push(fields.count.map_or(-1, |v| v as i64));
+        c.stable.push(fields.stable.map_or(-1, |v| v as i32));
+        c.committed.push(fields.committed.map_or(-1, |v| v as i32));
+        c.verifier.push(verifier);
+        c.eof.push(fields.eof.map_or(-1, |v| v as i32));
+        c.session.push(session);
+        c.slot.push(fields.slot.map_or(-1, |v| v as i64));
+        c.seqid.push(fields.seqid.map_or(-1, |v| v as i64));
+        c.minor.push(fields.minor.map_or(-1, |v| v as i32));
+        c.nfs_decode.push(fields.decode);
+    }
+}
+
+impl Sink for Collector {
+    fn emit(&mut self, hs: &HalfStream, m: Assembled) {
+        let head = m.head;
+        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m);
+    }
+    fn event(
+        &mut self,
+        hs: &HalfStream,
+        kind: Ev,
+        ts: i64,
+        frame: i64,
+        seq: i64,
+        length: i64,
+        dur: i64,
+    ) {
+        self.push_event(
+            ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, dur,
+        );
+    }
+    fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
+        self.calls.map.contains_key(&(hs.dst, hs.src, xid))
+    }
+}
+
+/// Frames and packets by layer (fast.FrameCounts).
+#[derive(Default)]
+pub struct FrameCounts {
+    pub ipv4: i64,
+    pub ipv6: i64,
+    pub non_ip: i64,
+    pub tcp: i64,
+    pub udp: i64,
+    pub other: i64,
+    pub short: i64,
+}
+
+type StreamKey = (Addr, i32, Addr, i32);
+
+/// The transport layer (fast.Dissector).
+pub struct Dissector {
+    settings_dup_window: i64,
+    pub col: Collector,
+    pub facts: Facts,
+    pub reasm: Reassembler,
+    pub tcp: TcpReassembler,
+    arena: Vec<HalfStream>,
+    streams: IndexMap<StreamKey, usize>,
+    conns: HashMap<StreamKey, i64>,
+    tracked_conns: HashSet<i64>,
+    n_conns: i64,
+    pub n_tcp_conns: i64,
+    pub n_dup: i64,
+    pub n_frames: i64,
+    ts: i64,
+    pub counts: FrameCounts,
+    // the last two frames (time, fingerprint, bytes) for mirror-duplicate checks
+    last1: (i64, i64, Vec<u8>),
+    last2: (i64, i64, Vec<u8>),
+}
+
+fn two_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, &mut T) {
+    assert!(i != j);
+    if i < j {
+        let (a, b) = v.split_at_mut(j);
+        (&mut a[i], &mut b[0])
+    } else {
+        let (a, b) = v.split_at_mut(i);
+        (&mut b[0], &mut a[j])
+    }
+}
+
+fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
+    let (mut mss, mut wscale) = (-1i64, -1i64);
+    let end = hl.min(p.len());
+    let mut i = 20usize;
+    while i < end {
+        let kind = p[i];
+        if kind == TCPOPT_EOL {
+            break;
+        }
+        if kind == TCPOPT_NOP {
+            i += 1;
+            continue;
+        }
+        if i + 1 >= end || p[i + 1] < 2 {
+            break;
+        }
+        let size = p[i + 1] as usize;
+        if kind == TCPOPT_MSS && size == 4 && i + 4 <= end {
+            mss = u16::from_be_bytes([p[i + 2], p[i + 3]]) as i64;
+        } else if kind == TCPOPT_WSCALE && size == 3 && i + 3 <= end {
+            wscale = (p[i + 2] as i64).min(MAX_WSCALE);
+        }
+        i += size;
+    }
+    (mss, wscale)
+}
+
+fn end_zero_window(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
+    col.event(
+        hs,
+        Ev::TcpZeroWindow,
+        hs.zw_since,
+        hs.zw_frame,
+        hs.zw_seq,
+        0,
+        ts - hs.zw_since,
+    );
+    hs.zw_since = -1;
+}
+
+fn end_window_full(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
+    col.event(
+        hs,
+        Ev::TcpWindowFull,
+        hs.wfull_since,
+        hs.wfull_frame,
+        hs.wfull_seq,
+        hs.wfull_wnd,
+        ts - hs.wfull_since,
+    );
+    hs.wfull_since = -1;
+}
+
+fn close_stretches(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
+    if hs.zw_since >= 0 {
+        let t = ts.max(hs.zw_since);
+        end_zero_window(col, hs, t);
+        hs.watch = hs.handshake_ack_due;
+    }
+    if hs.wfull_since >= 0 {
+        let t = ts.max(hs.wfull_since);
+        end_window_full(col, hs, t);
+    }
+}
+
+fn retire(col: &mut Collector, facts: &mut Facts, hs: &mut HalfStream, ts: i64) {
+    close_stretches(col, hs, ts);
+    let f = &mut facts.rows[hs.facts];
+    f[ip::F_PACKETS] += hs.packets;
+    f[ip::F_IP_BYTES] += hs.ip_bytes;
+    hs.packets = 0;
+    hs.ip_bytes = 0;
+}
+
+fn ip_extremes(facts: &mut Facts, hs: &mut HalfStream, ip_len: i64, ttl: i64) {
+    if ttl < 0 {
+        // reassembled from fragments, which were counted one by one
+        hs.packets -= 1;
+        hs.ip_bytes -= ip_len;
+        return;
+    }
+    let f = &mut facts.rows[hs.facts];
+    hs.ttl = ttl;
+    if ttl < f[ip::F_TTL_MIN] {
+        f[ip::F_TTL_MIN] = ttl;
+    }
+    if ttl > f[ip::F_TTL_MAX] {
+        f[ip::F_TTL_MAX] = ttl;
+    }
+    if ip_len > hs.max_ip_len {
+        hs.max_ip_len = ip_len;
+        if ip_len > f[ip::F_MAX_IP_LEN] {
+            f[ip::F_MAX_IP_LEN] = ip_len;
+        }
+    }
+}
+
+fn watch(
+    col: &mut Collector,
+    hs: &mut HalfStream,
+    flags: u8,
+    window: i64,
+    seq: i64,
+    ts: i64,
+    frame: i64,
+) {
+    if hs.handshake_ack_due && flags & TH_ACK != 0 {
+        hs.handshake_ack_due = false;
+        col.event(hs, Ev::TcpHandshakeAck, ts, frame, seq, 0, 0);
+    }
+    if window == 0 && flags & TH_RST == 0 {
+        if hs.zw_since < 0 && hs.mode != IGNORE {
+            hs.zw_since = ts;
+            hs.zw_frame = frame;
+            hs.zw_seq = seq;
+        }
+    } else if hs.zw_since >= 0 {
+        end_zero_window(col, hs, ts);
+    }
+    hs.watch = hs.handshake_ack_due || hs.zw_since >= 0;
+}
+
+fn window_reached(hs: &mut HalfStream, seq: i64, end: i64, ts: i64, frame: i64) {
+    if ((end - hs.seq_hi) & SEQ_MASK) < SEQ_HALF {
+        hs.seq_hi = end;
+    }
+    if hs.wfull_since < 0 && hs.peer_wnd > 0 {
+        hs.wfull_since = ts;
+        hs.wfull_frame = frame;
+        hs.wfull_seq = seq;
+        hs.wfull_wnd = hs.peer_wnd;
+    }
+}
+
+/// A SYN or SYN-ACK: handshake event, MSS and window scale (fast._on_syn).
+/// True when both directions' shifts are known (window tracking on).
+#[allow(clippy::too_many_arguments)]
+fn on_syn(
+    col: &mut Collector,
+    hs: &mut HalfStream,
+    rev: Option<&mut HalfStream>,
+    p: &[u8],
+    hl: usize,
+    flags: u8,
+    seq: i64,
+    ack: i64,
+    window: i64,
+    ts: i64,
+    frame: i64,
+) -> bool {
+    let (mss, wscale) = tcp_options(p, hl);
+    hs.syn_mss = mss;
+    hs.syn_window = window;
+    hs.seq_hi = (seq + 1) & SEQ_MASK;
+    if flags & TH_ACK == 0 {
+        hs.syn_wscale = wscale;
+        col.event(hs, Ev::TcpSyn, ts, frame, seq, 0, 0);
+        return false;
+    }
+    col.event(hs, Ev::TcpSynAck, ts, frame, seq, 0, 0);
+    let rev = match rev {
+        None => {
+            hs.wshift = if wscale >= 0 { wscale } else { 0 };
+            return false;
+        }
+        Some(r) => r,
+    };
+    if wscale < 0 || rev.syn_wscale == -1 {
+        hs.wshift = 0;
+        rev.wshift = 0;
+    } else {
+        hs.wshift = wscale;
+        rev.wshift = rev.syn_wscale;
+        if rev.wshift < 0 {
+            rev.wshift = -1;
+        }
+    }
+    if rev.syn_wscale == -2 {
+        rev.seq_hi = ack;
+    }
+    rev.handshake_ack_due = true;
+    rev.watch = true;
+    rev.mss = if mss > 0 { mss } else { DEFAULT_MSS };
+    hs.mss = if rev.syn_mss > 0 {
+        rev.syn_mss
+    } else {
+        DEFAULT_MSS
+    };
+    rev.peer_wnd = window;
+    rev.wlimit = (rev.seq_hi + window - rev.mss) & SEQ_MASK;
+    hs.wack = -1;
+    hs.wwin = -1;
+    rev.wack = -1;
+    rev.wwin = -1;
+    hs.peer_wnd = if rev.syn_wscale != -2 {
+        rev.syn_window
+    } else {
+        0
+    };
+    if hs.peer_wnd != 0 {
+        hs.wlimit = (hs.seq_hi + hs.peer_wnd - hs.mss) & SEQ_MASK;
+    } else {
+        hs.wlimit = (hs.seq_hi + SEQ_HALF - 1) & SEQ_MASK;
+    }
+    rev.wtrack = hs.wshift >= 0;
+    hs.wtrack = rev.wshift >= 0;
+    rev.wtrack && hs.wtrack
+}
+
+impl Dissector {
+    pub fn new(s: Settings) -> Self {
+        Dissector {
+            settings_dup_window: s.duplicate_window_ns,
+            col: Collector::new(s.max_pending_calls, s.nfs3_procs),
+            facts: Facts::default(),
+            reasm: Reassembler::new(s.ip_reassembly_timeout_ns, s.max_ip_reassemblies.max(1)),
+            tcp: TcpReassembler::new(s.tcp),
+            arena: Vec::new(),
+            streams: IndexMap::default(),
+            conns: HashMap::default(),
+            tracked_conns: Default::default(),
+            n_conns: 0,
+            n_tcp_conns: 0,
+            n_dup: 0,
+            n_frames: 0,
+            ts: 0,
+            counts: FrameCounts::default(),
+            last1: (0, -1, Vec::new()),
+            last2: (0, -1, Vec::new()),
+        }
+    }
+
+    /// Read every frame of the merged captures.
+    pub fn run(&mut self, merge: &mut Merge, progress: &mut dyn FnMut(i64)) {
+        let mut last: Option<usize> = None;
+        while let Some((i, f)) = merge.next_frame(last) {
+            last = Some(i);
+            let data = merge.readers[i].data(&f);
+            self.frame(&f, data, progress);
+        }
+    }
+
+    /// One frame: skip mirror copies, then the layers.
+    pub fn frame(&mut self, f: &Frame, data: &[u8], progress: &mut dyn FnMut(i64)) {
+        self.n_frames += 1;
+        let frame_no = self.n_frames;
+        let ts = f.ts;
+        self.ts = ts;
+        if frame_no & 0x3FFF == 0 {
+            progress(frame_no);
+        }
+        // Ethernet/IPv4: byte 19 is the IP id's low byte, which differs between
+        // packets a host sends; the last byte is payload.
+        let last = if data.len() >= 20 {
+            data[data.len() - 1] as i64 | (data[19] as i64) << 8
+        } else {
+            -1
+        };
+        let window = self.settings_dup_window;
+        if (last == self.last1.1 || last == self.last2.1)
+            && ((ts - self.last1.0 <= window && data == self.last1.2.as_slice())
+                || (ts - self.last2.0 <= window && data == self.last2.2.as_slice()))
+        {
+            self.n_dup += 1;
+            self.duplicate_event(f, data, frame_no);
+            return;
+        }
+        std::mem::swap(&mut self.last1, &mut self.last2);
+        self.last1.0 = ts;
+        self.last1.1 = last;
+        self.last1.2.clear();
+        self.last1.2.extend_from_slice(data);
+        self.layers(f, data, frame_no);
+    }
+
+    fn layers(&mut self, f: &Frame, data: &[u8], frame_no: i64) {
+        let ts = f.ts;
+        let (ver, off) = locate_ip(f.linktype, data);
+        let dg = if ver == 4 {
+            self.counts.ipv4 += 1;
+            ip::parse_ipv4(
+                data,
+                off,
+                f.origlen - off as i64,
+                ts,
+                frame_no,
+                &mut self.reasm,
+                &mut self.facts,
+            )
+        } else if ver == 6 {
+            self.counts.ipv6 += 1;
+            ip::parse_ipv6(
+                data,
+                off,
+                f.origlen - off as i64,
+                ts,
+                frame_no,
+                &mut self.reasm,
+                &mut self.facts,
+            )
+        } else {
+            self.counts.non_ip += 1;
+            return;
+        };
+        let dg = match dg {
+            Some(d) => d,
+            None => return,
+        };
+        let p: &[u8] = &dg.payload;
+        if dg.proto == ip::PROTO_TCP {
+            self.counts.tcp += 1;
+            if p.len() < 20 {
+                self.counts.short += 1;
+                self.count_packet(&dg);
+                return;
+            }
+            let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
+            let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
+            let seq = rpc::be32(p, 4) as i64;
+            let ack = rpc::be32(p, 8) as i64;
+            let hl = ((p[12] >> 4) as usize) * 4;
+            let flags = p[13];
+            let window = u16::from_be_bytes([p[14], p[15]]) as i64;
+            self.tcp_segment(&dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl);
+        } else if dg.proto == ip::PROTO_UDP {
+            self.counts.udp += 1;
+            self.count_packet(&dg);
+            if p.len() < 8 {
+                self.counts.short += 1;
+                return;
+            }
+            let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
+            let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
+            self.udp_datagram(&dg, ts, frame_no, sport, dport, &p[8..]);
+        } else {
+            self.counts.other += 1;
+            self.count_packet(&dg);
+        }
+    }
+
+    fn count_packet(&mut self, dg: &Datagram) {
+        if dg.ttl >= 0 {
+            let s = self.facts.slot(dg.src, dg.dst);
+            self.facts.count_packet(s, dg.ip_len, dg.ttl);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tcp_segment(
+        &mut self,
+        dg: &Datagram,
+        ts: i64,
+        frame: i64,
+        sport: i32,
+        dport: i32,
+        seq: i64,
+        ack: i64,
+        flags: u8,
+        window: i64,
+        hl: usize,
+    ) {
+        let seg: &[u8] = &dg.payload;
+        let key = (dg.src, sport, dg.dst, dport);
+        let mut h = self.streams.get(&key).copied();
+        if h.is_none()
+            || (flags & TH_SYN != 0 && flags & TH_ACK == 0 && self.arena[h.unwrap()].synced)
+        {
+            h = Some(self.new_stream(h, dg, sport, dport, ts, frame));
+        }
+        let h = h.unwrap();
+        let ip_len = dg.ip_len;
+        {
+            let hs = &mut self.arena[h];
+            hs.packets += 1;
+            hs.ip_bytes += ip_len;
+            if ip_len > hs.max_ip_len || dg.ttl != hs.ttl {
+                ip_extremes(&mut self.facts, hs, ip_len, dg.ttl);
+            }
+        }
+        let rev_i = self.arena[h].rev;
+        if flags & TH_SYN != 0 {
+            {
+                let hs = &mut self.arena[h];
+                self.tcp.start(hs, seq, &mut self.col);
+            }
+            let tracked = match rev_i {
+                Some(r) => {
+                    let (hs, rev) = two_mut(&mut self.arena, h, r);
+                    on_syn(
+                        &mut self.col,
+                        hs,
+                        Some(rev),
+                        seg,
+                        hl,
+                        flags,
+                        seq,
+                        ack,
+                        window,
+                        ts,
+                        frame,
+                    )
+                }
+                None => on_syn(
+                    &mut self.col,
+                    &mut self.arena[h],
+                    None,
+                    seg,
+                    hl,
+                    flags,
+                    seq,
+                    ack,
+                    window,
+                    ts,
+                    frame,
+                ),
+            };
+            if tracked {
+                self.tracked_conns.insert(self.arena[h].conn);
+            }
+        } else if self.arena[h].watch || window == 0 {
+            watch(
+                &mut self.col,
+                &mut self.arena[h],
+                flags,
+                window,
+                seq,
+                ts,
+                frame,
+            );
+        }
+        if flags & TH_ACK != 0 {
+            if let Some(r) = rev_i {
+                let wshift = self.arena[h].wshift;
+                let rev = &mut self.arena[r];
+                if !rev.pending.is_empty() {
+                    self.tcp.acked(rev, ack, ts, frame, &mut self.col);
+                }
+                if rev.wtrack && (ack != rev.wack || window != rev.wwin) && flags & TH_SYN == 0 {
+                    // The peer (rev) fills our window when its data reaches wlimit.
+                    rev.wack = ack;
+                    rev.wwin = window;
+                    let wnd = window << wshift.max(0);
+                    rev.peer_wnd = wnd;
+                    let limit = (ack + wnd - rev.mss) & SEQ_MASK;
+                    rev.wlimit = limit;
+                    if rev.wfull_since >= 0 && ((rev.seq_hi - limit) & SEQ_MASK) >= SEQ_HALF {
+                        end_window_full(&mut self.col, rev, ts);
+                    }
+                }
+            }
+        }
+        let wire = dg.wire_len - hl as i64;
+        if wire > 0 {
+            let hs = &mut self.arena[h];
+            if hs.wtrack && ((seq + wire - hs.wlimit) & SEQ_MASK) < SEQ_HALF {
+                window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame);
+            }
+            let payload = if hl < seg.len() {
+                &seg[hl..]
+            } else {
+                &seg[seg.len()..]
+            };
+            self.tcp.segment(
+                hs,
+                seq,
+                payload,
+                wire,
+                dg.ts_first,
+                frame,
+                dg.frags,
+                &mut self.col,
+            );
+        }
+        if flags & (TH_FIN | TH_RST) != 0 {
+            self.end_of_stream(h, flags, ts, frame);
+        }
+    }
+
+    /// A FIN (this direction is done) or RST (both are).
+    fn end_of_stream(&mut self, h: usize, flags: u8, ts: i64, frame: i64) {
+        self.tcp.flush(&mut self.arena[h], ts, frame, &mut self.col);
+        if flags & TH_RST != 0 {
+            close_stretches(&mut self.col, &mut self.arena[h], ts);
+            if let Some(r) = self.arena[h].rev {
+                self.tcp.flush(&mut self.arena[r], ts, frame, &mut self.col);
+                close_stretches(&mut self.col, &mut self.arena[r], ts);
+            }
+        }
+    }
+
+    /// A direction not seen before, or a new SYN on ports in use.
+    fn new_stream(
+        &mut self,
+        old: Option<usize>,
+        dg: &Datagram,
+        sport: i32,
+        dport: i32,
+        ts: i64,
+        frame: i64,
+    ) -> usize {
+        let key = (dg.src, sport, dg.dst, dport);
+        let rkey = (dg.dst, dport, dg.src, sport);
+        let ckey = if key < rkey { key } else { rkey };
+        let mut conn = self.conns.get(&ckey).copied().unwrap_or(0);
+        if old.is_some() || conn == 0 {
+            self.n_conns += 1;
+            self.n_tcp_conns += 1;
+            conn = self.n_conns;
+            self.conns.insert(ckey, conn);
+            let rev = self.streams.get(&rkey).copied();
+            if let Some(o) = old {
+                self.tcp.flush(&mut self.arena[o], ts, frame, &mut self.col);
+                retire(&mut self.col, &mut self.facts, &mut self.arena[o], ts);
+                if let Some(r) = rev {
+                    self.tcp.flush(&mut self.arena[r], ts, frame, &mut self.col);
+                    retire(&mut self.col, &mut self.facts, &mut self.arena[r], ts);
+                    let (rs, rsp, rd, rdp, rf) = {
+                        let x = &self.arena[r];
+                        (x.src, x.sport, x.dst, x.dport, x.facts)
+                    };
+                    let fresh = self.arena.len();
+                    self.arena.push(HalfStream::new(rs, rsp, rd, rdp, conn, rf));
+                    self.streams.insert(rkey, fresh);
+                }
+            }
+        }
+        let facts = match old {
+            Some(o) => self.arena[o].facts,
+            None => self.facts.slot(dg.src, dg.dst),
+        };
+        let h = self.arena.len();
+        self.arena
+            .push(HalfStream::new(dg.src, sport, dg.dst, dport, conn, facts));
+        self.streams.insert(key, h);
+        if let Some(&r) = self.streams.get(&rkey) {
+            self.arena[h].rev = Some(r);
+            self.arena[r].rev = Some(h);
+        }
+        h
+    }
+
+    /// One UDP datagram's payload: an RPC message if it looks like one.
+    fn udp_datagram(
+        &mut self,
+        dg: &Datagram,
+        ts: i64,
+        frame: i64,
+        sport: i32,
+        dport: i32,
+        body: &[u8],
+    ) {
+        if body.len() < 12 {
+            return;
+        }
+        let (src, dst) = (dg.src, dg.dst);
+        let wk = well_known(sport) || well_known(dport);
+        if body[7] as u32 == rpc::CALL {
+            if !rpc::plausible_call(body, 0, !wk) {
+                return;
+            }
+        } else if body[7] as u32 == rpc::REPLY {
+            let xid = rpc::be32(body, 0);
+            if !rpc::plausible_reply(body, 0)
+                || (!self.col.calls.map.contains_key(&(dst, src, xid)) && !well_known(sport))
+            {
+                return;
+            }
+        } else {
+            return;
+        }
+        let ckey = (src, sport, dst, dport);
+        let rkey = (dst, dport, src, sport);
+        let conn = match self.conns.get(&ckey).or_else(|| self.conns.get(&rkey)) {
+            Some(&c) if c != 0 => c,
+            _ => {
+                self.n_conns += 1;
+                let c = self.n_conns;
+                self.conns.insert(ckey.min(rkey), c);
+                c
+            }
+        };
+        let head_bytes = self.tcp.limits.head_bytes;
+        let head = &body[..body.len().min(head_bytes)];
+        let m = Assembled {
+            head,
+            rpc_len: dg.wire_len - 8,
+            captured: body.len() as i64,
+            ts_first: dg.ts_first,
+            ts_last: ts,
+            frame_first: dg.frame_first,
+            frame_last: frame,
+            frames: dg.frags,
+            ip_frags: dg.frags,
+            record_frags: 1,
+            complete: true,
+        };
+        self.col
+            .message(src, sport, dst, dport, false, conn, head, &m);
+    }
+
+    /// The frame_duplicate event of a skipped frame: its endpoints as far as
+    /// the headers allow.
+    fn duplicate_event(&mut self, f: &Frame, data: &[u8], frame: i64) {
+        let mut src = Addr::default();
+        let mut dst = Addr::default();
+        let (mut sport, mut dport, mut conn) = (0i32, 0i32, 0i64);
+        let mut seq = -1i64;
+        let (ver, off) = locate_ip(f.linktype, data);
+        let (mut proto, mut l4) = (-1i32, 0usize);
+        if ver == 4 && data.len() >= off + 20 {
+            proto = data[off + 9] as i32;
+            l4 = off + ((data[off] & 0x0F) as usize) * 4;
+            src = Addr::new(&data[off + 12..off + 16]);
+            dst = Addr::new(&data[off + 16..off + 20]);
+            if u16::from_be_bytes([data[off + 6], data[off + 7]]) & 0x1FFF != 0 {
+                proto = -1; // a later fragment: no transport header
+            }
+        } else if ver == 6 && data.len() >= off + 40 {
+            proto = data[off + 6] as i32;
+            l4 = off + 40;
+            src = Addr::new(&data[off + 8..off + 24]);
+            dst = Addr::new(&data[off + 24..off + 40]);
+        }
+        if (proto == ip::PROTO_TCP || proto == ip::PROTO_UDP) && data.len() >= l4 + 4 {
+            sport = u16::from_be_bytes([data[l4], data[l4 + 1]]) as i32;
+            dport = u16::from_be_bytes([data[l4 + 2], data[l4 + 3]]) as i32;
+            if proto == ip::PROTO_TCP && data.len() >= l4 + 8 {
+                seq = rpc::be32(data, l4 + 4) as i64;
+            }
+            let key = (src, sport, dst, dport);
+            let rkey = (dst, dport, src, sport);
+            conn = self.conns.get(&key.min(rkey)).copied().unwrap_or(0);
+        }
+        self.col.push_event(
+            f.ts,
+            frame,
+            conn,
+            src,
+            sport,
+            dst,
+            dport,
+            Ev::FrameDuplicate,
+            seq,
+            f.origlen,
+            0,
+        );
+    }
+
+    /// End of the capture: flush every stream, give up incomplete datagrams.
+    pub fn finish(&mut self) {
+        let order: Vec<usize> = self.streams.values().copied().collect();
+        for h in order {
+            let hs = &mut self.arena[h];
+            let (t, fr) = (hs.ts_last, hs.frame_last);
+            self.tcp.flush(hs, t, fr, &mut self.col);
+            retire(&mut self.col, &mut self.facts, hs, self.ts);
+        }
+        self.reasm.finish(&mut self.facts);
+        let lost = std::mem::take(&mut self.reasm.lost);
+        for (ts, frame, src, dst, ip_id, _frags, got) in lost {
+            self.col.push_event(
+                ts,
+                frame,
+                0,
+                src,
+                0,
+                dst,
+                0,
+                Ev::IpDatagramIncomplete,
+                ip_id as i64,
+                got,
+                0,
+            );
+        }
+    }
+
+    /// TCP connections whose window scale is unknown in a direction.
+    pub fn window_scale_unknown(&self) -> i64 {
+        self.n_tcp_conns - self.tracked_conns.len() as i64
+    }
+}

@@ -1,0 +1,530 @@
+//! IPv4 (RFC 791) and IPv6 (RFC 8200) headers, extension headers and fragment
+//! reassembly for both (mirrors `parsers/ip.py`).
+
+use crate::maps::{HashMap, IndexMap};
+use std::borrow::Cow;
+
+pub const PROTO_TCP: i32 = 6;
+pub const PROTO_UDP: i32 = 17;
+const IPV6_HOPOPTS: i32 = 0;
+const IPV6_ROUTING: i32 = 43;
+const IPV6_FRAGMENT: i32 = 44;
+const IPV6_AH: i32 = 51;
+const IPV6_DSTOPTS: i32 = 60;
+const IPV6_MOBILITY: i32 = 135;
+
+// Positions in a direction's facts (ip.py's F_*).
+pub const F_PACKETS: usize = 0;
+pub const F_IP_BYTES: usize = 1;
+pub const F_MAX_IP_LEN: usize = 2;
+pub const F_TTL_MIN: usize = 3;
+pub const F_TTL_MAX: usize = 4;
+pub const F_FRAGMENTS: usize = 5;
+pub const F_REASSEMBLED: usize = 6;
+pub const F_INCOMPLETE: usize = 7;
+pub const NO_TTL: i64 = 256;
+
+/// An IPv4 or IPv6 address as its raw bytes; ordered as Python orders bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Addr {
+    len: u8,
+    b: [u8; 16],
+}
+
+impl Addr {
+    pub fn new(raw: &[u8]) -> Addr {
+        let mut b = [0u8; 16];
+        let n = raw.len().min(16);
+        b[..n].copy_from_slice(&raw[..n]);
+        Addr { len: n as u8, b }
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.b[..self.len as usize]
+    }
+}
+
+impl PartialOrd for Addr {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Addr {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// Per-direction IP facts, one slot per (source, destination) address pair.
+#[derive(Default)]
+pub struct Facts {
+    pub index: HashMap<(Addr, Addr), usize>,
+    pub rows: Vec<[i64; 8]>,
+    pub keys: Vec<(Addr, Addr)>,
+}
+
+impl Facts {
+    /// The slot of one direction, created empty on first use.
+    pub fn slot(&mut self, src: Addr, dst: Addr) -> usize {
+        if let Some(&i) = self.index.get(&(src, dst)) {
+            return i;
+        }
+        let i = self.rows.len();
+        self.rows.push([0, 0, 0, NO_TTL, -1, 0, 0, 0]);
+        self.keys.push((src, dst));
+        self.index.insert((src, dst), i);
+        i
+    }
+
+    /// Account one IP packet (or fragment).
+    pub fn count_packet(&mut self, slot: usize, ip_len: i64, ttl: i64) {
+        let d = &mut self.rows[slot];
+        d[F_PACKETS] += 1;
+        d[F_IP_BYTES] += ip_len;
+        if ip_len > d[F_MAX_IP_LEN] {
+            d[F_MAX_IP_LEN] = ip_len;
+        }
+        if ttl < d[F_TTL_MIN] {
+            d[F_TTL_MIN] = ttl;
+        }
+        if ttl > d[F_TTL_MAX] {
+            d[F_TTL_MAX] = ttl;
+        }
+    }
+}
+
+/// One IP datagram (reassembled if it was fragmented).
+pub struct Datagram<'a> {
+    pub src: Addr,
+    pub dst: Addr,
+    pub proto: i32,
+    pub payload: Cow<'a, [u8]>,
+    pub wire_len: i64,
+    pub frags: i64,
+    pub ts_first: i64,
+    pub frame_first: i64,
+    /// TTL / hop limit and IP length of an unfragmented packet; -1 / 0 when
+    /// reassembled (its fragments were counted one by one).
+    pub ttl: i64,
+    pub ip_len: i64,
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct FragmentStats {
+    pub fragments: i64,
+    pub reassembled: i64,
+    pub incomplete: i64,
+    pub overlaps: i64,
+}
+
+struct Pending {
+    pieces: Vec<(i64, i64, Vec<u8>)>, // (offset, wire length, captured)
+    total: i64,
+    got: i64,
+    ts_first: i64,
+    ts_last: i64,
+    frame_first: i64,
+    count: i64,
+    header: i32,
+}
+
+/// (ip version, src, dst, id, protocol or -1 for IPv6)
+pub type FragKey = (u8, Addr, Addr, u32, i32);
+
+/// A datagram given up as incomplete:
+/// (first ts, first frame, src, dst, ip id, fragments held, bytes held).
+pub type Lost = (i64, i64, Addr, Addr, u32, i64, i64);
+
+pub struct Reassembler {
+    timeout_ns: i64,
+    max_pending: usize,
+    pending: IndexMap<FragKey, Pending>,
+    pub stats: FragmentStats,
+    pub lost: Vec<Lost>,
+    last_sweep: i64,
+}
+
+/// What `Reassembler::add` gives back for a whole datagram.
+pub struct Whole {
+    pub captured: Vec<u8>,
+    pub total: i64,
+    pub count: i64,
+    pub ts_first: i64,
+    pub frame_first: i64,
+    pub header: i32,
+}
+
+impl Reassembler {
+    pub fn new(timeout_ns: i64, max_pending: usize) -> Reassembler {
+        Reassembler {
+            timeout_ns,
+            max_pending,
+            pending: IndexMap::default(),
+            stats: FragmentStats::default(),
+            lost: Vec::new(),
+            last_sweep: 0,
+        }
+    }
+
+    fn lose(&mut self, facts: &mut Facts, key: &FragKey, p: &Pending) {
+        self.stats.incomplete += 1;
+        let s = facts.slot(key.1, key.2);
+        facts.rows[s][F_INCOMPLETE] += 1;
+        self.lost.push((
+            p.ts_first,
+            p.frame_first,
+            key.1,
+            key.2,
+            key.3,
+            p.count,
+            p.got,
+        ));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(
+        &mut self,
+        facts: &mut Facts,
+        key: FragKey,
+        offset: i64,
+        wire_len: i64,
+        captured: &[u8],
+        more: bool,
+        ts: i64,
+        frame: i64,
+        header: i32,
+        ttl: i64,
+        ip_len: i64,
+    ) -> Option<Whole> {
+        self.stats.fragments += 1;
+        let slot = facts.slot(key.1, key.2);
+        facts.count_packet(slot, ip_len, ttl);
+        facts.rows[slot][F_FRAGMENTS] += 1;
+        if ts - self.last_sweep > 1_000_000_000 {
+            self.sweep(facts, ts);
+        }
+        if !self.pending.contains_key(&key) {
+            if self.pending.len() >= self.max_pending {
+                self.evict_oldest(facts);
+            }
+            self.pending.insert(
+                key,
+                Pending {
+                    pieces: Vec::new(),
+                    total: -1,
+                    got: 0,
+                    ts_first: ts,
+                    ts_last: ts,
+                    frame_first: frame,
+                    count: 0,
+                    header: 0,
+                },
+            );
+        }
+        let p = self.pending.get_mut(&key).unwrap();
+        p.ts_last = ts;
+        p.count += 1;
+        if offset == 0 && header != 0 {
+            p.header = header;
+        }
+        if !more {
+            p.total = offset + wire_len;
+        }
+        p.pieces.push((offset, wire_len, captured.to_vec()));
+        p.got += wire_len;
+        if p.total < 0 || p.got < p.total {
+            return None; // cannot be whole yet
+        }
+        let mut order: Vec<usize> = (0..p.pieces.len()).collect();
+        order.sort_by_key(|&i| p.pieces[i].0); // stable, as Python's sorted
+        let mut covered = 0i64;
+        for &i in &order {
+            let (off, length, _) = &p.pieces[i];
+            if *off > covered {
+                return None; // a hole remains
+            }
+            if *off < covered {
+                self.stats.overlaps += 1;
+            }
+            covered = covered.max(off + length);
+        }
+        if covered < p.total {
+            return None;
+        }
+        let p = self.pending.shift_remove(&key).unwrap();
+        self.stats.reassembled += 1;
+        facts.rows[slot][F_REASSEMBLED] += 1;
+        // Captured payload: contiguous captured bytes from offset 0.
+        let mut out: Vec<u8> = Vec::new();
+        for &i in &order {
+            let (off, length, data) = &p.pieces[i];
+            let have = out.len() as i64;
+            if *off > have {
+                break;
+            }
+            let from = (have - off) as usize;
+            if from < data.len() {
+                out.extend_from_slice(&data[from..]);
+            }
+            if (data.len() as i64) < *length {
+                break; // snaplen cut this fragment: the bytes after it are unknown
+            }
+        }
+        Some(Whole {
+            captured: out,
+            total: p.total,
+            count: p.count,
+            ts_first: p.ts_first,
+            frame_first: p.frame_first,
+            header: p.header,
+        })
+    }
+
+    fn sweep(&mut self, facts: &mut Facts, now: i64) {
+        self.last_sweep = now;
+        let old: Vec<FragKey> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| now - p.ts_last > self.timeout_ns)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in old {
+            let p = self.pending.shift_remove(&k).unwrap();
+            self.lose(facts, &k, &p);
+        }
+    }
+
+    fn evict_oldest(&mut self, facts: &mut Facts) {
+        let mut best: Option<(FragKey, i64)> = None;
+        for (k, p) in self.pending.iter() {
+            match best {
+                Some((_, t)) if t <= p.ts_last => {}
+                _ => best = Some((*k, p.ts_last)),
+            }
+        }
+        if let Some((k, _)) = best {
+            let p = self.pending.shift_remove(&k).unwrap();
+            self.lose(facts, &k, &p);
+        }
+    }
+
+    /// End of capture: whatever is still held stays incomplete.
+    pub fn finish(&mut self, facts: &mut Facts) {
+        let all: Vec<(FragKey, Pending)> = self.pending.drain(..).collect();
+        for (k, p) in all {
+            self.lose(facts, &k, &p);
+        }
+    }
+}
+
+/// data[start:end] with Python's clamping (start, end >= 0 here).
+pub fn clamp_slice(data: &[u8], start: i64, end: i64) -> &[u8] {
+    let n = data.len() as i64;
+    let s = start.clamp(0, n);
+    let e = end.clamp(0, n);
+    if e <= s {
+        &data[0..0]
+    } else {
+        &data[s as usize..e as usize]
+    }
+}
+
+/// IPv4 header at data[off..]; wire_len = bytes of the frame from off on the wire.
+pub fn parse_ipv4<'a>(
+    data: &'a [u8],
+    off: usize,
+    wire_len: i64,
+    ts: i64,
+    frame: i64,
+    reasm: &mut Reassembler,
+    facts: &mut Facts,
+) -> Option<Datagram<'a>> {
+    if data.len() < off + 20 {
+        return None;
+    }
+    let vihl = data[off];
+    let ihl = ((vihl & 0x0F) as usize) * 4;
+    if vihl >> 4 != 4 || ihl < 20 || data.len() < off + ihl {
+        return None;
+    }
+    let mut tot_len = u16::from_be_bytes([data[off + 2], data[off + 3]]) as i64;
+    if tot_len == 0 {
+        tot_len = wire_len; // TSO-sized packets captured before segmentation
+    }
+    if tot_len < ihl as i64 {
+        return None;
+    }
+    let flags_frag = u16::from_be_bytes([data[off + 6], data[off + 7]]);
+    let proto = data[off + 9] as i32;
+    let src = Addr::new(&data[off + 12..off + 16]);
+    let dst = Addr::new(&data[off + 16..off + 20]);
+    let start = (off + ihl) as i64;
+    let end = off as i64 + tot_len;
+    let payload = clamp_slice(data, start, end);
+    if flags_frag & 0x3FFF == 0 {
+        let ttl = data[off + 8] as i64;
+        return Some(Datagram {
+            src,
+            dst,
+            proto,
+            payload: Cow::Borrowed(payload),
+            wire_len: tot_len - ihl as i64,
+            frags: 1,
+            ts_first: ts,
+            frame_first: frame,
+            ttl,
+            ip_len: tot_len,
+        });
+    }
+    let ip_id = u16::from_be_bytes([data[off + 4], data[off + 5]]) as u32;
+    let w = reasm.add(
+        facts,
+        (4, src, dst, ip_id, proto),
+        ((flags_frag & 0x1FFF) as i64) * 8,
+        tot_len - ihl as i64,
+        payload,
+        flags_frag & 0x2000 != 0,
+        ts,
+        frame,
+        0,
+        data[off + 8] as i64,
+        tot_len,
+    )?;
+    Some(Datagram {
+        src,
+        dst,
+        proto,
+        payload: Cow::Owned(w.captured),
+        wire_len: w.total,
+        frags: w.count,
+        ts_first: w.ts_first,
+        frame_first: w.frame_first,
+        ttl: -1,
+        ip_len: 0,
+    })
+}
+
+pub fn parse_ipv6<'a>(
+    data: &'a [u8],
+    off: usize,
+    wire_len: i64,
+    ts: i64,
+    frame: i64,
+    reasm: &mut Reassembler,
+    facts: &mut Facts,
+) -> Option<Datagram<'a>> {
+    if data.len() < off + 40 || data[off] >> 4 != 6 {
+        return None;
+    }
+    let mut plen = u16::from_be_bytes([data[off + 4], data[off + 5]]) as i64;
+    if plen == 0 {
+        plen = wire_len - 40; // jumbogram or TSO: trust the frame length
+    }
+    let nh = data[off + 6] as i32;
+    let src = Addr::new(&data[off + 8..off + 24]);
+    let dst = Addr::new(&data[off + 24..off + 40]);
+    let end = off as i64 + 40 + plen;
+    let (nh, pos, frag) = walk_extensions(data, nh, off as i64 + 40, end);
+    if nh < 0 {
+        return None;
+    }
+    let hop_limit = data[off + 7] as i64;
+    match frag {
+        None => Some(Datagram {
+            src,
+            dst,
+            proto: nh,
+            payload: Cow::Borrowed(clamp_slice(data, pos, end)),
+            wire_len: end - pos,
+            frags: 1,
+            ts_first: ts,
+            frame_first: frame,
+            ttl: hop_limit,
+            ip_len: 40 + plen,
+        }),
+        Some((frag_off, more, ident)) => {
+            let w = reasm.add(
+                facts,
+                (6, src, dst, ident, -1),
+                frag_off,
+                end - pos,
+                clamp_slice(data, pos, end),
+                more,
+                ts,
+                frame,
+                nh,
+                hop_limit,
+                40 + plen,
+            )?;
+            // Headers after the fragment header travel in the first fragment's payload.
+            let (nh2, pos2, _) = walk_extensions(&w.captured, w.header, 0, w.total);
+            if nh2 < 0 {
+                return None;
+            }
+            let payload = clamp_slice(&w.captured, pos2, w.captured.len() as i64).to_vec();
+            Some(Datagram {
+                src,
+                dst,
+                proto: nh2,
+                payload: Cow::Owned(payload),
+                wire_len: w.total - pos2,
+                frags: w.count,
+                ts_first: w.ts_first,
+                frame_first: w.frame_first,
+                ttl: -1,
+                ip_len: 0,
+            })
+        }
+    }
+}
+
+/// Step over IPv6 extension headers: (upper protocol, its offset, fragment
+/// info (offset, more, ident)); protocol -1 when they run past the captured bytes.
+fn walk_extensions(
+    data: &[u8],
+    mut nh: i32,
+    mut pos: i64,
+    end: i64,
+) -> (i32, i64, Option<(i64, bool, u32)>) {
+    let n = data.len() as i64;
+    let mut frag = None;
+    loop {
+        if nh == IPV6_HOPOPTS || nh == IPV6_ROUTING || nh == IPV6_DSTOPTS || nh == IPV6_MOBILITY {
+            if n < pos + 2 {
+                return (-1, pos, frag);
+            }
+            let p = pos as usize;
+            nh = data[p] as i32;
+            pos += (data[p + 1] as i64 + 1) * 8;
+        } else if nh == IPV6_FRAGMENT {
+            if n < pos + 8 {
+                return (-1, pos, frag);
+            }
+            let p = pos as usize;
+            let offm = u16::from_be_bytes([data[p + 2], data[p + 3]]) as i64;
+            let ident = u32::from_be_bytes([data[p + 4], data[p + 5], data[p + 6], data[p + 7]]);
+            // An "atomic fragment" (offset 0, M clear) is a whole datagram.
+            if offm & 0xFFF9 != 0 {
+                frag = Some((offm & 0xFFF8, offm & 1 != 0, ident));
+            }
+            nh = data[p] as i32;
+            pos += 8;
+            if frag.is_some() {
+                return (nh, pos, frag);
+            }
+        } else if nh == IPV6_AH {
+            if n < pos + 2 {
+                return (-1, pos, frag);
+            }
+            let p = pos as usize;
+            nh = data[p] as i32;
+            pos += (data[p + 1] as i64 + 2) * 4;
+        } else {
+            return if pos <= end {
+                (nh, pos, frag)
+            } else {
+                (-1, pos, frag)
+            };
+        }
+    }
+}

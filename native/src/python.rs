@@ -1,0 +1,325 @@
+//! The Python module `nfstrace._native` (PyO3): one function, `parse`,
+//! returning plain columns (bytes of int arrays, lists of distinct values)
+//! that `nfstrace/parsers/native.py` turns into the parser's DataFrames.
+
+use crate::dissector::{Collector, Dissector, Settings};
+use crate::tcp::{Limits, EVENT_KIND_NAMES};
+use crate::{capture, parse_sources};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::fs::File;
+use std::io::Read;
+
+/// A Python callable `read(n) -> bytes` as a Read (decompressing streams:
+/// Python's gzip/bz2/lzma say best what went wrong with a damaged file).
+struct PyRead {
+    read: PyObject,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl Read for PyRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.pending.len() {
+            let want = out.len().max(1 << 20);
+            let chunk: Vec<u8> = Python::with_gil(|py| -> PyResult<Vec<u8>> {
+                let b = self.read.call1(py, (want,))?;
+                b.extract::<Vec<u8>>(py)
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if chunk.is_empty() {
+                return Ok(0);
+            }
+            self.pending = chunk;
+            self.at = 0;
+        }
+        let n = out.len().min(self.pending.len() - self.at);
+        out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    d.get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("missing setting {key}")))?
+        .extract()
+}
+
+fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
+    Ok(Settings {
+        tcp: Limits {
+            head_bytes: get(d, "head_bytes")?,
+            max_record_bytes: get(d, "max_record_bytes")?,
+            max_pending_segments: get(d, "max_pending_segments")?,
+            max_pending_bytes: get(d, "max_pending_bytes")?,
+            max_hole_age_ns: get(d, "max_hole_age_ns")?,
+            max_unsynced_bytes: get(d, "max_unsynced_bytes")?,
+        },
+        ip_reassembly_timeout_ns: get(d, "ip_reassembly_timeout_ns")?,
+        max_ip_reassemblies: get(d, "max_ip_reassemblies")?,
+        max_pending_calls: get(d, "max_pending_calls")?,
+        duplicate_window_ns: get(d, "duplicate_window_ns")?,
+        nfs3_procs: get(d, "nfs3_procs")?,
+    })
+}
+
+/// Move a column into `out[name]` as bytes (native byte order), freeing it.
+fn put<T: bytemuck::Pod>(
+    py: Python<'_>,
+    out: &Bound<'_, PyDict>,
+    name: &str,
+    v: &mut Vec<T>,
+) -> PyResult<()> {
+    let b = PyBytes::new(py, bytemuck::cast_slice(v.as_slice()));
+    *v = Vec::new();
+    out.set_item(name, b)
+}
+
+fn byte_list<'py>(py: Python<'py>, values: &[Vec<u8>]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, values.iter().map(|v| PyBytes::new(py, v)))
+}
+
+fn messages(py: Python<'_>, col: &mut Collector) -> PyResult<PyObject> {
+    let out = PyDict::new(py);
+    let c = &mut col.cols;
+    put(py, &out, "ts_first_ns", &mut c.ts_first)?;
+    put(py, &out, "ts_last_ns", &mut c.ts_last)?;
+    put(py, &out, "frame_first", &mut c.frame_first)?;
+    put(py, &out, "frame_last", &mut c.frame_last)?;
+    put(py, &out, "src", &mut c.src)?;
+    put(py, &out, "sport", &mut c.sport)?;
+    put(py, &out, "dst", &mut c.dst)?;
+    put(py, &out, "dport", &mut c.dport)?;
+    put(py, &out, "transport", &mut c.transport)?;
+    put(py, &out, "conn", &mut c.conn)?;
+    put(py, &out, "xid", &mut c.xid)?;
+    put(py, &out, "msgtype", &mut c.msgtype)?;
+    put(py, &out, "prog", &mut c.prog)?;
+    put(py, &out, "vers", &mut c.vers)?;
+    put(py, &out, "proc", &mut c.proc_)?;
+    put(py, &out, "auth", &mut c.auth)?;
+    put(py, &out, "auth_uid", &mut c.auth_uid)?;
+    put(py, &out, "auth_gid", &mut c.auth_gid)?;
+    put(py, &out, "auth_machine", &mut c.auth_machine)?;
+    put(py, &out, "gss_proc", &mut c.gss_proc)?;
+    put(py, &out, "gss_service", &mut c.gss_service)?;
+    put(py, &out, "reply_stat", &mut c.reply_stat)?;
+    put(py, &out, "accept_stat", &mut c.accept_stat)?;
+    put(py, &out, "reject_stat", &mut c.reject_stat)?;
+    put(py, &out, "body_offset", &mut c.body_offset)?;
+    put(py, &out, "rpc_len", &mut c.rpc_len)?;
+    put(py, &out, "captured_len", &mut c.captured_len)?;
+    put(py, &out, "record_frags", &mut c.record_frags)?;
+    put(py, &out, "frames", &mut c.frames)?;
+    put(py, &out, "ip_frags", &mut c.ip_frags)?;
+    put(py, &out, "truncated", &mut c.truncated)?;
+    put(py, &out, "nfs_kind", &mut c.nfs_kind)?;
+    put(py, &out, "ops", &mut c.ops)?;
+    put(py, &out, "op_status", &mut c.op_status)?;
+    put(py, &out, "nfs_status", &mut c.nfs_status)?;
+    put(py, &out, "fh", &mut c.fh)?;
+    put(py, &out, "name", &mut c.name)?;
+    put(py, &out, "offset", &mut c.offset)?;
+    put(py, &out, "count", &mut c.count)?;
+    put(py, &out, "stable", &mut c.stable)?;
+    put(py, &out, "committed", &mut c.committed)?;
+    put(py, &out, "verifier", &mut c.verifier)?;
+    put(py, &out, "eof", &mut c.eof)?;
+    put(py, &out, "session", &mut c.session)?;
+    put(py, &out, "slot", &mut c.slot)?;
+    put(py, &out, "seqid", &mut c.seqid)?;
+    put(py, &out, "minor", &mut c.minor)?;
+    put(py, &out, "nfs_decode", &mut c.nfs_decode)?;
+    Ok(out.into_any().unbind())
+}
+
+fn events(py: Python<'_>, col: &mut Collector) -> PyResult<PyObject> {
+    let out = PyDict::new(py);
+    let e = &mut col.events;
+    put(py, &out, "ts_ns", &mut e.ts)?;
+    put(py, &out, "frame", &mut e.frame)?;
+    put(py, &out, "conn", &mut e.conn)?;
+    put(py, &out, "src", &mut e.src)?;
+    put(py, &out, "sport", &mut e.sport)?;
+    put(py, &out, "dst", &mut e.dst)?;
+    put(py, &out, "dport", &mut e.dport)?;
+    put(py, &out, "kind", &mut e.kind)?;
+    put(py, &out, "seq", &mut e.seq)?;
+    put(py, &out, "length", &mut e.length)?;
+    put(py, &out, "duration_ns", &mut e.duration)?;
+    out.set_item("kind_names", PyList::new(py, EVENT_KIND_NAMES.iter())?)?;
+    Ok(out.into_any().unbind())
+}
+
+fn tables(py: Python<'_>, col: &Collector) -> PyResult<PyObject> {
+    let out = PyDict::new(py);
+    let addrs: Vec<Vec<u8>> = col
+        .addrs
+        .values
+        .iter()
+        .map(|a| a.as_bytes().to_vec())
+        .collect();
+    out.set_item("addrs", byte_list(py, &addrs)?)?;
+    out.set_item("machines", byte_list(py, &col.machines.values)?)?;
+    out.set_item("fhs", byte_list(py, &col.fhs.values)?)?;
+    out.set_item("names", byte_list(py, &col.names.values)?)?;
+    out.set_item("verifiers", byte_list(py, &col.verifiers.values)?)?;
+    out.set_item("sessions", byte_list(py, &col.sessions.values)?)?;
+    out.set_item("op_lists", PyList::new(py, col.op_lists.values.iter())?)?;
+    out.set_item(
+        "status_lists",
+        PyList::new(py, col.status_lists.values.iter())?,
+    )?;
+    let deferred = PyList::empty(py);
+    for d in &col.deferred {
+        deferred.append((
+            d.row,
+            PyBytes::new(py, &d.head),
+            d.is_call,
+            d.prog,
+            d.vers,
+            d.proc_,
+            d.body_offset,
+            d.gss_service,
+            d.gss_proc,
+        ))?;
+    }
+    out.set_item("deferred", deferred)?;
+    Ok(out.into_any().unbind())
+}
+
+fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
+    let out = PyDict::new(py);
+    out.set_item("frames", d.n_frames)?;
+    out.set_item("duplicate_frames", d.n_dup)?;
+    let c = &d.counts;
+    out.set_item("ipv4_packets", c.ipv4)?;
+    out.set_item("ipv6_packets", c.ipv6)?;
+    out.set_item("tcp_packets", c.tcp)?;
+    out.set_item("udp_packets", c.udp)?;
+    out.set_item("other_ip_packets", c.other)?;
+    out.set_item("non_ip_frames", c.non_ip)?;
+    out.set_item("short_transport_headers", c.short)?;
+    let f = &d.reasm.stats;
+    out.set_item("ip_fragments", f.fragments)?;
+    out.set_item("ip_datagrams_reassembled", f.reassembled)?;
+    out.set_item("ip_datagrams_incomplete", f.incomplete)?;
+    let tcp = PyDict::new(py);
+    for (k, v) in d.tcp.stats.items() {
+        tcp.set_item(k, v)?;
+    }
+    out.set_item("tcp", tcp)?;
+    out.set_item("tcp_connections", d.n_tcp_conns)?;
+    out.set_item("tcp_window_scale_unknown", d.window_scale_unknown())?;
+    let m = &d.col.stats;
+    out.set_item("messages", m.messages)?;
+    out.set_item("calls", m.calls)?;
+    out.set_item("replies", m.replies)?;
+    out.set_item("truncated_messages", m.truncated_messages)?;
+    out.set_item("incomplete_messages", m.incomplete_messages)?;
+    out.set_item("headerless_messages", m.headerless_messages)?;
+    out.set_item("not_rpc_records", m.not_rpc_records)?;
+    out.set_item("replies_without_call_info", m.replies_without_call_info)?;
+    // per-direction facts, sorted by (src, dst) as bytes
+    let mut order: Vec<usize> = (0..d.facts.keys.len()).collect();
+    order.sort_by(|&a, &b| d.facts.keys[a].cmp(&d.facts.keys[b]));
+    let dirs = PyList::empty(py);
+    for i in order {
+        let (s, t) = d.facts.keys[i];
+        dirs.append((
+            PyBytes::new(py, s.as_bytes()),
+            PyBytes::new(py, t.as_bytes()),
+            d.facts.rows[i].to_vec(),
+        ))?;
+    }
+    out.set_item("directions", dirs)?;
+    Ok(out.into_any().unbind())
+}
+
+fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject> {
+    let out = PyList::empty(py);
+    for f in infos {
+        let d = PyDict::new(py);
+        d.set_item("format", f.format)?;
+        d.set_item(
+            "linktypes",
+            f.linktypes.iter().copied().collect::<Vec<u32>>(),
+        )?;
+        d.set_item("snaplen", f.snaplen)?;
+        d.set_item("frames", f.frames)?;
+        d.set_item("bytes", f.bytes)?;
+        d.set_item("truncated_frames", f.truncated_frames)?;
+        d.set_item("interface_drops", f.interface_drops)?;
+        d.set_item("warnings", f.warnings.clone())?;
+        out.append(d)?;
+    }
+    Ok(out.into_any().unbind())
+}
+
+/// parse(paths, readers, settings, progress) -> dict
+///
+/// paths: capture files; readers: per file None (read the file here) or a
+/// callable read(n) -> bytes (a decompressing stream); settings: the
+/// ParseLimits values and nfs3_procs; progress: None or callable(frames).
+/// Raises ValueError("<index>:<message>") when a file is not a capture.
+#[pyfunction]
+#[pyo3(signature = (paths, readers, settings, progress=None))]
+fn parse(
+    py: Python<'_>,
+    paths: Vec<String>,
+    readers: Vec<Option<PyObject>>,
+    settings: &Bound<'_, PyDict>,
+    progress: Option<PyObject>,
+) -> PyResult<PyObject> {
+    let settings = self::settings(settings)?;
+    let mut sources: Vec<Box<dyn Read + Send>> = Vec::with_capacity(paths.len());
+    for (path, reader) in paths.iter().zip(readers) {
+        match reader {
+            Some(r) => sources.push(Box::new(PyRead {
+                read: r,
+                pending: Vec::new(),
+                at: 0,
+            })),
+            None => {
+                let f = File::open(path)
+                    .map_err(|e| PyValueError::new_err(format!("cannot open: {e}")))?;
+                sources.push(Box::new(f));
+            }
+        }
+    }
+    // The Python error a progress callback raised (KeyboardInterrupt): the
+    // parse goes on (no way to stop it cleanly mid-file), then it is raised.
+    let mut interrupted: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut tick = |n: i64| {
+            if let (Some(cb), None) = (&progress, &interrupted) {
+                Python::with_gil(|py| {
+                    if let Err(e) = cb.call1(py, (n,)) {
+                        interrupted = Some(e);
+                    }
+                });
+            }
+        };
+        parse_sources(sources, settings, &mut tick)
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let (mut d, infos) = result.map_err(|(i, msg)| PyValueError::new_err(format!("{i}:{msg}")))?;
+    let out = PyDict::new(py);
+    out.set_item("stats", stats(py, &d)?)?;
+    out.set_item("tables", tables(py, &d.col)?)?;
+    out.set_item("messages", messages(py, &mut d.col)?)?;
+    out.set_item("events", events(py, &mut d.col)?)?;
+    out.set_item("files", file_infos(py, &infos)?)?;
+    Ok(out.into_any().unbind())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
+//! (§11); mirrors `parsers/rpc.py`.  Knows no NFS.
+
+pub const LAST_FRAG: u32 = 0x8000_0000;
+pub const FRAG_LEN_MASK: u32 = 0x7FFF_FFFF;
+pub const CALL: u32 = 0;
+pub const REPLY: u32 = 1;
+pub const RPC_VERSION: u32 = 2;
+const MSG_ACCEPTED: u32 = 0;
+const MSG_DENIED: u32 = 1;
+const PROG_MISMATCH: u32 = 2;
+const AUTH_SYS: u32 = 1;
+const RPCSEC_GSS: u32 = 6;
+pub const MAX_AUTH_BYTES: u32 = 400;
+pub const MIN_REPLY_LEN: u32 = 12;
+pub const CALLBACK_FIRST: u32 = 0x4000_0000;
+pub const CALLBACK_LAST: u32 = 0x5FFF_FFFF;
+
+// reply_stat column codes
+pub const REPLY_STAT_NONE: u8 = 0;
+pub const REPLY_STAT_ACCEPTED: u8 = 1;
+pub const REPLY_STAT_DENIED: u8 = 2;
+
+#[inline]
+pub fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn known_flavor(f: u32) -> bool {
+    matches!(f, 0 | 1 | 2 | 3 | 6 | 7)
+}
+
+fn known_program(prog: u32) -> bool {
+    matches!(
+        prog,
+        100000
+            | 100003
+            | 100005
+            | 100021
+            | 100024
+            | 100227
+            | 100011
+            | 100001
+            | 100002
+            | 100004
+            | 100007
+    ) || (CALLBACK_FIRST..=CALLBACK_LAST).contains(&prog)
+}
+
+/// Could a call header start at buf[pos]? (resync and UDP detection)
+pub fn plausible_call(buf: &[u8], pos: usize, known_only: bool) -> bool {
+    if buf.len() < pos + 32 {
+        return false;
+    }
+    let mtype = be32(buf, pos + 4);
+    let rpcvers = be32(buf, pos + 8);
+    let prog = be32(buf, pos + 12);
+    let vers = be32(buf, pos + 16);
+    let flavor = be32(buf, pos + 24);
+    let clen = be32(buf, pos + 28);
+    if mtype != CALL || rpcvers != RPC_VERSION || clen > MAX_AUTH_BYTES || vers > 0xFFFF {
+        return false;
+    }
+    if !known_flavor(flavor) {
+        return false;
+    }
+    known_program(prog) || (!known_only && prog < 0x8000_0000)
+}
+
+/// Could an accepted or denied reply header start at buf[pos]?
+pub fn plausible_reply(buf: &[u8], pos: usize) -> bool {
+    if buf.len() < pos + 12 {
+        return false;
+    }
+    let mtype = be32(buf, pos + 4);
+    let stat = be32(buf, pos + 8);
+    if mtype != REPLY {
+        return false;
+    }
+    if stat == MSG_ACCEPTED {
+        if buf.len() < pos + 20 {
+            return true;
+        }
+        let flavor = be32(buf, pos + 12);
+        let vlen = be32(buf, pos + 16);
+        if !known_flavor(flavor) || vlen > MAX_AUTH_BYTES {
+            return false;
+        }
+        let p = pos + 20 + ((vlen as usize + 3) & !3);
+        return buf.len() < p + 4 || be32(buf, p) <= 5;
+    }
+    if stat == MSG_DENIED {
+        return buf.len() < pos + 16 || be32(buf, pos + 12) <= 1;
+    }
+    false
+}
+
+/// A decoded header (rpc.py's HEADER_FIELDS); -1 / None where absent.
+/// `auth` is the flavour number (-1: '' in the table); `machine` the raw
+/// AUTH_SYS machine name bytes; `gss_service` the service number (-1: '').
+#[derive(Clone, Debug)]
+pub struct Header<'a> {
+    pub xid: u32,
+    pub is_call: bool,
+    pub prog: i64,
+    pub vers: i64,
+    pub proc_: i64,
+    pub auth: i64,
+    pub uid: i64,
+    pub gid: i64,
+    pub machine: Option<&'a [u8]>,
+    pub gss_proc: i64,
+    pub gss_service: i64,
+    pub reply_stat: u8,
+    pub accept_stat: i64,
+    pub reject_stat: i64,
+    pub body_offset: i64,
+}
+
+impl<'a> Header<'a> {
+    fn empty(xid: u32, is_call: bool) -> Header<'a> {
+        Header {
+            xid,
+            is_call,
+            prog: -1,
+            vers: -1,
+            proc_: -1,
+            auth: -1,
+            uid: -1,
+            gid: -1,
+            machine: None,
+            gss_proc: -1,
+            gss_service: -1,
+            reply_stat: REPLY_STAT_NONE,
+            accept_stat: -1,
+            reject_stat: -1,
+            body_offset: -1,
+        }
+    }
+}
+
+/// Decode the RPC header at buf[0..]; None if buf does not hold one.  A header
+/// cut short still yields what was read, with body_offset -1.
+pub fn decode_header(buf: &[u8]) -> Option<Header<'_>> {
+    let n = buf.len();
+    if n < 8 {
+        return None;
+    }
+    let xid = be32(buf, 0);
+    match be32(buf, 4) {
+        CALL => decode_call(buf, n, xid),
+        REPLY => decode_reply(buf, n, xid),
+        _ => None,
+    }
+}
+
+fn decode_call(buf: &[u8], n: usize, xid: u32) -> Option<Header<'_>> {
+    let mut h = Header::empty(xid, true);
+    if n < 32 {
+        if n >= 24 {
+            h.prog = be32(buf, 12) as i64;
+            h.vers = be32(buf, 16) as i64;
+            h.proc_ = be32(buf, 20) as i64;
+            return Some(h);
+        }
+        return None;
+    }
+    h.prog = be32(buf, 12) as i64;
+    h.vers = be32(buf, 16) as i64;
+    h.proc_ = be32(buf, 20) as i64;
+    let flavor = be32(buf, 24);
+    let clen = be32(buf, 28);
+    h.auth = flavor as i64;
+    if clen > MAX_AUTH_BYTES {
+        return Some(h);
+    }
+    let pos = 32usize;
+    let body_end = pos + ((clen as usize + 3) & !3);
+    if flavor == AUTH_SYS && n >= pos + 8 {
+        let mlen = be32(buf, pos + 4) as usize;
+        let mpos = pos + 8;
+        if mlen <= 255 && n >= mpos + ((mlen + 3) & !3) + 8 {
+            h.machine = Some(&buf[mpos..mpos + mlen]);
+            let at = mpos + ((mlen + 3) & !3);
+            h.uid = be32(buf, at) as i64;
+            h.gid = be32(buf, at + 4) as i64;
+        }
+    } else if flavor == RPCSEC_GSS && n >= pos + 16 {
+        h.gss_proc = be32(buf, pos + 4) as i64;
+        h.gss_service = be32(buf, pos + 12) as i64;
+    }
+    let pos = body_end;
+    if n >= pos + 8 {
+        let vlen = be32(buf, pos + 4);
+        if vlen <= MAX_AUTH_BYTES && n >= pos + 8 + ((vlen as usize + 3) & !3) {
+            h.body_offset = (pos + 8 + ((vlen as usize + 3) & !3)) as i64;
+        }
+    }
+    Some(h)
+}
+
+fn decode_reply(buf: &[u8], n: usize, xid: u32) -> Option<Header<'_>> {
+    let mut h = Header::empty(xid, false);
+    if n < 12 {
+        return Some(h);
+    }
+    let stat = be32(buf, 8);
+    if stat == MSG_DENIED {
+        h.reply_stat = REPLY_STAT_DENIED;
+        if n >= 16 {
+            h.reject_stat = be32(buf, 12) as i64;
+        }
+        return Some(h);
+    }
+    if stat != MSG_ACCEPTED {
+        return None;
+    }
+    h.reply_stat = REPLY_STAT_ACCEPTED;
+    if n < 20 {
+        return Some(h);
+    }
+    let flavor = be32(buf, 12);
+    let vlen = be32(buf, 16);
+    h.auth = flavor as i64;
+    let pos = 20 + ((vlen as usize + 3) & !3);
+    if vlen <= MAX_AUTH_BYTES && n >= pos + 4 {
+        let accept = be32(buf, pos);
+        h.accept_stat = accept as i64;
+        h.body_offset = (pos + 4) as i64;
+        if accept == PROG_MISMATCH {
+            h.body_offset = if n >= pos + 12 { (pos + 12) as i64 } else { -1 };
+        }
+    }
+    Some(h)
+}

@@ -1,0 +1,383 @@
+"""The native parser: the Rust port of the frame loop (``native/``, the
+``nfstrace._native`` extension) turned into the same tables as
+``nfstrace.parsers.fast.parse``.
+
+Rust walks the capture through the RPC header and the NFS fields and hands
+back columns (numbers, and ids into tables of distinct values); this module
+names them from the one Python truth (procnames.py, nfs4 operation names,
+rpc.py flavours) and decodes with the Python decoders the few messages Rust
+leaves to them (NFSv2, NFSv4 NULL, callbacks).  ``NFSTRACE_NO_NATIVE=1``
+hides the extension (``available()`` is then False).
+"""
+
+from __future__ import annotations
+
+import lzma
+import os
+import socket
+from collections.abc import Callable
+from typing import BinaryIO
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from nfstrace.config import ParseLimits
+from nfstrace.errors import CaptureError
+from nfstrace.parsers import capture, fast, nfs4, rpc
+from nfstrace.parsers.capture import CaptureInfo
+from nfstrace.parsers.decoders import decode as decode_procedure
+from nfstrace.parsers.fast import DirectionFacts, ParseStats
+from nfstrace.parsers.ip import (
+    F_FRAGMENTS,
+    F_INCOMPLETE,
+    F_IP_BYTES,
+    F_MAX_IP_LEN,
+    F_PACKETS,
+    F_REASSEMBLED,
+    F_TTL_MAX,
+    F_TTL_MIN,
+    NO_TTL,
+)
+from nfstrace.parsers.nfs_fields import (
+    DECODE_ENCRYPTED,
+    DECODE_NONE,
+    DECODE_OK,
+    DECODE_PARTIAL,
+    DECODE_TRUNCATED,
+    FIELD_NAMES,
+)
+from nfstrace.parsers.procnames import PROCEDURES, procedure_name
+from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
+
+try:
+    if os.environ.get("NFSTRACE_NO_NATIVE"):
+        raise ImportError("disabled by NFSTRACE_NO_NATIVE")
+    from nfstrace import _native  # type: ignore[attr-defined]
+
+    IMPORT_ERROR = ""
+except ImportError as e:  # built without a Rust toolchain, or disabled
+    _native = None
+    IMPORT_ERROR = str(e)
+
+# Codes of the coded columns, as native/src/{dissector,nfs,rpc}.rs write them
+_TRANSPORT = np.array(["udp", "tcp"], dtype=object)
+_MSGTYPE = np.array(["call", "reply"], dtype=object)
+_REPLY_STAT = np.array(["", "accepted", "denied"], dtype=object)
+_DECODE = np.array(
+    [DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, DECODE_ENCRYPTED], dtype=object
+)
+KIND_NAME, KIND_COMPOUND, KIND_DEFER = 0, 1, 2
+NFS_PROGRAM = 100003
+
+
+def available() -> bool:
+    return _native is not None
+
+
+def _settings(limits: ParseLimits) -> dict[str, int]:
+    return {
+        "head_bytes": limits.head_bytes,
+        "max_record_bytes": limits.max_record_bytes,
+        "max_pending_segments": limits.max_pending_segments,
+        "max_pending_bytes": limits.max_pending_bytes,
+        "max_hole_age_ns": limits.max_hole_age_ns,
+        "max_unsynced_bytes": limits.max_unsynced_bytes,
+        "ip_reassembly_timeout_ns": limits.ip_reassembly_timeout_ns,
+        "max_ip_reassemblies": limits.max_ip_reassemblies,
+        "max_pending_calls": limits.max_pending_calls,
+        "duplicate_window_ns": limits.duplicate_window_ns,
+        "nfs3_procs": len(PROCEDURES[(NFS_PROGRAM, 3)]),
+    }
+
+
+class _Decompressed:
+    """read(n) over a decompressing stream, stopping (with the reason kept)
+    where the compressed data is damaged, as capture._Buffer does."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.error = ""
+
+    def __call__(self, n: int) -> bytes:
+        if self.error:
+            return b""
+        try:
+            return self.stream.read(n)
+        except (OSError, EOFError, lzma.LZMAError) as e:
+            self.error = f"decompression stopped: {e}"
+            return b""
+
+
+def _check_readable(path: str) -> None:
+    """Raise the CaptureError the Python reader raises for this file, if any:
+    one truth for what makes a file unusable."""
+    frames = capture.read_frames(path, 0, CaptureInfo(path=path))
+    try:
+        next(frames, None)
+    finally:
+        frames.close()
+
+
+class _Strings:
+    """A string column as distinct values and one id per row (Rust's form);
+    made a pandas "string" column by arrow's take, not per-row objects."""
+
+    def __init__(self, values: list[str], ids: np.ndarray) -> None:
+        self.values = values
+        self.ids = ids
+
+    def set(self, row: int, value: str) -> None:
+        if not self.ids.flags.writeable:
+            self.ids = self.ids.astype(np.int64)
+        self.values.append(value)
+        self.ids[row] = len(self.values) - 1
+
+    def column(self) -> pd.api.extensions.ExtensionArray:
+        taken = pa.array(self.values, type=pa.large_string()).take(pa.array(self.ids))
+        return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
+
+    def objects(self) -> np.ndarray:
+        return np.array(self.values, dtype=object)[self.ids]
+
+
+def _addr_texts(raw: list[bytes]) -> list[str]:
+    return [
+        socket.inet_ntop(socket.AF_INET if len(a) == 4 else socket.AF_INET6, a) if a else ""
+        for a in raw
+    ]
+
+
+def _texts(raw: list[bytes], convert: Callable[[bytes], str]) -> list[str]:
+    return [convert(b) if b else "" for b in raw]
+
+
+def _utf8(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _ints(cols: dict, name: str, dtype: str) -> np.ndarray:
+    return np.frombuffer(cols[name], dtype=dtype)
+
+
+def _by_value(codes: np.ndarray, name: Callable[[int], str]) -> np.ndarray:
+    """Names of integer codes, each distinct code named once."""
+    values, inverse = np.unique(codes, return_inverse=True)
+    return np.array([name(int(v)) for v in values], dtype=object)[inverse]
+
+
+def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object]:
+    """The NFS_FIELDS columns (before the deferred rows are decoded)."""
+    kind = _ints(cols, "nfs_kind", "u1")
+    n = len(kind)
+    compound = kind == KIND_COMPOUND
+    named = ~compound
+    # op: procedure names (per distinct prog/vers/proc), then COMPOUND main ops
+    op_ids = np.zeros(n, dtype=np.int64)
+    op_values: list[str] = []
+    if named.any():
+        triples = np.stack([prog[named], vers[named], proc[named]], axis=1)
+        uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
+        op_values = [procedure_name(int(a), int(b), int(c)) for a, b, c in uniq]
+        op_ids[named] = inverse.reshape(-1)
+    pairs = [nfs4.compound_names(list(lst)) for lst in tables["op_lists"]]
+    list_ids = _ints(cols, "ops", "u4").astype(np.int64)
+    op_ids[compound] = len(op_values) + list_ids[compound]
+    op_values += [p[0] for p in pairs]
+    ops_ids = np.where(compound, 1 + list_ids, 0)
+    statuses = [" ".join(map(str, s)) for s in tables["status_lists"]]
+    return {
+        "op": _Strings(op_values, op_ids),
+        "ops": _Strings(["", *(p[1] for p in pairs)], ops_ids),
+        "op_status": _Strings(statuses, _ints(cols, "op_status", "u4")),
+        "nfs_status": _ints(cols, "nfs_status", "i8"),
+        "fh": _Strings(_texts(tables["fhs"], bytes.hex), _ints(cols, "fh", "u4")),
+        "name": _Strings(_texts(tables["names"], _utf8), _ints(cols, "name", "u4")),
+        "offset": _ints(cols, "offset", "i8"),
+        "count": _ints(cols, "count", "i8"),
+        "stable": _ints(cols, "stable", "i4"),
+        "committed": _ints(cols, "committed", "i4"),
+        "verifier": _Strings(_texts(tables["verifiers"], bytes.hex), _ints(cols, "verifier", "u4")),
+        "eof": _ints(cols, "eof", "i4"),
+        "session": _Strings(_texts(tables["sessions"], bytes.hex), _ints(cols, "session", "u4")),
+        "slot": _ints(cols, "slot", "i8"),
+        "seqid": _ints(cols, "seqid", "i8"),
+        "minor": _ints(cols, "minor", "i4"),
+        "nfs_decode": _DECODE[_ints(cols, "nfs_decode", "u1")],
+    }
+
+
+def _decode_deferred(nfs: dict[str, object], deferred: list[tuple]) -> None:
+    """Rows Rust left undecoded, decoded by the Python decoders in place."""
+    if not deferred:
+        return
+    for name in FIELD_NAMES:  # frombuffer arrays are read-only
+        col = nfs[name]
+        if isinstance(col, np.ndarray) and not col.flags.writeable:
+            nfs[name] = col.copy()
+    for row, head, is_call, prog, vers, proc, body_offset, gss_service, gss_proc in deferred:
+        service = rpc.gss_service_name(gss_service) if gss_service >= 0 else ""
+        values = decode_procedure(is_call, prog, vers, proc, head, body_offset, service, gss_proc)
+        for name, value in zip(FIELD_NAMES, values, strict=True):
+            col = nfs[name]
+            if isinstance(col, _Strings):
+                col.set(row, value)
+            else:
+                col[row] = value  # type: ignore[index]
+
+
+def _messages(cols: dict, tables: dict) -> pd.DataFrame:
+    if not cols["ts_first_ns"]:
+        return fast._messages_frame([])  # the empty table exactly as the reference makes it
+    addrs = _addr_texts(tables["addrs"])
+    prog = _ints(cols, "prog", "i8")
+    vers = _ints(cols, "vers", "i4")
+    proc = _ints(cols, "proc", "i4")
+    data: dict[str, object] = {
+        "ts_first_ns": _ints(cols, "ts_first_ns", "i8"),
+        "ts_last_ns": _ints(cols, "ts_last_ns", "i8"),
+        "frame_first": _ints(cols, "frame_first", "i8"),
+        "frame_last": _ints(cols, "frame_last", "i8"),
+        "src": _Strings(addrs, _ints(cols, "src", "u4")),
+        "sport": _ints(cols, "sport", "i4"),
+        "dst": _Strings(addrs, _ints(cols, "dst", "u4")),
+        "dport": _ints(cols, "dport", "i4"),
+        "transport": _TRANSPORT[_ints(cols, "transport", "u1")],
+        "conn": _ints(cols, "conn", "i8"),
+        "xid": _ints(cols, "xid", "i8"),
+        "msgtype": _MSGTYPE[_ints(cols, "msgtype", "u1")],
+        "prog": prog,
+        "vers": vers,
+        "proc": proc,
+        "auth": _by_value(_ints(cols, "auth", "i8"), lambda f: rpc.auth_name(f) if f >= 0 else ""),
+        "auth_uid": _ints(cols, "auth_uid", "i8"),
+        "auth_gid": _ints(cols, "auth_gid", "i8"),
+        "auth_machine": _Strings(
+            _texts(tables["machines"], _utf8), _ints(cols, "auth_machine", "u4")
+        ),
+        "gss_proc": _ints(cols, "gss_proc", "i4"),
+        "gss_service": _by_value(
+            _ints(cols, "gss_service", "i8"), lambda s: rpc.gss_service_name(s) if s >= 0 else ""
+        ),
+        "reply_stat": _REPLY_STAT[_ints(cols, "reply_stat", "u1")],
+        "accept_stat": _ints(cols, "accept_stat", "i4"),
+        "reject_stat": _ints(cols, "reject_stat", "i4"),
+        "body_offset": _ints(cols, "body_offset", "i4"),
+        "rpc_len": _ints(cols, "rpc_len", "i8"),
+        "captured_len": _ints(cols, "captured_len", "i8"),
+        "record_frags": _ints(cols, "record_frags", "i4"),
+        "frames": _ints(cols, "frames", "i4"),
+        "ip_frags": _ints(cols, "ip_frags", "i4"),
+        "truncated": _ints(cols, "truncated", "u1").astype(bool),
+    }
+    nfs = _nfs_columns(cols, tables, prog, vers, proc)
+    _decode_deferred(nfs, tables["deferred"])
+    data.update(nfs)
+    for name, col in data.items():
+        if isinstance(col, _Strings):
+            data[name] = col.column() if MESSAGE_DTYPES[name] == "string" else col.objects()
+    df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES)).astype(MESSAGE_DTYPES)
+    return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
+
+
+def _events(cols: dict, tables: dict) -> pd.DataFrame:
+    if not cols["ts_ns"]:
+        return fast._events_frame([])
+    addrs = np.array(_addr_texts(tables["addrs"]), dtype=object)
+    kinds = np.array(cols["kind_names"], dtype=object)
+    data = {
+        "ts_ns": _ints(cols, "ts_ns", "i8"),
+        "frame": _ints(cols, "frame", "i8"),
+        "conn": _ints(cols, "conn", "i8"),
+        "src": addrs[_ints(cols, "src", "u4")],
+        "sport": _ints(cols, "sport", "i4"),
+        "dst": addrs[_ints(cols, "dst", "u4")],
+        "dport": _ints(cols, "dport", "i4"),
+        "kind": kinds[_ints(cols, "kind", "u1")],
+        "seq": _ints(cols, "seq", "i8"),
+        "length": _ints(cols, "length", "i8"),
+        "duration_ns": _ints(cols, "duration_ns", "i8"),
+    }
+    df = pd.DataFrame(data, columns=list(EVENT_DTYPES)).astype(EVENT_DTYPES)
+    return df.sort_values(["ts_ns", "frame"], kind="stable", ignore_index=True)
+
+
+def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) -> DirectionFacts:
+    for a in (src, dst):
+        if a not in texts:
+            texts[a] = socket.inet_ntop(socket.AF_INET if len(a) == 4 else socket.AF_INET6, a)
+    return DirectionFacts(
+        src=texts[src],
+        dst=texts[dst],
+        packets=f[F_PACKETS],
+        ip_bytes=f[F_IP_BYTES],
+        max_ip_len=f[F_MAX_IP_LEN],
+        ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
+        ttl_max=f[F_TTL_MAX],
+        ip_fragments=f[F_FRAGMENTS],
+        datagrams_reassembled=f[F_REASSEMBLED],
+        datagrams_incomplete=f[F_INCOMPLETE],
+    )
+
+
+def _stats(out: dict, paths: list[str], compressions: list[str]) -> ParseStats:
+    files = []
+    for path, compression, f in zip(paths, compressions, out["files"], strict=True):
+        files.append(
+            CaptureInfo(
+                path=path,
+                format=f["format"],
+                compression=compression,
+                linktypes=set(f["linktypes"]),
+                snaplen=f["snaplen"],
+                frames=f["frames"],
+                bytes=f["bytes"],
+                truncated_frames=f["truncated_frames"],
+                interface_drops=f["interface_drops"],
+                warnings=list(f["warnings"]),
+            )
+        )
+    s = dict(out["stats"])
+    texts: dict[bytes, str] = {}
+    directions = [_direction(a, b, f, texts) for a, b, f in s.pop("directions")]
+    return ParseStats(files=files, directions=directions, **s)
+
+
+def parse(
+    paths: list[str],
+    limits: ParseLimits | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
+    """Read capture files; return (messages, transport events, stats), as
+    ``nfstrace.parsers.fast.parse`` does."""
+    if _native is None:
+        raise CaptureError(f"the native parser is not available: {IMPORT_ERROR}")
+    limits = limits or ParseLimits()
+    readers: list[_Decompressed | None] = []
+    streams: list[BinaryIO] = []
+    compressions: list[str] = []
+    try:
+        for path in paths:
+            _check_readable(path)
+            stream, compression = capture.open_stream(path)
+            compressions.append(compression)
+            if compression:
+                streams.append(stream)
+                readers.append(_Decompressed(stream))
+            else:
+                stream.close()  # Rust reads plain files itself
+                readers.append(None)
+        try:
+            out = _native.parse(paths, readers, _settings(limits), progress)
+        except ValueError as e:  # "<file index>:<why>": not readable as a capture
+            index, _, why = str(e).partition(":")
+            raise CaptureError(why, paths[int(index)] if index.isdigit() else None) from None
+    finally:
+        for s in streams:
+            s.close()
+    stats = _stats(out, paths, compressions)
+    for info, reader in zip(stats.files, readers, strict=True):
+        if reader is not None and reader.error:
+            info.warnings.append(reader.error)
+    tables = out["tables"]
+    return _messages(out["messages"], tables), _events(out["events"], tables), stats

@@ -1,0 +1,234 @@
+"""The native parser (Rust, ``native/``) against the pure-Python one it ports:
+identical messages, events and stats on every sample capture, every crafted
+edge case, compressed and merged files, damaged files and mutated captures.
+
+The extension must be built here (``pip install -e .`` with cargo, as CI does):
+a missing extension fails these tests.  CI's second pass hides it
+(NFSTRACE_NO_NATIVE=1) and leaves this file out.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SAMPLES
+
+from nfstrace.errors import CaptureError
+from nfstrace.parsers import fast, native
+
+try:
+    from crafted import make_backends, make_crafted, make_frames, make_writes
+    from crafted.make_crafted import (
+        CLIENT,
+        NFS_PORT,
+        SERVER,
+        Capture,
+        eth,
+        fhandle,
+        opaque,
+        rpc_call,
+        rpc_reply,
+        u32,
+        udp_pkt,
+    )
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.crafted import make_backends, make_crafted, make_frames, make_writes
+    from tests.crafted.make_crafted import (
+        CLIENT,
+        NFS_PORT,
+        SERVER,
+        Capture,
+        eth,
+        fhandle,
+        opaque,
+        rpc_call,
+        rpc_reply,
+        u32,
+        udp_pkt,
+    )
+
+SAMPLE_CAPTURES = sorted(SAMPLES.glob("*.pcap"))
+
+
+def test_extension_is_built() -> None:
+    assert native.available(), f"nfstrace._native did not import: {native.IMPORT_ERROR}"
+
+
+def assert_same(paths: list[Path]) -> tuple:
+    ref = fast.parse([str(p) for p in paths])
+    got = native.parse([str(p) for p in paths])
+    pd.testing.assert_frame_equal(got[0], ref[0])
+    pd.testing.assert_frame_equal(got[1], ref[1])
+    assert got[2] == ref[2]
+    return got
+
+
+@pytest.mark.parametrize("capture", SAMPLE_CAPTURES, ids=lambda p: p.name)
+def test_same_tables_on_samples(capture: Path) -> None:
+    messages = assert_same([capture])[0]
+    assert len(messages) > 0
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("crafted_native")
+    captures: dict[str, Path] = {}
+    for module in (make_crafted, make_frames, make_writes, make_backends):
+        captures.update(module.build_all(out))
+    return captures
+
+
+def test_same_tables_on_every_crafted_capture(crafted: dict[str, Path]) -> None:
+    """Every edge case the crafted builders make (link layers, fragments,
+    record marking, windows, mirrors, compressed files, pcapng...)."""
+    assert len(crafted) >= 45
+    for name, path in sorted(crafted.items()):
+        try:
+            assert_same([path])
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+def test_same_tables_on_merged_files(crafted: dict[str, Path]) -> None:
+    assert_same([crafted["merge_a"], crafted["merge_b"]])
+    # The same file twice: every frame comes twice at the same time (ties: the
+    # first file first), so each second copy is a mirror duplicate.
+    got = assert_same([SAMPLE_CAPTURES[0], SAMPLE_CAPTURES[0]])
+    assert got[2].duplicate_frames * 2 == got[2].frames > 0
+
+
+def _deferred_capture(path: Path) -> Path:
+    """Messages the Rust crate leaves to the Python decoders: NFSv2, NFSv4
+    NULL, an NFSv4 callback; next to an NFSv3 GETATTR it decodes itself."""
+    cap = Capture()
+
+    def pair(xid: int, call: bytes, reply: bytes, port: int) -> None:
+        cap.add(eth(udp_pkt(CLIENT, SERVER, port, NFS_PORT, call)))
+        cap.add(eth(udp_pkt(SERVER, CLIENT, NFS_PORT, port, reply)))
+
+    pair(0x10, rpc_call(0x10, 1, b"\1" * 32, vers=2), rpc_reply(0x10, u32(0)), 901)
+    pair(0x11, rpc_call(0x11, 0, vers=4), rpc_reply(0x11), 902)
+    cb_args = opaque(b"") + u32(1, 7) + u32(1, 4) + b"\2" * 16 + u32(0) + fhandle(3)  # CB_RECALL
+    cb_res = u32(0) + opaque(b"") + u32(1, 4, 0)
+    pair(0x12, rpc_call(0x12, 1, cb_args, prog=0x40000000, vers=1), rpc_reply(0x12, cb_res), 903)
+    pair(0x13, rpc_call(0x13, 1, fhandle(4)), rpc_reply(0x13, u32(0)), 904)
+    return cap.write(path)
+
+
+def test_deferred_messages_decoded_by_python(tmp_path: Path) -> None:
+    messages = assert_same([_deferred_capture(tmp_path / "deferred.pcap")])[0]
+    calls = messages[messages.msgtype == "call"]
+    assert list(calls.op) == ["GETATTR", "NULL", "CB_RECALL", "GETATTR"]
+    assert list(calls.vers) == [2, 4, 1, 3]
+    assert list(messages[messages.msgtype == "reply"].op) == list(calls.op)
+
+
+def test_unusable_files_same_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a capture at all\n")
+    for path in (tmp_path / "missing.pcap", tmp_path, empty, text):
+        with pytest.raises(CaptureError) as ref:
+            fast.parse([str(path)])
+        with pytest.raises(CaptureError) as got:
+            native.parse([str(path)])
+        assert str(got.value) == str(ref.value)
+
+
+@pytest.fixture(scope="module")
+def long_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sample's frames 40 times over, each copy 10 s later (~34k frames)."""
+    data = (SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.s256.pcap").read_bytes()
+    assert struct.unpack_from("<I", data, 0)[0] == 0xA1B2C3D4  # little-endian, µs
+    records, pos = [], 24
+    while pos < len(data):
+        sec, usec, caplen, wire = struct.unpack_from("<IIII", data, pos)
+        records.append((sec, usec, caplen, wire, data[pos + 16 : pos + 16 + caplen]))
+        pos += 16 + caplen
+    out = bytearray(data[:24])
+    for copy in range(40):
+        for sec, usec, caplen, wire, frame in records:
+            out += struct.pack("<IIII", sec + 10 * copy, usec, caplen, wire) + frame
+    path = tmp_path_factory.mktemp("long") / "long.pcap"
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_cut_off_files_same_result_and_warning(tmp_path: Path, long_capture: Path) -> None:
+    data = long_capture.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    got = assert_same([cut])
+    assert any("cut off" in w for w in got[2].warnings)
+    packed = gzip.compress(data)
+    cut_gz = tmp_path / "cut.pcap.gz"
+    cut_gz.write_bytes(packed[: len(packed) * 2 // 3])
+    got = assert_same([cut_gz])
+    assert any("decompression stopped" in w for w in got[2].warnings)
+    assert len(got[0]) > 0
+
+
+def test_progress_reported_and_interrupt_raised(long_capture: Path) -> None:
+    seen: list[int] = []
+    native.parse([str(long_capture)], progress=seen.append)
+    assert seen == [0x4000, 0x8000]
+
+    def interrupt(n: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        native.parse([str(long_capture)], progress=interrupt)
+
+
+def _mutations(data: bytes, rng: random.Random) -> bytes:
+    """A capture damaged as real files are: bits flipped, lengths bent, cut."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        what = rng.random()
+        at = rng.randrange(24, len(buf))
+        if what < 0.5:
+            buf[at] ^= 1 << rng.randrange(8)
+        elif what < 0.8:
+            struct.pack_into(">H", buf, min(at, len(buf) - 2), rng.randrange(1 << 16))
+        else:
+            del buf[at : at + rng.randrange(1, 64)]
+    if rng.random() < 0.3:
+        del buf[rng.randrange(24, len(buf)) :]
+    return bytes(buf)
+
+
+def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
+    """Damaged input takes both parsers down the same paths (fixed seed).
+    Where the Python reference itself fails on an input, that input says
+    nothing about the port (the reference's crashes are fuzzed elsewhere)."""
+    rng = random.Random(20261122)
+    sources = [p.read_bytes()[:120_000] for p in SAMPLE_CAPTURES if ".s256." in p.name] + [
+        p.read_bytes()[:60_000] for p in SAMPLE_CAPTURES
+    ]
+    compared = 0
+    for i in range(300):
+        path = tmp_path / f"m{i}.pcap"
+        path.write_bytes(_mutations(rng.choice(sources), rng))
+        try:
+            ref = fast.parse([str(path)])
+        except CaptureError:
+            with pytest.raises(CaptureError):
+                native.parse([str(path)])
+            continue
+        except Exception:
+            continue
+        got = native.parse([str(path)])
+        try:
+            pd.testing.assert_frame_equal(got[0], ref[0])
+            pd.testing.assert_frame_equal(got[1], ref[1])
+            assert got[2] == ref[2]
+        except AssertionError as e:
+            raise AssertionError(f"mutation {i} ({path}): {e}") from None
+        compared += 1
+    assert compared >= 250
