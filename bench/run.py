@@ -427,6 +427,8 @@ def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list
     version = _first_line([*NFSTRACE_CMD, "--version"], env)
     default, others = nfstrace_parsers(env)
     usable = []
+    if "parser: native" in version:  # the default (auto) is the native parser: run it once
+        others = [p for p in others if p != "native"]
     for parser in others:  # a backend whose library is missing is reported, not run
         check = [*NFSTRACE_CMD, "analyze", str(PARSER_CHECK_CAPTURE), "--quiet", "--parser", parser]
         tried = measure(check, str(workdir), env, 600)

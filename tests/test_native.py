@@ -53,6 +53,8 @@ except ImportError:  # pragma: no cover - run from the repository root
     )
 
 SAMPLE_CAPTURES = sorted(SAMPLES.glob("*.pcap"))
+# Inputs the cargo-fuzz target (native/fuzz) found crashing the native parser
+REGRESSIONS = sorted((Path(__file__).parent / "regressions" / "native").iterdir())
 
 
 def test_extension_is_built() -> None:
@@ -72,6 +74,11 @@ def assert_same(paths: list[Path]) -> tuple:
 def test_same_tables_on_samples(capture: Path) -> None:
     messages = assert_same([capture])[0]
     assert len(messages) > 0
+
+
+@pytest.mark.parametrize("capture", REGRESSIONS, ids=lambda p: p.name)
+def test_fuzz_regressions_parse_alike(capture: Path) -> None:
+    assert_same([capture])
 
 
 @pytest.fixture(scope="module")

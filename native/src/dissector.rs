@@ -532,17 +532,6 @@ pub struct Dissector {
     last2: (i64, i64, Vec<u8>),
 }
 
-fn two_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, &mut T) {
-    assert!(i != j);
-    if i < j {
-        let (a, b) = v.split_at_mut(j);
-        (&mut a[i], &mut b[0])
-    } else {
-        let (a, b) = v.split_at_mut(i);
-        (&mut b[0], &mut a[j])
-    }
-}
-
 fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     let (mut mss, mut wscale) = (-1i64, -1i64);
     let end = hl.min(p.len());
@@ -678,12 +667,16 @@ fn window_reached(hs: &mut HalfStream, seq: i64, end: i64, ts: i64, frame: i64) 
 }
 
 /// A SYN or SYN-ACK: handshake event, MSS and window scale (fast._on_syn).
-/// True when both directions' shifts are known (window tracking on).
+/// True when both directions' shifts are known (window tracking on).  `h` and
+/// its reverse `r` are arena indices; they are the same stream when a host
+/// talks to itself on one port (each field is then read and written in the
+/// reference's order).
 #[allow(clippy::too_many_arguments)]
 fn on_syn(
     col: &mut Collector,
-    hs: &mut HalfStream,
-    rev: Option<&mut HalfStream>,
+    a: &mut [HalfStream],
+    h: usize,
+    r: Option<usize>,
     p: &[u8],
     hl: usize,
     flags: u8,
@@ -694,62 +687,54 @@ fn on_syn(
     frame: i64,
 ) -> bool {
     let (mss, wscale) = tcp_options(p, hl);
-    hs.syn_mss = mss;
-    hs.syn_window = window;
-    hs.seq_hi = (seq + 1) & SEQ_MASK;
+    a[h].syn_mss = mss;
+    a[h].syn_window = window;
+    a[h].seq_hi = (seq + 1) & SEQ_MASK;
     if flags & TH_ACK == 0 {
-        hs.syn_wscale = wscale;
-        col.event(hs, Ev::TcpSyn, ts, frame, seq, 0, 0);
+        a[h].syn_wscale = wscale;
+        col.event(&a[h], Ev::TcpSyn, ts, frame, seq, 0, 0);
         return false;
     }
-    col.event(hs, Ev::TcpSynAck, ts, frame, seq, 0, 0);
-    let rev = match rev {
+    col.event(&a[h], Ev::TcpSynAck, ts, frame, seq, 0, 0);
+    let r = match r {
         None => {
-            hs.wshift = if wscale >= 0 { wscale } else { 0 };
+            a[h].wshift = if wscale >= 0 { wscale } else { 0 };
             return false;
         }
         Some(r) => r,
     };
-    if wscale < 0 || rev.syn_wscale == -1 {
-        hs.wshift = 0;
-        rev.wshift = 0;
+    if wscale < 0 || a[r].syn_wscale == -1 {
+        a[h].wshift = 0;
+        a[r].wshift = 0;
     } else {
-        hs.wshift = wscale;
-        rev.wshift = rev.syn_wscale;
-        if rev.wshift < 0 {
-            rev.wshift = -1;
+        a[h].wshift = wscale;
+        a[r].wshift = a[r].syn_wscale;
+        if a[r].wshift < 0 {
+            a[r].wshift = -1;
         }
     }
-    if rev.syn_wscale == -2 {
-        rev.seq_hi = ack;
+    if a[r].syn_wscale == -2 {
+        a[r].seq_hi = ack;
     }
-    rev.handshake_ack_due = true;
-    rev.watch = true;
-    rev.mss = if mss > 0 { mss } else { DEFAULT_MSS };
-    hs.mss = if rev.syn_mss > 0 {
-        rev.syn_mss
+    a[r].handshake_ack_due = true;
+    a[r].watch = true;
+    a[r].mss = if mss > 0 { mss } else { DEFAULT_MSS };
+    a[h].mss = if a[r].syn_mss > 0 { a[r].syn_mss } else { DEFAULT_MSS };
+    a[r].peer_wnd = window;
+    a[r].wlimit = (a[r].seq_hi + window - a[r].mss) & SEQ_MASK;
+    a[h].wack = -1;
+    a[h].wwin = -1;
+    a[r].wack = -1;
+    a[r].wwin = -1;
+    a[h].peer_wnd = if a[r].syn_wscale != -2 { a[r].syn_window } else { 0 };
+    a[h].wlimit = if a[h].peer_wnd != 0 {
+        (a[h].seq_hi + a[h].peer_wnd - a[h].mss) & SEQ_MASK
     } else {
-        DEFAULT_MSS
+        (a[h].seq_hi + SEQ_HALF - 1) & SEQ_MASK
     };
-    rev.peer_wnd = window;
-    rev.wlimit = (rev.seq_hi + window - rev.mss) & SEQ_MASK;
-    hs.wack = -1;
-    hs.wwin = -1;
-    rev.wack = -1;
-    rev.wwin = -1;
-    hs.peer_wnd = if rev.syn_wscale != -2 {
-        rev.syn_window
-    } else {
-        0
-    };
-    if hs.peer_wnd != 0 {
-        hs.wlimit = (hs.seq_hi + hs.peer_wnd - hs.mss) & SEQ_MASK;
-    } else {
-        hs.wlimit = (hs.seq_hi + SEQ_HALF - 1) & SEQ_MASK;
-    }
-    rev.wtrack = hs.wshift >= 0;
-    hs.wtrack = rev.wshift >= 0;
-    rev.wtrack && hs.wtrack
+    a[r].wtrack = a[h].wshift >= 0;
+    a[h].wtrack = a[r].wshift >= 0;
+    a[r].wtrack && a[h].wtrack
 }
 
 impl Dissector {
@@ -928,37 +913,20 @@ impl Dissector {
                 let hs = &mut self.arena[h];
                 self.tcp.start(hs, seq, &mut self.col);
             }
-            let tracked = match rev_i {
-                Some(r) => {
-                    let (hs, rev) = two_mut(&mut self.arena, h, r);
-                    on_syn(
-                        &mut self.col,
-                        hs,
-                        Some(rev),
-                        seg,
-                        hl,
-                        flags,
-                        seq,
-                        ack,
-                        window,
-                        ts,
-                        frame,
-                    )
-                }
-                None => on_syn(
-                    &mut self.col,
-                    &mut self.arena[h],
-                    None,
-                    seg,
-                    hl,
-                    flags,
-                    seq,
-                    ack,
-                    window,
-                    ts,
-                    frame,
-                ),
-            };
+            let tracked = on_syn(
+                &mut self.col,
+                &mut self.arena,
+                h,
+                rev_i,
+                seg,
+                hl,
+                flags,
+                seq,
+                ack,
+                window,
+                ts,
+                frame,
+            );
             if tracked {
                 self.tracked_conns.insert(self.arena[h].conn);
             }

@@ -273,11 +273,19 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     nfs = _nfs_columns(cols, tables, prog, vers, proc)
     _decode_deferred(nfs, tables["deferred"])
     data.update(nfs)
+    # Rows in (ts_first_ns, frame_first) order, ties in arrival order, as the
+    # reference sorts its table: permuted here, column by column, before pandas.
+    order = np.lexsort((data["frame_first"], data["ts_first_ns"]))
+    if (order == np.arange(len(order))).all():
+        order = None
     for name, col in data.items():
         if isinstance(col, _Strings):
+            if order is not None:
+                col.ids = col.ids[order]
             data[name] = col.column() if MESSAGE_DTYPES[name] == "string" else col.objects()
-    df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES)).astype(MESSAGE_DTYPES)
-    return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
+        elif order is not None:
+            data[name] = col[order]  # type: ignore[index]
+    return pd.DataFrame(data, columns=list(MESSAGE_DTYPES)).astype(MESSAGE_DTYPES)
 
 
 def _events(cols: dict, tables: dict) -> pd.DataFrame:
