@@ -83,58 +83,97 @@ impl Interner<Vec<u8>> {
     }
 }
 
+/// A growing column kept in fixed-size chunks: no reallocation copies and no
+/// doubled capacity on large captures; made one array when handed to Python.
+pub struct Col<T> {
+    pub chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+const COL_CHUNK: usize = 1 << 16;
+
+impl<T> Default for Col<T> {
+    fn default() -> Self {
+        Col {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Col<T> {
+    #[inline]
+    pub fn push(&mut self, v: T) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < COL_CHUNK => c.push(v),
+            _ => {
+                let mut c = Vec::with_capacity(COL_CHUNK);
+                c.push(v);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// The messages table as columns (schema.MESSAGE_COLUMNS); strings as ids
 /// into the interners.
 #[derive(Default)]
 pub struct Columns {
-    pub ts_first: Vec<i64>,
-    pub ts_last: Vec<i64>,
-    pub frame_first: Vec<i64>,
-    pub frame_last: Vec<i64>,
-    pub src: Vec<u32>,
-    pub sport: Vec<i32>,
-    pub dst: Vec<u32>,
-    pub dport: Vec<i32>,
-    pub transport: Vec<u8>,
-    pub conn: Vec<i64>,
-    pub xid: Vec<i64>,
-    pub msgtype: Vec<u8>,
-    pub prog: Vec<i64>,
-    pub vers: Vec<i32>,
-    pub proc_: Vec<i32>,
-    pub auth: Vec<i64>,
-    pub auth_uid: Vec<i64>,
-    pub auth_gid: Vec<i64>,
-    pub auth_machine: Vec<u32>,
-    pub gss_proc: Vec<i32>,
-    pub gss_service: Vec<i64>,
-    pub reply_stat: Vec<u8>,
-    pub accept_stat: Vec<i32>,
-    pub reject_stat: Vec<i32>,
-    pub body_offset: Vec<i32>,
-    pub rpc_len: Vec<i64>,
-    pub captured_len: Vec<i64>,
-    pub record_frags: Vec<i32>,
-    pub frames: Vec<i32>,
-    pub ip_frags: Vec<i32>,
-    pub truncated: Vec<u8>,
-    pub nfs_kind: Vec<u8>,
-    pub ops: Vec<u32>,
-    pub op_status: Vec<u32>,
-    pub nfs_status: Vec<i64>,
-    pub fh: Vec<u32>,
-    pub name: Vec<u32>,
-    pub offset: Vec<i64>,
-    pub count: Vec<i64>,
-    pub stable: Vec<i32>,
-    pub committed: Vec<i32>,
-    pub verifier: Vec<u32>,
-    pub eof: Vec<i32>,
-    pub session: Vec<u32>,
-    pub slot: Vec<i64>,
-    pub seqid: Vec<i64>,
-    pub minor: Vec<i32>,
-    pub nfs_decode: Vec<u8>,
+    pub ts_first: Col<i64>,
+    pub ts_last: Col<i64>,
+    pub frame_first: Col<i64>,
+    pub frame_last: Col<i64>,
+    pub src: Col<u32>,
+    pub sport: Col<i32>,
+    pub dst: Col<u32>,
+    pub dport: Col<i32>,
+    pub transport: Col<u8>,
+    pub conn: Col<i64>,
+    pub xid: Col<i64>,
+    pub msgtype: Col<u8>,
+    pub prog: Col<i64>,
+    pub vers: Col<i32>,
+    pub proc_: Col<i32>,
+    pub auth: Col<i64>,
+    pub auth_uid: Col<i64>,
+    pub auth_gid: Col<i64>,
+    pub auth_machine: Col<u32>,
+    pub gss_proc: Col<i32>,
+    pub gss_service: Col<i64>,
+    pub reply_stat: Col<u8>,
+    pub accept_stat: Col<i32>,
+    pub reject_stat: Col<i32>,
+    pub body_offset: Col<i32>,
+    pub rpc_len: Col<i64>,
+    pub captured_len: Col<i64>,
+    pub record_frags: Col<i32>,
+    pub frames: Col<i32>,
+    pub ip_frags: Col<i32>,
+    pub truncated: Col<u8>,
+    pub nfs_kind: Col<u8>,
+    pub ops: Col<u32>,
+    pub op_status: Col<u32>,
+    pub nfs_status: Col<i64>,
+    pub fh: Col<u32>,
+    pub name: Col<u32>,
+    pub offset: Col<i64>,
+    pub count: Col<i64>,
+    pub stable: Col<i32>,
+    pub committed: Col<i32>,
+    pub verifier: Col<u32>,
+    pub eof: Col<i32>,
+    pub session: Col<u32>,
+    pub slot: Col<i64>,
+    pub seqid: Col<i64>,
+    pub minor: Col<i32>,
+    pub nfs_decode: Col<u8>,
 }
 
 /// A message whose NFS fields Python decodes (nfs::Kind::Defer).
@@ -719,14 +758,22 @@ fn on_syn(
     a[r].handshake_ack_due = true;
     a[r].watch = true;
     a[r].mss = if mss > 0 { mss } else { DEFAULT_MSS };
-    a[h].mss = if a[r].syn_mss > 0 { a[r].syn_mss } else { DEFAULT_MSS };
+    a[h].mss = if a[r].syn_mss > 0 {
+        a[r].syn_mss
+    } else {
+        DEFAULT_MSS
+    };
     a[r].peer_wnd = window;
     a[r].wlimit = (a[r].seq_hi + window - a[r].mss) & SEQ_MASK;
     a[h].wack = -1;
     a[h].wwin = -1;
     a[r].wack = -1;
     a[r].wwin = -1;
-    a[h].peer_wnd = if a[r].syn_wscale != -2 { a[r].syn_window } else { 0 };
+    a[h].peer_wnd = if a[r].syn_wscale != -2 {
+        a[r].syn_window
+    } else {
+        0
+    };
     a[h].wlimit = if a[h].peer_wnd != 0 {
         (a[h].seq_hi + a[h].peer_wnd - a[h].mss) & SEQ_MASK
     } else {

@@ -2,7 +2,7 @@
 //! returning plain columns (bytes of int arrays, lists of distinct values)
 //! that `nfstrace/parsers/native.py` turns into the parser's DataFrames.
 
-use crate::dissector::{Collector, Dissector, Settings};
+use crate::dissector::{Col, Collector, Dissector, Settings};
 use crate::tcp::{Limits, EVENT_KIND_NAMES};
 use crate::{capture, parse_sources};
 use pyo3::exceptions::PyValueError;
@@ -77,6 +77,28 @@ fn put<T: bytemuck::Pod>(
     out.set_item(name, b)
 }
 
+/// The same for a chunked column: one copy into the bytes, chunk by chunk.
+fn put_col<T: bytemuck::Pod>(
+    py: Python<'_>,
+    out: &Bound<'_, PyDict>,
+    name: &str,
+    c: &mut Col<T>,
+) -> PyResult<()> {
+    let size = c.len() * std::mem::size_of::<T>();
+    let chunks = std::mem::take(&mut c.chunks);
+    let b = PyBytes::new_with(py, size, |buf: &mut [u8]| {
+        let mut at = 0;
+        for chunk in &chunks {
+            let bytes: &[u8] = bytemuck::cast_slice(chunk.as_slice());
+            buf[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        }
+        Ok(())
+    })?;
+    *c = Col::default();
+    out.set_item(name, b)
+}
+
 fn byte_list<'py>(py: Python<'py>, values: &[Vec<u8>]) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, values.iter().map(|v| PyBytes::new(py, v)))
 }
@@ -84,54 +106,54 @@ fn byte_list<'py>(py: Python<'py>, values: &[Vec<u8>]) -> PyResult<Bound<'py, Py
 fn messages(py: Python<'_>, col: &mut Collector) -> PyResult<PyObject> {
     let out = PyDict::new(py);
     let c = &mut col.cols;
-    put(py, &out, "ts_first_ns", &mut c.ts_first)?;
-    put(py, &out, "ts_last_ns", &mut c.ts_last)?;
-    put(py, &out, "frame_first", &mut c.frame_first)?;
-    put(py, &out, "frame_last", &mut c.frame_last)?;
-    put(py, &out, "src", &mut c.src)?;
-    put(py, &out, "sport", &mut c.sport)?;
-    put(py, &out, "dst", &mut c.dst)?;
-    put(py, &out, "dport", &mut c.dport)?;
-    put(py, &out, "transport", &mut c.transport)?;
-    put(py, &out, "conn", &mut c.conn)?;
-    put(py, &out, "xid", &mut c.xid)?;
-    put(py, &out, "msgtype", &mut c.msgtype)?;
-    put(py, &out, "prog", &mut c.prog)?;
-    put(py, &out, "vers", &mut c.vers)?;
-    put(py, &out, "proc", &mut c.proc_)?;
-    put(py, &out, "auth", &mut c.auth)?;
-    put(py, &out, "auth_uid", &mut c.auth_uid)?;
-    put(py, &out, "auth_gid", &mut c.auth_gid)?;
-    put(py, &out, "auth_machine", &mut c.auth_machine)?;
-    put(py, &out, "gss_proc", &mut c.gss_proc)?;
-    put(py, &out, "gss_service", &mut c.gss_service)?;
-    put(py, &out, "reply_stat", &mut c.reply_stat)?;
-    put(py, &out, "accept_stat", &mut c.accept_stat)?;
-    put(py, &out, "reject_stat", &mut c.reject_stat)?;
-    put(py, &out, "body_offset", &mut c.body_offset)?;
-    put(py, &out, "rpc_len", &mut c.rpc_len)?;
-    put(py, &out, "captured_len", &mut c.captured_len)?;
-    put(py, &out, "record_frags", &mut c.record_frags)?;
-    put(py, &out, "frames", &mut c.frames)?;
-    put(py, &out, "ip_frags", &mut c.ip_frags)?;
-    put(py, &out, "truncated", &mut c.truncated)?;
-    put(py, &out, "nfs_kind", &mut c.nfs_kind)?;
-    put(py, &out, "ops", &mut c.ops)?;
-    put(py, &out, "op_status", &mut c.op_status)?;
-    put(py, &out, "nfs_status", &mut c.nfs_status)?;
-    put(py, &out, "fh", &mut c.fh)?;
-    put(py, &out, "name", &mut c.name)?;
-    put(py, &out, "offset", &mut c.offset)?;
-    put(py, &out, "count", &mut c.count)?;
-    put(py, &out, "stable", &mut c.stable)?;
-    put(py, &out, "committed", &mut c.committed)?;
-    put(py, &out, "verifier", &mut c.verifier)?;
-    put(py, &out, "eof", &mut c.eof)?;
-    put(py, &out, "session", &mut c.session)?;
-    put(py, &out, "slot", &mut c.slot)?;
-    put(py, &out, "seqid", &mut c.seqid)?;
-    put(py, &out, "minor", &mut c.minor)?;
-    put(py, &out, "nfs_decode", &mut c.nfs_decode)?;
+    put_col(py, &out, "ts_first_ns", &mut c.ts_first)?;
+    put_col(py, &out, "ts_last_ns", &mut c.ts_last)?;
+    put_col(py, &out, "frame_first", &mut c.frame_first)?;
+    put_col(py, &out, "frame_last", &mut c.frame_last)?;
+    put_col(py, &out, "src", &mut c.src)?;
+    put_col(py, &out, "sport", &mut c.sport)?;
+    put_col(py, &out, "dst", &mut c.dst)?;
+    put_col(py, &out, "dport", &mut c.dport)?;
+    put_col(py, &out, "transport", &mut c.transport)?;
+    put_col(py, &out, "conn", &mut c.conn)?;
+    put_col(py, &out, "xid", &mut c.xid)?;
+    put_col(py, &out, "msgtype", &mut c.msgtype)?;
+    put_col(py, &out, "prog", &mut c.prog)?;
+    put_col(py, &out, "vers", &mut c.vers)?;
+    put_col(py, &out, "proc", &mut c.proc_)?;
+    put_col(py, &out, "auth", &mut c.auth)?;
+    put_col(py, &out, "auth_uid", &mut c.auth_uid)?;
+    put_col(py, &out, "auth_gid", &mut c.auth_gid)?;
+    put_col(py, &out, "auth_machine", &mut c.auth_machine)?;
+    put_col(py, &out, "gss_proc", &mut c.gss_proc)?;
+    put_col(py, &out, "gss_service", &mut c.gss_service)?;
+    put_col(py, &out, "reply_stat", &mut c.reply_stat)?;
+    put_col(py, &out, "accept_stat", &mut c.accept_stat)?;
+    put_col(py, &out, "reject_stat", &mut c.reject_stat)?;
+    put_col(py, &out, "body_offset", &mut c.body_offset)?;
+    put_col(py, &out, "rpc_len", &mut c.rpc_len)?;
+    put_col(py, &out, "captured_len", &mut c.captured_len)?;
+    put_col(py, &out, "record_frags", &mut c.record_frags)?;
+    put_col(py, &out, "frames", &mut c.frames)?;
+    put_col(py, &out, "ip_frags", &mut c.ip_frags)?;
+    put_col(py, &out, "truncated", &mut c.truncated)?;
+    put_col(py, &out, "nfs_kind", &mut c.nfs_kind)?;
+    put_col(py, &out, "ops", &mut c.ops)?;
+    put_col(py, &out, "op_status", &mut c.op_status)?;
+    put_col(py, &out, "nfs_status", &mut c.nfs_status)?;
+    put_col(py, &out, "fh", &mut c.fh)?;
+    put_col(py, &out, "name", &mut c.name)?;
+    put_col(py, &out, "offset", &mut c.offset)?;
+    put_col(py, &out, "count", &mut c.count)?;
+    put_col(py, &out, "stable", &mut c.stable)?;
+    put_col(py, &out, "committed", &mut c.committed)?;
+    put_col(py, &out, "verifier", &mut c.verifier)?;
+    put_col(py, &out, "eof", &mut c.eof)?;
+    put_col(py, &out, "session", &mut c.session)?;
+    put_col(py, &out, "slot", &mut c.slot)?;
+    put_col(py, &out, "seqid", &mut c.seqid)?;
+    put_col(py, &out, "minor", &mut c.minor)?;
+    put_col(py, &out, "nfs_decode", &mut c.nfs_decode)?;
     Ok(out.into_any().unbind())
 }
 

@@ -137,9 +137,6 @@ class _Strings:
         taken = pa.array(self.values, type=pa.large_string()).take(pa.array(self.ids))
         return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
-    def objects(self) -> np.ndarray:
-        return np.array(self.values, dtype=object)[self.ids]
-
 
 def _addr_texts(raw: list[bytes]) -> list[str]:
     return [
@@ -160,10 +157,19 @@ def _ints(cols: dict, name: str, dtype: str) -> np.ndarray:
     return np.frombuffer(cols[name], dtype=dtype)
 
 
-def _by_value(codes: np.ndarray, name: Callable[[int], str]) -> np.ndarray:
-    """Names of integer codes, each distinct code named once."""
+def _category(codes: np.ndarray, name: Callable[[int], str]) -> pd.Categorical:
+    """A category column from integer codes, each distinct code named once;
+    categories sorted, as astype("category") makes them."""
     values, inverse = np.unique(codes, return_inverse=True)
-    return np.array([name(int(v)) for v in values], dtype=object)[inverse]
+    labels = [name(int(v)) for v in values]
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return pd.Categorical.from_codes(rank[inverse], categories=[labels[i] for i in order])
+
+
+def _named(table: np.ndarray) -> Callable[[int], str]:
+    return lambda code: table[code]
 
 
 def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object]:
@@ -203,7 +209,7 @@ def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object
         "slot": _ints(cols, "slot", "i8"),
         "seqid": _ints(cols, "seqid", "i8"),
         "minor": _ints(cols, "minor", "i4"),
-        "nfs_decode": _DECODE[_ints(cols, "nfs_decode", "u1")],
+        "nfs_decode": _ints(cols, "nfs_decode", "u1"),
     }
 
 
@@ -211,6 +217,7 @@ def _decode_deferred(nfs: dict[str, object], deferred: list[tuple]) -> None:
     """Rows Rust left undecoded, decoded by the Python decoders in place."""
     if not deferred:
         return
+    decode_codes = {name: code for code, name in enumerate(_DECODE)}
     for name in FIELD_NAMES:  # frombuffer arrays are read-only
         col = nfs[name]
         if isinstance(col, np.ndarray) and not col.flags.writeable:
@@ -222,6 +229,8 @@ def _decode_deferred(nfs: dict[str, object], deferred: list[tuple]) -> None:
             col = nfs[name]
             if isinstance(col, _Strings):
                 col.set(row, value)
+            elif name == "nfs_decode":
+                col[row] = decode_codes[value]  # type: ignore[index]
             else:
                 col[row] = value  # type: ignore[index]
 
@@ -242,24 +251,22 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         "sport": _ints(cols, "sport", "i4"),
         "dst": _Strings(addrs, _ints(cols, "dst", "u4")),
         "dport": _ints(cols, "dport", "i4"),
-        "transport": _TRANSPORT[_ints(cols, "transport", "u1")],
+        "transport": _ints(cols, "transport", "u1"),
         "conn": _ints(cols, "conn", "i8"),
         "xid": _ints(cols, "xid", "i8"),
-        "msgtype": _MSGTYPE[_ints(cols, "msgtype", "u1")],
+        "msgtype": _ints(cols, "msgtype", "u1"),
         "prog": prog,
         "vers": vers,
         "proc": proc,
-        "auth": _by_value(_ints(cols, "auth", "i8"), lambda f: rpc.auth_name(f) if f >= 0 else ""),
+        "auth": _ints(cols, "auth", "i8"),
         "auth_uid": _ints(cols, "auth_uid", "i8"),
         "auth_gid": _ints(cols, "auth_gid", "i8"),
         "auth_machine": _Strings(
             _texts(tables["machines"], _utf8), _ints(cols, "auth_machine", "u4")
         ),
         "gss_proc": _ints(cols, "gss_proc", "i4"),
-        "gss_service": _by_value(
-            _ints(cols, "gss_service", "i8"), lambda s: rpc.gss_service_name(s) if s >= 0 else ""
-        ),
-        "reply_stat": _REPLY_STAT[_ints(cols, "reply_stat", "u1")],
+        "gss_service": _ints(cols, "gss_service", "i8"),
+        "reply_stat": _ints(cols, "reply_stat", "u1"),
         "accept_stat": _ints(cols, "accept_stat", "i4"),
         "reject_stat": _ints(cols, "reject_stat", "i4"),
         "body_offset": _ints(cols, "body_offset", "i4"),
@@ -282,32 +289,52 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         if isinstance(col, _Strings):
             if order is not None:
                 col.ids = col.ids[order]
-            data[name] = col.column() if MESSAGE_DTYPES[name] == "string" else col.objects()
+            data[name] = col.column()
         elif order is not None:
             data[name] = col[order]  # type: ignore[index]
-    return pd.DataFrame(data, columns=list(MESSAGE_DTYPES)).astype(MESSAGE_DTYPES)
+    for name, namer in _CATEGORIES.items():  # coded columns named once per code
+        data[name] = _category(data[name], namer)  # type: ignore[arg-type]
+    df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES), copy=False)
+    return df.astype(MESSAGE_DTYPES)
+
+
+# The category columns: how each code is named
+_CATEGORIES: dict[str, Callable[[int], str]] = {
+    "transport": _named(_TRANSPORT),
+    "msgtype": _named(_MSGTYPE),
+    "auth": lambda f: rpc.auth_name(f) if f >= 0 else "",
+    "gss_service": lambda s: rpc.gss_service_name(s) if s >= 0 else "",
+    "reply_stat": _named(_REPLY_STAT),
+    "nfs_decode": _named(_DECODE),
+}
 
 
 def _events(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_ns"]:
         return fast._events_frame([])
-    addrs = np.array(_addr_texts(tables["addrs"]), dtype=object)
-    kinds = np.array(cols["kind_names"], dtype=object)
+    addrs = _addr_texts(tables["addrs"])
     data = {
         "ts_ns": _ints(cols, "ts_ns", "i8"),
         "frame": _ints(cols, "frame", "i8"),
         "conn": _ints(cols, "conn", "i8"),
-        "src": addrs[_ints(cols, "src", "u4")],
+        "src": _Strings(addrs, _ints(cols, "src", "u4")),
         "sport": _ints(cols, "sport", "i4"),
-        "dst": addrs[_ints(cols, "dst", "u4")],
+        "dst": _Strings(addrs, _ints(cols, "dst", "u4")),
         "dport": _ints(cols, "dport", "i4"),
-        "kind": kinds[_ints(cols, "kind", "u1")],
+        "kind": _Strings(list(cols["kind_names"]), _ints(cols, "kind", "u1")),
         "seq": _ints(cols, "seq", "i8"),
         "length": _ints(cols, "length", "i8"),
         "duration_ns": _ints(cols, "duration_ns", "i8"),
     }
-    df = pd.DataFrame(data, columns=list(EVENT_DTYPES)).astype(EVENT_DTYPES)
-    return df.sort_values(["ts_ns", "frame"], kind="stable", ignore_index=True)
+    order = np.lexsort((data["frame"], data["ts_ns"]))  # stable, as the reference sorts
+    for name, col in data.items():
+        if isinstance(col, _Strings):
+            col.ids = col.ids[order]
+            data[name] = col.column()
+        else:
+            data[name] = col[order]  # type: ignore[index]
+    df = pd.DataFrame(data, columns=list(EVENT_DTYPES), copy=False)
+    return df.astype(EVENT_DTYPES)
 
 
 def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) -> DirectionFacts:
