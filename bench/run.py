@@ -37,6 +37,7 @@ SAMPLES = ROOT / "sample-pcaps"
 LAB = Path(os.environ.get("NFSTRACE_LAB", ROOT.parent / "shared" / "lab"))
 # 256 MiB lab runs made earlier; used (hard-linked) before asking the lab for new ones.
 BIG_CAPTURES = Path(os.environ.get("NFSTRACE_BENCH_CAPTURES", "/var/tmp/caps-big"))
+# Lab runs of other sizes are looked for in <BIG_CAPTURES>-<size> (e.g. /var/tmp/caps-big-2048m)
 DEFAULT_CACHE = Path(os.environ.get("NFSTRACE_BENCH_DIR", "/var/tmp/nfstrace-bench"))
 LAB_FILE_MB = 256
 
@@ -77,11 +78,20 @@ class InputSpec:
     nfs_version: int  # for tshark's rpc,srt,100003,V
     scenario: str | None = None  # lab scenario that makes it (None: generated here)
     full_payload_twin: str | None = None  # for -s 256 inputs: the same traffic, full payload
+    file_mb: int = LAB_FILE_MB  # bytes the lab's client writes
 
     def file_for(self, mode: str) -> str:
         if self.scenario is None:  # the generated metadata-heavy capture
             return f"meta-v41-{METADATA_PACKETS[mode]}p-{METADATA_CLIENTS}c.pcap"
+        if self.file_mb != LAB_FILE_MB and mode != "quick":
+            return f"{self.file_mb}m-{self.filename}"
         return self.filename
+
+    def lab_captures(self) -> Path:
+        """Where existing full-size lab runs of this size are looked for."""
+        if self.file_mb == LAB_FILE_MB:
+            return BIG_CAPTURES
+        return BIG_CAPTURES.with_name(f"{BIG_CAPTURES.name}-{self.file_mb}m")
 
 
 INPUTS: tuple[InputSpec, ...] = (
@@ -99,6 +109,21 @@ INPUTS: tuple[InputSpec, ...] = (
     ),
     InputSpec("v3-udp-write", "v3-udp-py-w32k-d0-l0.pcap", 3, "v3-udp-py-w32k-d0-l0"),
     InputSpec("v41-metadata", "", 4),
+    # The size administrators bring (2 GiB written): fixed costs weigh less.
+    InputSpec(
+        "v3-write-2g", "v3-tcp-nfscp-w1m-d0-l0.pcap", 3, "v3-tcp-nfscp-w1m-d0-l0", None, 2048
+    ),
+    InputSpec(
+        "v3-write-2g-s256",
+        "v3-tcp-nfscp-w1m-d0-l0.s256.pcap",
+        3,
+        "v3-tcp-nfscp-w1m-d0-l0",
+        "v3-write-2g",
+        2048,
+    ),
+    InputSpec(
+        "v41-write-2g", "v41-tcp-nfsrs-w1m-d0-l0.pcap", 4, "v41-tcp-nfsrs-w1m-d0-l0", None, 2048
+    ),
 )
 
 
@@ -116,18 +141,18 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def _make_with_lab(spec: InputSpec, cache: Path) -> None:
-    """Ask the lab for a 256 MiB run of the scenario (one lab run at a time: it refuses
-    a second; we retry a few times)."""
+    """Ask the lab for a run of the scenario writing spec.file_mb MiB (one lab run at a
+    time: it refuses a second; we retry a few times)."""
     script = LAB / "make-captures.sh"
     if not script.exists():
         raise SystemExit(f"bench: cannot make {spec.filename}: {script} not found")
-    out = cache / "lab"
+    out = cache / ("lab" if spec.file_mb == LAB_FILE_MB else f"lab-{spec.file_mb}m")
     cmd = [str(script), str(out), "--only", f"^{re.escape(spec.scenario or '')}$"]
-    cmd += ["--file-mb", str(LAB_FILE_MB)]
+    cmd += ["--file-mb", str(spec.file_mb)]
     for attempt in range(6):
         print(f"bench: making {spec.filename} with the lab: {' '.join(cmd)}", file=sys.stderr)
         if subprocess.run(cmd).returncode == 0 and (out / spec.filename).exists():
-            _link_or_copy(out / spec.filename, cache / spec.filename)
+            _link_or_copy(out / spec.filename, cache / spec.file_for("full"))
             return
         time.sleep(60 * (attempt + 1))  # busy lab: wait for the other run
     raise SystemExit(f"bench: the lab did not make {spec.filename}")
@@ -142,7 +167,7 @@ def ensure_input(spec: InputSpec, mode: str, cache: Path) -> Path:
     if spec.scenario is None:
         replicate_small_rpcs(METADATA_SOURCE, path, METADATA_PACKETS[mode])
         return path
-    source_dir = SAMPLES if mode == "quick" else BIG_CAPTURES
+    source_dir = SAMPLES if mode == "quick" else spec.lab_captures()
     if (source_dir / spec.filename).exists():
         _link_or_copy(source_dir / spec.filename, path)
     elif mode == "quick":
@@ -430,7 +455,15 @@ def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list
     if "parser: native" in version:  # the default (auto) is the native parser: run it once
         others = [p for p in others if p != "native"]
     for parser in others:  # a backend whose library is missing is reported, not run
-        check = [*NFSTRACE_CMD, "analyze", str(PARSER_CHECK_CAPTURE), "--quiet", "--parser", parser]
+        check = [
+            *NFSTRACE_CMD,
+            "analyze",
+            str(PARSER_CHECK_CAPTURE),
+            "--quiet",
+            "--no-report",
+            "--parser",
+            parser,
+        ]
         tried = measure(check, str(workdir), env, 600)
         if tried.exit_status == 0:
             usable.append(parser)
@@ -447,6 +480,7 @@ def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list
                     "analyze",
                     str(p),
                     "--quiet",
+                    "--no-report",
                     *extra,
                 ],
                 calls_seen=lambda _out: None,  # counted once from its JSON (see nfstrace_calls)
@@ -575,7 +609,7 @@ def nfstrace_calls(
     table), from one untimed run writing the JSON summary."""
     summary = workdir / "nfstrace-summary.json"
     run = measure(
-        [*NFSTRACE_CMD, "analyze", str(path), "--quiet", "--json", str(summary)],
+        [*NFSTRACE_CMD, "analyze", str(path), "--quiet", "--no-report", "--json", str(summary)],
         None,
         env,
         timeout,
@@ -717,7 +751,7 @@ def profile(path: Path, out_dir: Path, name: str, env: dict[str, str], timeout: 
     stats_file = out_dir / f"profile-{name}.pstats"
     run = measure(
         [*NFSTRACE_CMD[:1], "-m", "cProfile", "-o", str(stats_file), "-m", "nfstrace.cli"]
-        + ["analyze", str(path), "--quiet"],
+        + ["analyze", str(path), "--quiet", "--no-report"],
         None,
         env,
         timeout,
@@ -903,6 +937,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results_dir = args.results or (cache / "results" if args.quick else ROOT / "bench" / "results")
     timeout = RUN_TIMEOUT_S[mode]
     specs = [s for s in INPUTS if not args.only or any(o in s.name for o in args.only)]
+    if mode == "quick":  # the small stand-ins of the 2 GiB runs would repeat the 256 MiB ones
+        specs = [s for s in specs if s.file_mb == LAB_FILE_MB]
     if not specs:
         ap.error(f"--only matched no input; inputs are {', '.join(s.name for s in INPUTS)}")
     results_dir.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, Output
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
-from nfstrace.reports.html import write_report
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_summary
 from nfstrace.trace import AnalysisConfig, Trace, load
@@ -319,6 +318,9 @@ def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Out
 
 
 def _write_report(trace: Trace, path: Path, explicit: bool, out: Console) -> None:
+    # imported here: plotly is needed only for the report
+    from nfstrace.reports.html import write_report
+
     try:
         write_report(path, trace, trace.diagnosis)
     except OSError as e:
