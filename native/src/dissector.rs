@@ -139,8 +139,8 @@ pub struct Columns {
     pub xid: Col<i64>,
     pub msgtype: Col<u8>,
     pub prog: Col<i64>,
-    pub vers: Col<i32>,
-    pub proc_: Col<i32>,
+    pub vers: Col<i64>,
+    pub proc_: Col<i64>,
     pub auth: Col<i64>,
     pub auth_uid: Col<i64>,
     pub auth_gid: Col<i64>,
@@ -472,8 +472,8 @@ impl Collector {
         c.xid.push(xid as i64);
         c.msgtype.push(!hdr.is_call as u8);
         c.prog.push(hdr.prog);
-        c.vers.push(hdr.vers as i32);
-        c.proc_.push(hdr.proc_ as i32);
+        c.vers.push(hdr.vers);
+        c.proc_.push(hdr.proc_);
         c.auth.push(hdr.auth);
         c.auth_uid.push(hdr.uid);
         c.auth_gid.push(hdr.gid);

@@ -18,6 +18,7 @@ import heapq
 import lzma
 import os
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -109,7 +110,7 @@ class _Buffer:
         while have < n and not self.eof:
             try:
                 chunk = self.stream.read(max(CHUNK, n - have))
-            except (OSError, EOFError, lzma.LZMAError) as e:
+            except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
                 # gzip/bz2/xz raise on corrupt or cut-off compressed data: keep
                 # what was decompressed so far.
                 self.error = f"decompression stopped: {e}"
@@ -210,6 +211,16 @@ class _Interface:
     ts_offset_ns: int = 0
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _ns(ticks: int, iface: _Interface) -> int:
+    """A pcapng timestamp in ns since the epoch; absurd ones (damage) clamped
+    into the int64 the tables hold."""
+    ns = ticks * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
+    return min(max(ns, INT64_MIN), INT64_MAX)
+
+
 def _parse_options(data: bytes | memoryview, e: str) -> Iterator[tuple[int, memoryview]]:
     mv = memoryview(data)
     pos = 0
@@ -280,7 +291,7 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo) -> Iterator[Frame]:
                 continue
             iface = ifaces[iface_id]
             ticks = (ts_hi << 32) | ts_lo
-            ts = ticks * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
+            ts = _ns(ticks, iface)
             frames += 1
             if caplen < origlen:
                 truncated += 1
@@ -308,7 +319,7 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo) -> Iterator[Frame]:
             if iface_id >= len(ifaces) or 20 + caplen > len(body):
                 continue
             iface = ifaces[iface_id]
-            ts = ((ts_hi << 32) | ts_lo) * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
+            ts = _ns((ts_hi << 32) | ts_lo, iface)
             frames += 1
             info.frames = frames
             yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index

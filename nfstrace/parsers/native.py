@@ -15,6 +15,7 @@ from __future__ import annotations
 import lzma
 import os
 import socket
+import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -104,7 +105,7 @@ class _Decompressed:
             return b""
         try:
             return self.stream.read(n)
-        except (OSError, EOFError, lzma.LZMAError) as e:
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
             self.error = f"decompression stopped: {e}"
             return b""
 
@@ -240,8 +241,10 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         return fast._messages_frame([])  # the empty table exactly as the reference makes it
     addrs = _addr_texts(tables["addrs"])
     prog = _ints(cols, "prog", "i8")
-    vers = _ints(cols, "vers", "i4")
-    proc = _ints(cols, "proc", "i4")
+    # vers and proc come unsigned (names are made from the real numbers); the
+    # table's int32 columns wrap them as the reference's astype does
+    vers = _ints(cols, "vers", "i8")
+    proc = _ints(cols, "proc", "i8")
     data: dict[str, object] = {
         "ts_first_ns": _ints(cols, "ts_first_ns", "i8"),
         "ts_last_ns": _ints(cols, "ts_last_ns", "i8"),

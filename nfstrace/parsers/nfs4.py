@@ -446,7 +446,7 @@ def _read_args(x: Xdr, st: dict) -> None:  # READ, READ_PLUS: stateid, offset, c
 
 
 def _offset_count(x: Xdr, st: dict) -> None:
-    offset = x.u64()
+    offset = x.i64()  # the int64 column: offsets past 2**63 (never real) wrap
     if not x.ok:
         return
     st["offset"] = offset
@@ -457,7 +457,7 @@ def _offset_count(x: Xdr, st: dict) -> None:
 
 def _write_args(x: Xdr, st: dict) -> None:
     x.skip(STATEID4)
-    offset = x.u64()
+    offset = x.i64()  # (as above)
     if not x.ok:
         return
     st.setdefault("offset", offset)
