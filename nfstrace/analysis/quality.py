@@ -150,7 +150,8 @@ class CaptureQuality:
             out.append(
                 Finding(
                     kind="capture_gap",
-                    title=f"{len(self.gaps)} intervals of at least {GAP_NS / 1e9:.0f} s with "
+                    title=f"{len(self.gaps)} interval{'s' * (len(self.gaps) > 1)} of at least "
+                    f"{GAP_NS / 1e9:.0f} s with "
                     f"no packet while calls were outstanding "
                     f"({self.gaps['duration_ns'].sum() / 1e9:.3f} s in all): a stalled "
                     "peer or a capture that stopped recording",
