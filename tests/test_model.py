@@ -8,8 +8,10 @@ import math
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import tshark_ref
 from conftest import SAMPLES, ground_truth
 
 import nfstrace
@@ -313,9 +315,31 @@ def test_segments_get_their_own_prediction() -> None:
 
 
 # ------------------------------------------------ lab captures at two injected delays
+#
+# The workload: the lab's NFSv3-over-UDP client writing 1 MiB in 32 KiB WRITEs with 3
+# outstanding (a fixed window of transactions in flight, the study's setting), at no added
+# delay (d0: kernel bridge) and at 2 and 10 ms (impair.py bridge), made in one lab run.
+# The d2/d10 runs also have a server-side capture: with both ends on one clock it measures
+# the delay the bridge really added (nominal delay + the bridge's own 0.1-0.2 ms each way).
+#
+# Figures (issue 5; sample-pcaps, tshark 4.0):
+#   T_prop d0 20.5 µs; d2 1183 µs vs injected one way 1141.0 µs measured (nominal 1000)
+#   + 20.5 = 1161.5 µs (+21.5 µs, +1.9%); d10 5180 µs vs 5147.5 + 20.5 = 5168.0 µs (+12 µs,
+#   +0.2%).  Against the nominal delay d2 would be +162.5 µs off (the bridge's own delay).
+#   Fitted on d2, rtt=+8ms -> 63.30 Mbit/s vs 65.92 measured at d10 (-4.0%); fitted on d10,
+#   rtt=-8ms -> 214.15 vs 212.52 measured at d2 (+0.8%).  Five lab runs of the scenario:
+#   d2 -> d10 -1.1% to -8.0%, d10 -> d2 -4.8% to +12.0%.
+#
+# Not this workload: the lab's nfs-cp over TCP writing 1 MiB (16 x 64 KiB sent at once,
+# v3-tcp-nfscp-w64k-d*): the transfer is over within TCP slow start, so its time grows by
+# about six round trips per added round trip, which a model of transactions in flight does
+# not see.  Fitted on d2 it predicted d10 at +24% to +35% over four fresh lab runs (-2% on the
+# committed pair, whose d2 run had a slow bridge).  Only its T_prop is checked below.
 
-D2 = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
-D10 = SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap"
+UDP = {d: SAMPLES / f"v3-udp-py-w32k-{d}-l0.pcap" for d in ("d0", "d2", "d10")}
+TCP_D2 = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
+TCP_D10 = SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap"
+SMALL_FRAME = 300  # bytes of IP datagram: a trivial RPC, never queued behind a 32 KiB WRITE
 
 
 @cache
@@ -325,41 +349,91 @@ def lab(capture: Path, with_events: bool = True):
     return fit_model(t.transactions, events, capture_point="client", messages=t.messages)
 
 
-def injected_one_way_s(capture: Path) -> float:
+def nominal_one_way_s(capture: Path) -> float:
     return ground_truth(capture)["impairment"]["added_rtt_ms"] / 2 / 1e3
 
 
+def _frame_times(capture: Path) -> dict[tuple[int, str], int]:
+    """tshark's time (ns) of each small single-frame RPC message, by (xid, call/reply)."""
+    rows = tshark_ref.fields(
+        str(capture),
+        ["rpc.xid", "rpc.msgtyp", "frame.time_epoch"],
+        f"rpc && ip.len < {SMALL_FRAME}",
+    )
+    out = {}
+    for xid, msgtyp, epoch in rows:
+        sec, _, frac = epoch.partition(".")
+        key = (int(xid, 16), "call" if msgtyp == "0" else "reply")
+        assert key not in out, f"{key} twice: not a loss-free run"
+        out[key] = int(sec) * 10**9 + int(frac.ljust(9, "0")[:9])
+    return out
+
+
+def injected_one_way_s(capture: Path) -> float:
+    """The one-way delay the bridge really added: small frames' time at the server-side
+    capture minus at the client side (calls), and the reverse (replies); the mean of the
+    two directions' medians.  Both tcpdumps run on one host: one clock."""
+    client = _frame_times(capture)
+    server = _frame_times(capture.with_name(capture.name.replace(".pcap", ".server-side.pcap")))
+    both = client.keys() & server.keys()
+    c2s = [server[k] - client[k] for k in both if k[1] == "call"]
+    s2c = [client[k] - server[k] for k in both if k[1] == "reply"]
+    assert len(c2s) >= 5 and len(s2c) >= 5
+    return (float(np.median(c2s)) + float(np.median(s2c))) / 2 / 1e9
+
+
 def within(got: float, want: float) -> bool:
+    """The issue's tolerance: 10% or 100 µs, whichever is larger."""
     return abs(got - want) <= max(0.10 * want, 100e-6)
 
 
+@pytest.mark.parametrize("delay", ["d2", "d10"])
+def test_t_prop_is_the_injected_delay_plus_the_no_delay_t_prop(delay: str) -> None:
+    """T_prop(dX) = half the injected round trip (as the bridge really applied it) +
+    T_prop(d0), within 10% or 100 µs.  The bridge adds its own 0.1-0.2 ms each way to the
+    nominal delay (the lab's README: 0.25-0.5 ms per round trip)."""
+    capture = UDP[delay]
+    t_prop_0 = lab(UDP["d0"]).parameter("T_prop")
+    injected = injected_one_way_s(capture)
+    nominal = nominal_one_way_s(capture)
+    assert nominal <= injected <= nominal + 0.25e-3, (nominal, injected)
+    t_prop = lab(capture).parameter("T_prop")
+    assert within(t_prop, injected + t_prop_0), (t_prop, injected, t_prop_0)
+    assert 0 < t_prop_0 < 100e-6  # the kernel bridge: microseconds
+    if delay == "d10":  # 10% of 5 ms also covers the bridge's own delay
+        assert within(t_prop, nominal + t_prop_0)
+
+
+@pytest.mark.parametrize(("fitted", "other"), [("d2", "d10"), ("d10", "d2")])
+def test_what_if_rtt_predicts_the_other_capture(fitted: str, other: str) -> None:
+    """Fitted on one delay, asked for the other's round trip, the model predicts the other
+    capture's measured WRITE throughput within 15% (as a change of the injected delay, and
+    as the other capture's own round trip)."""
+    m, m_other = lab(UDP[fitted]), lab(UDP[other])
+    delta_ms = (nominal_one_way_s(UDP[other]) - nominal_one_way_s(UDP[fitted])) * 2e3
+    other_rtt_us = 2 * m_other.parameter("T_prop") * 1e6
+    table = what_if(m, [f"rtt={delta_ms:+g}ms", f"rtt={other_rtt_us:.1f}us"])
+    for predicted in table["predicted_mbit_s"]:
+        assert predicted == pytest.approx(m_other.measured_mbit_s, rel=0.15)
+    # the delay really changed the throughput (and the window of 3 stayed in use)
+    slow, fast = sorted((m, m_other), key=lambda r: r.measured_mbit_s)
+    assert slow.measured_mbit_s < 0.5 * fast.measured_mbit_s
+    assert 2.5 <= m.outstanding_mean <= 3
+
+
 @pytest.mark.parametrize("with_events", [True, False], ids=["as loaded", "trivial RPCs"])
-def test_t_prop_follows_the_injected_delay(with_events: bool) -> None:
-    """Both runs go through the lab's user-space bridge (the d0 run through the kernel
-    bridge, without the bridge's own 0.25-0.5 ms), so each is checked against the other:
-    T_prop(d10) = T_prop(d2) + (10 - 2) ms / 2, and the other way round."""
-    p2 = lab(D2, with_events).parameter("T_prop")
-    p10 = lab(D10, with_events).parameter("T_prop")
-    extra = injected_one_way_s(D10) - injected_one_way_s(D2)
+def test_tcp_t_prop_follows_the_injected_delay(with_events: bool) -> None:
+    """The TCP runs (no server-side capture): each against the other, both through the
+    bridge: T_prop(d10) = T_prop(d2) + (10 - 2) ms / 2, and the other way round."""
+    p2 = lab(TCP_D2, with_events).parameter("T_prop")
+    p10 = lab(TCP_D10, with_events).parameter("T_prop")
+    extra = nominal_one_way_s(TCP_D10) - nominal_one_way_s(TCP_D2)
     assert extra == pytest.approx(4e-3)
     assert within(p10, p2 + extra), (p2, p10)
     assert within(p2, p10 - extra), (p2, p10)
 
 
-def test_what_if_rtt_predicts_the_other_capture() -> None:
-    """Fitted on the 2 ms run, asked for the 10 ms run's round trip, the model predicts
-    that run's measured WRITE throughput within 15% (as a change of the injected delay,
-    and as the other capture's own round trip)."""
-    m2, m10 = lab(D2), lab(D10)
-    delta_ms = (injected_one_way_s(D10) - injected_one_way_s(D2)) * 2e3
-    other_rtt_us = 2 * m10.parameter("T_prop") * 1e6
-    table = what_if(m2, [f"rtt=+{delta_ms:g}ms", f"rtt={other_rtt_us:.1f}us"])
-    for predicted in table["predicted_mbit_s"]:
-        assert predicted == pytest.approx(m10.measured_mbit_s, rel=0.15)
-    assert m10.measured_mbit_s < 0.8 * m2.measured_mbit_s  # the delay really cost throughput
-
-
-@pytest.mark.parametrize("capture", [D2, D10], ids=lambda p: p.name)
+@pytest.mark.parametrize("capture", [UDP["d2"], UDP["d10"], TCP_D2, TCP_D10], ids=lambda p: p.name)
 def test_lab_parameters_carry_method_and_samples(capture: Path) -> None:
     r = lab(capture)
     d = json.loads(json.dumps(r.as_dict(), allow_nan=False))

@@ -34,13 +34,26 @@ def findings(q) -> dict:
     return {f.kind: f for f in q.findings()}
 
 
+def _undecidable(capture: Path) -> bool:
+    """No TCP handshake, one L2 segment (TTLs initial) and no added delay: nothing in
+    the capture tells client side from server side (call->reply vs reply->next call
+    compares the server's time with the client's, not a round trip)."""
+    truth = ground_truth(capture)
+    return truth["transport"] == "udp" and not truth["impairment"]["added_rtt_ms"]
+
+
 @pytest.mark.parametrize("capture", FULL_CAPTURES + S256_CAPTURES, ids=lambda p: p.name)
 def test_capture_point_of_every_sample(capture: Path) -> None:
     (cap,) = [c for c in ground_truth(capture)["captures"] if c["file"] == capture.name]
     expected = cap["capture_point"].split(" side")[0]  # "client side: ..." / "server side: ..."
+    if _undecidable(capture):
+        expected = "unknown"  # better than a coin toss: say it cannot tell
     q = quality(capture)
     assert q.capture_point == expected
-    assert findings(q)["capture_point"].details["capture_point"] == expected
+    f = findings(q)["capture_point"]
+    assert f.details["capture_point"] == expected
+    if expected == "unknown":
+        assert "inconclusive: " in f.title and "pace: " in f.title
 
 
 @pytest.mark.parametrize("side", ["client", "server"])

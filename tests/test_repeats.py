@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
-from conftest import SAMPLES
+from conftest import SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.repeats import RETRANSMISSION_COLUMNS, analyze_repeats
@@ -111,11 +111,25 @@ def test_udp_retransmissions_equal_the_client_log(capture: Path) -> None:
     assert r.resends == gt["client"].get("retransmissions", 0)
 
 
-def test_loss_free_captures_have_no_rpc_retransmission() -> None:
-    clean = [SAMPLES / "v3-udp-py-w32k-d0-l0.pcap", SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap"]
-    for capture in clean:
-        r = repeats(capture)
-        assert r.retransmitted_calls == 0 and "rpc_retransmission" not in kinds(r)
+def _loss_free(capture: Path) -> bool:
+    truth = ground_truth(capture)
+    return truth["clean"] and not truth["impairment"]["loss_percent_each_direction"]
+
+
+LOSS_FREE = [p for p in SAMPLES.glob("*.pcap") if _loss_free(p)]
+
+
+@pytest.mark.parametrize("capture", sorted(LOSS_FREE), ids=lambda p: p.name)
+def test_loss_free_captures_have_no_rpc_retransmission(capture: Path) -> None:
+    r = repeats(capture)
+    assert r.retransmitted_calls == 0 and r.resends == 0 and r.retransmissions.empty
+    assert r.tcp_retransmitted_segments == 0 and r.duplicate_replies == 0
+    assert not {"rpc_retransmission", "tcp_retransmission", "duplicate_reply"} & kinds(r)
+
+
+def test_loss_free_samples_are_many() -> None:
+    # every transport, version and delay of the lab's loss-free runs, client and server side
+    assert len(LOSS_FREE) >= 10
 
 
 def test_every_call_whose_fragment_was_dropped_is_a_retransmission() -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SAMPLES, ground_truth
+from conftest import ROOT, SAMPLES, ground_truth
 from test_figures import full_diagnosis, synthetic_trace, write_trace
 
 import nfstrace
@@ -86,7 +86,8 @@ def open_in_browser(
 
 
 def screenshot(report: Path, tmp: Path, *extra: str) -> Path:
-    """A 1400x3000 screenshot of the report (copied to $NFSTRACE_ARTIFACTS if set)."""
+    """A 1400x8000 screenshot of the whole report, kept as a test artifact in
+    $NFSTRACE_ARTIFACTS (default: test-artifacts/ at the top of the tree) to be looked at."""
     png = tmp / f"{report.stem}.png"
     subprocess.run(
         [
@@ -96,7 +97,7 @@ def screenshot(report: Path, tmp: Path, *extra: str) -> Path:
             f"--user-data-dir={tmp / ('shot-' + report.stem)}",
             "--virtual-time-budget=30000",
             "--hide-scrollbars",
-            "--window-size=1400,3000",
+            "--window-size=1400,8000",
             f"--screenshot={png}",
             report.resolve().as_uri(),
         ],
@@ -105,11 +106,10 @@ def screenshot(report: Path, tmp: Path, *extra: str) -> Path:
         check=True,
     )
     assert png.stat().st_size > 50_000  # a drawn page, not a blank one
-    artifacts = os.environ.get("NFSTRACE_ARTIFACTS")
-    if artifacts:
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(artifacts) / png.name)
-    return png
+    artifacts = Path(os.environ.get("NFSTRACE_ARTIFACTS") or ROOT / "test-artifacts")
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(png, artifacts / png.name)
+    return artifacts / png.name
 
 
 def body_state(dom: str) -> dict[str, str]:

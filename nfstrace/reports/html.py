@@ -717,7 +717,8 @@ def render_report(
         "</head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="note">nfstrace {_e(__version__)}; times are seconds since the first '
-        f"packet ({_e(_when(trace.overview.start_ns))}).</p>",
+        f"RPC message ({_e(_when(trace.overview.start_ns))}; TCP events before it, such as "
+        "handshakes, have negative times).</p>",
         '<div id="nfstrace-problems" role="alert"></div>',
         _diagnosis_section(trace, diagnosis),
         _capture_section(trace, diagnosis),

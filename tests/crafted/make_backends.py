@@ -17,8 +17,9 @@ from pathlib import Path
 
 try:
     from crafted import make_crafted as mc
-except ImportError:  # tests/ not on sys.path: import as a package
-    from tests.crafted import make_crafted as mc
+except ImportError:  # run as a script (python tests/crafted/THIS.py OUTDIR) or as a package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from crafted import make_crafted as mc
 
 MIRROR_DELAY_NS = 2_000
 MIRROR_TCP_XID, MIRROR_UDP_XID = 0x2101, 0x2102

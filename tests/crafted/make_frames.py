@@ -22,8 +22,9 @@ from scapy.packet import Raw
 
 try:
     from crafted import make_crafted as mc
-except ImportError:  # tests/ not on sys.path: import as a package
-    from tests.crafted import make_crafted as mc
+except ImportError:  # run as a script (python tests/crafted/THIS.py OUTDIR) or as a package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from crafted import make_crafted as mc
 
 BASE_NS = mc.BASE_NS
 CLIENT, SERVER, NFS_PORT = mc.CLIENT, mc.SERVER, mc.NFS_PORT
