@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
-from nfstrace.analysis.quality import assess_capture
+from nfstrace.analysis.quality import _handshake_vote, assess_capture, handshake_times
 
 try:
     from crafted import make_crafted as mc
@@ -84,3 +85,38 @@ def test_bytes_the_capture_missed(tmp_path: Path) -> None:
     )
     assert clean.capture_missed_bytes == 0 and clean.interface_drops == 0
     assert not any(f.limits_conclusions for f in clean.findings())
+
+
+def _handshake_events(rows: list[tuple[int, str, int]]) -> pd.DataFrame:
+    """(conn, kind, ts_ns) rows as an events table."""
+    conn, kind, ts = zip(*rows, strict=True)
+    return pd.DataFrame({"conn": conn, "kind": pd.array(kind, dtype="string"), "ts_ns": ts})
+
+
+def test_handshake_vote_per_connection_rules() -> None:
+    syn, sa, ack = "tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"
+    events = _handshake_events(
+        [
+            (8, syn, 0), (8, sa, 300), (8, ack, 1000),  # server (700 >= 2 x 300), seen first
+            (1, syn, 0), (1, syn, 100), (1, sa, 1100), (1, ack, 1150),  # client, last SYN
+            (2, syn, 0), (2, sa, 10), (2, ack, 1010),  # server
+            (3, syn, 0), (3, sa, 500), (3, ack, 1000),  # between
+            (4, syn, 0), (4, sa, 5),  # no ACK: left out
+            (5, syn, 100), (5, sa, 50), (5, ack, 200),  # SYN-ACK before SYN: left out
+            (6, syn, 5), (6, sa, 5), (6, ack, 5),  # no time at all: left out
+            (7, syn, 0), (7, sa, 1000), (7, ack, 1100),  # client
+            (9, syn, 0), (9, sa, 600), (9, ack, 1000),  # between (neither 2x the other)
+        ]
+    )  # fmt: skip
+    vote = _handshake_vote(events)
+    # client, server and between 2 each: no majority; the vote seen first is named
+    assert vote is not None and vote["vote"] == "none"
+    # ratios 0.43, 20, 0.01, 1, 10, 1.5: median 1.25
+    assert vote["detail"] == (
+        "2 of 6 handshakes say server (median SYN->SYN-ACK / SYN-ACK->ACK = 1.2)"
+    )
+    times = handshake_times(events).set_index("conn")
+    assert times.loc[1].tolist() == [100, 1100, 1150, 1150]
+    assert times.loc[4].tolist() == [0, 5, -1, -1]
+    majority = _handshake_vote(events[events["conn"].isin([1, 7, 8])])
+    assert majority is not None and majority["vote"] == "client"

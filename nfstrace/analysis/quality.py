@@ -172,31 +172,63 @@ class CaptureQuality:
 # ---- capture point --------------------------------------------------------------------
 
 
+HANDSHAKE_KINDS = ("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack")
+HANDSHAKE_TIME_COLUMNS: dict[str, str] = {
+    "conn": "connection id (connections in order of their first handshake event)",
+    "syn_ns": "last SYN (a re-sent SYN restarts the clock); -1 if none",
+    "syn_ack_ns": "last SYN-ACK; -1 if none",
+    "ack_first_ns": "first handshake ACK; -1 if none",
+    "ack_last_ns": "last handshake ACK; -1 if none",
+}
+
+
+def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
+    """Per connection, when each packet of its TCP handshake was seen
+    (``HANDSHAKE_TIME_COLUMNS``).  One pass over the events for all
+    connections: a capture of many short connections has tens of thousands."""
+    if events is None or not len(events) or "kind" not in events:
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
+    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
+    kind = pd.Categorical(hs["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
+    conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
+    t = hs["ts_ns"].to_numpy("int64")
+    last = np.full((len(HANDSHAKE_KINDS), len(conns)), -1, "int64")
+    np.maximum.at(last, (kind, conn), t)  # times are >= 0: -1 stays only where none
+    is_ack = kind == 2
+    first_ack = np.full(len(conns), np.iinfo("int64").max, "int64")
+    np.minimum.at(first_ack, conn[is_ack], t[is_ack])
+    return pd.DataFrame(
+        {
+            "conn": np.asarray(conns, dtype="int64"),
+            "syn_ns": last[0],
+            "syn_ack_ns": last[1],
+            "ack_first_ns": np.where(last[2] >= 0, first_ack, -1),
+            "ack_last_ns": last[2],
+        }
+    )
+
+
 def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
     if not len(events):
         return None
-    ev = events[events["kind"].isin(("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"))]
-    votes: list[str] = []
-    ratios: list[float] = []
-    for _conn, g in ev.groupby("conn", sort=False):
-        # the last SYN before the SYN-ACK (a re-sent SYN restarts the clock)
-        t = g.groupby("kind")["ts_ns"].max()
-        if len(t) < 3:
-            continue
-        a = int(t["tcp_syn_ack"] - t["tcp_syn"])  # SYN -> SYN-ACK
-        b = int(t["tcp_handshake_ack"] - t["tcp_syn_ack"])  # SYN-ACK -> ACK
-        if a < 0 or b < 0 or a + b == 0:
-            continue
-        ratios.append(a / max(b, 1))
-        if a >= HANDSHAKE_RATIO * b:
-            votes.append("client")
-        elif b >= HANDSHAKE_RATIO * a:
-            votes.append("server")
-        elif min(a, b) >= BETWEEN_SHARE * (a + b):
-            votes.append("between")
-    if not votes:
+    h = handshake_times(events)
+    syn, syn_ack, ack = (h[c].to_numpy() for c in ("syn_ns", "syn_ack_ns", "ack_last_ns"))
+    a = syn_ack - syn  # SYN -> SYN-ACK
+    b = ack - syn_ack  # SYN-ACK -> ACK
+    ok = (syn >= 0) & (syn_ack >= 0) & (ack >= 0) & (a >= 0) & (b >= 0) & (a + b != 0)
+    a, b = a[ok], b[ok]
+    ratios = a / np.maximum(b, 1)
+    client = a >= HANDSHAKE_RATIO * b
+    server = ~client & (b >= HANDSHAKE_RATIO * a)
+    between = ~client & ~server & (np.minimum(a, b) >= BETWEEN_SHARE * (a + b))
+    votes = np.select([client, server, between], ["client", "server", "between"], "")
+    votes = votes[votes != ""]
+    if not len(votes):
         return None
-    vote, n = pd.Series(votes).value_counts().index[0], pd.Series(votes).value_counts().iloc[0]
+    # the most common vote; a tie goes to the one seen first (as value_counts orders it)
+    names, first, counts = np.unique(votes, return_index=True, return_counts=True)
+    best = min(range(len(names)), key=lambda i: (-counts[i], first[i]))
+    vote, n = str(names[best]), int(counts[best])
     return {
         "method": "handshake",
         "vote": vote if n * 2 > len(votes) else "none",
