@@ -247,6 +247,24 @@ def test_handshake_gives_t_prop_and_is_preferred() -> None:
     assert p["samples"] == 5
 
 
+def test_handshake_round_trips_exact_with_incomplete_handshakes() -> None:
+    # conn 2 has only a SYN, conn 3 a re-sent SYN: the round trips stay exact
+    # nanoseconds (epoch ns in float64 would round to 256 ns)
+    events = pd.DataFrame(
+        {
+            "ts_ns": [T0 + 1, T0 + 100_000, T0 + 123_457, T0 + 5, T0, T0 + 300, T0 + 1_001],
+            "conn": [1, 1, 1, 2, 3, 3, 3],
+            "kind": ["tcp_syn", "tcp_syn_ack", "tcp_handshake_ack", "tcp_syn"]
+            + ["tcp_syn", "tcp_syn", "tcp_handshake_ack"],
+        }
+    )
+    p = fit_model(make_tx([trivial(T0, 900 * US)]), events).parameters.set_index("name")
+    assert p.loc["T_prop", "samples"] == 2
+    assert p.loc["T_prop", "value_s"] == 701 / 1e9 / 2  # conn 3: last SYN to the ACK
+    # (median - min) / 2, the median of two being their mean
+    assert p.loc["T_prop", "spread_s"] == pytest.approx((123_456 - 701) / 4 / 1e9, abs=1e-15)
+
+
 def test_server_side_capture_point() -> None:
     rows = [trivial(T0 + i * 1000 * US, 30 * US) for i in range(5)]
     rows += sequential_writes(10, 65536, 400 * US, 0, T0 + 10_000 * US)

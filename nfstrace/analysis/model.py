@@ -42,6 +42,7 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.overview import _throughput as write_throughput
+from nfstrace.analysis.quality import handshake_times
 from nfstrace.analysis.workload import json_number, json_records, outstanding
 from nfstrace.parsers.nfs3 import UNSTABLE
 from nfstrace.parsers.rpc import NFS_PROGRAM
@@ -86,7 +87,6 @@ SEQUENTIAL_BELOW = 1.5
 TRIVIAL_OPS = frozenset({"NULL", "GETATTR", "ACCESS", "GETPORT", "FSINFO", "PATHCONF"})
 TRIVIAL_V4_OPS = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "GETATTR", "ACCESS"})
 _TRIVIAL_WORDS = "NULL/GETATTR/ACCESS/GETPORT/FSINFO/SEQUENCE"
-HANDSHAKE_KINDS = ("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack")
 DATA_SYNC = 1  # stable_how / committed level at which the server has the data on disk
 
 _TERM_ADVICE = {
@@ -374,20 +374,12 @@ def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
 
 
 def _handshake_rtts(events: pd.DataFrame | None) -> np.ndarray:
-    """Per connection: SYN -> handshake ACK (the full round trip wherever captured)."""
-    if events is None or events.empty or "kind" not in events:
-        return np.array([])
-    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
-    if hs.empty:
-        return np.array([])
-    first = hs.groupby(["conn", "kind"])["ts_ns"].agg(["min", "max"]).unstack("kind")
-    rtts = []
-    for _, row in first.iterrows():
-        syn_last = row.get(("max", "tcp_syn"), math.nan)  # a re-sent SYN: time the last one
-        ack = row.get(("min", "tcp_handshake_ack"), math.nan)
-        if pd.notna(syn_last) and pd.notna(ack) and ack > syn_last:
-            rtts.append((ack - syn_last) / 1e9)
-    return np.array(rtts)
+    """Per connection (by id): SYN -> handshake ACK (the full round trip wherever captured)."""
+    h = handshake_times(events).sort_values("conn", kind="stable")
+    syn_last = h["syn_ns"].to_numpy()  # a re-sent SYN: time the last one
+    ack = h["ack_first_ns"].to_numpy()
+    ok = (syn_last >= 0) & (ack >= 0) & (ack > syn_last)
+    return (ack[ok] - syn_last[ok]) / 1e9
 
 
 def _estimate_rtt(
