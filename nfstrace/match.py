@@ -155,7 +155,9 @@ def _attach_replies(
     rep = rep.astype({c: "Int64" for c in rep.columns if pd.api.types.is_integer_dtype(rep[c])})
     tx = groups.set_index("tx").join(rep, how="left")
     tx["n_replies"] = tx["n_replies"].fillna(0).astype("int64")
-    orphans = linked[linked["tx"].isna()]
+    # Only the reply's own columns: the call side's times are NaN here, float64, and
+    # concatenated with the matched rows they would round every t_call_ns to 256 ns.
+    orphans = linked.loc[linked["tx"].isna(), list(r.columns)]
     if len(orphans):
         o = orphans.rename(
             columns={**_REPLY_COLUMNS, "sport": "server_port", "dport": "client_port"}
