@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nfstrace.match import match
+from nfstrace.match import MatchConfig, match
 from nfstrace.parsers.nfs_fields import NFS_FIELDS
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 
@@ -58,3 +58,60 @@ def test_times_stay_exact_with_replies_without_call() -> None:
     assert tx["latency_ns"].tolist() == [3 * MS + 10, pd.NA]
     assert tx["t_reply_ns"].tolist() == [T0 + 3 * MS + 10, T0 + 5 * MS + 10]
     assert np.array_equal(tx["t_reply_ns"].to_numpy("int64") % 2, [1, 1])
+
+
+def test_resends_reuse_duplicates_and_stale_replies() -> None:
+    reuse = MatchConfig(xid_reuse_ns=100 * MS)
+    rows = [
+        # xid 1: sent three times (the third on a new connection), answered twice
+        {"msgtype": "call", "t": 0, "xid": 1},
+        {"msgtype": "call", "t": 10 * MS, "xid": 1},
+        {"msgtype": "call", "t": 30 * MS, "xid": 1, "conn": 2},
+        {"msgtype": "reply", "t": 31 * MS, "xid": 1, "conn": 2, "count": 512},
+        {"msgtype": "reply", "t": 32 * MS, "xid": 1, "nfs_status": 70},
+        # xid 1 again, 200 ms later: reused, a new transaction; its reply is stale
+        {"msgtype": "call", "t": 230 * MS, "xid": 1, "op": "COMMIT", "proc": 21},
+        {"msgtype": "reply", "t": 400 * MS, "xid": 1, "op": "?", "proc": -1},
+        # xid 2: the same xid from another client, and another procedure of the first
+        {"msgtype": "call", "t": 40 * MS, "xid": 2, "client": "10.0.0.3", "op": "READ"},
+        {"msgtype": "call", "t": 40 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
+        {"msgtype": "call", "t": 41 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
+        {"msgtype": "reply", "t": 45 * MS, "xid": 2, "client": "10.0.0.3", "count": 4096},
+        # xid 3: the reply comes before any call (the call is another transaction)
+        {"msgtype": "reply", "t": 50 * MS, "xid": 3, "op": "?", "proc": -1},
+        {"msgtype": "call", "t": 60 * MS, "xid": 3},
+    ]
+    tx = match(messages(rows), reuse)
+    cols = ["client", "xid", "op", "n_calls", "call_conns", "n_replies", "t_call_ns"]
+    got = [
+        tuple(None if v is pd.NA else v for v in r)
+        for r in tx[[*cols, "latency_ns", "status", "write_bytes", "read_bytes"]]
+        .astype(object)
+        .itertuples(index=False)
+    ]
+    # in call order (a reply without call: at its own time); equal times by client
+    assert got == [
+        (CLIENT, 1, "WRITE", 3, 2, 2, T0, 31 * MS + 10, 0, 512, 0),
+        (CLIENT, 2, "GETATTR", 2, 1, 0, T0 + 40 * MS, None, None, 0, 0),
+        ("10.0.0.3", 2, "READ", 1, 1, 1, T0 + 40 * MS, 5 * MS + 10, 0, 0, 4096),
+        (CLIENT, 3, "?", 0, None, 1, None, None, 0, 0, 0),
+        (CLIENT, 3, "WRITE", 1, 1, 0, T0 + 60 * MS, None, None, 0, 0),
+        (CLIENT, 1, "COMMIT", 1, 1, 0, T0 + 230 * MS, None, None, 0, 0),
+        (CLIENT, 1, "?", 0, None, 1, None, None, 0, 0, 0),  # stale: 170 ms after the call
+    ]
+    assert tx["call_times_ns"].iloc[0] == (T0, T0 + 10 * MS, T0 + 30 * MS)
+    assert tx["call_times_ns"].iloc[1] == (T0 + 40 * MS, T0 + 41 * MS)
+    assert pd.isna(tx["call_times_ns"].iloc[2])
+    # a reply without call names its client and server from its own addresses
+    assert tx.loc[3, ["client", "server", "client_port", "server_port"]].tolist() == [
+        CLIENT, SERVER, 800, 2049
+    ]  # fmt: skip
+
+
+def test_no_messages_no_calls_no_replies() -> None:
+    tx = match(messages([]))
+    assert tx.empty and list(tx.columns) == list(TRANSACTION_DTYPES)
+    only_replies = match(messages([{"msgtype": "reply", "t": 0, "xid": 1}]))
+    assert only_replies[["n_calls", "n_replies"]].values.tolist() == [[0, 1]]
+    only_calls = match(messages([{"msgtype": "call", "t": 0, "xid": 1}]))
+    assert only_calls[["n_calls", "n_replies"]].values.tolist() == [[1, 0]]
