@@ -367,6 +367,18 @@ def _is_trivial(op: object, ops: object) -> bool:
     return isinstance(op, str) and op in TRIVIAL_OPS
 
 
+def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
+    """_is_trivial of each row, decided once per distinct (op, ops) pair."""
+    op = pd.factorize(tx["op"])[0].astype("int64")  # missing: -1
+    ops = pd.factorize(tx["ops"])[0].astype("int64")
+    _, first, pair = np.unique(
+        (op + 1) * (ops.max(initial=0) + 2) + ops + 1, return_index=True, return_inverse=True
+    )
+    pairs = zip(tx["op"].iloc[first], tx["ops"].iloc[first], strict=True)
+    # An array, not a list: an empty list would select no columns instead of no rows.
+    return np.array([_is_trivial(o, s) for o, s in pairs], dtype=bool)[pair]
+
+
 def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
     """Transactions sent once and answered once, with a latency."""
     ok = (tx["n_calls"] == 1) & (tx["n_replies"] >= 1) & tx["latency_ns"].notna()
@@ -390,13 +402,7 @@ def _estimate_rtt(
 ) -> tuple[_Estimate, float]:
     """T_prop, and the network round trip that call->reply times include here."""
     trivial = _clean_answered(tx)
-    # An array mask, not a list: an empty list would select no columns instead of no rows.
-    mask = np.fromiter(
-        (_is_trivial(o, s) for o, s in zip(trivial["op"], trivial["ops"], strict=True)),
-        dtype=bool,
-        count=len(trivial),
-    )
-    trivial = trivial[mask]
+    trivial = trivial[_trivial_mask(trivial)]
     rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.
