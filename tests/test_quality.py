@@ -4,14 +4,22 @@ twins; truncation, bytes the capture missed."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
-from nfstrace.analysis.quality import _handshake_vote, assess_capture, handshake_times
+from nfstrace.analysis.quality import (
+    GAP_NS,
+    _gaps,
+    _handshake_vote,
+    assess_capture,
+    handshake_times,
+)
 
 try:
     from crafted import make_crafted as mc
@@ -120,3 +128,34 @@ def test_handshake_vote_per_connection_rules() -> None:
     assert times.loc[4].tolist() == [0, 5, -1, -1]
     majority = _handshake_vote(events[events["conn"].isin([1, 7, 8])])
     assert majority is not None and majority["vote"] == "client"
+
+
+def _brute_force_gaps(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple]:
+    t = np.unique(times)
+    out = []
+    for s, e in pairwise(t):
+        n = int(((start <= s) & (end >= e)).sum())
+        if e - s >= GAP_NS and n:
+            out.append((s, e, e - s, n))
+    return out
+
+
+@pytest.mark.parametrize("consistent", [True, False])
+def test_gaps_count_the_calls_outstanding_through_them(consistent: bool) -> None:
+    rng = np.random.default_rng(7)
+    # packets in bursts separated by pauses of up to 3 s
+    times = np.cumsum(rng.choice([1_000, 50_000, 1_500_000_000, 3_000_000_000], 400))
+    first, last = times[::2], times[1::2]
+    messages = pd.DataFrame({"ts_first_ns": first, "ts_last_ns": last})
+    a, b = np.sort(rng.choice(times, (2, 150)), axis=0)
+    reply = pd.array(b, dtype="Int64")
+    reply[rng.random(150) < 0.2] = pd.NA  # never answered: outstanding to the end
+    if not consistent:  # a call time inside a gap (a hand-made table): still counted right
+        pause = int(np.flatnonzero(np.diff(times) >= GAP_NS)[0])
+        a[0], b[0] = times[pause] + 1, times[-1]
+    tx = pd.DataFrame({"n_calls": 1, "t_call_ns": pd.array(a, dtype="Int64"), "t_reply_ns": reply})
+    got = _gaps(messages, tx, pd.DataFrame())
+    end = reply.fillna(np.iinfo("int64").max).to_numpy("int64")
+    expected = _brute_force_gaps(times, a, end)
+    assert len(expected) > 3
+    assert [tuple(r) for r in got.itertuples(index=False)] == expected
