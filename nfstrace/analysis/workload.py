@@ -113,8 +113,10 @@ def _category(op: str) -> str:
 
 def op_mix(nfs_calls: pd.DataFrame) -> pd.DataFrame:
     """Calls per LADDIS category, LADDIS categories first (in mix order), then the others."""
-    ops = nfs_calls["op"].astype(object).fillna("?").astype(str)
-    counts = ops.map(_category).value_counts()
+    # each distinct operation categorised once, then the rows' categories counted
+    codes, names = pd.factorize(nfs_calls["op"].fillna("?"))
+    categories = np.array([_category(str(op)) for op in names], dtype=object)
+    counts = pd.Series(categories[codes], dtype="str").value_counts()
     total = int(counts.sum())
     rows = [(c, int(counts.get(c, 0)), share) for c, share in LADDIS_MIX.items()]
     rows += [(c, int(n), math.nan) for c, n in counts.items() if c not in LADDIS_MIX]
