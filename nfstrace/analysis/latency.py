@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.grouping import group_codes, group_keys
+
 LATENCY_COLUMNS = {
     "program": "RPC program name",
     "vers": "program version",
@@ -36,36 +38,6 @@ def error_mask(tx: pd.DataFrame) -> pd.Series:
     return (nfs_error | rpc_error) & (tx["n_replies"] > 0)
 
 
-def _sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of a column's values numbered in the values' sort order, missing last
-    (the order of groupby(sort=True, dropna=False)), and the value of each code."""
-    if pd.api.types.is_numeric_dtype(column.dtype):
-        codes, uniques = pd.factorize(column, sort=True)
-        values = np.asarray(uniques, dtype=object)
-    else:  # strings, categories: sort the (few) distinct values, not the rows
-        codes, uniques = pd.factorize(column)
-        values = np.asarray(uniques, dtype=object)
-        order = np.argsort(values, kind="stable")
-        rank = np.empty(len(values), "int64")
-        rank[order] = np.arange(len(values))
-        ranked = rank[codes] if len(rank) else codes  # (no values: every row missing)
-        codes, values = np.where(codes < 0, -1, ranked), values[order]
-    return np.where(codes < 0, len(values), codes), np.append(values, np.nan)
-
-
-def _group_codes(columns: list[pd.Series]) -> tuple[np.ndarray, list[tuple]]:
-    """One integer per row for the combination of ``columns``, numbered in the
-    combinations' sort order (grouping by integers, not by object columns of
-    strings); and per column its codes and the value of each code."""
-    parts = [(column.name, *_sorted_codes(column)) for column in columns]
-    group = np.zeros(len(columns[0]), "int64")
-    for _, codes, values in parts:  # mixed radix, re-numbered before it could overflow
-        if group.max(initial=0) >= np.iinfo("int64").max // len(values):
-            group = pd.factorize(group, sort=True)[0]
-        group = group * len(values) + codes
-    return pd.factorize(group, sort=True)[0], parts
-
-
 def latency_table(
     tx: pd.DataFrame, by: list[str] | None = None, column: str = "latency_ns"
 ) -> pd.DataFrame:
@@ -75,13 +47,7 @@ def latency_table(
     if not called.any():
         return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
     t = tx.loc[called, [*dict.fromkeys([*keys, column, "n_calls", "n_replies"]), *_ERROR_COLUMNS]]
-    group, parts = _group_codes([t[k] for k in keys])
-    # each group's key values, from its first row (as a list: pd.Index then infers
-    # the dtype, int64 or str, as groupby does for its keys)
-    first = pd.Series(group).drop_duplicates()
-    at = np.empty(len(first), "int64")
-    at[first.to_numpy()] = first.index.to_numpy()
-    key_values = {name: pd.Index(values[codes[at]].tolist()) for name, codes, values in parts}
+    group, parts = group_codes([t[k] for k in keys])  # integers, not strings
     work = pd.DataFrame(
         {
             "lat_ms": t[column].astype("Float64") / 1e6,
@@ -105,7 +71,7 @@ def latency_table(
         }
     )
     out["no_reply"] = out["calls"] - out["replied"]
-    out = pd.concat([pd.DataFrame(key_values), out.reset_index(drop=True)], axis=1)
+    out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
     return out[[*(by or []), *LATENCY_COLUMNS]].sort_values(
         ["calls", *keys], ascending=[False, *[True] * len(keys)], ignore_index=True
     )
@@ -127,7 +93,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     nth = np.arange(len(row)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
     op = name_code[offsets[lists[row]] + nth]
     # An operation counts once per compound (and per client, server, xid and call time).
-    call = _group_codes([v4[c] for c in ("client", "server", "xid", "t_call_ns")])[0]
+    call = group_codes([v4[c] for c in ("client", "server", "xid", "t_call_ns")])[0]
     first = ~pd.Series(call[row] * len(names) + op).duplicated().to_numpy()
     row, op = row[first], op[first]
     exploded = v4[["program", "vers", column, "n_calls", "n_replies", *_ERROR_COLUMNS]].iloc[row]
