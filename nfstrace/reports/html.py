@@ -331,11 +331,12 @@ def _pair_figures(
     figs: _Figures, trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
 ) -> None:
     """Figures 1-4 for one client/server pair (None: the whole trace)."""
-    tx = trace.transactions
     t0 = trace.overview.start_ns
 
     def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
         return table if pair is None else _of_pair(table, pair)
+
+    tx = sel(trace.transactions)  # once: two figures draw the pair's transactions
 
     segments = data.segments
     if pair is not None and segments is not None and "client" not in segments:
@@ -356,9 +357,9 @@ def _pair_figures(
         ),
         (
             "per-transaction throughput",
-            fg.transaction_throughput(sel(tx), t0_ns=t0, point_budget=budget),
+            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget),
         ),
-        ("WRITE call→reply", fg.write_latency(sel(tx), t0_ns=t0, point_budget=budget)),
+        ("WRITE call→reply", fg.write_latency(tx, t0_ns=t0, point_budget=budget)),
         (
             "outstanding RPCs",
             fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
