@@ -519,25 +519,58 @@ def _commit_server_seconds_per_byte(
     """Per COMMIT: (latency - round trip) / bytes it made stable.
 
     Bytes: UNSTABLE WRITEs of the same file acknowledged since the previous COMMIT's
-    call (the COMMIT's own count when that finds none).
+    call (the COMMIT's own count when that finds none); a COMMIT whose file handle
+    is unknown counts the WRITEs of every file.  Cumulative sums, not a scan of the
+    WRITEs per COMMIT.
     """
     commits = _clean_answered(tx[(tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0)])
     commits = commits.sort_values("t_call_ns")
     unstable = writes[writes["committed"].fillna(-1) == UNSTABLE]
-    out = []
-    previous: dict[object, int] = {}
-    for c in commits.itertuples(index=False):
-        same_file = unstable if pd.isna(c.fh) else unstable[unstable["fh"] == c.fh]
-        since = previous.get(c.fh, -(2**62))
-        done = same_file[
-            (same_file["t_reply_ns"] > since) & (same_file["t_reply_ns"] <= c.t_call_ns)
-        ]
-        nbytes = int(done["write_bytes"].sum()) or max(int(c.count) if pd.notna(c.count) else 0, 0)
-        previous[c.fh] = int(c.t_call_ns)
-        server = c.latency_ns / 1e9 - visible_rtt
-        if nbytes > 0 and server > 0:
-            out.append(server / nbytes)
-    return np.array(out)
+    if commits.empty:
+        return np.array([])
+    call = commits["t_call_ns"].to_numpy("int64")
+    # files numbered 1, 2, ... across both tables; 0: handle unknown
+    file = pd.factorize(pd.concat([commits["fh"], unstable["fh"]], ignore_index=True))[0] + 1
+    c_file, w_file = file[: len(commits)], file[len(commits) :]
+    since = _previous_of_same(c_file, call, -(2**62))
+    reply = unstable["t_reply_ns"].to_numpy("int64")
+    nbytes = unstable["write_bytes"].to_numpy("int64")
+    # bytes acknowledged in (since, call] on the same file: the difference of two
+    # cumulative sums over WRITEs sorted by (file, reply time); times ranked so the
+    # pair sorts as one integer
+    times = np.unique(np.r_[reply, call, since])
+    span = len(times) + 1
+    key = w_file * span + np.searchsorted(times, reply)
+    order = np.argsort(key, kind="stable")
+    key, cum = key[order], np.r_[0, np.cumsum(nbytes[order])]
+
+    def upto(f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return cum[np.searchsorted(key, f * span + np.searchsorted(times, t), "right")]
+
+    acked = upto(c_file, call) - upto(c_file, since)
+    # handle unknown: the WRITEs of every file
+    by_time = np.sort(reply)
+    every = np.r_[0, np.cumsum(nbytes[np.argsort(reply, kind="stable")])]
+    anywhere = every[np.searchsorted(by_time, call, "right")]
+    anywhere -= every[np.searchsorted(by_time, since, "right")]
+    acked = np.where(c_file == 0, anywhere, acked)
+    count = np.maximum(commits["count"].fillna(0).to_numpy("int64"), 0)
+    made_stable = np.where(acked != 0, acked, count)
+    server = commits["latency_ns"].to_numpy("float64") / 1e9 - visible_rtt
+    keep = (made_stable > 0) & (server > 0)
+    return server[keep] / made_stable[keep]
+
+
+def _previous_of_same(keys: np.ndarray, values: np.ndarray, missing: int) -> np.ndarray:
+    """For each row, ``values`` of the last earlier row with the same key (``missing``
+    for the first of its key)."""
+    order = np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    previous = np.r_[missing, v[:-1]]
+    previous[np.r_[True, k[1:] != k[:-1]]] = missing
+    out = np.empty_like(values)
+    out[order] = previous
+    return out
 
 
 def _estimate_t_b(
