@@ -43,7 +43,12 @@ import pandas as pd
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.overview import _throughput as write_throughput
 from nfstrace.analysis.quality import handshake_times
-from nfstrace.analysis.workload import json_number, json_records, outstanding
+from nfstrace.analysis.workload import (
+    json_number,
+    json_records,
+    outstanding,
+    outstanding_means,
+)
 from nfstrace.parsers.nfs3 import UNSTABLE
 from nfstrace.parsers.rpc import NFS_PROGRAM
 
@@ -857,11 +862,11 @@ def _prediction_rows(
         ("max concurrency", float(outstanding_max), bound(outstanding_max), math.nan),
         ("measured overall", n_obs, bound(n_obs), measured_mbit_s),
     ]
-    if segments is not None:
-        for k, seg in enumerate(segments.itertuples(index=False), start=1):
-            n_seg, _ = outstanding(writes, int(seg.start_ns), int(seg.end_ns))
+    if segments is not None and len(segments):
+        n_segs = outstanding_means(writes, segments["start_ns"], segments["end_ns"])
+        for k, (n_seg, mbit_s) in enumerate(zip(n_segs, segments["mbit_s"], strict=True), 1):
             n_seg = n_seg if math.isfinite(n_seg) else 1.0
-            rows.append((f"segment {k}", n_seg, bound(n_seg), float(seg.mbit_s)))
+            rows.append((f"segment {k}", n_seg, bound(n_seg), float(mbit_s)))
     table = pd.DataFrame(
         rows, columns=["scenario", "outstanding", "predicted_mbit_s", "measured_mbit_s"]
     )
