@@ -41,8 +41,6 @@ class MatchConfig:
     xid_reuse_ns: int = 300 * 1_000_000_000
 
 
-KEY = ["client", "server", "xid"]
-
 # message column -> transaction column, taken from the first call
 _CALL_COLUMNS = {
     "src": "client",
@@ -228,13 +226,12 @@ def _attach_replies(
         ts_first[first],
     )
     if len(by_time) == 0:  # no calls: every reply is without one
-        hit[:] = -1
-    else:
-        hit = np.where(hit >= 0, by_time[hit], -1)
+        tx = np.full(len(replies), -1, "int64")
+    else:  # the transaction each reply answers (-1: none)
+        tx = np.where(hit >= 0, by_time[hit], -1)
         # A reply long after the last send answers a later, unseen call (xid reuse).
-        last_send = ts_first[groups.last[hit]]
-        hit[(hit >= 0) & (ts_last[replies] - last_send > config.xid_reuse_ns)] = -1
-    tx = hit
+        last_send = ts_first[groups.last[tx]]
+        tx[(tx >= 0) & (ts_last[replies] - last_send > config.xid_reuse_ns)] = -1
 
     n = len(groups.first)
     answered = tx >= 0
@@ -265,15 +262,19 @@ _ORPHAN_SOURCE = {
 
 def _take(column: pd.Series, pos: np.ndarray, dtype: str) -> Any:
     """column[pos] as ``dtype``, missing where pos < 0."""
-    if isinstance(column.dtype, np.dtype):
-        values = column.to_numpy()[np.maximum(pos, 0)] if len(column) else np.zeros(len(pos))
-        missing = pos < 0
-        if dtype == "boolean":
-            return pd.arrays.BooleanArray(values.astype(bool), missing)
-        if dtype.startswith("Int"):
-            return pd.arrays.IntegerArray(values.astype(dtype.lower()), missing)
-        return pd.array(values.astype(dtype)) if not missing.any() else pd.array(values, dtype)
-    return column.array.take(pos, allow_fill=True).astype(dtype)
+    if not isinstance(column.dtype, np.dtype):  # strings, categories: their own take
+        return column.array.take(pos, allow_fill=True).astype(dtype)
+    values = column.to_numpy()[np.maximum(pos, 0)] if len(column) else np.zeros(len(pos))
+    missing = pos < 0
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(values.astype(bool), missing)
+    if dtype.startswith("Int"):
+        return pd.arrays.IntegerArray(values.astype(dtype.lower()), missing)
+    if not missing.any():
+        return values.astype(dtype)
+    values = values.astype(object)
+    values[missing] = None
+    return pd.array(values, dtype=dtype)
 
 
 def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
@@ -319,8 +320,7 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
         rows.call_conns[order].astype("int32"), rows.call_conns[order] < 0
     )
     cols["call_times_ns"] = rows.call_times[order]
-    prog = cols["prog"].to_numpy("int64") if hasattr(cols["prog"], "to_numpy") else cols["prog"]
-    progs, codes = np.unique(prog, return_inverse=True)
+    progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
     names = np.array([program_name(int(p)) for p in progs], dtype=object)
     cols["program"] = pd.Categorical(names[codes])
     ok = pd.Series(cols["status"]).eq(0).fillna(False).to_numpy(dtype=bool)
