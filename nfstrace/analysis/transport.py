@@ -169,8 +169,9 @@ def _overlaps(
     Intervals sorted by (pair, start): an event's candidates are those starting in
     [event start - longest duration, event end].  The intervals are taken in classes
     of similar duration (powers of two), each with its own longest, so one long RPC
-    does not make every event scan everything: the candidates that do not overlap
-    are about as many as those that do."""
+    does not make every event scan everything: within a class an interval starting
+    that early is at least half as long as needed, so the candidates that do not
+    overlap are typically no more than those that do."""
     events, hits = [], []
     duration = np.maximum(end - start, 0)
     klass = np.floor(np.log2(np.maximum(duration, 1))).astype("int64")
