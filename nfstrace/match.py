@@ -24,12 +24,13 @@ Times (int64 ns; <NA> where absent):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.parsers.procnames import program_name
-from nfstrace.schema import TRANSACTION_DTYPES
+from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,6 @@ class MatchConfig:
     # after 60 s by default (timeo=600), with back-off: stay well above it.
     xid_reuse_ns: int = 300 * 1_000_000_000
 
-
-KEY = ["client", "server", "xid"]
 
 # message column -> transaction column, taken from the first call
 _CALL_COLUMNS = {
@@ -89,104 +88,248 @@ _REPLY_COLUMNS = {
 
 
 def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataFrame:
-    """The transactions table (columns: ``nfstrace.schema.TRANSACTION_COLUMNS``)."""
+    """The transactions table (columns: ``nfstrace.schema.TRANSACTION_COLUMNS``).
+
+    Works on message positions: which call starts each transaction, which send
+    is its last, which reply answers it; each output column is then one take
+    from the messages table (no copy of the whole table, no string joins).
+    """
     config = config or MatchConfig()
-    calls = messages[messages["msgtype"] == "call"]
-    replies = messages[messages["msgtype"] == "reply"]
-    groups = _group_calls(calls, config)
-    tx = _attach_replies(groups, replies, config)
-    return _finish(tx)
+    calls = np.flatnonzero((messages["msgtype"] == "call").to_numpy(dtype=bool))
+    replies = np.flatnonzero((messages["msgtype"] == "reply").to_numpy(dtype=bool))
+    src, dst = _host_codes(messages)
+    groups = _group_calls(messages, calls, src, dst, config)
+    rows = _attach_replies(messages, groups, replies, src, dst, config)
+    return _finish(messages, rows)
 
 
-def _group_calls(calls: pd.DataFrame, config: MatchConfig) -> pd.DataFrame:
-    c = calls.sort_values(["src", "dst", "prog", "xid", "ts_first_ns"], kind="stable")
-    same_key = (
-        c["src"].eq(c["src"].shift())
-        & c["dst"].eq(c["dst"].shift())
-        & c["prog"].eq(c["prog"].shift())
-        & c["xid"].eq(c["xid"].shift())
-        & c["proc"].eq(c["proc"].shift())
+def _host_codes(messages: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """src and dst as integer codes of one vocabulary, in the strings' sort order
+    (so sorting codes sorts addresses as strings would; missing sorts last)."""
+    n = len(messages)
+    codes, uniques = pd.factorize(pd.concat([messages["src"], messages["dst"]]), sort=True)
+    codes = np.where(codes < 0, len(uniques), codes)
+    return codes[:n], codes[n:]
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Transactions from calls, in group order (by client, server, program, xid, time)."""
+
+    first: np.ndarray  # message position of the first send
+    last: np.ndarray  # ... of the last send
+    n_calls: np.ndarray
+    call_conns: np.ndarray
+    call_times: np.ndarray  # object: tuple of send times when re-sent, else NaN
+
+
+def _group_calls(
+    messages: pd.DataFrame, calls: np.ndarray, src: np.ndarray, dst: np.ndarray, config: MatchConfig
+) -> _Groups:
+    ts = messages["ts_first_ns"].to_numpy("int64")[calls]
+    prog = messages["prog"].to_numpy("int64")[calls]
+    xid = messages["xid"].to_numpy("int64")[calls]
+    proc = messages["proc"].to_numpy("int64")[calls]
+    s, d = src[calls], dst[calls]
+    order = np.lexsort((ts, xid, prog, d, s))  # stable: ties keep message order
+    pos = calls[order]
+    s, d, prog, xid, proc, ts = s[order], d[order], prog[order], xid[order], proc[order], ts[order]
+    same_key = (s[1:] == s[:-1]) & (d[1:] == d[:-1]) & (prog[1:] == prog[:-1])
+    same_key &= (xid[1:] == xid[:-1]) & (proc[1:] == proc[:-1])
+    near = (ts[1:] - ts[:-1]) <= config.xid_reuse_ns
+    new = np.r_[True, ~(same_key & near)] if len(pos) else np.zeros(0, bool)
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], len(pos)].astype("int64") if len(starts) else starts
+    n_calls = ends - starts
+    call_conns = np.ones(len(starts), "int64")
+    call_times = np.full(len(starts), np.nan, dtype=object)
+    resent = np.flatnonzero(n_calls > 1)
+    if len(resent):
+        # the sends of re-sent calls (contiguous per group): distinct connections,
+        # and the tuple of send times (in time order)
+        group = np.cumsum(new) - 1
+        rows = np.flatnonzero(n_calls[group] > 1)
+        group = group[rows]
+        conn = messages["conn"].to_numpy("int64")[pos[rows]]
+        o = np.lexsort((conn, group))
+        distinct = np.r_[True, (group[o][1:] != group[o][:-1]) | (conn[o][1:] != conn[o][:-1])]
+        call_conns[resent] = np.bincount(group[o][distinct], minlength=len(starts))[resent]
+        times = np.split(ts[rows], np.cumsum(n_calls[resent])[:-1])
+        for k, t in zip(resent, times, strict=True):  # element-wise: a list of equal-length
+            call_times[k] = tuple(t)  # tuples would be taken for a 2-D array
+    return _Groups(pos[starts], pos[ends - 1], n_calls, call_conns, call_times)
+
+
+def _asof_backward(
+    left_keys: tuple[np.ndarray, ...],
+    left_t: np.ndarray,
+    right_keys: tuple[np.ndarray, ...],
+    right_t: np.ndarray,
+) -> np.ndarray:
+    """For each left row, the right row with equal keys and the latest time at or
+    before the left row's (of equal times, the last in right order); -1 if none.
+    ``pd.merge_asof(direction="backward")`` on integer arrays: one lexsort of both
+    sides, then the last right row seen so far in that order."""
+    n_right = len(right_t)
+    keys = [np.r_[rk, lk] for rk, lk in zip(right_keys, left_keys, strict=True)]
+    t = np.r_[right_t, left_t]
+    side = np.r_[np.zeros(n_right, "int8"), np.ones(len(left_t), "int8")]  # right first on ties
+    order = np.lexsort((side, t, *reversed(keys)))
+    is_right = order < n_right
+    seen = (
+        np.maximum.accumulate(np.where(is_right, np.arange(len(order)), -1))
+        if len(order)
+        else order
     )
-    near = (c["ts_first_ns"] - c["ts_first_ns"].shift()) <= config.xid_reuse_ns
-    c = c.assign(tx=np.cumsum(~(same_key & near).to_numpy()))
-    g = c.groupby("tx", sort=False)
-    first = g.head(1).set_index("tx")
-    out = first[list(_CALL_COLUMNS)].rename(columns=_CALL_COLUMNS)
-    out["t_call_ns"] = first["ts_first_ns"]
-    out["t_call_end_ns"] = first["ts_last_ns"]
-    last = g.tail(1).set_index("tx")
-    out["t_call_last_ns"] = last["ts_first_ns"]
-    out["t_call_last_end_ns"] = last["ts_last_ns"]
-    out["n_calls"] = g.size()
-    out["call_conns"] = g["conn"].nunique()
-    resent = c[c["tx"].isin(out.index[out["n_calls"] > 1])]
-    out["call_times_ns"] = pd.Series(
-        resent.groupby("tx")["ts_first_ns"].agg(tuple), dtype=object
-    ).reindex(out.index)
-    return out.reset_index()
+    at = np.flatnonzero(~is_right)
+    candidate = np.where(seen[at] >= 0, order[np.maximum(seen[at], 0)], -1)
+    same = candidate >= 0
+    for k in keys:
+        same &= k[np.maximum(candidate, 0)] == k[order[at]]
+    out = np.full(len(left_t), -1, "int64")
+    out[order[at] - n_right] = np.where(same, candidate, -1)
+    return out
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The transactions in output order, as message positions (-1: none)."""
+
+    call: np.ndarray  # first send of the call (-1: a reply without call)
+    last_call: np.ndarray  # last send
+    reply: np.ndarray  # the first reply (of a reply without call: itself)
+    n_calls: np.ndarray
+    n_replies: np.ndarray
+    call_conns: np.ndarray  # -1 for replies without call
+    call_times: np.ndarray
 
 
 def _attach_replies(
-    groups: pd.DataFrame, replies: pd.DataFrame, config: MatchConfig
-) -> pd.DataFrame:
-    r = replies.rename(columns={"dst": "client", "src": "server"}).copy()
-    r = r.sort_values("ts_last_ns", kind="stable")
-    g = groups[["tx", *KEY, "t_call_ns", "t_call_last_ns"]].sort_values("t_call_ns", kind="stable")
-    # merge_asof needs one key dtype on both sides
-    for col in ("client", "server"):
-        r[col] = r[col].astype(object)
-        g[col] = g[col].astype(object)
-    r["xid"] = r["xid"].astype("int64")
-    g = g.astype({"xid": "int64"})
-    linked = pd.merge_asof(
-        r, g, left_on="ts_last_ns", right_on="t_call_ns", by=KEY, direction="backward"
+    messages: pd.DataFrame,
+    groups: _Groups,
+    replies: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    config: MatchConfig,
+) -> _Rows:
+    ts_first = messages["ts_first_ns"].to_numpy("int64")
+    ts_last = messages["ts_last_ns"].to_numpy("int64")
+    xid = messages["xid"].to_numpy("int64")
+    # replies in time order (stable), transactions by first send (stable)
+    replies = replies[np.argsort(ts_last[replies], kind="stable")]
+    by_time = np.argsort(ts_first[groups.first], kind="stable")
+    first = groups.first[by_time]
+    hit = _asof_backward(
+        (dst[replies], src[replies], xid[replies]),  # the reply's client, server, xid
+        ts_last[replies],
+        (src[first], dst[first], xid[first]),
+        ts_first[first],
     )
-    # A reply long after the last send answers a later, unseen call (xid reuse).
-    stale = (linked["ts_last_ns"] - linked["t_call_last_ns"]) > config.xid_reuse_ns
-    linked.loc[stale, "tx"] = np.nan
-    matched = linked[linked["tx"].notna()].copy()
-    matched["tx"] = matched["tx"].astype("int64")
-    rg = matched.groupby("tx", sort=False)
-    first = rg.head(1).set_index("tx")
-    rep = first[list(_REPLY_COLUMNS)].rename(columns=_REPLY_COLUMNS)
-    rep["t_reply_ns"] = first["ts_last_ns"]
-    rep["n_replies"] = rg.size()
-    # Nullable ints before the left join: float64 would round ns times (> 2**53) to 256 ns.
-    rep = rep.astype({c: "Int64" for c in rep.columns if pd.api.types.is_integer_dtype(rep[c])})
-    tx = groups.set_index("tx").join(rep, how="left")
-    tx["n_replies"] = tx["n_replies"].fillna(0).astype("int64")
-    orphans = linked[linked["tx"].isna()]
-    if len(orphans):
-        o = orphans.rename(
-            columns={**_REPLY_COLUMNS, "sport": "server_port", "dport": "client_port"}
-        )
-        o["t_reply_ns"] = orphans["ts_last_ns"]
-        o["n_replies"] = 1
-        o["n_calls"] = 0
-        o["op"] = orphans["op"]
-        for col in ("transport", "conn", "prog", "vers", "proc", "ops"):
-            o[col] = orphans[col]
-        keep = [c for c in o.columns if c in TRANSACTION_DTYPES]
-        tx = tx.astype({c: "Int64" for c in tx.columns if pd.api.types.is_integer_dtype(tx[c])})
-        tx = pd.concat([tx.reset_index(drop=True), o[keep]], ignore_index=True)
-    return tx.reset_index(drop=True)
+    if len(by_time) == 0:  # no calls: every reply is without one
+        tx = np.full(len(replies), -1, "int64")
+    else:  # the transaction each reply answers (-1: none)
+        tx = np.where(hit >= 0, by_time[hit], -1)
+        # A reply long after the last send answers a later, unseen call (xid reuse).
+        last_send = ts_first[groups.last[tx]]
+        tx[(tx >= 0) & (ts_last[replies] - last_send > config.xid_reuse_ns)] = -1
+
+    n = len(groups.first)
+    answered = tx >= 0
+    answered_tx, first_of = np.unique(tx[answered], return_index=True)
+    reply = np.full(n, -1, "int64")
+    reply[answered_tx] = replies[answered][first_of]  # the first reply in time order
+    n_replies = np.bincount(tx[answered], minlength=n)
+    orphans = replies[~answered]
+    k = len(orphans)
+    return _Rows(
+        call=np.r_[groups.first, np.full(k, -1)].astype("int64"),
+        last_call=np.r_[groups.last, np.full(k, -1)].astype("int64"),
+        reply=np.r_[reply, orphans].astype("int64"),
+        n_calls=np.r_[groups.n_calls, np.zeros(k, "int64")],
+        n_replies=np.r_[n_replies, np.ones(k, "int64")],
+        call_conns=np.r_[groups.call_conns, np.full(k, -1)].astype("int64"),
+        call_times=np.r_[groups.call_times, np.full(k, np.nan, dtype=object)],
+    )
 
 
-def _finish(tx: pd.DataFrame) -> pd.DataFrame:
-    t_reply = tx["t_reply_ns"].astype("Int64")
-    tx["latency_ns"] = t_reply - tx["t_call_ns"].astype("Int64")
-    tx["latency_last_ns"] = t_reply - tx["t_call_last_end_ns"].astype("Int64")
-    tx["srt_ns"] = t_reply - tx["t_call_end_ns"].astype("Int64")
-    tx["program"] = [program_name(int(p)) for p in tx["prog"]]
-    ok = tx["status"].eq(0).fillna(False).to_numpy(dtype=bool)
-    op = tx["op"].astype(object)
-    counted = tx["reply_count"].fillna(0).to_numpy(dtype="int64")
-    tx["write_bytes"] = np.where(op.eq("WRITE").to_numpy(dtype=bool) & ok, counted, 0)
-    tx["read_bytes"] = np.where(op.eq("READ").to_numpy(dtype=bool) & ok, counted, 0)
-    for col, dtype in TRANSACTION_DTYPES.items():
-        if col not in tx:
-            tx[col] = pd.NA
-        tx[col] = tx[col].astype(dtype)
-    tx = tx[list(TRANSACTION_DTYPES)]
-    order = tx["t_call_ns"].fillna(tx["t_reply_ns"])
-    return tx.iloc[np.argsort(order.to_numpy(dtype="int64"), kind="stable")].reset_index(drop=True)
+# For a reply without call, the transaction columns its own message fills.
+_ORPHAN_SOURCE = {
+    {"src": "server", "dst": "client", "sport": "server_port", "dport": "client_port",
+     **_REPLY_COLUMNS}.get(m, m): m
+    for m in MESSAGE_DTYPES
+}  # fmt: skip
+
+
+def _take(column: pd.Series, pos: np.ndarray, dtype: str) -> Any:
+    """column[pos] as ``dtype``, missing where pos < 0."""
+    if not isinstance(column.dtype, np.dtype):  # strings, categories: their own take
+        return column.array.take(pos, allow_fill=True).astype(dtype)
+    values = column.to_numpy()[np.maximum(pos, 0)] if len(column) else np.zeros(len(pos))
+    missing = pos < 0
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(values.astype(bool), missing)
+    if dtype.startswith("Int"):
+        return pd.arrays.IntegerArray(values.astype(dtype.lower()), missing)
+    if not missing.any():
+        return values.astype(dtype)
+    values = values.astype(object)
+    values[missing] = None
+    return pd.array(values, dtype=dtype)
+
+
+def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
+    """Columns taken from the messages, derived ones computed, in t_call order."""
+    ts_first = messages["ts_first_ns"].to_numpy("int64")
+    ts_last = messages["ts_last_ns"].to_numpy("int64")
+    start = np.where(rows.call >= 0, ts_first[rows.call], ts_last[rows.reply])
+    order = np.argsort(start, kind="stable")
+    call, last, reply = rows.call[order], rows.last_call[order], rows.reply[order]
+    orphan = call < 0
+    own = np.where(orphan, reply, call)  # the message a row's call columns come from
+    cols: dict[str, Any] = {}
+    for m, c in _CALL_COLUMNS.items():
+        source = _ORPHAN_SOURCE.get(c)
+        if source == m:
+            cols[c] = _take(messages[m], own, TRANSACTION_DTYPES[c])
+        else:
+            cols[c] = _take(messages[m], call, TRANSACTION_DTYPES[c])
+            if source is not None and orphan.any():  # a reply's view of the same field
+                theirs = _take(messages[source], np.where(orphan, reply, -1), TRANSACTION_DTYPES[c])
+                cols[c] = pd.Series(cols[c]).mask(orphan, pd.Series(theirs)).array
+    for m, c in _REPLY_COLUMNS.items():
+        cols[c] = _take(messages[m], reply, TRANSACTION_DTYPES[c])
+
+    def at(times: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return np.where(pos >= 0, times[np.maximum(pos, 0)], 0) if len(times) else pos
+
+    def ns(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
+        return pd.arrays.IntegerArray(values.astype("int64"), missing)
+
+    t_call, t_call_end = at(ts_first, call), at(ts_last, call)
+    t_last, t_last_end = at(ts_first, last), at(ts_last, last)
+    t_reply, no_reply = at(ts_last, reply), reply < 0
+    cols["t_call_ns"], cols["t_call_end_ns"] = ns(t_call, orphan), ns(t_call_end, orphan)
+    cols["t_call_last_ns"], cols["t_call_last_end_ns"] = ns(t_last, orphan), ns(t_last_end, orphan)
+    cols["t_reply_ns"] = ns(t_reply, no_reply)
+    cols["latency_ns"] = ns(t_reply - t_call, no_reply | orphan)
+    cols["latency_last_ns"] = ns(t_reply - t_last_end, no_reply | orphan)
+    cols["srt_ns"] = ns(t_reply - t_call_end, no_reply | orphan)
+    cols["n_calls"] = rows.n_calls[order]
+    cols["n_replies"] = rows.n_replies[order]
+    cols["call_conns"] = pd.arrays.IntegerArray(
+        rows.call_conns[order].astype("int32"), rows.call_conns[order] < 0
+    )
+    cols["call_times_ns"] = rows.call_times[order]
+    progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
+    names = np.array([program_name(int(p)) for p in progs], dtype=object)
+    cols["program"] = pd.Categorical(names[codes])
+    ok = pd.Series(cols["status"]).eq(0).fillna(False).to_numpy(dtype=bool)
+    op = pd.Series(cols["op"])
+    counted = pd.Series(cols["reply_count"]).fillna(0).to_numpy(dtype="int64")
+    for column, name in (("write_bytes", "WRITE"), ("read_bytes", "READ")):
+        is_op = op.eq(name).fillna(False).to_numpy(dtype=bool)
+        cols[column] = np.where(is_op & ok, counted, 0)
+    tx = pd.DataFrame(
+        {c: cols[c] for c in TRANSACTION_DTYPES}, index=pd.RangeIndex(len(order)), copy=False
+    )
+    return tx.astype(TRANSACTION_DTYPES)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import tshark_ref
 from conftest import SAMPLES
 
 import nfstrace
-from nfstrace.analysis.fragments import DIRECTION_COLUMNS, analyze_fragments
+from nfstrace.analysis.fragments import DIRECTION_COLUMNS, _by_rpc, analyze_fragments
 
 MTU1000 = SAMPLES / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap"
 MTU1000_SERVER = SAMPLES / "v3-udp-py-w32k-mtu1000-d2-l0.5.server-side.pcap"
@@ -62,3 +63,21 @@ def test_unfragmented_capture() -> None:
     assert (r.fragments, r.fragmented_messages, r.datagrams_incomplete) == (0, 0, 0)
     assert r.mtu == 1500 and r.findings() == []
     assert not r.by_rpc.fragmented.any()
+
+
+def test_by_rpc_groups_in_key_order() -> None:
+    messages = pd.DataFrame(
+        {
+            "transport": pd.Categorical(["udp", "tcp", "udp", "udp", None, "udp"]),
+            "msgtype": pd.Categorical(["reply", "call", "call", "call", "call", "call"]),
+            "op": pd.array(["READ", "WRITE", "WRITE", None, "WRITE", "WRITE"], dtype="string"),
+            "ip_frags": [3, 5, 1, 2, 9, 4],
+        }
+    )
+    t = _by_rpc(messages)  # the message without transport is left out, as groupby does
+    assert t.fillna({"frags_mean": -1.0}).values.tolist() == [
+        ["tcp", "call", "WRITE", 1, 0, -1.0, 0],  # TCP packets are not fragments
+        ["udp", "call", "", 1, 1, 2.0, 2],
+        ["udp", "call", "WRITE", 2, 1, 4.0, 4],
+        ["udp", "reply", "READ", 1, 1, 3.0, 3],
+    ]

@@ -18,6 +18,7 @@ import nfstrace
 from nfstrace.analysis.model import (
     PARAMETERS,
     ModelOverrides,
+    _commit_server_seconds_per_byte,
     cycle_throughput_bps,
     fit_model,
     overrides_from_options,
@@ -249,6 +250,24 @@ def test_handshake_gives_t_prop_and_is_preferred() -> None:
     assert p["samples"] == 5
 
 
+def test_handshake_round_trips_exact_with_incomplete_handshakes() -> None:
+    # conn 2 has only a SYN, conn 3 a re-sent SYN: the round trips stay exact
+    # nanoseconds (epoch ns in float64 would round to 256 ns)
+    events = pd.DataFrame(
+        {
+            "ts_ns": [T0 + 1, T0 + 100_000, T0 + 123_457, T0 + 5, T0, T0 + 300, T0 + 1_001],
+            "conn": [1, 1, 1, 2, 3, 3, 3],
+            "kind": ["tcp_syn", "tcp_syn_ack", "tcp_handshake_ack", "tcp_syn"]
+            + ["tcp_syn", "tcp_syn", "tcp_handshake_ack"],
+        }
+    )
+    p = fit_model(make_tx([trivial(T0, 900 * US)]), events).parameters.set_index("name")
+    assert p.loc["T_prop", "samples"] == 2
+    assert p.loc["T_prop", "value_s"] == 701 / 1e9 / 2  # conn 3: last SYN to the ACK
+    # (median - min) / 2, the median of two being their mean
+    assert p.loc["T_prop", "spread_s"] == pytest.approx((123_456 - 701) / 4 / 1e9, abs=1e-15)
+
+
 def test_server_side_capture_point() -> None:
     rows = [trivial(T0 + i * 1000 * US, 30 * US) for i in range(5)]
     rows += sequential_writes(10, 65536, 400 * US, 0, T0 + 10_000 * US)
@@ -467,3 +486,61 @@ def fit_model_with_what_if(r):
     from dataclasses import replace
 
     return replace(r, what_if=what_if(r, ["rtt=+5ms"]))
+
+
+def _commit_per_byte_reference(tx: pd.DataFrame, writes: pd.DataFrame, rtt: float) -> list:
+    """The definition, one COMMIT at a time."""
+    commits = tx[(tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0)]
+    commits = commits[(commits["n_calls"] == 1) & (commits["n_replies"] >= 1)]
+    commits = commits.sort_values("t_call_ns")
+    unstable = writes[writes["committed"].fillna(-1) == 0]
+    out, previous = [], {}
+    for c in commits.itertuples(index=False):
+        same = unstable if pd.isna(c.fh) else unstable[unstable["fh"] == c.fh]
+        since = previous.get(c.fh, -(2**62))
+        done = same[(same["t_reply_ns"] > since) & (same["t_reply_ns"] <= c.t_call_ns)]
+        nbytes = int(done["write_bytes"].sum()) or max(int(c.count) if pd.notna(c.count) else 0, 0)
+        previous[c.fh] = int(c.t_call_ns)
+        server = c.latency_ns / 1e9 - rtt
+        if nbytes > 0 and server > 0:
+            out.append(server / nbytes)
+    return out
+
+
+def test_commit_time_per_byte_counts_each_files_writes_since_its_last_commit() -> None:
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(300):
+        t = T0 + i * 100 * US
+        fh = rng.choice(["aa", "bb", "cc", None], p=[0.4, 0.3, 0.25, 0.05])
+        if rng.random() < 0.8:
+            size = int(rng.choice([4096, 65536]))
+            level = int(rng.choice([0, 0, 0, 2]))  # mostly UNSTABLE, some FILE_SYNC
+            rows.append(
+                {
+                    "op": "WRITE",
+                    "proc": 7,
+                    "t_call_ns": t,
+                    "latency_ns": 150 * US,
+                    "count": size,
+                    "committed": level,
+                    "write_bytes": size,
+                    "fh": fh or "aa",
+                }
+            )
+        else:
+            rows.append(
+                {
+                    "op": "COMMIT",
+                    "t_call_ns": t,
+                    "latency_ns": int(rng.integers(10, 900)) * US,
+                    "status": int(rng.choice([0, 0, 0, 70])),
+                    "count": int(rng.choice([0, 8192, -1])),
+                    "fh": fh,
+                }
+            )
+    tx = make_tx(rows)
+    writes = tx[(tx["op"] == "WRITE") & (tx["write_bytes"] > 0)]
+    expected = _commit_per_byte_reference(tx, writes, 200e-6)
+    assert len(expected) > 20
+    assert _commit_server_seconds_per_byte(tx, writes, 200e-6).tolist() == expected

@@ -4,13 +4,22 @@ twins; truncation, bytes the capture missed."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
-from nfstrace.analysis.quality import assess_capture
+from nfstrace.analysis.quality import (
+    GAP_NS,
+    _gaps,
+    _handshake_vote,
+    assess_capture,
+    handshake_times,
+)
 
 try:
     from crafted import make_crafted as mc
@@ -97,3 +106,69 @@ def test_bytes_the_capture_missed(tmp_path: Path) -> None:
     )
     assert clean.capture_missed_bytes == 0 and clean.interface_drops == 0
     assert not any(f.limits_conclusions for f in clean.findings())
+
+
+def _handshake_events(rows: list[tuple[int, str, int]]) -> pd.DataFrame:
+    """(conn, kind, ts_ns) rows as an events table."""
+    conn, kind, ts = zip(*rows, strict=True)
+    return pd.DataFrame({"conn": conn, "kind": pd.array(kind, dtype="string"), "ts_ns": ts})
+
+
+def test_handshake_vote_per_connection_rules() -> None:
+    syn, sa, ack = "tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"
+    events = _handshake_events(
+        [
+            (8, syn, 0), (8, sa, 300), (8, ack, 1000),  # server (700 >= 2 x 300), seen first
+            (1, syn, 0), (1, syn, 100), (1, sa, 1100), (1, ack, 1150),  # client, last SYN
+            (2, syn, 0), (2, sa, 10), (2, ack, 1010),  # server
+            (3, syn, 0), (3, sa, 500), (3, ack, 1000),  # between
+            (4, syn, 0), (4, sa, 5),  # no ACK: left out
+            (5, syn, 100), (5, sa, 50), (5, ack, 200),  # SYN-ACK before SYN: left out
+            (6, syn, 5), (6, sa, 5), (6, ack, 5),  # no time at all: left out
+            (7, syn, 0), (7, sa, 1000), (7, ack, 1100),  # client
+            (9, syn, 0), (9, sa, 600), (9, ack, 1000),  # between (neither 2x the other)
+        ]
+    )  # fmt: skip
+    vote = _handshake_vote(events)
+    # client, server and between 2 each: no majority; the vote seen first is named
+    assert vote is not None and vote["vote"] == "none"
+    # ratios 0.43, 20, 0.01, 1, 10, 1.5: median 1.25
+    assert vote["detail"] == (
+        "2 of 6 handshakes say server (median SYN->SYN-ACK / SYN-ACK->ACK = 1.2)"
+    )
+    times = handshake_times(events).set_index("conn")
+    assert times.loc[1].tolist() == [100, 1100, 1150, 1150]
+    assert times.loc[4].tolist() == [0, 5, -1, -1]
+    majority = _handshake_vote(events[events["conn"].isin([1, 7, 8])])
+    assert majority is not None and majority["vote"] == "client"
+
+
+def _brute_force_gaps(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple]:
+    t = np.unique(times)
+    out = []
+    for s, e in pairwise(t):
+        n = int(((start <= s) & (end >= e)).sum())
+        if e - s >= GAP_NS and n:
+            out.append((s, e, e - s, n))
+    return out
+
+
+@pytest.mark.parametrize("consistent", [True, False])
+def test_gaps_count_the_calls_outstanding_through_them(consistent: bool) -> None:
+    rng = np.random.default_rng(7)
+    # packets in bursts separated by pauses of up to 3 s
+    times = np.cumsum(rng.choice([1_000, 50_000, 1_500_000_000, 3_000_000_000], 400))
+    first, last = times[::2], times[1::2]
+    messages = pd.DataFrame({"ts_first_ns": first, "ts_last_ns": last})
+    a, b = np.sort(rng.choice(times, (2, 150)), axis=0)
+    reply = pd.array(b, dtype="Int64")
+    reply[rng.random(150) < 0.2] = pd.NA  # never answered: outstanding to the end
+    if not consistent:  # a call time inside a gap (a hand-made table): still counted right
+        pause = int(np.flatnonzero(np.diff(times) >= GAP_NS)[0])
+        a[0], b[0] = times[pause] + 1, times[-1]
+    tx = pd.DataFrame({"n_calls": 1, "t_call_ns": pd.array(a, dtype="Int64"), "t_reply_ns": reply})
+    got = _gaps(messages, tx, pd.DataFrame())
+    end = reply.fillna(np.iinfo("int64").max).to_numpy("int64")
+    expected = _brute_force_gaps(times, a, end)
+    assert len(expected) > 3
+    assert [tuple(r) for r in got.itertuples(index=False)] == expected

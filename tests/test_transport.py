@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import SAMPLES
 
@@ -68,3 +70,82 @@ def test_lossy_lab_run() -> None:
     rt = r.events[r.events.kind == "tcp_retransmission"]
     assert (rt.rpcs > 0).all() and rt.rpc_ops.str.contains("WRITE").all()
     assert r.zero_windows == 0 and r.holes == 0
+
+
+def _reference(ev: pd.DataFrame, tx: pd.DataFrame) -> tuple[list, list, list, list]:
+    """The definition, one event at a time: RPCs between the same two hosts whose
+    [call, reply (else last send)] overlaps the event."""
+    rpcs = tx[tx["n_calls"] > 0]
+    start = rpcs["t_call_ns"].astype("int64").to_numpy()
+    end = rpcs["t_reply_ns"].fillna(rpcs["t_call_last_end_ns"]).astype("int64").to_numpy()
+    hosts = [frozenset(p) for p in zip(rpcs["client"], rpcs["server"], strict=True)]
+    counts, sums, ops, ids = [], [], [], []
+    for e in ev.itertuples():
+        pair = frozenset((e.src, e.dst))
+        hit = [
+            i
+            for i in range(len(rpcs))
+            if hosts[i] == pair and start[i] <= e.ts_ns + e.duration_ns and end[i] >= e.ts_ns
+        ]
+        names, n = np.unique(rpcs["op"].iloc[hit].astype(str), return_counts=True)
+        counts.append(len(hit))
+        sums.append(int(rpcs["latency_ns"].iloc[hit].fillna(0).sum()))
+        ops.append(" ".join(f"{o}x{c}" for o, c in zip(names, n, strict=True)))
+        ids.append(set(hit))
+    return counts, sums, ops, ids
+
+
+def test_events_linked_to_overlapping_rpcs_of_the_same_hosts() -> None:
+    rng = np.random.default_rng(11)
+    hosts = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    n = 400
+    t_call = np.sort(rng.integers(0, 10**9, n))
+    # latencies over several orders of magnitude (and a few very long ones)
+    latency = (10 ** rng.uniform(3, 7, n)).astype("int64")
+    latency[rng.random(n) < 0.02] = 5 * 10**8
+    answered = rng.random(n) < 0.9
+    client = rng.choice(hosts[:2], n)
+    tx = pd.DataFrame(
+        {
+            "client": pd.array(client, dtype="string"),
+            "server": pd.array(["10.0.0.3"] * n, dtype="string"),
+            "op": pd.array(rng.choice(["WRITE", "COMMIT", "GETATTR"], n), dtype="string"),
+            "n_calls": rng.choice([1, 1, 1, 0], n),
+            "t_call_ns": pd.array(t_call, dtype="Int64"),
+            "t_call_last_end_ns": pd.array(t_call + 1000, dtype="Int64"),
+            "t_reply_ns": pd.array(np.where(answered, t_call + latency, 0), dtype="Int64"),
+            "latency_ns": pd.array(np.where(answered, latency, 0), dtype="Int64"),
+        }
+    )
+    tx.loc[~answered, ["t_reply_ns", "latency_ns"]] = pd.NA
+    m = 300
+    kinds = rng.choice(list(("tcp_retransmission", "tcp_zero_window", "tcp_window_full")), m)
+    src = rng.choice(hosts, m)
+    ev = pd.DataFrame(
+        {
+            "ts_ns": np.sort(rng.integers(0, 10**9, m)),
+            "frame": np.arange(m),
+            "conn": rng.integers(1, 6, m),
+            "src": pd.array(src, dtype="string"),
+            "sport": 2049,
+            "dst": pd.array(np.where(src == "10.0.0.3", rng.choice(hosts[:2], m), "10.0.0.3")),
+            "dport": 800,
+            "kind": pd.array(kinds, dtype="string"),
+            "seq": 0,
+            "length": rng.integers(0, 65536, m),
+            "duration_ns": np.where(kinds == "tcp_retransmission", 0, rng.integers(0, 10**7, m)),
+        }
+    )
+    r = analyze_transport(tx, ev)
+    counts, sums, ops, ids = _reference(ev, tx)
+    assert r.events["rpcs"].tolist() == counts and sum(counts) > 100
+    assert r.events["rpc_latency_ns"].tolist() == sums
+    assert r.events["rpc_ops"].tolist() == ops
+    zero = set().union(*(ids[i] for i in range(m) if kinds[i] == "tcp_zero_window"))
+    assert r.rpcs_in_zero_window == len(zero)
+    rpcs = tx[tx["n_calls"] > 0]
+    for c in r.connections.itertuples():
+        hit = set().union(*(ids[i] for i in range(m) if ev["conn"][i] == c.conn))
+        assert c.rpcs_delayed == len(hit)
+        assert c.delayed_latency_ns == int(rpcs["latency_ns"].iloc[sorted(hit)].fillna(0).sum())
+        assert c.window_full == int(((ev["conn"] == c.conn) & (kinds == "tcp_window_full")).sum())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import SAMPLES, ground_truth
 from test_model import T0, US, make_tx
@@ -14,6 +16,7 @@ from nfstrace.analysis.workload import (
     LITTLE_TOLERANCE,
     analyze_workload,
     outstanding,
+    outstanding_means,
 )
 
 
@@ -112,3 +115,21 @@ def test_render_workload() -> None:
     text = console.export_text()
     assert "LOOKUP" in text and "34%" in text and "other: COMMIT" in text
     assert "Little's law holds" in text
+
+
+def test_outstanding_means_over_many_windows_equal_one_at_a_time() -> None:
+    rng = np.random.default_rng(5)
+    calls = 1_700_000_000 * 10**9 + np.sort(rng.integers(0, 10**10, 500))
+    tx = pd.DataFrame(
+        {
+            "t_call_ns": pd.array(calls, dtype="Int64"),
+            "t_reply_ns": pd.array(calls + (10 ** rng.uniform(3, 9, 500)).astype("int64")),
+        }
+    )
+    tx.loc[rng.random(500) < 0.1, "t_reply_ns"] = pd.NA  # unanswered: not counted
+    starts = np.sort(rng.choice(calls, 60)) + rng.integers(-(10**6), 10**6, 60)
+    ends = starts + rng.integers(-(10**3), 10**9, 60)  # a few empty (end <= start)
+    got = outstanding_means(tx, starts, ends)
+    expected = [outstanding(tx, int(s), int(e))[0] for s, e in zip(starts, ends, strict=True)]
+    assert np.array_equal(got, np.array(expected), equal_nan=True)
+    assert np.isnan(got).sum() < 10 and not np.isnan(got).all()

@@ -23,7 +23,7 @@ from nfstrace.analysis.repeats import analyze_repeats
 from nfstrace.analysis.stalls import find_stalls
 from nfstrace.analysis.transport import analyze_transport
 from nfstrace.analysis.workload import analyze_workload
-from nfstrace.analysis.writes import analyze_writes, write_progress
+from nfstrace.analysis.writes import analyze_writes, prepared, write_progress
 from nfstrace.parsers.fast import ParseStats
 
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}
@@ -85,12 +85,14 @@ def diagnose(
     repeats = analyze_repeats(transactions, events, stats)
     fragments = analyze_fragments(messages, stats, events)
     transport = analyze_transport(transactions, events)
-    writes = analyze_writes(transactions)
-    progress = write_progress(transactions)
+    # writes, stalls and pace read the same few columns: select and code them once
+    used = prepared(transactions)
+    writes = analyze_writes(used)
+    progress = write_progress(used)
     stalls = find_stalls(
-        transactions, events, options.stall_threshold_ns, capture_point=quality.capture_point
+        used, events, options.stall_threshold_ns, capture_point=quality.capture_point
     )
-    pace = analyze_pace(transactions)
+    pace = analyze_pace(used)
     model = fit_model(
         transactions,
         events,

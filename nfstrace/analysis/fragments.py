@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import group_codes, group_keys
 
 DISTRIBUTION_COLUMNS: dict[str, str] = {
     "ip_frags": "IP fragments carrying a message (1: not fragmented; TCP: one per packet)",
@@ -129,18 +130,17 @@ def _distribution(udp: pd.DataFrame) -> pd.DataFrame:
 def _by_rpc(messages: pd.DataFrame) -> pd.DataFrame:
     if messages.empty:
         return pd.DataFrame(columns=list(BY_RPC_COLUMNS))
-    m = pd.DataFrame(
-        {
-            "transport": messages["transport"].astype(object),
-            "msgtype": messages["msgtype"].astype(object),
-            "op": messages["op"].astype(object).fillna(""),
-            "ip_frags": messages["ip_frags"].astype("int64"),
-        }
-    )
+    keys = [messages["transport"], messages["msgtype"], messages["op"].fillna("")]
     # Over TCP ip_frags counts packets, fragmented or not: only UDP ones are fragments.
-    m["fragmented"] = (m["transport"] == "udp") & (m["ip_frags"] > 1)
-    m["frags"] = m["ip_frags"].where(m["fragmented"])
-    g = m.groupby(["transport", "msgtype", "op"], sort=True)
+    ip_frags = messages["ip_frags"].astype("int64")
+    fragmented = (messages["transport"] == "udp") & (ip_frags > 1)
+    m = pd.DataFrame({"fragmented": fragmented, "frags": ip_frags.where(fragmented)})
+    known = (messages["transport"].notna() & messages["msgtype"].notna()).to_numpy()
+    m, keys = m[known], [k[known] for k in keys]  # groupby leaves out missing keys
+    if m.empty:
+        return pd.DataFrame(columns=list(BY_RPC_COLUMNS))
+    group, parts = group_codes(keys)  # integers, not strings
+    g = m.groupby(group, sort=True)
     out = pd.DataFrame(
         {
             "messages": g.size(),
@@ -148,7 +148,8 @@ def _by_rpc(messages: pd.DataFrame) -> pd.DataFrame:
             "frags_mean": g["frags"].mean(),
             "frags_max": g["frags"].max().fillna(0).astype("int64"),
         }
-    ).reset_index()
+    )
+    out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
     return out[list(BY_RPC_COLUMNS)]
 
 
@@ -167,7 +168,7 @@ def analyze_fragments(
 ) -> FragmentsResult:
     """Fragmentation facts (``stats``: the parser's ParseStats; ``events``: its
     events table, to name the incomplete datagrams)."""
-    udp = messages[messages["transport"].astype(object) == "udp"]
+    udp = messages[messages["transport"] == "udp"]
     by_rpc = _by_rpc(messages)
     fragmented = udp[udp["ip_frags"] > 1]
     directions = pd.DataFrame(

@@ -42,7 +42,13 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.overview import _throughput as write_throughput
-from nfstrace.analysis.workload import json_number, json_records, outstanding
+from nfstrace.analysis.quality import handshake_times
+from nfstrace.analysis.workload import (
+    json_number,
+    json_records,
+    outstanding,
+    outstanding_means,
+)
 from nfstrace.parsers.nfs3 import UNSTABLE
 from nfstrace.parsers.rpc import NFS_PROGRAM
 
@@ -86,7 +92,6 @@ SEQUENTIAL_BELOW = 1.5
 TRIVIAL_OPS = frozenset({"NULL", "GETATTR", "ACCESS", "GETPORT", "FSINFO", "PATHCONF"})
 TRIVIAL_V4_OPS = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "GETATTR", "ACCESS"})
 _TRIVIAL_WORDS = "NULL/GETATTR/ACCESS/GETPORT/FSINFO/SEQUENCE"
-HANDSHAKE_KINDS = ("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack")
 DATA_SYNC = 1  # stable_how / committed level at which the server has the data on disk
 
 _TERM_ADVICE = {
@@ -367,6 +372,18 @@ def _is_trivial(op: object, ops: object) -> bool:
     return isinstance(op, str) and op in TRIVIAL_OPS
 
 
+def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
+    """_is_trivial of each row, decided once per distinct (op, ops) pair."""
+    op = pd.factorize(tx["op"])[0].astype("int64")  # missing: -1
+    ops = pd.factorize(tx["ops"])[0].astype("int64")
+    _, first, pair = np.unique(
+        (op + 1) * (ops.max(initial=0) + 2) + ops + 1, return_index=True, return_inverse=True
+    )
+    pairs = zip(tx["op"].iloc[first], tx["ops"].iloc[first], strict=True)
+    # An array, not a list: an empty list would select no columns instead of no rows.
+    return np.array([_is_trivial(o, s) for o, s in pairs], dtype=bool)[pair]
+
+
 def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
     """Transactions sent once and answered once, with a latency."""
     ok = (tx["n_calls"] == 1) & (tx["n_replies"] >= 1) & tx["latency_ns"].notna()
@@ -374,20 +391,12 @@ def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
 
 
 def _handshake_rtts(events: pd.DataFrame | None) -> np.ndarray:
-    """Per connection: SYN -> handshake ACK (the full round trip wherever captured)."""
-    if events is None or events.empty or "kind" not in events:
-        return np.array([])
-    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
-    if hs.empty:
-        return np.array([])
-    first = hs.groupby(["conn", "kind"])["ts_ns"].agg(["min", "max"]).unstack("kind")
-    rtts = []
-    for _, row in first.iterrows():
-        syn_last = row.get(("max", "tcp_syn"), math.nan)  # a re-sent SYN: time the last one
-        ack = row.get(("min", "tcp_handshake_ack"), math.nan)
-        if pd.notna(syn_last) and pd.notna(ack) and ack > syn_last:
-            rtts.append((ack - syn_last) / 1e9)
-    return np.array(rtts)
+    """Per connection (by id): SYN -> handshake ACK (the full round trip wherever captured)."""
+    h = handshake_times(events).sort_values("conn", kind="stable")
+    syn_last = h["syn_ns"].to_numpy()  # a re-sent SYN: time the last one
+    ack = h["ack_first_ns"].to_numpy()
+    ok = (syn_last >= 0) & (ack >= 0) & (ack > syn_last)
+    return (ack[ok] - syn_last[ok]) / 1e9
 
 
 def _estimate_rtt(
@@ -398,13 +407,7 @@ def _estimate_rtt(
 ) -> tuple[_Estimate, float]:
     """T_prop, and the network round trip that call->reply times include here."""
     trivial = _clean_answered(tx)
-    # An array mask, not a list: an empty list would select no columns instead of no rows.
-    mask = np.fromiter(
-        (_is_trivial(o, s) for o, s in zip(trivial["op"], trivial["ops"], strict=True)),
-        dtype=bool,
-        count=len(trivial),
-    )
-    trivial = trivial[mask]
+    trivial = trivial[_trivial_mask(trivial)]
     rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.
@@ -521,25 +524,58 @@ def _commit_server_seconds_per_byte(
     """Per COMMIT: (latency - round trip) / bytes it made stable.
 
     Bytes: UNSTABLE WRITEs of the same file acknowledged since the previous COMMIT's
-    call (the COMMIT's own count when that finds none).
+    call (the COMMIT's own count when that finds none); a COMMIT whose file handle
+    is unknown counts the WRITEs of every file.  Cumulative sums, not a scan of the
+    WRITEs per COMMIT.
     """
     commits = _clean_answered(tx[(tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0)])
     commits = commits.sort_values("t_call_ns")
     unstable = writes[writes["committed"].fillna(-1) == UNSTABLE]
-    out = []
-    previous: dict[object, int] = {}
-    for c in commits.itertuples(index=False):
-        same_file = unstable if pd.isna(c.fh) else unstable[unstable["fh"] == c.fh]
-        since = previous.get(c.fh, -(2**62))
-        done = same_file[
-            (same_file["t_reply_ns"] > since) & (same_file["t_reply_ns"] <= c.t_call_ns)
-        ]
-        nbytes = int(done["write_bytes"].sum()) or max(int(c.count) if pd.notna(c.count) else 0, 0)
-        previous[c.fh] = int(c.t_call_ns)
-        server = c.latency_ns / 1e9 - visible_rtt
-        if nbytes > 0 and server > 0:
-            out.append(server / nbytes)
-    return np.array(out)
+    if commits.empty:
+        return np.array([])
+    call = commits["t_call_ns"].to_numpy("int64")
+    # files numbered 1, 2, ... across both tables; 0: handle unknown
+    file = pd.factorize(pd.concat([commits["fh"], unstable["fh"]], ignore_index=True))[0] + 1
+    c_file, w_file = file[: len(commits)], file[len(commits) :]
+    since = _previous_of_same(c_file, call, -(2**62))
+    reply = unstable["t_reply_ns"].to_numpy("int64")
+    nbytes = unstable["write_bytes"].to_numpy("int64")
+    # bytes acknowledged in (since, call] on the same file: the difference of two
+    # cumulative sums over WRITEs sorted by (file, reply time); times ranked so the
+    # pair sorts as one integer
+    times = np.unique(np.r_[reply, call, since])
+    span = len(times) + 1
+    key = w_file * span + np.searchsorted(times, reply)
+    order = np.argsort(key, kind="stable")
+    key, cum = key[order], np.r_[0, np.cumsum(nbytes[order])]
+
+    def upto(f: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return cum[np.searchsorted(key, f * span + np.searchsorted(times, t), "right")]
+
+    acked = upto(c_file, call) - upto(c_file, since)
+    # handle unknown: the WRITEs of every file
+    by_time = np.sort(reply)
+    every = np.r_[0, np.cumsum(nbytes[np.argsort(reply, kind="stable")])]
+    anywhere = every[np.searchsorted(by_time, call, "right")]
+    anywhere -= every[np.searchsorted(by_time, since, "right")]
+    acked = np.where(c_file == 0, anywhere, acked)
+    count = np.maximum(commits["count"].fillna(0).to_numpy("int64"), 0)
+    made_stable = np.where(acked != 0, acked, count)
+    server = commits["latency_ns"].to_numpy("float64") / 1e9 - visible_rtt
+    keep = (made_stable > 0) & (server > 0)
+    return server[keep] / made_stable[keep]
+
+
+def _previous_of_same(keys: np.ndarray, values: np.ndarray, missing: int) -> np.ndarray:
+    """For each row, ``values`` of the last earlier row with the same key (``missing``
+    for the first of its key)."""
+    order = np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    previous = np.r_[missing, v[:-1]]
+    previous[np.r_[True, k[1:] != k[:-1]]] = missing
+    out = np.empty_like(values)
+    out[order] = previous
+    return out
 
 
 def _estimate_t_b(
@@ -826,11 +862,11 @@ def _prediction_rows(
         ("max concurrency", float(outstanding_max), bound(outstanding_max), math.nan),
         ("measured overall", n_obs, bound(n_obs), measured_mbit_s),
     ]
-    if segments is not None:
-        for k, seg in enumerate(segments.itertuples(index=False), start=1):
-            n_seg, _ = outstanding(writes, int(seg.start_ns), int(seg.end_ns))
+    if segments is not None and len(segments):
+        n_segs = outstanding_means(writes, segments["start_ns"], segments["end_ns"])
+        for k, (n_seg, mbit_s) in enumerate(zip(n_segs, segments["mbit_s"], strict=True), 1):
             n_seg = n_seg if math.isfinite(n_seg) else 1.0
-            rows.append((f"segment {k}", n_seg, bound(n_seg), float(seg.mbit_s)))
+            rows.append((f"segment {k}", n_seg, bound(n_seg), float(mbit_s)))
     table = pd.DataFrame(
         rows, columns=["scenario", "outstanding", "predicted_mbit_s", "measured_mbit_s"]
     )

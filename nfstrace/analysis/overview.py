@@ -53,9 +53,10 @@ def _throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
 
 
 def _nfs_versions(tx: pd.DataFrame) -> list[str]:
-    nfs = tx[tx["prog"] == 100003]
+    nfs = tx.loc[tx["prog"] == 100003, ["vers", "minor"]]
+    pairs = nfs.assign(minor=nfs["minor"].fillna(-1)).drop_duplicates()  # a few distinct
     versions = set()
-    for vers, minor in zip(nfs["vers"], nfs["minor"].fillna(-1), strict=True):
+    for vers, minor in zip(pairs["vers"], pairs["minor"], strict=True):
         versions.add(f"4.{int(minor)}" if vers == 4 and minor >= 0 else str(int(vers)))
     return sorted(versions)
 
@@ -74,7 +75,7 @@ def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
         clients=sorted(tx.loc[has_call, "client"].dropna().unique().tolist()),
         servers=sorted(tx["server"].dropna().unique().tolist()),
         nfs_versions=_nfs_versions(tx),
-        transports=sorted(messages["transport"].astype(str).unique().tolist()),
+        transports=sorted(str(t) for t in messages["transport"].unique()),
         messages=len(messages),
         transactions=int(has_call.sum()),
         answered=int(answered.sum()),

@@ -121,11 +121,16 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     # Every call's +1 has its -1 in the same pair, so one running sum serves all pairs.
     level_all, level_write = np.cumsum(d_all), np.cumsum(d_write)
     keep = (d_all != 0) | (d_write != 0)
+
+    def label(column: str) -> pd.api.extensions.ExtensionArray:
+        # one string per pair, repeated by index (no per-row Python strings)
+        return pd.array(labels[column].astype(object).to_numpy(), dtype="str").take(p[keep])
+
     return pd.DataFrame(
         {
             "t_ns": t[keep],
-            "client": labels["client"].astype(object).to_numpy()[p[keep]],
-            "server": labels["server"].astype(object).to_numpy()[p[keep]],
+            "client": label("client"),
+            "server": label("server"),
             "outstanding": level_all[keep],
             "outstanding_writes": level_write[keep],
             "pair": p[keep],

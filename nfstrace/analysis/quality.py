@@ -183,31 +183,63 @@ class CaptureQuality:
 # ---- capture point --------------------------------------------------------------------
 
 
+HANDSHAKE_KINDS = ("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack")
+HANDSHAKE_TIME_COLUMNS: dict[str, str] = {
+    "conn": "connection id (connections in order of their first handshake event)",
+    "syn_ns": "last SYN (a re-sent SYN restarts the clock); -1 if none",
+    "syn_ack_ns": "last SYN-ACK; -1 if none",
+    "ack_first_ns": "first handshake ACK; -1 if none",
+    "ack_last_ns": "last handshake ACK; -1 if none",
+}
+
+
+def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
+    """Per connection, when each packet of its TCP handshake was seen
+    (``HANDSHAKE_TIME_COLUMNS``).  One pass over the events for all
+    connections: a capture of many short connections has tens of thousands."""
+    if events is None or not len(events) or "kind" not in events:
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
+    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
+    kind = pd.Categorical(hs["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
+    conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
+    t = hs["ts_ns"].to_numpy("int64")
+    last = np.full((len(HANDSHAKE_KINDS), len(conns)), -1, "int64")
+    np.maximum.at(last, (kind, conn), t)  # times are >= 0: -1 stays only where none
+    is_ack = kind == 2
+    first_ack = np.full(len(conns), np.iinfo("int64").max, "int64")
+    np.minimum.at(first_ack, conn[is_ack], t[is_ack])
+    return pd.DataFrame(
+        {
+            "conn": np.asarray(conns, dtype="int64"),
+            "syn_ns": last[0],
+            "syn_ack_ns": last[1],
+            "ack_first_ns": np.where(last[2] >= 0, first_ack, -1),
+            "ack_last_ns": last[2],
+        }
+    )
+
+
 def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
     if not len(events):
         return None
-    ev = events[events["kind"].isin(("tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"))]
-    votes: list[str] = []
-    ratios: list[float] = []
-    for _conn, g in ev.groupby("conn", sort=False):
-        # the last SYN before the SYN-ACK (a re-sent SYN restarts the clock)
-        t = g.groupby("kind")["ts_ns"].max()
-        if len(t) < 3:
-            continue
-        a = int(t["tcp_syn_ack"] - t["tcp_syn"])  # SYN -> SYN-ACK
-        b = int(t["tcp_handshake_ack"] - t["tcp_syn_ack"])  # SYN-ACK -> ACK
-        if a < 0 or b < 0 or a + b == 0:
-            continue
-        ratios.append(a / max(b, 1))
-        if a >= HANDSHAKE_RATIO * b:
-            votes.append("client")
-        elif b >= HANDSHAKE_RATIO * a:
-            votes.append("server")
-        elif min(a, b) >= BETWEEN_SHARE * (a + b):
-            votes.append("between")
-    if not votes:
+    h = handshake_times(events)
+    syn, syn_ack, ack = (h[c].to_numpy() for c in ("syn_ns", "syn_ack_ns", "ack_last_ns"))
+    a = syn_ack - syn  # SYN -> SYN-ACK
+    b = ack - syn_ack  # SYN-ACK -> ACK
+    ok = (syn >= 0) & (syn_ack >= 0) & (ack >= 0) & (a >= 0) & (b >= 0) & (a + b != 0)
+    a, b = a[ok], b[ok]
+    ratios = a / np.maximum(b, 1)
+    client = a >= HANDSHAKE_RATIO * b
+    server = ~client & (b >= HANDSHAKE_RATIO * a)
+    between = ~client & ~server & (np.minimum(a, b) >= BETWEEN_SHARE * (a + b))
+    votes = np.select([client, server, between], ["client", "server", "between"], "")
+    votes = votes[votes != ""]
+    if not len(votes):
         return None
-    vote, n = pd.Series(votes).value_counts().index[0], pd.Series(votes).value_counts().iloc[0]
+    # the most common vote; a tie goes to the one seen first (as value_counts orders it)
+    names, first, counts = np.unique(votes, return_index=True, return_counts=True)
+    best = min(range(len(names)), key=lambda i: (-counts[i], first[i]))
+    vote, n = str(names[best]), int(counts[best])
     return {
         "method": "handshake",
         "vote": vote if n * 2 > len(votes) else "none",
@@ -282,21 +314,45 @@ def _gaps(messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFra
     times = [messages["ts_first_ns"].to_numpy(), messages["ts_last_ns"].to_numpy()]
     if len(events):
         times.append(events["ts_ns"].to_numpy())
-    t = np.unique(np.concatenate([np.asarray(x, dtype="int64") for x in times]))
-    if len(t) < 2:
+    # stable sort: timsort merges the (nearly sorted) runs fast; equal times do not
+    # matter, a gap is between two different times
+    t = np.sort(np.concatenate([np.asarray(x, dtype="int64") for x in times]), kind="stable")
+    if len(t) < 2 or t[0] == t[-1]:
         return pd.DataFrame(columns=list(GAP_COLUMNS))
-    d = np.diff(t)
-    idx = np.nonzero(d >= GAP_NS)[0]
+    idx = np.flatnonzero(np.diff(t) >= GAP_NS)
     tx = transactions[transactions["n_calls"] > 0]
     start = tx["t_call_ns"].astype("int64").to_numpy()
     end = tx["t_reply_ns"].fillna(np.iinfo("int64").max).astype("int64").to_numpy()
-    rows = []
-    for i in idx:
-        s, e = int(t[i]), int(t[i + 1])
-        outstanding = int(((start <= s) & (end >= e)).sum())
-        if outstanding:
-            rows.append((s, e, e - s, outstanding))
+    s, e = t[idx], t[idx + 1]
+    outstanding = _outstanding_through(start, end, s, e)
+    rows = [
+        (int(si), int(ei), int(ei - si), int(n))
+        for si, ei, n in zip(s, e, outstanding, strict=True)
+        if n
+    ]
     return pd.DataFrame(rows, columns=list(GAP_COLUMNS))
+
+
+def _outstanding_through(
+    start: np.ndarray, end: np.ndarray, gap_start: np.ndarray, gap_end: np.ndarray
+) -> np.ndarray:
+    """Per gap, the calls outstanding all through it (start <= gap start and end >=
+    gap end).  When no call starts or ends inside a gap (their times are packet
+    times) and none ends before it starts, that is #(start <= gap start) -
+    #(end <= gap start): two binary searches per gap, not a scan of every call."""
+    starts, ends = np.sort(start), np.sort(end)
+
+    def inside(times: np.ndarray) -> np.ndarray:
+        return np.searchsorted(times, gap_end, "left") - np.searchsorted(times, gap_start, "right")
+
+    if (start <= end).all() and not inside(starts).any() and not inside(ends).any():
+        return np.searchsorted(starts, gap_start, "right") - np.searchsorted(
+            ends, gap_start, "right"
+        )
+    return np.array(
+        [((start <= gs) & (end >= ge)).sum() for gs, ge in zip(gap_start, gap_end, strict=True)],
+        dtype="int64",
+    )
 
 
 def assess_capture(

@@ -179,22 +179,105 @@ def _xid(x: int) -> str:
     return f"xid {int(x):#010x}"
 
 
+@dataclass(frozen=True)
+class _Calls:
+    """One pair's calls (prepared transactions with a call), as arrays."""
+
+    frame: pd.DataFrame  # every pair's calls, sorted by pair ...
+    rows: slice  # ... and this pair's (a frame for the rare JUKEBOX/DELAY retry lookup)
+    ops: np.ndarray  # op names, "?" where unknown
+    t_call: np.ndarray
+    t_reply: np.ndarray  # the end of the trace where unanswered
+    answered: np.ndarray
+    xids: np.ndarray
+    n_calls: np.ndarray
+    status: np.ndarray  # -1 where unknown
+
+
+class _ByPair:
+    """The calls, the outstanding steps and the TCP events of each client/server
+    pair: each table converted and split once, so a stalled pair costs a slice of
+    arrays (not a filter of every table per pair)."""
+
+    def __init__(self, tx: pd.DataFrame, steps: pd.DataFrame, events: pd.DataFrame | None):
+        self.end_of_trace = trace_end_ns(tx)
+        calls = tx[tx["n_calls"] > 0]
+        calls = calls.iloc[np.argsort(calls["pair"].to_numpy(), kind="stable")]
+        self._call_pair = calls["pair"].to_numpy()
+        self._calls = _Calls(
+            calls,
+            slice(0, len(calls)),
+            calls["op"].astype(object).fillna("?").to_numpy(),
+            calls["t_call_ns"].to_numpy("int64"),
+            calls["t_reply_ns"].astype("Int64").fillna(self.end_of_trace).to_numpy("int64"),
+            calls["t_reply_ns"].notna().to_numpy(),
+            calls["xid"].to_numpy("int64"),
+            calls["n_calls"].to_numpy("int64"),
+            calls["status"].astype("Int64").fillna(-1).to_numpy("int64"),
+        )
+        # steps_with_pairs: sorted by pair, then time
+        self._step_pair = steps["pair"].to_numpy()
+        self._step_t = steps["t_ns"].to_numpy("int64")
+        self._step_level = steps["outstanding"].to_numpy("int64")
+        self._zero_windows: dict[tuple, pd.DataFrame] = {}
+        self._retransmissions: dict[frozenset, np.ndarray] = {}
+        if events is None or events.empty or "kind" not in events:
+            return
+        kind = events["kind"].astype(object)
+        z = events[kind.eq("tcp_zero_window")]
+        for key, rows in _by_hosts(z).items():
+            self._zero_windows[key] = z.iloc[rows]
+        r = events[kind.eq("tcp_retransmission")]
+        ts = r["ts_ns"].to_numpy("int64")
+        for (src, dst), rows in _by_hosts(r).items():  # either direction
+            key = frozenset((src, dst))
+            self._retransmissions[key] = np.r_[self._retransmissions.get(key, []), ts[rows]]
+
+    def calls(self, pair: int) -> _Calls:
+        lo, hi = np.searchsorted(self._call_pair, [pair, pair + 1])
+        c = self._calls
+        return _Calls(
+            frame=c.frame,
+            rows=slice(lo, hi),
+            ops=c.ops[lo:hi],
+            t_call=c.t_call[lo:hi],
+            t_reply=c.t_reply[lo:hi],
+            answered=c.answered[lo:hi],
+            xids=c.xids[lo:hi],
+            n_calls=c.n_calls[lo:hi],
+            status=c.status[lo:hi],
+        )
+
+    def steps(self, pair: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pair's outstanding step function: change times and levels."""
+        lo, hi = np.searchsorted(self._step_pair, [pair, pair + 1])
+        return self._step_t[lo:hi], self._step_level[lo:hi]
+
+    def zero_windows(self, client: str, server: str) -> pd.DataFrame | None:
+        """Zero windows the server advertised to the client."""
+        return self._zero_windows.get((server, client))
+
+    def retransmissions(self, client: str, server: str) -> np.ndarray:
+        """Times of the TCP retransmissions between the two, sorted."""
+        times = self._retransmissions.get(frozenset((client, server)), [])
+        return np.sort(np.asarray(times, dtype="int64"))
+
+
+def _by_hosts(events: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """Row positions per (src, dst) (addresses as Python strings; missing ones left out)."""
+    hosts = [events["src"].astype(object), events["dst"].astype(object)]
+    return dict(events.groupby(hosts, sort=False).indices) if len(events) else {}
+
+
 def _evidence(
-    tx: pd.DataFrame,
-    events: pd.DataFrame | None,
-    steps: pd.DataFrame,
-    pair: int,
-    client: str,
-    server: str,
+    p: _Calls,
+    end_of_trace: int,
+    steps: tuple[np.ndarray, np.ndarray],
+    zero_windows: pd.DataFrame | None,
 ) -> dict[str, _Evidence]:
-    """Every cause's intervals for one client/server pair (``tx`` prepared)."""
-    end_of_trace = trace_end_ns(tx)
-    p = tx[(tx["pair"] == pair) & (tx["n_calls"] > 0)]
-    ops = p["op"].astype(object).fillna("?").to_numpy()
-    t_call = p["t_call_ns"].to_numpy("int64")
-    t_reply = p["t_reply_ns"].astype("Int64").fillna(end_of_trace).to_numpy("int64")
-    xids = p["xid"].to_numpy("int64")
-    n_calls = p["n_calls"].to_numpy("int64")
+    """Every cause's intervals for one client/server pair: ``p`` its calls,
+    ``steps`` its outstanding steps, ``zero_windows`` those the server advertised."""
+    ops, t_call, t_reply, xids, n_calls = p.ops, p.t_call, p.t_reply, p.xids, p.n_calls
     out: dict[str, _Evidence] = {}
 
     def where(mask: np.ndarray, describe: Callable[[int], str]) -> _Evidence:
@@ -212,11 +295,10 @@ def _evidence(
         lambda i: f"{ops[i]} {_xid(xids[i])} sent {n_calls[i]} times, waited {waited(i)}",
     )
 
-    status = p["status"].astype("Int64").fillna(-1).to_numpy("int64")
-    delayed = (status == SERVER_DELAY_STATUS) & p["t_reply_ns"].notna().to_numpy()
+    delayed = (p.status == SERVER_DELAY_STATUS) & p.answered
     if delayed.any():
         rows = np.flatnonzero(delayed)
-        retry = _next_same_call(p, delayed, end_of_trace)
+        retry = _next_same_call(p.frame.iloc[p.rows], delayed, end_of_trace)
         out["server_delay"] = _Evidence.of(
             t_call[rows],
             np.maximum(retry, t_reply[rows]),
@@ -228,17 +310,16 @@ def _evidence(
     else:
         out["server_delay"] = _no_evidence()
 
-    out["zero_window"] = _zero_windows(events, client, server)
+    out["zero_window"] = _zero_windows(zero_windows)
 
     # Not a cause: every RPC in flight, to name the one an unexplained stall waited on.
     out["in_flight"] = where(
-        np.ones(len(p), dtype=bool),
+        np.ones(len(t_call), dtype=bool),
         lambda i: f"{ops[i]} {_xid(xids[i])} waited {waited(i)} for its reply",
     )
 
-    s = steps[steps["pair"].to_numpy() == pair]
-    idle = s["outstanding"].to_numpy("int64") == 0
-    t = s["t_ns"].to_numpy("int64")
+    t, level = steps
+    idle = level == 0
     idle_end = np.r_[t[1:], end_of_trace][idle]
     out["client_idle"] = _Evidence.of(t[idle], idle_end, lambda i: "nothing outstanding")
     return out
@@ -270,15 +351,8 @@ def _next_same_call(p: pd.DataFrame, delayed: np.ndarray, end_of_trace: int) -> 
     return linked["retry"].fillna(end_of_trace).to_numpy("int64")
 
 
-def _zero_windows(events: pd.DataFrame | None, client: str, server: str) -> _Evidence:
-    if events is None or events.empty or "kind" not in events:
-        return _no_evidence()
-    z = events[
-        events["kind"].astype(object).eq("tcp_zero_window")
-        & events["src"].astype(object).eq(server)
-        & events["dst"].astype(object).eq(client)
-    ]
-    if z.empty:
+def _zero_windows(z: pd.DataFrame | None) -> _Evidence:
+    if z is None or z.empty:
         return _no_evidence()
     start = z["ts_ns"].to_numpy("int64")
     if "duration_ns" in z:
@@ -291,15 +365,6 @@ def _zero_windows(events: pd.DataFrame | None, client: str, server: str) -> _Evi
         return f"server advertised a zero TCP window{lasted}"
 
     return _Evidence.of(start, start + duration, describe)
-
-
-def _tcp_retransmissions(events: pd.DataFrame | None, client: str, server: str) -> np.ndarray:
-    if events is None or events.empty or "kind" not in events:
-        return np.array([], "int64")
-    src, dst = events["src"].astype(object), events["dst"].astype(object)
-    pair = (src.eq(client) & dst.eq(server)) | (src.eq(server) & dst.eq(client))
-    r = events[pair & events["kind"].astype(object).eq("tcp_retransmission")]
-    return np.sort(r["ts_ns"].to_numpy("int64"))
 
 
 # ---- threshold ---------------------------------------------------------------------
@@ -479,6 +544,15 @@ def _attribute(
     return causes, details, shares
 
 
+def _table(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """The pairs' parts as one table, made once (not a frame per pair, then a
+    concat); text columns as the str dtype, as pandas makes them from strings."""
+    columns = {c: np.concatenate([part[c] for part in parts]) for c in parts[0]}
+    return pd.DataFrame(
+        {c: pd.array(v, dtype="str") if v.dtype == object else v for c, v in columns.items()}
+    )
+
+
 def find_stalls(
     transactions: pd.DataFrame,
     events: pd.DataFrame | None,
@@ -495,7 +569,7 @@ def find_stalls(
         threshold_ns, method = default_threshold(tx, gaps)
     else:
         method = f"given: {seconds_text(threshold_ns)}"
-    steps = None  # the outstanding step function, made when a first stall needs it
+    by_pair = None  # the tables split by pair, made when a first stall needs them
 
     stall_parts, segment_parts = [], []
     activity_ns = bytes_written = 0
@@ -506,10 +580,15 @@ def find_stalls(
         stalled = np.flatnonzero(gap > threshold_ns)
         s, e = points[stalled], points[stalled + 1]
         if len(stalled):
-            steps = steps_with_pairs(tx) if steps is None else steps
-            evidence = _evidence(tx, events, steps, pair, client, server)
+            by_pair = by_pair or _ByPair(tx, steps_with_pairs(tx), events)
+            evidence = _evidence(
+                by_pair.calls(pair),
+                by_pair.end_of_trace,
+                by_pair.steps(pair),
+                by_pair.zero_windows(client, server),
+            )
             causes, details, shares = _attribute(s, e, evidence)
-            retrans = _tcp_retransmissions(events, client, server)
+            retrans = by_pair.retransmissions(client, server)
             for i, cause in enumerate(causes):
                 if cause == "client_idle" and capture_point == "server":
                     details[i] += (
@@ -524,18 +603,16 @@ def find_stalls(
                     if n:
                         details[i] += f"; {n} TCP retransmissions"
             stall_parts.append(
-                pd.DataFrame(
-                    {
-                        "start_ns": s,
-                        "end_ns": e,
-                        "duration_ns": e - s,
-                        "cause": causes,
-                        "detail": details,
-                        "client": client,
-                        "server": server,
-                        "cause_share": shares,
-                    }
-                )
+                {
+                    "start_ns": s,
+                    "end_ns": e,
+                    "duration_ns": e - s,
+                    "cause": np.array(causes, dtype=object),
+                    "detail": np.array(details, dtype=object),
+                    "client": np.full(len(s), client, dtype=object),
+                    "server": np.full(len(s), server, dtype=object),
+                    "cause_share": np.array(shares, dtype="float64"),
+                }
             )
         # segments between stalls: progress point indices [0, stalled..., stalled+1..., last]
         seg_lo = np.r_[0, stalled + 1]
@@ -545,24 +622,20 @@ def find_stalls(
         nwrites = np.minimum(seg_hi, len(points) - 2) - np.minimum(seg_lo, len(points) - 2)
         keep = seg_e > seg_s
         segment_parts.append(
-            pd.DataFrame(
-                {
-                    "start_ns": seg_s[keep],
-                    "end_ns": seg_e[keep],
-                    "duration_ns": (seg_e - seg_s)[keep],
-                    "bytes": nbytes[keep],
-                    "writes": nwrites[keep],
-                    "mbit_s": nbytes[keep] * 8e3 / (seg_e - seg_s)[keep],
-                    "client": client,
-                    "server": server,
-                }
-            )
+            {
+                "start_ns": seg_s[keep],
+                "end_ns": seg_e[keep],
+                "duration_ns": (seg_e - seg_s)[keep],
+                "bytes": nbytes[keep],
+                "writes": nwrites[keep],
+                "mbit_s": nbytes[keep] * 8e3 / (seg_e - seg_s)[keep],
+                "client": np.full(keep.sum(), client, dtype=object),
+                "server": np.full(keep.sum(), server, dtype=object),
+            }
         )
 
-    stalls = pd.concat(stall_parts, ignore_index=True) if stall_parts else _empty(STALL_COLUMNS)
-    segments = (
-        pd.concat(segment_parts, ignore_index=True) if segment_parts else _empty(SEGMENT_COLUMNS)
-    )
+    stalls = _table(stall_parts) if stall_parts else _empty(STALL_COLUMNS)
+    segments = _table(segment_parts) if segment_parts else _empty(SEGMENT_COLUMNS)
     if len(stalls):
         stalls = stalls.sort_values("start_ns", kind="stable", ignore_index=True)
     lost = stalls.groupby("cause")["duration_ns"].sum() if len(stalls) else pd.Series()

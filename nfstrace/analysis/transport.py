@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import sorted_codes
 
 # events.kind values this module reports
 TRANSPORT_KINDS = ("tcp_retransmission", "tcp_hole", "tcp_zero_window", "tcp_window_full")
@@ -140,35 +141,99 @@ class TransportResult:
         }
 
 
-def _pair(a: pd.Series, b: pd.Series) -> pd.Series:
-    a, b = a.astype(object), b.astype(object)
-    return pd.Series(
-        [(x, y) if x <= y else (y, x) for x, y in zip(a, b, strict=True)], index=a.index
+def _host_pairs(*pairs: tuple[pd.Series, pd.Series]) -> list[np.ndarray]:
+    """One integer per row for the unordered host pair (a, b) of each
+    (a, b) column pair given, comparable across them (one address vocabulary)."""
+    hosts = pd.concat([col for pair in pairs for col in pair], ignore_index=True)
+    code, uniques = pd.factorize(hosts)
+    n = len(uniques) + 1
+    out, at = [], 0
+    for a, _ in pairs:
+        x, y = code[at : at + len(a)], code[at + len(a) : at + 2 * len(a)]
+        out.append(np.minimum(x, y) * n + np.maximum(x, y))
+        at += 2 * len(a)
+    return out
+
+
+def _overlaps(
+    ev_pair: np.ndarray,
+    ev_start: np.ndarray,
+    ev_end: np.ndarray,
+    pair: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (event, interval) of the same pair that overlap (start <= event end,
+    end >= event start), as two position arrays sorted by event then interval.
+
+    Intervals sorted by (pair, start): an event's candidates are those starting in
+    [event start - longest duration, event end].  The intervals are taken in classes
+    of similar duration (powers of two), each with its own longest, so one long RPC
+    does not make every event scan everything: within a class an interval starting
+    that early is at least half as long as needed, so the candidates that do not
+    overlap are typically no more than those that do."""
+    events, hits = [], []
+    duration = np.maximum(end - start, 0)
+    klass = np.floor(np.log2(np.maximum(duration, 1))).astype("int64")
+    for k in np.unique(klass):
+        members = np.flatnonzero(klass == k)
+        longest = int(duration[members].max())
+        # (pair, time) as one sortable integer: times replaced by their rank
+        times = np.unique(np.r_[start[members], ev_start - longest, ev_end])
+        width = len(times) + 1
+        key = pair[members] * width + np.searchsorted(times, start[members])
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        lo = np.searchsorted(key, ev_pair * width + np.searchsorted(times, ev_start - longest))
+        hi = np.searchsorted(key, ev_pair * width + np.searchsorted(times, ev_end), "right")
+        n = np.maximum(hi - lo, 0)
+        event = np.repeat(np.arange(len(ev_start)), n)
+        at = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(n.sum())
+        candidate = members[order[at]]
+        keep = end[candidate] >= ev_start[event]
+        events.append(event[keep])
+        hits.append(candidate[keep])
+    event, hit = (
+        np.concatenate([np.zeros(0, "int64"), *events]),
+        np.concatenate([np.zeros(0, "int64"), *hits]),
     )
+    order = np.lexsort((hit, event))
+    return event[order], hit[order]
 
 
-def _link(ev: pd.DataFrame, tx: pd.DataFrame) -> tuple[list[int], list[int], list[str], list]:
-    """Per event: count, summed latency and ops of the overlapping RPCs, and their ids."""
+@dataclass(frozen=True)
+class _Links:
+    """Events linked to the RPCs they overlap."""
+
+    rpcs: np.ndarray  # per event: how many
+    latency_ns: np.ndarray  # per event: their latencies summed
+    ops: list[str]  # per event: "WRITEx3 COMMITx1", operations in name order
+    event: np.ndarray  # every (event, RPC) overlap: the event's position ...
+    rpc: np.ndarray  # ... and the RPC's position among the transactions with a call
+    rpc_latency_ns: np.ndarray  # per RPC position: its latency (0 unanswered)
+
+
+def _link(ev: pd.DataFrame, tx: pd.DataFrame) -> _Links:
+    """Per event: count, summed latency and ops of the overlapping RPCs."""
     rpcs = tx[tx["n_calls"] > 0]
     start = rpcs["t_call_ns"].astype("int64").to_numpy()
     end = rpcs["t_reply_ns"].fillna(rpcs["t_call_last_end_ns"]).astype("int64").to_numpy()
     latency = rpcs["latency_ns"].fillna(0).astype("int64").to_numpy()
-    ops = rpcs["op"].astype(object).fillna("").to_numpy()
-    pairs = _pair(rpcs["client"], rpcs["server"]).to_numpy()
-    by_pair: dict[tuple, np.ndarray] = {}
-    for i, p in enumerate(pairs):
-        by_pair.setdefault(p, []).append(i)  # type: ignore[arg-type]
-    counts, sums, op_text, ids = [], [], [], []
-    ev_pairs = _pair(ev["src"], ev["dst"])
-    for s, d, p in zip(ev["ts_ns"], ev["ts_ns"] + ev["duration_ns"], ev_pairs, strict=True):
-        idx = np.asarray(by_pair.get(p, []), dtype="int64")
-        hit = idx[(start[idx] <= d) & (end[idx] >= s)] if len(idx) else idx
-        counts.append(len(hit))
-        sums.append(int(latency[hit].sum()))
-        names, n = np.unique(ops[hit].astype(str), return_counts=True) if len(hit) else ([], [])
-        op_text.append(" ".join(f"{o}x{c}" for o, c in zip(names, n, strict=True)))
-        ids.append(rpcs.index[hit])
-    return counts, sums, op_text, ids
+    op_code, op_names = sorted_codes(rpcs["op"].astype(object).fillna("").astype(str))
+    pairs, ev_pairs = _host_pairs((rpcs["client"], rpcs["server"]), (ev["src"], ev["dst"]))
+    ev_start = ev["ts_ns"].to_numpy("int64")
+    ev_end = (ev["ts_ns"] + ev["duration_ns"]).to_numpy("int64")
+    event, hit = _overlaps(ev_pairs, ev_start, ev_end, pairs, start, end)
+    counts = np.bincount(event, minlength=len(ev))
+    sums = np.zeros(len(ev), "int64")
+    np.add.at(sums, event, latency[hit])
+    # "OPxN" per operation, names in order, for each event
+    per_op = event * len(op_names) + op_code[hit]
+    key, n = np.unique(per_op, return_counts=True)
+    texts: list[list[str]] = [[] for _ in range(len(ev))]
+    for k, c in zip(key.tolist(), n.tolist(), strict=True):
+        texts[k // len(op_names)].append(f"{op_names[k % len(op_names)]}x{c}")
+    return _Links(counts, sums, [" ".join(t) for t in texts], event, hit, latency)
 
 
 def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> TransportResult:
@@ -177,16 +242,15 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
         ev = events[events["kind"].isin(TRANSPORT_KINDS)].reset_index(drop=True)
     else:
         ev = pd.DataFrame(columns=[c for c in EVENT_LINK_COLUMNS if c not in ("rpcs",)])
-    if len(ev):
-        counts, sums, op_text, ids = _link(ev, transactions)
-    else:
-        counts, sums, op_text, ids = [], [], [], []
+    none = np.zeros(0, "int64")
+    links = _link(ev, transactions) if len(ev) else _Links(none, none, [], none, none, none)
     linked = ev.reindex(columns=[c for c in EVENT_LINK_COLUMNS if c in ev.columns]).copy()
-    linked["rpcs"] = pd.Series(counts, dtype="int64")
-    linked["rpc_latency_ns"] = pd.Series(sums, dtype="int64")
-    linked["rpc_ops"] = pd.Series(op_text, dtype=object)
+    linked["rpcs"] = pd.Series(links.rpcs, dtype="int64")
+    linked["rpc_latency_ns"] = pd.Series(links.latency_ns, dtype="int64")
+    linked["rpc_ops"] = pd.Series(links.ops, dtype=object)
     linked = linked[list(EVENT_LINK_COLUMNS)]
-    connections = _connections(linked, ids, transactions)
+    connections = _connections(linked, links)
+    kinds = linked["kind"].astype(object).to_numpy()
 
     def total(kind: str, col: str) -> int:
         return int(linked.loc[linked["kind"] == kind, col].sum())
@@ -195,7 +259,7 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
         return int((linked["kind"] == kind).sum())
 
     def distinct_rpcs(kind: str) -> int:
-        return len({i for k in linked.index[linked["kind"] == kind] for i in ids[k]})
+        return len(np.unique(links.rpc[kinds[links.event] == kind]))
 
     return TransportResult(
         events=linked,
@@ -213,34 +277,47 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
     )
 
 
-def _connections(linked: pd.DataFrame, ids: list, tx: pd.DataFrame) -> pd.DataFrame:
+def _connections(linked: pd.DataFrame, links: _Links) -> pd.DataFrame:
+    """Per connection with events: the events by kind and the distinct RPCs they
+    overlap (all connections at once: sorted codes and bincounts)."""
     if linked.empty:
         return pd.DataFrame(columns=list(CONNECTION_COLUMNS))
-    rows = []
-    for conn, g in linked.groupby("conn", sort=True):
-        a, b = sorted((str(g["src"].iloc[0]), str(g["dst"].iloc[0])))
-        hit = sorted({i for k in g.index for i in ids[k]})
-        lat = tx.loc[hit, "latency_ns"].fillna(0).astype("int64").sum() if hit else 0
-
-        def of(kind: str, col: str | None = None, g: pd.DataFrame = g) -> int:
-            sel = g[g["kind"] == kind]
-            return len(sel) if col is None else int(sel[col].sum())
-
-        rows.append(
-            {
-                "conn": int(conn),
-                "host_a": a,
-                "host_b": b,
-                "retransmissions": of("tcp_retransmission"),
-                "retransmitted_bytes": of("tcp_retransmission", "length"),
-                "holes": of("tcp_hole"),
-                "hole_bytes": of("tcp_hole", "length"),
-                "zero_windows": of("tcp_zero_window"),
-                "zero_window_ns": of("tcp_zero_window", "duration_ns"),
-                "window_full": of("tcp_window_full"),
-                "window_full_ns": of("tcp_window_full", "duration_ns"),
-                "rpcs_delayed": len(hit),
-                "delayed_latency_ns": int(lat),
-            }
-        )
-    return pd.DataFrame(rows, columns=list(CONNECTION_COLUMNS))
+    conns, first, code = np.unique(
+        linked["conn"].to_numpy("int64"), return_index=True, return_inverse=True
+    )
+    ends = [
+        sorted((str(a), str(b)))  # the first event's two hosts, in order
+        for a, b in zip(linked["src"].iloc[first], linked["dst"].iloc[first], strict=True)
+    ]
+    out: dict[str, object] = {
+        "conn": conns,
+        "host_a": np.array([e[0] for e in ends], dtype=object),
+        "host_b": np.array([e[1] for e in ends], dtype=object),
+    }
+    kind = linked["kind"].astype(object).to_numpy()
+    for name, ev_kind, col in (
+        ("retransmissions", "tcp_retransmission", None),
+        ("retransmitted_bytes", "tcp_retransmission", "length"),
+        ("holes", "tcp_hole", None),
+        ("hole_bytes", "tcp_hole", "length"),
+        ("zero_windows", "tcp_zero_window", None),
+        ("zero_window_ns", "tcp_zero_window", "duration_ns"),
+        ("window_full", "tcp_window_full", None),
+        ("window_full_ns", "tcp_window_full", "duration_ns"),
+    ):
+        of_kind = kind == ev_kind
+        total = np.zeros(len(conns), "int64")
+        values = 1 if col is None else linked[col].to_numpy("int64")[of_kind]
+        np.add.at(total, code[of_kind], values)
+        out[name] = total
+    # distinct RPCs per connection: unique (connection, RPC) overlaps
+    pair = np.unique(code[links.event] * (len(links.rpc_latency_ns) + 1) + links.rpc)
+    conn_of, rpc_of = (
+        pair // (len(links.rpc_latency_ns) + 1),
+        pair % (len(links.rpc_latency_ns) + 1),
+    )
+    out["rpcs_delayed"] = np.bincount(conn_of, minlength=len(conns))
+    delayed = np.zeros(len(conns), "int64")
+    np.add.at(delayed, conn_of, links.rpc_latency_ns[rpc_of])
+    out["delayed_latency_ns"] = delayed
+    return pd.DataFrame(out, columns=list(CONNECTION_COLUMNS))

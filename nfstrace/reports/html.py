@@ -122,8 +122,9 @@ def _inputs(trace: Trace, diagnosis: Diagnosis | None) -> _Inputs:
 def _of_pair(table: pd.DataFrame | None, pair: tuple[str, str]) -> pd.DataFrame | None:
     if table is None or not {"client", "server"} <= set(table.columns):
         return table
-    keep = table["client"].astype(object).eq(pair[0]) & table["server"].astype(object).eq(pair[1])
-    return table[keep]
+    # compared in their own dtype (no per-row Python strings); missing is no match
+    client = table["client"].eq(pair[0]).fillna(False).to_numpy(dtype=bool)
+    return table[client & table["server"].eq(pair[1]).fillna(False).to_numpy(dtype=bool)]
 
 
 def _pairs(tx: pd.DataFrame) -> list[tuple[str, str]]:
@@ -330,11 +331,12 @@ def _pair_figures(
     figs: _Figures, trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
 ) -> None:
     """Figures 1-4 for one client/server pair (None: the whole trace)."""
-    tx = trace.transactions
     t0 = trace.overview.start_ns
 
     def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
         return table if pair is None else _of_pair(table, pair)
+
+    tx = sel(trace.transactions)  # once: two figures draw the pair's transactions
 
     segments = data.segments
     if pair is not None and segments is not None and "client" not in segments:
@@ -355,9 +357,9 @@ def _pair_figures(
         ),
         (
             "per-transaction throughput",
-            fg.transaction_throughput(sel(tx), t0_ns=t0, point_budget=budget),
+            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget),
         ),
-        ("WRITE call→reply", fg.write_latency(sel(tx), t0_ns=t0, point_budget=budget)),
+        ("WRITE call→reply", fg.write_latency(tx, t0_ns=t0, point_budget=budget)),
         (
             "outstanding RPCs",
             fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
@@ -442,22 +444,33 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
     frames: list[pd.DataFrame] = []
     notes: list[str] = []
 
-    def add(kind: str, t_ns: pd.Series, dur_ns: Any, client: Any, server: Any, what: Any) -> None:
+    def add(
+        kind: str,
+        t_ns: pd.Series,
+        dur_ns: Any,
+        client: Any,
+        server: Any,
+        what: Callable[[np.ndarray], Iterable[object]],
+    ) -> None:
+        """``what(rows)``: the descriptions of the rows kept (positions): the rows
+        are chosen first, so only the shown ones are worded (not 100,000 handshakes)."""
         part = pd.DataFrame(
             {
                 "t_ns": pd.Series(t_ns).astype("Int64").to_numpy(),
                 "kind": kind,
                 "duration_ms": pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy()
                 / 1e6,
-                "client": pd.Series(client, index=t_ns.index).astype(object).to_numpy(),
-                "server": pd.Series(server, index=t_ns.index).astype(object).to_numpy(),
-                "what": pd.Series(what, index=t_ns.index).astype(object).to_numpy(),
             }
         )
+        rows = np.arange(len(part))
         if len(part) > MAX_EVENTS_PER_KIND:
             notes.append(f"{kind}: {MAX_EVENTS_PER_KIND:,} of {len(part):,} shown")
             order = part["duration_ms"].fillna(0).to_numpy()
-            part = part.iloc[np.sort(np.argsort(-order, kind="stable")[:MAX_EVENTS_PER_KIND])]
+            rows = np.sort(np.argsort(-order, kind="stable")[:MAX_EVENTS_PER_KIND])
+            part = part.iloc[rows]
+        for name, values in (("client", client), ("server", server)):
+            part[name] = pd.Series(values, index=t_ns.index).iloc[rows].astype(object).to_numpy()
+        part["what"] = pd.Series(list(what(rows)), dtype=object).to_numpy()
         frames.append(part)
 
     if data.stalls is not None and len(data.stalls):
@@ -468,7 +481,7 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
             s["duration_ns"],
             s.get("client"),
             s.get("server"),
-            s["cause"].astype(str) + ": " + s["detail"].astype(str),
+            lambda rows: (s["cause"].astype(str) + ": " + s["detail"].astype(str)).iloc[rows],
         )
     r = data.retransmissions
     if len(r):
@@ -478,9 +491,11 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
             r.get("latency_ns"),
             r["client"],
             r["server"],
-            [
+            lambda rows: [
                 f"{op} xid 0x{int(xid):08x} sent {int(n)}×"
-                for op, xid, n in zip(r["op"], r["xid"], r["n_calls"], strict=True)
+                for op, xid, n in zip(
+                    r["op"].iloc[rows], r["xid"].iloc[rows], r["n_calls"].iloc[rows], strict=True
+                )
             ],
         )
     v = data.verifier_changes
@@ -491,9 +506,14 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
             None,
             v["client"],
             v["server"],
-            [
+            lambda rows: [
                 f"{old} → {new}: {int(b):,} bytes uncommitted (must be re-sent)"
-                for old, new, b in zip(v["old"], v["new"], v["uncommitted_bytes"], strict=True)
+                for old, new, b in zip(
+                    v["old"].iloc[rows],
+                    v["new"].iloc[rows],
+                    v["uncommitted_bytes"].iloc[rows],
+                    strict=True,
+                )
             ],
         )
     errs = tx[error_mask(tx) & (tx["n_calls"] > 0)]
@@ -504,19 +524,17 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
             errs["latency_ns"],
             errs["client"],
             errs["server"],
-            [
+            lambda rows: [
                 " ".join(
                     str(x)
                     for x in (op, _status_name(vers, st) or f"RPC {rs} {acc}", name)
                     if x is not None and not pd.isna(x) and str(x)
                 )
                 for op, vers, st, rs, acc, name in zip(
-                    errs["op"],
-                    errs["vers"],
-                    errs["status"],
-                    errs["reply_stat"],
-                    errs["accept_stat"],
-                    errs["name"],
+                    *(
+                        errs[c].iloc[rows]
+                        for c in ("op", "vers", "status", "reply_stat", "accept_stat", "name")
+                    ),
                     strict=True,
                 )
             ],
@@ -530,15 +548,13 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
                 None,
                 part["src"],
                 part["dst"],
-                [
+                lambda rows, part=part: [
                     f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
                     for s, sp, d, dp, q, n in zip(
-                        part["src"],
-                        part["sport"],
-                        part["dst"],
-                        part["dport"],
-                        part["seq"],
-                        part["length"],
+                        *(
+                            part[c].iloc[rows]
+                            for c in ("src", "sport", "dst", "dport", "seq", "length")
+                        ),
                         strict=True,
                     )
                 ],

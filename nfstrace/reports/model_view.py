@@ -14,6 +14,8 @@ from rich.table import Table
 from nfstrace.analysis.model import ModelResult
 from nfstrace.analysis.workload import LITTLE_TOLERANCE, WorkloadResult
 
+MAX_SEGMENT_ROWS = 15  # "segment k" rows of the predictions table (as terminal.MAX_STALL_ROWS)
+
 
 def _us(seconds: float) -> str:
     return "-" if not math.isfinite(seconds) else f"{seconds * 1e6:,.1f}"
@@ -63,7 +65,11 @@ def render_model(result: ModelResult, console: Console) -> None:
         ["scenario", "in flight", "predicted Mbit/s", "measured Mbit/s", "error %"],
         ("scenario",),
     )
-    for r in result.predictions.itertuples(index=False):
+    # the four scenarios, then the first segments between stalls (thousands of
+    # rows would take seconds to lay out and bury the table)
+    segments = result.predictions["scenario"].astype(str).str.startswith("segment ")
+    shown = result.predictions[~segments | (segments.cumsum() <= MAX_SEGMENT_ROWS)]
+    for r in shown.itertuples(index=False):
         preds.add_row(
             r.scenario,
             _num(r.outstanding, ".2f"),
@@ -72,6 +78,9 @@ def render_model(result: ModelResult, console: Console) -> None:
             _num(r.error_pct, "+.1f"),
         )
     say(preds)
+    if len(shown) < len(result.predictions):
+        more = len(result.predictions) - len(shown)
+        say(f"  ... {more:,} more segments in the JSON/HTML report")
 
     if not result.what_if.empty:
         table = _table(

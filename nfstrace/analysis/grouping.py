@@ -1,0 +1,55 @@
+"""Grouping rows by integer codes instead of object columns of strings.
+
+``groupby`` on string keys factorizes and sorts every row's strings (and an
+``astype(object)`` first copies them into Python objects); here each key column
+is factorized once, its few distinct values sorted, and the rows get one
+integer per key combination, numbered in the combinations' sort order.
+Grouping by that integer gives the groups of ``groupby(keys, sort=True,
+dropna=False)`` in the same order, so aggregates (sums, means, quantiles) see
+the same rows in the same order and come out the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a column's values numbered in the values' sort order, missing last,
+    and the value of each code (object array; the last one NaN, for missing)."""
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        codes, uniques = pd.factorize(column, sort=True)
+        values = np.asarray(uniques, dtype=object)
+    else:  # strings, categories: sort the (few) distinct values, not the rows
+        codes, uniques = pd.factorize(column)
+        values = np.asarray(uniques, dtype=object)
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values), "int64")
+        rank[order] = np.arange(len(values))
+        ranked = rank[codes] if len(rank) else codes  # (no values: every row missing)
+        codes, values = np.where(codes < 0, -1, ranked), values[order]
+    return np.where(codes < 0, len(values), codes), np.append(values, np.nan)
+
+
+def group_codes(columns: list[pd.Series]) -> tuple[np.ndarray, list[tuple]]:
+    """One integer per row for the combination of ``columns`` (0, 1, ... in the
+    combinations' sort order), and per column (name, codes, values)."""
+    parts = [(column.name, *sorted_codes(column)) for column in columns]
+    group = np.zeros(len(columns[0]), "int64")
+    for _, codes, values in parts:  # mixed radix, re-numbered before it could overflow
+        if group.max(initial=0) >= np.iinfo("int64").max // len(values):
+            group = pd.factorize(group, sort=True)[0]
+        group = group * len(values) + codes
+    return pd.factorize(group, sort=True)[0], parts
+
+
+def group_keys(group: np.ndarray, parts: list[tuple]) -> pd.DataFrame:
+    """Each group's key values (one row per group, in group order), typed as
+    groupby types its keys: the values as a list, so pd.Index infers int64, str..."""
+    first = pd.Series(group).drop_duplicates()
+    at = np.empty(len(first), "int64")
+    at[first.to_numpy()] = first.index.to_numpy()
+    return pd.DataFrame(
+        {name: pd.Index(values[codes[at]].tolist()) for name, codes, values in parts}
+    )

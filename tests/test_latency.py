@@ -1,0 +1,77 @@
+"""analysis.latency on a tiny hand-built transactions table: grouping, order,
+errors, NFSv4 operations inside COMPOUNDs (each counted once per compound)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from nfstrace.analysis.latency import compound_op_latency, latency_table
+
+MS = 1_000_000
+
+
+def tx(rows: list[tuple]) -> pd.DataFrame:
+    """(client, program, vers, op, ops, n_calls, n_replies, latency_ms, status, t_call_ns)"""
+    cols = ["client", "program", "vers", "op", "ops", "n_calls", "n_replies", "lat", "status", "t"]
+    t = pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(
+        {
+            "client": t["client"].astype("string"),
+            "server": pd.array(["10.0.0.9"] * len(t), dtype="string"),
+            "xid": pd.Series(range(len(t)), dtype="int64") % 3,  # xids repeat
+            "program": t["program"].astype("category"),
+            "vers": t["vers"].astype("int32"),
+            "op": t["op"].astype("string"),
+            "ops": t["ops"].astype("string"),
+            "n_calls": t["n_calls"].astype("int32"),
+            "n_replies": t["n_replies"].astype("int32"),
+            "latency_ns": (t["lat"] * MS).astype("Int64"),
+            "status": t["status"].astype("Int64"),
+            "reply_stat": pd.Categorical(["accepted"] * len(t)),
+            "accept_stat": pd.array([0] * len(t), dtype="Int32"),
+            "t_call_ns": t["t"].astype("Int64"),
+        }
+    )
+
+
+ROWS = [
+    ("10.0.0.2", "nfs", 4, "OPEN", "SEQUENCE PUTFH OPEN GETFH GETATTR", 1, 1, 2.0, 0, 100),
+    ("10.0.0.1", "nfs", 4, "OPEN", "SEQUENCE PUTFH OPEN GETFH GETATTR", 1, 1, 4.0, 2, 200),
+    ("10.0.0.1", "nfs", 4, "GETATTR", "SEQUENCE PUTFH GETATTR PUTFH GETATTR", 2, 1, 1.0, 0, 300),
+    ("10.0.0.1", "nfs", 4, "GETATTR", "SEQUENCE PUTFH GETATTR", 1, 0, None, None, 400),
+    ("10.0.0.1", "nfs", 3, "WRITE", "", 1, 1, 3.0, 0, 500),
+    ("10.0.0.1", "mount", 3, "MNT", None, 1, 1, 0.5, 0, 600),
+    ("10.0.0.1", "nfs", 3, "WRITE", "", 0, 1, None, 0, None),  # a reply without call
+]
+
+
+def test_latency_per_operation() -> None:
+    t = latency_table(tx(ROWS))
+    assert t[["program", "vers", "op", "calls", "replied", "no_reply"]].values.tolist() == [
+        ["nfs", 4, "GETATTR", 2, 1, 1],  # most calls first, then by program, version, op
+        ["nfs", 4, "OPEN", 2, 2, 0],
+        ["mount", 3, "MNT", 1, 1, 0],
+        ["nfs", 3, "WRITE", 1, 1, 0],
+    ]
+    assert t["retransmitted"].tolist() == [1, 0, 0, 0]
+    assert t["errors"].tolist() == [0, 1, 0, 0]
+    assert t.loc[1, ["mean_ms", "p50_ms", "max_ms"]].tolist() == [3.0, 3.0, 4.0]
+    by_pair = latency_table(tx(ROWS), by=["client", "server"])
+    assert by_pair[["client", "op", "calls"]].values.tolist()[:3] == [
+        ["10.0.0.1", "GETATTR", 2],
+        ["10.0.0.1", "MNT", 1],  # mount < nfs
+        ["10.0.0.1", "WRITE", 1],  # version 3 < 4
+    ]
+
+
+def test_compound_operations_count_once_per_compound() -> None:
+    t = compound_op_latency(tx(ROWS)).set_index("op")
+    assert t["calls"].to_dict() == {"SEQUENCE": 4, "PUTFH": 4, "GETATTR": 4, "OPEN": 2, "GETFH": 2}
+    assert t.loc["PUTFH", "mean_ms"] == (2.0 + 4.0 + 1.0) / 3
+    assert t.loc["GETATTR", ["replied", "retransmitted", "errors"]].tolist() == [3, 1, 1]
+    # two transactions with the same client, server, xid and call time are one compound
+    twice = tx([ROWS[0], ROWS[0], ROWS[0]])
+    twice["xid"] = 7
+    assert compound_op_latency(twice).set_index("op")["calls"].to_dict() == dict.fromkeys(
+        ["SEQUENCE", "PUTFH", "OPEN", "GETFH", "GETATTR"], 1
+    )

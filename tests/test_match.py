@@ -1,0 +1,117 @@
+"""match(): calls and replies paired by XID on tiny hand-built messages tables
+(re-sends, xid reuse, duplicate and stale replies, replies without call)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.match import MatchConfig, match
+from nfstrace.parsers.nfs_fields import NFS_FIELDS
+from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
+
+T0 = 1_700_000_000 * 10**9 + 1  # odd: a float64 round trip would show
+MS = 1_000_000
+CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
+
+
+def messages(rows: list[dict]) -> pd.DataFrame:
+    """A messages table (MESSAGE_DTYPES) from a few fields per row: msgtype, t
+    (ts_first_ns; ts_last_ns = t + 10), xid, and optionally client/server/proc/..."""
+    defaults = {
+        **{name: default for name, (_, default, _) in NFS_FIELDS.items()},
+        "frame_first": 1, "frame_last": 1, "sport": 800, "dport": 2049,
+        "transport": "tcp", "conn": 1, "prog": 100003, "vers": 3, "proc": 7,
+        "auth": "sys", "auth_uid": 0, "auth_gid": 0, "auth_machine": "", "gss_proc": -1,
+        "gss_service": "", "reply_stat": "", "accept_stat": -1, "reject_stat": -1,
+        "rpc_len": 100, "captured_len": 100, "body_offset": 28, "record_frags": 1,
+        "frames": 1, "ip_frags": 1, "truncated": False, "op": "WRITE",
+    }  # fmt: skip
+    out = []
+    for i, r in enumerate(rows, start=1):
+        r = dict(r)
+        client, server = r.pop("client", CLIENT), r.pop("server", SERVER)
+        call = r["msgtype"] == "call"
+        row = {**defaults, "frame_first": i, "frame_last": i}
+        row.update(src=client if call else server, dst=server if call else client)
+        if not call:
+            row.update(sport=2049, dport=800, reply_stat="accepted", accept_stat=0, nfs_status=0)
+        t = r.pop("t")
+        row.update(ts_first_ns=T0 + t, ts_last_ns=T0 + t + 10, **r)
+        out.append(row)
+    return pd.DataFrame(out, columns=list(MESSAGE_DTYPES)).astype(MESSAGE_DTYPES)
+
+
+def test_times_stay_exact_with_replies_without_call() -> None:
+    tx = match(
+        messages(
+            [
+                {"msgtype": "call", "t": 0, "xid": 1},
+                {"msgtype": "reply", "t": 3 * MS, "xid": 1},
+                {"msgtype": "reply", "t": 5 * MS, "xid": 2},  # its call is not in the capture
+            ]
+        )
+    )
+    assert list(tx.columns) == list(TRANSACTION_DTYPES)
+    assert tx["n_calls"].tolist() == [1, 0]
+    assert tx["t_call_ns"].tolist() == [T0, pd.NA]
+    assert tx["latency_ns"].tolist() == [3 * MS + 10, pd.NA]
+    assert tx["t_reply_ns"].tolist() == [T0 + 3 * MS + 10, T0 + 5 * MS + 10]
+    assert np.array_equal(tx["t_reply_ns"].to_numpy("int64") % 2, [1, 1])
+
+
+def test_resends_reuse_duplicates_and_stale_replies() -> None:
+    reuse = MatchConfig(xid_reuse_ns=100 * MS)
+    rows = [
+        # xid 1: sent three times (the third on a new connection), answered twice
+        {"msgtype": "call", "t": 0, "xid": 1},
+        {"msgtype": "call", "t": 10 * MS, "xid": 1},
+        {"msgtype": "call", "t": 30 * MS, "xid": 1, "conn": 2},
+        {"msgtype": "reply", "t": 31 * MS, "xid": 1, "conn": 2, "count": 512},
+        {"msgtype": "reply", "t": 32 * MS, "xid": 1, "nfs_status": 70},
+        # xid 1 again, 200 ms later: reused, a new transaction; its reply is stale
+        {"msgtype": "call", "t": 230 * MS, "xid": 1, "op": "COMMIT", "proc": 21},
+        {"msgtype": "reply", "t": 400 * MS, "xid": 1, "op": "?", "proc": -1},
+        # xid 2: the same xid from another client, and another procedure of the first
+        {"msgtype": "call", "t": 40 * MS, "xid": 2, "client": "10.0.0.3", "op": "READ"},
+        {"msgtype": "call", "t": 40 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
+        {"msgtype": "call", "t": 41 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
+        {"msgtype": "reply", "t": 45 * MS, "xid": 2, "client": "10.0.0.3", "count": 4096},
+        # xid 3: the reply comes before any call (the call is another transaction)
+        {"msgtype": "reply", "t": 50 * MS, "xid": 3, "op": "?", "proc": -1},
+        {"msgtype": "call", "t": 60 * MS, "xid": 3},
+    ]
+    tx = match(messages(rows), reuse)
+    cols = ["client", "xid", "op", "n_calls", "call_conns", "n_replies", "t_call_ns"]
+    got = [
+        tuple(None if v is pd.NA else v for v in r)
+        for r in tx[[*cols, "latency_ns", "status", "write_bytes", "read_bytes"]]
+        .astype(object)
+        .itertuples(index=False)
+    ]
+    # in call order (a reply without call: at its own time); equal times by client
+    assert got == [
+        (CLIENT, 1, "WRITE", 3, 2, 2, T0, 31 * MS + 10, 0, 512, 0),
+        (CLIENT, 2, "GETATTR", 2, 1, 0, T0 + 40 * MS, None, None, 0, 0),
+        ("10.0.0.3", 2, "READ", 1, 1, 1, T0 + 40 * MS, 5 * MS + 10, 0, 0, 4096),
+        (CLIENT, 3, "?", 0, None, 1, None, None, 0, 0, 0),
+        (CLIENT, 3, "WRITE", 1, 1, 0, T0 + 60 * MS, None, None, 0, 0),
+        (CLIENT, 1, "COMMIT", 1, 1, 0, T0 + 230 * MS, None, None, 0, 0),
+        (CLIENT, 1, "?", 0, None, 1, None, None, 0, 0, 0),  # stale: 170 ms after the call
+    ]
+    assert tx["call_times_ns"].iloc[0] == (T0, T0 + 10 * MS, T0 + 30 * MS)
+    assert tx["call_times_ns"].iloc[1] == (T0 + 40 * MS, T0 + 41 * MS)
+    assert pd.isna(tx["call_times_ns"].iloc[2])
+    # a reply without call names its client and server from its own addresses
+    assert tx.loc[3, ["client", "server", "client_port", "server_port"]].tolist() == [
+        CLIENT, SERVER, 800, 2049
+    ]  # fmt: skip
+
+
+def test_no_messages_no_calls_no_replies() -> None:
+    tx = match(messages([]))
+    assert tx.empty and list(tx.columns) == list(TRANSACTION_DTYPES)
+    only_replies = match(messages([{"msgtype": "reply", "t": 0, "xid": 1}]))
+    assert only_replies[["n_calls", "n_replies"]].values.tolist() == [[0, 1]]
+    only_calls = match(messages([{"msgtype": "call", "t": 0, "xid": 1}]))
+    assert only_calls[["n_calls", "n_replies"]].values.tolist() == [[1, 0]]
