@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ParseLimits:
+    # A frame whose captured length is above this is damage (the libpcap and
+    # wiretap maximum): the reader searches for the next plausible record.
+    max_frame_bytes: int = 262144
     # Bytes kept from the start of each message for header decoding (RPC + the
     # procedure's arguments/results).  Bytes past it are counted, never kept:
     # WRITE payloads cost nothing.  A decoder that needs more marks the message.

@@ -502,6 +502,7 @@ class FrameCounts:
     udp: int = 0
     other: int = 0
     short: int = 0  # TCP/UDP packets too short for their header
+    bad_tcp_header: int = 0  # TCP data offset below 20 bytes or past the packet: skipped
 
 
 def parse(
@@ -516,15 +517,19 @@ def parse(
     reasm = d.reasm
     tcp_segment = d.tcp_segment
     udp_datagram = d.udp_datagram
-    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = 0
-    for frame_no, ts, linktype, data, origlen in d.frames(read_many(paths, stats.files), progress):
+    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = n_bad_tcp = 0
+    frames = read_many(paths, stats.files, limits.max_frame_bytes)
+    for frame_no, ts, linktype, data, origlen in d.frames(frames, progress):
         ver, off = locate_ip(linktype, data)
+        # the frame's length on the wire (a record claiming less than it
+        # captured is damaged: the captured length holds)
+        wire = origlen - off if origlen >= len(data) else len(data) - off
         if ver == 4:
             n_v4 += 1
-            dg = parse_ipv4(data, off, origlen - off, ts, frame_no, reasm)
+            dg = parse_ipv4(data, off, wire, ts, frame_no, reasm)
         elif ver == 6:
             n_v6 += 1
-            dg = parse_ipv6(data, off, origlen - off, ts, frame_no, reasm)
+            dg = parse_ipv6(data, off, wire, ts, frame_no, reasm)
         else:
             n_nonip += 1
             continue
@@ -539,7 +544,12 @@ def parse(
                 d.count_packet(dg)
                 continue
             sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
-            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, (hl >> 4) * 4, p)
+            hl = (hl >> 4) * 4
+            if hl < 20 or hl > dg.wire_len:  # a header length that lies
+                n_bad_tcp += 1
+                d.count_packet(dg)
+                continue
+            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl, p)
         elif proto == PROTO_UDP:
             n_udp += 1
             d.count_packet(dg)
@@ -551,7 +561,7 @@ def parse(
         else:
             n_other += 1
             d.count_packet(dg)
-    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short))
+    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short, n_bad_tcp))
 
 
 # ---- slow paths of the loop, kept out of line ------------------------------------

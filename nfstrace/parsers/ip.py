@@ -107,6 +107,9 @@ class FragmentStats:
     reassembled: int = 0  # datagrams made whole
     incomplete: int = 0  # datagrams that never got all their fragments
     overlaps: int = 0  # fragments repeating bytes already held
+    # packets whose IP length claims more than the frame carried on the wire:
+    # taken as long as the frame (the rest of the header is trusted)
+    length_exceeds_frame: int = 0
 
 
 class _Pending:
@@ -236,6 +239,9 @@ def parse_ipv4(
     tot_len = (data[off + 2] << 8) | data[off + 3]
     if tot_len == 0:  # TSO-sized packets captured before segmentation
         tot_len = wire_len
+    elif tot_len > wire_len >= ihl:  # longer than the frame on the wire: a lie
+        reasm.stats.length_exceeds_frame += 1
+        tot_len = wire_len
     if tot_len < ihl:
         return None
     flags_frag = (data[off + 6] << 8) | data[off + 7]
@@ -274,6 +280,9 @@ def parse_ipv6(
         return None
     plen = (data[off + 4] << 8) | data[off + 5]
     if plen == 0:  # jumbogram or TSO: trust the frame length
+        plen = wire_len - 40
+    elif plen > wire_len - 40 >= 0:  # longer than the frame on the wire: a lie
+        reasm.stats.length_exceeds_frame += 1
         plen = wire_len - 40
     nh = data[off + 6]
     src = bytes(data[off + 8 : off + 24])
