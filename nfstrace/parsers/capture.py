@@ -239,18 +239,23 @@ class _Buffer:
         self.error = ""
 
     def _read(self, n: int) -> bytes:
-        if not self.compressed:
-            return self.stream.read(n)
-        # read1: one decompression step per call, so a failing step loses only
-        # itself, not the data decompressed before it in the same read()
+        """Up to n bytes; at corrupt or cut-off compressed data (gzip/bz2/xz
+        raise), what was read before it, with self.error set."""
         parts: list[bytes] = []
         got = 0
-        while got < n:
-            piece = self.stream.read1(min(COMPRESSED_PIECE, n - got))  # type: ignore[attr-defined]
-            if not piece:
-                break
-            parts.append(piece)
-            got += len(piece)
+        try:
+            if not self.compressed:
+                return self.stream.read(n)
+            # read1: one decompression step per call, so a failing step loses
+            # only itself, not the data decompressed before it
+            while got < n:
+                piece = self.stream.read1(min(COMPRESSED_PIECE, n - got))  # type: ignore[attr-defined]
+                if not piece:
+                    break
+                parts.append(piece)
+                got += len(piece)
+        except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
+            self.error = str(e) or type(e).__name__
         return b"".join(parts)
 
     def fill(self, n: int) -> bool:
@@ -260,18 +265,13 @@ class _Buffer:
             return True
         parts = [self.buf[self.pos :]]
         while have < n and not self.eof:
-            try:
-                chunk = self._read(max(CHUNK, n - have))
-            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
-                # gzip/bz2/xz raise on corrupt or cut-off compressed data: keep
-                # what was decompressed so far.
-                self.error = str(e) or type(e).__name__
-                chunk = b""
-            if not chunk:
+            chunk = self._read(max(CHUNK, n - have))
+            if chunk:
+                parts.append(chunk)
+                have += len(chunk)
+            if not chunk or self.error:
                 self.eof = True
                 break
-            parts.append(chunk)
-            have += len(chunk)
         self.consumed += self.pos
         self.buf = b"".join(parts)
         self.pos = 0
