@@ -295,7 +295,7 @@ def test_one_segment_with_a_wild_sequence_number(tmp_path: Path) -> None:
     assert answered(t) == [md.XID0 + i for i in range(8)]
 
 
-# ---- bounded memory -------------------------------------------------------------------------------
+# ---- bounded memory ----------------------------------------------------------------------
 
 
 class _Sizes(fast.Dissector):
@@ -503,7 +503,7 @@ def test_hostile_capture_path_in_the_terminal(tmp_path: Path) -> None:
     assert "[red]x[bold]y[link=file:x]z.pcap" in r.stdout
 
 
-# ---- crashes found by fuzzing ------------------------------------------------------------------------
+# ---- crashes found by fuzzing ---------------------------------------------------------------
 
 
 REGRESSION_FILES = sorted(REGRESSIONS.glob("*.pcap*"))

@@ -712,7 +712,9 @@ def _auth_too_long(head: bytes, is_call: bool) -> bool:
         if clen > rpc.MAX_AUTH_BYTES:
             return True
         vpos = 32 + ((clen + 3) & ~3) + 4
-        return len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > rpc.MAX_AUTH_BYTES
+        return (
+            len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > rpc.MAX_AUTH_BYTES
+        )
     accepted = struct.unpack_from(">I", head, 8)[0] == rpc.MSG_ACCEPTED
     return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
 

@@ -35,7 +35,6 @@ F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
 NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
 
 
-
 class Facts(dict[tuple[bytes, bytes], list[int]]):
     """Facts lists by (src, dst), at most ``limit`` of them: the packets of
     address pairs past it are counted together in ``overflow``."""

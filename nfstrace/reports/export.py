@@ -71,7 +71,11 @@ def summary(trace: Trace) -> dict:
                     "interface_drops": f.interface_drops,
                     "warnings": f.warnings,
                     "damage": {
-                        kind: {"count": d.count, "first_at_byte": d.offset, "bytes_skipped": d.skipped}
+                        kind: {
+                            "count": d.count,
+                            "first_at_byte": d.offset,
+                            "bytes_skipped": d.skipped,
+                        }
                         for kind, d in f.damage.items()
                     },
                 }

@@ -167,9 +167,7 @@ def render_summary(trace: Trace, console: Console) -> None:
     ]
     skipped = sum(f.skipped_bytes for f in st.files)
     damage = [f"{skipped:,} file bytes skipped as damaged"] if skipped else []
-    damage += [
-        f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n
-    ]
+    damage += [f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n]
     if damage:
         lines.append("damage: " + ", ".join(damage))
     say("[bold]Capture[/bold]")

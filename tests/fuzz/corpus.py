@@ -174,7 +174,10 @@ def field_map(name: str) -> FieldMap:
             if btype == 1:
                 links.append(struct.unpack_from("<H", data, pos + 8)[0])
             elif btype == 6:
-                iface, caplen = struct.unpack_from("<I", data, pos + 8)[0], data[pos + 20 : pos + 24]
+                iface, caplen = (
+                    struct.unpack_from("<I", data, pos + 8)[0],
+                    data[pos + 20 : pos + 24],
+                )
                 fm.lengths += [(pos + 20, 4), (pos + 24, 4)]
                 n = struct.unpack("<I", caplen)[0]
                 if iface < len(links):

@@ -20,7 +20,18 @@ from pathlib import Path
 from .corpus import seeds
 from .mutate import INTERESTING, Timeout, apply, run_pipeline
 
-KINDS = ("flip", "truncate", "splice", "concat", "length", "mark", "word", "insert", "delete", "repeat")
+KINDS = (
+    "flip",
+    "truncate",
+    "splice",
+    "concat",
+    "length",
+    "mark",
+    "word",
+    "insert",
+    "delete",
+    "repeat",
+)
 
 
 def random_mutation(rng: random.Random, names: list[str]) -> tuple:
@@ -63,7 +74,7 @@ def hunt(n: int, outdir: Path, seed: int = 0) -> dict[str, int]:
             except Timeout:
                 outcome = "HANG"
                 tb = "Timeout"
-            except Exception as e:  # noqa: BLE001 - a crash is what we hunt
+            except Exception as e:
                 outcome = f"CRASH {type(e).__name__}"
                 tb = traceback.format_exc()
             outcomes[outcome] = outcomes.get(outcome, 0) + 1

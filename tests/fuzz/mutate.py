@@ -77,7 +77,9 @@ def apply(name: str, mutations: list[tuple]) -> bytes:
     """The seed `name` with the mutations applied in order."""
     data = bytearray(seeds()[name])
     fm = field_map(name)
-    pcap_order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1", b"\x0a\x0d\x0d\x0a") else ">"
+    pcap_order = (
+        "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1", b"\x0a\x0d\x0d\x0a") else ">"
+    )
     for m in mutations:
         kind = m[0]
         n = len(data)
