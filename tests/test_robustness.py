@@ -136,6 +136,20 @@ def test_pcapng_block_whose_trailing_length_disagrees(tmp_path: Path) -> None:
     assert t.stats.files[0].damage["bad_block"].offset == at
 
 
+def test_pcapng_packet_block_inconsistent_inside(tmp_path: Path) -> None:
+    """Frame 14's block is whole, but its captured length runs past it, and frame
+    16's names an interface that does not exist: both skipped, nothing else."""
+    blob = md.pcapng_bytes(md.exchange())
+    offs = md.block_offsets(blob)
+    blob = md.set_u32(blob, offs[md.call_frame(5) + 1] + 20, 5000)  # EPB captured length
+    blob = md.set_u32(blob, offs[md.call_frame(6) + 1] + 8, 3)  # EPB interface id
+    t = load_bytes(tmp_path, blob, "inside.pcapng")
+    assert calls(t) == [x for x in XIDS if x not in (md.XID0 + 5, md.XID0 + 6)]
+    d = t.stats.files[0].damage["bad_packet_block"]
+    assert (d.count, d.detail) == (2, "captured length 5000")
+    assert "2 pcapng packet blocks inconsistent inside" in warnings_of(t)
+
+
 @pytest.mark.parametrize("caplen", [0x7FFFFFFF, 262_145, 100_000])
 def test_pcap_record_with_impossible_length_is_stepped_over(tmp_path: Path, caplen: int) -> None:
     """Frame 12's record claims `caplen` bytes (above 256 KiB, or above the
