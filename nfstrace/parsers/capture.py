@@ -285,11 +285,11 @@ class _Buffer:
         return len(self.buf) - self.pos
 
 
-def _format_at(buf: _Buffer) -> str:
-    """'pcap' / 'pcapng' when a capture file header starts at buf.pos, else ''."""
-    if not buf.fill(4):
-        return ""
-    magic = bytes(buf.buf[buf.pos : buf.pos + 4])
+def _format_at(buf: _Buffer, at: int = 0) -> str:
+    """'pcap' / 'pcapng' when a capture file header starts at buf.pos + at, else ''."""
+    buf.fill(at + 4)  # from buf.pos: nothing before it is let go
+    p = buf.pos + at
+    magic = bytes(buf.buf[p : p + 4])
     if magic in PCAP_MAGIC_BYTES:
         return "pcap"
     if magic == PCAPNG_SHB_BYTES:
@@ -297,17 +297,19 @@ def _format_at(buf: _Buffer) -> str:
     return ""
 
 
-def _header_follows(buf: _Buffer) -> str:
+def _header_follows(buf: _Buffer, at: int = 0) -> str:
     """Like _format_at, for a header met where a record was expected: checked
     further (pcap version 2.x, pcapng byte-order magic), so that frame bytes
     that happen to look like a magic number are not taken for one."""
-    fmt = _format_at(buf)
-    if fmt == "pcap" and buf.fill(24):
-        e = PCAP_MAGIC_BYTES[bytes(buf.buf[buf.pos : buf.pos + 4])][0]
-        (vmaj,) = struct.unpack_from(e + "H", buf.buf, buf.pos + 4)
+    fmt = _format_at(buf, at)
+    buf.fill(at + 24)
+    p = buf.pos + at
+    if fmt == "pcap" and len(buf.buf) >= p + 24:
+        e = PCAP_MAGIC_BYTES[bytes(buf.buf[p : p + 4])][0]
+        (vmaj,) = struct.unpack_from(e + "H", buf.buf, p + 4)
         return fmt if vmaj == 2 else ""
-    if fmt == "pcapng" and buf.fill(12):
-        bom = bytes(buf.buf[buf.pos + 8 : buf.pos + 12])
+    if fmt == "pcapng" and len(buf.buf) >= p + 12:
+        bom = bytes(buf.buf[p + 8 : p + 12])
         return fmt if bom in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d") else ""
     return ""
 
@@ -408,11 +410,7 @@ class _PcapRecords:
         data) at buf.pos + at?"""
         if not buf.fill(at + 16):
             return buf.eof and buf.available() == at  # the record ends the file
-        saved = buf.pos
-        buf.pos += at
-        header = _header_follows(buf)
-        buf.pos = saved
-        if header:
+        if _header_follows(buf, at):
             return True
         return self.plausible(*self.rec(buf.buf, buf.pos + at), near=sec)
 
