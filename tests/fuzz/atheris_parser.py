@@ -26,11 +26,15 @@ from pathlib import Path
 
 import atheris
 
+# fuzz the checkout this file is in (not an installed nfstrace)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+
 with atheris.instrument_imports(include=["nfstrace"]):
     from nfstrace.errors import NfstraceError
     from nfstrace.match import match
     from nfstrace.parsers import fast
 
+print(f"fuzzing {fast.__file__}", flush=True)
 _FD, PATH = tempfile.mkstemp(prefix="nfstrace-atheris-", suffix=".pcap", dir="/dev/shm")
 os.close(_FD)
 
