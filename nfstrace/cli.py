@@ -59,6 +59,8 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         try:
             return fn(*args, **kwargs)
+        except typer.Exit:  # an exit status chosen on purpose (DAMAGED)
+            raise
         except NfstraceError as e:
             if debug:
                 traceback.print_exc()
@@ -293,12 +295,20 @@ def _write(path: Path, writer: Callable[[Trace, Path], None], trace: Trace) -> N
         raise OutputError(f"cannot write: {e.strerror}", str(path)) from None
 
 
+def _damaged_exit(trace: Trace) -> None:
+    """Everything written: exit DAMAGED when the capture was damaged (its
+    warnings are on stderr), else OK."""
+    if trace.stats.warnings:
+        raise typer.Exit(int(ExitStatus.DAMAGED))
+
+
 @_errors_handled
 def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path | None) -> None:
     trace = _loaded(captures, choices.config(), quiet)
     render_model(trace.diagnosis.model, _stdout())
     if json_out is not None:
         _write(json_out, write_model_json, trace)
+    _damaged_exit(trace)
 
 
 @_errors_handled
@@ -315,6 +325,7 @@ def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Out
             _write(path, writer, trace)
     if outputs.report is not None:
         _write_report(trace, outputs.report, outputs.report_explicit, out)
+    _damaged_exit(trace)
 
 
 def _write_report(trace: Trace, path: Path, explicit: bool, out: Console) -> None:

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ParseLimits:
+    # A frame whose captured length is above this is damage (the libpcap and
+    # wiretap maximum): the reader searches for the next plausible record.
+    max_frame_bytes: int = 262144
     # Bytes kept from the start of each message for header decoding (RPC + the
     # procedure's arguments/results).  Bytes past it are counted, never kept:
     # WRITE payloads cost nothing.  A decoder that needs more marks the message.
@@ -23,16 +26,35 @@ class ParseLimits:
     max_pending_segments: int = 4096
     max_pending_bytes: int = 32 * 1024 * 1024
     max_hole_age_ns: int = 5_000_000_000
+    # ... and held by all directions together: a direction adding a segment
+    # past this declares its own hole lost.
+    max_pending_bytes_total: int = 256 * 1024 * 1024
     # Incomplete IP datagrams are dropped (counted as incomplete) after this
     # long without a new fragment (Linux ipfrag_time is 30 s).
     ip_reassembly_timeout_ns: int = 30_000_000_000
     max_ip_reassemblies: int = 65536
+    # ... holding at most this many captured bytes together (the oldest
+    # incomplete datagram is given up past it), each of at most this many
+    # fragments (a datagram with more is given up: a 64 KiB datagram at the
+    # smallest IPv6 MTU has 52).  Exact repeats of a fragment are not held.
+    max_ip_reassembly_bytes: int = 64 * 1024 * 1024
+    max_fragments_per_datagram: int = 1024
     # Calls remembered per (client, server, xid) to name and decode replies;
     # the oldest is forgotten past this (its reply is then "unknown call").
     max_pending_calls: int = 1_000_000
     # A TCP direction that never showed a plausible RPC header after this many
     # bytes is taken as not RPC and ignored.
     max_unsynced_bytes: int = 1 * 1024 * 1024
+    # TCP connections and UDP flows remembered at once.  Past it the least
+    # recently active eighth is forgotten (a TCP message in progress there is
+    # emitted cut short and counted); a flow that comes back gets a new id.
+    max_connections: int = 262144
+    # (source, destination) address pairs with their own per-direction facts;
+    # packets of pairs past it are counted together, not per pair.
+    max_directions: int = 262144
+    # Transport events recorded per kind (retransmissions, holes, mirror
+    # copies, ...); past it they are counted, not recorded.
+    max_events_per_kind: int = 500_000
     # A frame byte-identical to one of the two frames before it, captured at
     # most this long after it, is a mirror/SPAN duplicate: counted, recorded as
     # an event and skipped (not a TCP retransmission nor a repeated datagram).

@@ -16,6 +16,9 @@ class ExitStatus(IntEnum):
     UNREADABLE = 3  # missing, unreadable, or not a capture file
     NO_RPC = 4  # a capture, but no ONC-RPC traffic in it
     OUTPUT = 5  # an output file could not be written
+    # analysed, every output written, but the capture was damaged (or a memory
+    # limit was hit): what was readable is in the analysis, warnings on stderr
+    DAMAGED = 6
 
 
 class NfstraceError(Exception):

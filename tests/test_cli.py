@@ -176,7 +176,7 @@ def test_truncated_capture_warns_and_analyses(tmp_path: Path) -> None:
     p = tmp_path / "cut.pcap"
     p.write_bytes(data[: len(data) // 2])
     r = _run("analyze", str(p))
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == ExitStatus.DAMAGED, r.output  # analysed, but damaged
     assert "nfstrace: warning:" in r.stderr and "cut off" in r.stderr
     assert "Traceback" not in r.output
     assert "RPC messages" in r.stdout

@@ -216,34 +216,77 @@ def test_full_diagnosis_report_in_chromium(tmp_path: Path) -> None:
 # ---- escaping: a capture with a script in a file name --------------------------------------
 
 
+def _marker(attr: str) -> str:
+    """Markup that, if it ever ran, would set data-<attr> on <body>."""
+    return f"<img src=x onerror=\"document.body.setAttribute('data-{attr}','1')\">"
+
+
+# Strings a capture carries into the analysis, each hostile in its own way
+HOSTILE = {
+    "v3_name": XSS_NAME,  # NFSv3 LOOKUP file names
+    "v3_marker": XSS_MARKER,
+    "v3_breakout": "</script><script>document.body.setAttribute('data-pwned-js','1')</script>",
+    "machine": _marker("pwned-machine"),  # the AUTH_SYS machine name of a call
+    "v4_tag": _marker("pwned-tag"),  # an NFSv4 COMPOUND tag
+    "v4_name": _marker("pwned-v4name"),  # an NFSv4 LOOKUP name
+}
+
+
+def _v4_lookup(xid: int, tag: str, name: str, machine: str) -> bytes:
+    """NFSv4.0 COMPOUND {PUTROOTFH, LOOKUP name} with an AUTH_SYS credential
+    naming `machine`."""
+    cred = mc.u32(0x5EED) + mc.opaque(machine.encode()) + mc.u32(mc.UID, mc.GID, 0)
+    header = mc.u32(xid, 0, 2, mc.NFS_PROG, 4, 1, 1, len(cred)) + cred + mc.u32(0, 0)
+    ops = mc.u32(2) + mc.u32(24) + mc.u32(15) + mc.opaque(name.encode())
+    return header + mc.opaque(tag.encode()) + mc.u32(0) + ops
+
+
 def xss_capture(path: Path) -> Path:
-    """LOOKUP calls of two hostile file names, answered NFS3ERR_NOENT."""
+    """LOOKUP calls of hostile file names (NFSv3, answered NFS3ERR_NOENT; one by
+    a client whose machine name is hostile) and an NFSv4 COMPOUND with a
+    hostile tag and name (answered NFS4ERR_NOENT)."""
     cap = mc.Capture()
     conn = mc.TcpConn(cap, cport=40901)
     conn.handshake()
-    for xid, name in ((0xE01, XSS_NAME), (0xE02, XSS_MARKER)):
+    for xid, name in ((0xE01, XSS_NAME), (0xE02, XSS_MARKER), (0xE03, HOSTILE["v3_breakout"])):
         call = mc.rpc_call(xid, mc.LOOKUP, mc.fhandle(xid) + mc.opaque(name.encode()))
         conn.client_send(mc.record(call))
         conn.server_send(mc.record(mc.rpc_reply(xid, mc.u32(2, 0))))  # NOENT, no dir attrs
+    cred = mc.u32(0x5EED) + mc.opaque(HOSTILE["machine"].encode()) + mc.u32(mc.UID, mc.GID, 0)
+    args = mc.fhandle(7) + mc.opaque(b"plain")
+    call = mc.u32(0xE04, 0, 2, mc.NFS_PROG, 3, mc.LOOKUP, 1, len(cred)) + cred + mc.u32(0, 0)
+    conn.client_send(mc.record(call + args))
+    conn.server_send(mc.record(mc.rpc_reply(0xE04, mc.u32(2, 0))))
+    v4 = mc.TcpConn(cap, cport=40902)
+    v4.handshake()
+    v4.client_send(mc.record(_v4_lookup(0xE05, HOSTILE["v4_tag"], HOSTILE["v4_name"], "m")))
+    # NFS4ERR_NOENT, tag echoed, two results: PUTROOTFH OK, LOOKUP NOENT
+    res = mc.u32(2) + mc.opaque(HOSTILE["v4_tag"].encode()) + mc.u32(2, 24, 0, 15, 2)
+    v4.server_send(mc.record(mc.rpc_reply(0xE05, res)))
     return cap.write(path)
 
 
 def test_hostile_file_names_are_shown_not_run(tmp_path: Path) -> None:
-    # the capture's own file name is hostile too
+    """Every string the capture carries (NFSv3 and v4 file names, an NFSv4 tag,
+    an AUTH_SYS machine name) and the capture's own file name: none runs in
+    the report, in a real browser; those the report shows are shown escaped."""
     capture = xss_capture(tmp_path / "<img src=x onerror=alert(2)>.pcap")
     trace = nfstrace.load(capture)
     names = set(trace.transactions["name"].dropna())
-    assert {XSS_NAME, XSS_MARKER} <= names  # the decoder really carried them
+    assert {XSS_NAME, XSS_MARKER, HOSTILE["v3_breakout"]} <= names  # the decoder carried them
+    assert HOSTILE["machine"] in set(trace.messages["auth_machine"])
+    assert HOSTILE["v4_name"] in set(trace.messages["name"])
     report = tmp_path / "xss.report.html"
     write_report(report, trace, trace.diagnosis)
     text = report.read_text(encoding="utf-8")
-    assert XSS_NAME not in text and "<img src=x" not in text
+    assert XSS_NAME not in text and "<img src=x" not in text and "</script><script>" not in text
     assert html.escape(XSS_NAME) in text  # shown, in the events table (error replies)
     dom, console, _ = open_in_browser(report, tmp_path)
     assert_all_drawn(text, dom, console)
-    assert "data-pwned" not in body_state(dom)
+    assert not [k for k in body_state(dom) if k.startswith("data-pwned")], body_state(dom)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
     assert dom.count("<script") == text.count("<script")  # no script element added
+    assert "<img" not in dom  # no element made of a capture's string
 
 
 # ---- size: a million transactions -----------------------------------------------------------

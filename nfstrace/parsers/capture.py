@@ -8,6 +8,29 @@ gzip, bzip2 or xz, and merges several files in time order.
 Each frame is a tuple ``(ts_ns, linktype, data, orig_len, file_index)``: data
 is a memoryview into a read chunk of several MB; copy it (``bytes(data)``) to
 keep it long without pinning the chunk.  Nothing here knows about IP or RPC.
+
+Damaged files are read as far as they go, and past the damage where a record
+can be found again (wiretap and libpcap stop at the first bad record):
+
+* cut off (in a record, a block, or the compressed stream): every whole frame
+  before the cut is kept;
+* a pcap record header with impossible lengths (captured length above
+  ``ParseLimits.max_frame_bytes`` (256 KiB, the libpcap/wiretap maximum), or
+  above the file's snaplen or its own wire length without a plausible record
+  after it): the reader steps forward byte by byte to the next position where
+  a plausible record header is followed by another one (or the end of the
+  file) and goes on from there;
+* a pcapng block whose length is impossible or disagrees with its trailing
+  copy: the same search for the next block whose two lengths agree;
+  a packet block inconsistent inside (unknown interface, captured length past
+  the block) is skipped;
+* captures concatenated into one file (``cat a.pcap b.pcap``): the second
+  file header is read as such, and its frames follow;
+* a timestamp outside what a pcap can express (pcapng with a corrupt
+  resolution or offset) is clamped to that range.
+
+Each kind of damage is counted per file (``CaptureInfo.damage``) and reported
+as one warning with its count, where it was first seen and the bytes skipped.
 """
 
 from __future__ import annotations
@@ -23,25 +46,73 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+import numpy as np
+
 from nfstrace.errors import CaptureError
 
 Frame = tuple[int, int, memoryview, int, int]
 
 CHUNK = 4 * 1024 * 1024
-# A frame claiming more than this is damage, not data (pcap has no way to
-# resynchronise after a bad length, so reading of that file stops there).
+# Compressed streams are read in pieces of this size: a read that fails (data
+# cut off or corrupt) loses nothing decompressed before it.
+COMPRESSED_PIECE = 256 * 1024
+# The largest frame libpcap and wiretap accept (WTAP_MAX_PACKET_SIZE_STANDARD);
+# the default of ParseLimits.max_frame_bytes.
+MAX_CAPLEN = 262144
+# A pcapng block longer than this is damage (bounds what one block may pin in
+# memory; packet blocks are bounded by the frame limit as well).
+MAX_BLOCK = 32 * 1024 * 1024
+# Kept for the dpkt backend's own reader.
 MAX_FRAME = 256 * 1024 * 1024
+# A frame's wire length above this is taken as damage when searching for a record.
+MAX_WIRE = 256 * 1024 * 1024
+# Timestamps are kept within what a pcap can express (u32 seconds).
+MAX_TS_NS = (1 << 32) * 1_000_000_000
+# A candidate record header found by the resync search must be stamped within
+# this long of the last good frame.
+RESYNC_TS_WINDOW_S = 30 * 86400
+# Bytes examined at a time by the resync search.
+RESYNC_WINDOW = 1024 * 1024
 
 # pcap magic numbers, as read little-endian
 PCAP_MAGIC_US = 0xA1B2C3D4
 PCAP_MAGIC_NS = 0xA1B23C4D
+# ... and as the file's first four bytes: (byte order, nanoseconds)
+PCAP_MAGIC_BYTES = {
+    b"\xd4\xc3\xb2\xa1": ("<", False),
+    b"\x4d\x3c\xb2\xa1": ("<", True),
+    b"\xa1\xb2\xc3\xd4": (">", False),
+    b"\xa1\xb2\x3c\x4d": (">", True),
+}
 # pcapng block types
 PCAPNG_SHB = 0x0A0D0D0A
 PCAPNG_IDB = 0x00000001
 PCAPNG_PB = 0x00000002  # obsolete Packet Block
 PCAPNG_SPB = 0x00000003
+PCAPNG_NRB = 0x00000004
 PCAPNG_ISB = 0x00000005
 PCAPNG_EPB = 0x00000006
+PCAPNG_JOURNAL = 0x00000009
+PCAPNG_DSB = 0x0000000A
+PCAPNG_CUSTOM = (0x00000BAD, 0x40000BAD)
+PCAPNG_BLOCKS = frozenset(
+    (
+        PCAPNG_SHB,
+        PCAPNG_IDB,
+        PCAPNG_PB,
+        PCAPNG_SPB,
+        PCAPNG_NRB,
+        PCAPNG_ISB,
+        PCAPNG_EPB,
+        PCAPNG_JOURNAL,
+        PCAPNG_DSB,
+        *PCAPNG_CUSTOM,
+    )
+)
+PCAPNG_SHB_BYTES = b"\x0a\x0d\x0d\x0a"
+# A pcap magic number where a record or block was expected, read in either byte order
+PCAP_MAGIC_INTS = frozenset((PCAP_MAGIC_US, PCAP_MAGIC_NS, 0xD4C3B2A1, 0x4D3CB2A1))
+HEADER_INTS = PCAP_MAGIC_INTS | {PCAPNG_SHB}
 PCAPNG_BOM = 0x1A2B3C4D
 # pcapng options
 OPT_ENDOFOPT = 0
@@ -49,6 +120,37 @@ IF_TSRESOL = 9
 IF_TSOFFSET = 14
 ISB_IFDROP = 5
 ISB_OSDROP = 7
+
+# Kinds of damage (CaptureInfo.damage keys) and how each is reported
+DAMAGE = {
+    "cut": "the file ends inside a {what} (capture cut off): {count} frames before it kept",
+    "decompression": "decompression stopped ({detail}): every frame before it kept",
+    "bad_record": "{count} pcap record headers with impossible lengths (first at byte "
+    "{offset}): {skipped:,} bytes skipped to the next plausible record",
+    "bad_block": "{count} pcapng blocks with impossible lengths (first at byte {offset}): "
+    "{skipped:,} bytes skipped to the next plausible block",
+    "bad_packet_block": "{count} pcapng packet blocks inconsistent inside (first at byte "
+    "{offset}: {detail}): skipped",
+    "over_snaplen": "{count} frames longer than the snaplen in the file header (first at "
+    "byte {offset}): kept",
+    "bad_timestamp": "{count} frames with an impossible timestamp (first at byte {offset}): "
+    "clamped to the range of a pcap",
+    "concatenated": "{count} more capture file headers inside the file (files concatenated; "
+    "first at byte {offset}): their frames read on",
+    "lost_tail": "no plausible record after the damage at byte {offset}: the last "
+    "{skipped:,} bytes skipped",
+}
+
+
+@dataclass
+class Damage:
+    """One kind of damage in one file: how often, where first, bytes skipped."""
+
+    count: int = 0
+    offset: int = -1  # file byte (uncompressed) where first seen
+    skipped: int = 0  # bytes stepped over because of it
+    detail: str = ""  # what the first one was
+    what: str = ""
 
 
 @dataclass
@@ -64,7 +166,37 @@ class CaptureInfo:
     bytes: int = 0  # file bytes (uncompressed) consumed
     truncated_frames: int = 0  # caplen < orig_len
     interface_drops: int = 0  # from pcapng interface statistics blocks
+    damage: dict[str, Damage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    def note(
+        self, kind: str, offset: int, skipped: int = 0, detail: str = "", what: str = ""
+    ) -> None:
+        """Count one piece of damage of this kind (see DAMAGE)."""
+        d = self.damage.get(kind)
+        if d is None:
+            d = self.damage[kind] = Damage(offset=offset, detail=detail, what=what)
+        d.count += 1
+        d.skipped += skipped
+
+    @property
+    def skipped_bytes(self) -> int:
+        return sum(d.skipped for d in self.damage.values())
+
+    def finish(self) -> None:
+        """Turn the damage counts into warnings (one per kind, in DAMAGE order)."""
+        for kind, text in DAMAGE.items():
+            d = self.damage.get(kind)
+            if d is not None:
+                self.warnings.append(
+                    text.format(
+                        count=f"{d.count:,}" if kind != "cut" else f"{self.frames:,}",
+                        offset=f"{d.offset:,}",
+                        skipped=d.skipped,
+                        detail=d.detail,
+                        what=d.what,
+                    )
+                )
 
 
 def open_stream(path: str) -> tuple[BinaryIO, str]:
@@ -77,8 +209,12 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
         raise CaptureError("is a directory, not a capture file", path) from None
     except OSError as e:
         raise CaptureError(f"cannot open: {e.strerror}", path) from None
-    magic = raw.read(6)
-    raw.seek(0)
+    try:
+        magic = raw.read(6)
+        raw.seek(0)
+    except OSError as e:  # a device, a pipe, an I/O error
+        raw.close()
+        raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
     if magic[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw), "gzip"  # type: ignore[return-value]
     if magic[:3] == b"BZh":
@@ -91,15 +227,36 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
 class _Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
-    __slots__ = ("buf", "consumed", "eof", "error", "pos", "stream")
+    __slots__ = ("buf", "compressed", "consumed", "eof", "error", "pos", "stream")
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, compressed: bool = False) -> None:
         self.stream = stream
+        self.compressed = compressed
         self.buf = b""
         self.pos = 0
         self.consumed = 0
         self.eof = False
         self.error = ""
+
+    def _read(self, n: int) -> bytes:
+        """Up to n bytes; at corrupt or cut-off compressed data (gzip/bz2/xz
+        raise), what was read before it, with self.error set."""
+        parts: list[bytes] = []
+        got = 0
+        try:
+            if not self.compressed:
+                return self.stream.read(n)
+            # read1: one decompression step per call, so a failing step loses
+            # only itself, not the data decompressed before it
+            while got < n:
+                piece = self.stream.read1(min(COMPRESSED_PIECE, n - got))  # type: ignore[attr-defined]
+                if not piece:
+                    break
+                parts.append(piece)
+                got += len(piece)
+        except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
+            self.error = str(e) or type(e).__name__
+        return b"".join(parts)
 
     def fill(self, n: int) -> bool:
         """Make n bytes available at self.pos; False at end of data."""
@@ -108,86 +265,236 @@ class _Buffer:
             return True
         parts = [self.buf[self.pos :]]
         while have < n and not self.eof:
-            try:
-                chunk = self.stream.read(max(CHUNK, n - have))
-            except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-                # gzip/bz2/xz raise on corrupt or cut-off compressed data: keep
-                # what was decompressed so far.
-                self.error = f"decompression stopped: {e}"
-                chunk = b""
-            if not chunk:
+            chunk = self._read(max(CHUNK, n - have))
+            if chunk:
+                parts.append(chunk)
+                have += len(chunk)
+            if not chunk or self.error:
                 self.eof = True
                 break
-            parts.append(chunk)
-            have += len(chunk)
         self.consumed += self.pos
         self.buf = b"".join(parts)
         self.pos = 0
         return have >= n
 
+    def at(self) -> int:
+        """File offset (uncompressed) of self.pos."""
+        return self.consumed + self.pos
 
-def read_frames(path: str, index: int, info: CaptureInfo) -> Iterator[Frame]:
-    """Frames of one file, in file order."""
+    def available(self) -> int:
+        return len(self.buf) - self.pos
+
+
+def _format_at(buf: _Buffer, at: int = 0) -> str:
+    """'pcap' / 'pcapng' when a capture file header starts at buf.pos + at, else ''."""
+    buf.fill(at + 4)  # from buf.pos: nothing before it is let go
+    p = buf.pos + at
+    magic = bytes(buf.buf[p : p + 4])
+    if magic in PCAP_MAGIC_BYTES:
+        return "pcap"
+    if magic == PCAPNG_SHB_BYTES:
+        return "pcapng"
+    return ""
+
+
+def _header_follows(buf: _Buffer, at: int = 0) -> str:
+    """Like _format_at, for a header met where a record was expected: checked
+    further (pcap version 2.x, pcapng byte-order magic), so that frame bytes
+    that happen to look like a magic number are not taken for one."""
+    fmt = _format_at(buf, at)
+    buf.fill(at + 24)
+    p = buf.pos + at
+    if fmt == "pcap" and len(buf.buf) >= p + 24:
+        e = PCAP_MAGIC_BYTES[bytes(buf.buf[p : p + 4])][0]
+        (vmaj,) = struct.unpack_from(e + "H", buf.buf, p + 4)
+        return fmt if vmaj == 2 else ""
+    if fmt == "pcapng" and len(buf.buf) >= p + 12:
+        bom = bytes(buf.buf[p + 8 : p + 12])
+        return fmt if bom in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d") else ""
+    return ""
+
+
+def read_frames(
+    path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN
+) -> Iterator[Frame]:
+    """Frames of one file, in file order; frames above max_frame bytes are damage."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = _Buffer(stream)
-        try:
-            ok = buf.fill(4)
-        except gzip.BadGzipFile as e:
-            raise CaptureError(f"not a readable gzip file: {e}", path) from None
-        if not ok:
+        buf = _Buffer(stream, compressed=bool(info.compression))
+        if not buf.fill(4):
+            if buf.error:
+                raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
             raise CaptureError(
                 "empty file" if not buf.buf else "too short to be a capture file", path
             )
-        (magic_le,) = struct.unpack_from("<I", buf.buf, 0)
-        (magic_be,) = struct.unpack_from(">I", buf.buf, 0)
-        if magic_le in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
-            info.format = "pcap"
-            yield from _pcap(buf, "<", magic_le == PCAP_MAGIC_NS, index, info)
-        elif magic_be in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
-            info.format = "pcap"
-            yield from _pcap(buf, ">", magic_be == PCAP_MAGIC_NS, index, info)
-        elif magic_le == PCAPNG_SHB:
-            info.format = "pcapng"
-            yield from _pcapng(buf, index, info)
-        else:
+        fmt = _format_at(buf)
+        if not fmt:
             raise CaptureError("not a pcap or pcapng capture file", path)
+        info.format = fmt
+        first = True
+        while fmt:
+            if fmt == "pcap":
+                fmt = yield from _pcap(buf, index, info, max_frame, first)
+            else:
+                fmt = yield from _pcapng(buf, index, info, max_frame)
+            first = False
+            if fmt:
+                info.note("concatenated", buf.at())
         if buf.error:
-            info.warnings.append(buf.error)
-        info.bytes = buf.consumed + buf.pos
+            info.note("decompression", buf.at(), detail=buf.error)
+        info.bytes = buf.at()
+        info.finish()
 
 
-def _pcap(buf: _Buffer, e: str, nanos: bool, index: int, info: CaptureInfo) -> Iterator[Frame]:
+def _cut(buf: _Buffer, info: CaptureInfo, what: str) -> None:
+    """The data ends inside a record: count the bytes left over."""
+    left = buf.available()
+    info.note("cut", buf.at(), skipped=left, what=what)
+    buf.pos += left
+
+
+def _u32_at_every_byte(window: np.ndarray, e: str) -> np.ndarray:
+    """u32 values starting at every byte offset of window (len - 3 of them)."""
+    a = window.astype(np.uint32)
+    if e == "<":
+        return a[:-3] | a[1:-2] << 8 | a[2:-1] << 16 | a[3:] << 24
+    return a[:-3] << 24 | a[1:-2] << 16 | a[2:-1] << 8 | a[3:]
+
+
+def _resync(buf: _Buffer, candidates, accept) -> int:
+    """Step buf.pos forward (at least one byte) to the first position that
+    `candidates` proposes and `accept` confirms; returns the bytes skipped, and
+    leaves buf.pos at the end of the data when nothing is found.
+
+    candidates(window: np.ndarray) -> offsets of possible starts in window
+    (a vectorised filter); accept(buf) -> bool, at buf.pos (it may fill, so
+    positions are kept as file offsets here)."""
+    start = buf.at()
+    buf.pos += 1
+    while True:
+        buf.fill(RESYNC_WINDOW + MAX_CAPLEN + 64)
+        avail = buf.available()
+        if avail < 16:
+            buf.pos += avail
+            return buf.at() - start
+        n = min(RESYNC_WINDOW, avail - 15)
+        window = np.frombuffer(buf.buf, dtype=np.uint8, count=n + 15, offset=buf.pos)
+        base = buf.at()
+        for q in candidates(window):
+            buf.pos = base + int(q) - buf.consumed
+            if accept(buf):
+                return buf.at() - start
+        buf.pos = base + n - buf.consumed
+
+
+class _PcapRecords:
+    """Plausibility of pcap record headers (the resync test)."""
+
+    def __init__(self, e: str, nanos: bool, max_frame: int) -> None:
+        self.e = e
+        self.frac_limit = 1_000_000_000 if nanos else 1_000_000
+        self.max_frame = max_frame
+        self.last_sec = -1  # seconds of the last good record (-1: none yet)
+        self.rec = struct.Struct(e + "IIII").unpack_from
+
+    def plausible(self, sec: int, sub: int, caplen: int, origlen: int, near: int) -> bool:
+        return (
+            caplen <= self.max_frame
+            and caplen <= origlen <= MAX_WIRE
+            and sub < self.frac_limit
+            and (near < 0 or abs(sec - near) <= RESYNC_TS_WINDOW_S)
+        )
+
+    def next_ok(self, buf: _Buffer, at: int, sec: int) -> bool:
+        """Is there a plausible record (or a capture header, or the end of the
+        data) at buf.pos + at?"""
+        if not buf.fill(at + 16):
+            return buf.eof and buf.available() == at  # the record ends the file
+        if _header_follows(buf, at):
+            return True
+        return self.plausible(*self.rec(buf.buf, buf.pos + at), near=sec)
+
+    def accept(self, buf: _Buffer) -> bool:
+        """A resync candidate at buf.pos: it and the record after it plausible."""
+        if _header_follows(buf):
+            return True
+        if not buf.fill(16):
+            return False
+        sec, sub, caplen, origlen = self.rec(buf.buf, buf.pos)
+        if not self.plausible(sec, sub, caplen, origlen, self.last_sec):
+            return False
+        return self.next_ok(buf, 16 + caplen, sec)
+
+    def candidates(self, window: np.ndarray) -> np.ndarray:
+        w = _u32_at_every_byte(window, self.e)
+        n = len(window) - 15
+        sec, sub, caplen, origlen = w[:n], w[4 : n + 4], w[8 : n + 8], w[12 : n + 12]
+        ok = (caplen <= self.max_frame) & (caplen <= origlen) & (sub < self.frac_limit)
+        if self.last_sec >= 0:
+            ok &= np.abs(sec.astype(np.int64) - self.last_sec) <= RESYNC_TS_WINDOW_S
+        return np.flatnonzero(ok | np.isin(sec, list(HEADER_INTS)))
+
+
+def _pcap(
+    buf: _Buffer, index: int, info: CaptureInfo, max_frame: int, first: bool
+) -> Iterator[Frame]:
+    """Frames of one pcap section (a file header and its records); returns the
+    format of a capture header met where a record was expected ('' at the end)."""
     if not buf.fill(24):
-        raise CaptureError("pcap file header cut short", info.path)
+        if first:
+            raise CaptureError("pcap file header cut short", info.path)
+        _cut(buf, info, "file header")
+        return ""
+    e, nanos = PCAP_MAGIC_BYTES[bytes(buf.buf[buf.pos : buf.pos + 4])]
     _magic, _vmaj, _vmin, _zone, _sigfigs, snaplen, linktype = struct.unpack_from(
         e + "IHHiIII", buf.buf, buf.pos
     )
     # The upper bits of the link-type field may carry FCS length flags.
     linktype &= 0x0FFFFFFF
-    info.snaplen = snaplen
+    info.snaplen = max(info.snaplen, snaplen)
     info.linktypes.add(linktype)
     buf.pos += 24
-    rec = struct.Struct(e + "IIII").unpack_from
+    records = _PcapRecords(e, nanos, max_frame)
+    rec = records.rec
     frac = 1 if nanos else 1000
-    frames = 0
-    truncated = 0
+    frac_limit = records.frac_limit
+    frames = info.frames
+    truncated = info.truncated_frames
     while True:
         if not buf.fill(16):
-            if len(buf.buf) - buf.pos:
-                info.warnings.append("file ends inside a frame header (capture cut off)")
-            break
+            if buf.available():
+                _cut(buf, info, "frame header")
+            return ""
         sec, sub, caplen, origlen = rec(buf.buf, buf.pos)
-        if caplen > MAX_FRAME:
-            info.warnings.append(
-                f"frame {frames + 1}: impossible captured length {caplen}; rest of file skipped"
-            )
-            break
+        if sec in HEADER_INTS:
+            fmt = _header_follows(buf)
+            if fmt:  # another capture file begins here (files concatenated)
+                return fmt
+        if caplen > max_frame or (
+            (caplen > snaplen > 0 or origlen < caplen or sub >= frac_limit)
+            and not records.next_ok(buf, 16 + caplen, sec)
+        ):
+            # Impossible, or odd and not followed by a record: damage.  (An odd
+            # record followed by a plausible one is taken as a frame.)
+            at = buf.at()
+            skipped = _resync(buf, records.candidates, records.accept)
+            info.note("bad_record" if buf.available() else "lost_tail", at, skipped=skipped)
+            continue
         if not buf.fill(16 + caplen):
-            info.warnings.append(f"file ends inside frame {frames + 1} (capture cut off)")
-            break
+            # The file ends inside this frame, or its length is wrong: a record
+            # further on tells them apart.
+            at, left = buf.at(), buf.available()
+            skipped = _resync(buf, records.candidates, records.accept)
+            if buf.available():
+                info.note("bad_record", at, skipped=skipped)
+                continue
+            info.note("cut", at, skipped=left, what="frame")
+            return ""
+        if caplen > snaplen > 0:
+            info.note("over_snaplen", buf.at())
         start = buf.pos + 16
         buf.pos = start + caplen
+        records.last_sec = sec
         frames += 1
         if caplen < origlen:
             truncated += 1
@@ -209,16 +516,6 @@ class _Interface:
     ts_mul: int = 1000  # ns per tick (when resolution divides a ns)
     ts_div: int = 1  # ticks per ns unit otherwise
     ts_offset_ns: int = 0
-
-
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _ns(ticks: int, iface: _Interface) -> int:
-    """A pcapng timestamp in ns since the epoch; absurd ones (damage) clamped
-    into the int64 the tables hold."""
-    ns = ticks * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
-    return min(max(ns, INT64_MIN), INT64_MAX)
 
 
 def _parse_options(data: bytes | memoryview, e: str) -> Iterator[tuple[int, memoryview]]:
@@ -250,48 +547,113 @@ def _interface(body: memoryview, e: str) -> _Interface:
     return iface
 
 
-def _pcapng(buf: _Buffer, index: int, info: CaptureInfo) -> Iterator[Frame]:
+class _PcapngBlocks:
+    """Plausibility of pcapng blocks (the resync test): a known type and two
+    equal lengths at its ends."""
+
+    def __init__(self, e: str) -> None:
+        self.e = e
+
+    def accept(self, buf: _Buffer) -> bool:
+        if not buf.fill(12):
+            return False
+        if _header_follows(buf):
+            return True
+        btype, blen = struct.unpack_from(self.e + "II", buf.buf, buf.pos)
+        if btype not in PCAPNG_BLOCKS or blen < 12 or blen % 4 or blen > MAX_BLOCK:
+            return False
+        if not buf.fill(blen):
+            return False
+        return struct.unpack_from(self.e + "I", buf.buf, buf.pos + blen - 4)[0] == blen
+
+    def candidates(self, window: np.ndarray) -> np.ndarray:
+        w = _u32_at_every_byte(window, self.e)
+        n = len(window) - 15
+        btype, blen = w[:n], w[4 : n + 4]
+        ok = np.isin(btype, list(PCAPNG_BLOCKS)) & (blen >= 12) & (blen % 4 == 0)
+        ok &= blen <= MAX_BLOCK
+        return np.flatnonzero(ok | np.isin(btype, list(PCAP_MAGIC_INTS)))
+
+
+def _timestamp(ts: int, buf: _Buffer, info: CaptureInfo) -> int:
+    if 0 <= ts <= MAX_TS_NS:
+        return ts
+    info.note("bad_timestamp", buf.at())
+    return 0 if ts < 0 else MAX_TS_NS
+
+
+def _pcapng(buf: _Buffer, index: int, info: CaptureInfo, max_frame: int) -> Iterator[Frame]:
+    """Frames of pcapng sections; returns 'pcap' when a pcap file header is met
+    where a block was expected ('' at the end)."""
     e = "<"
     ifaces: list[_Interface] = []
-    frames = 0
-    truncated = 0
+    frames = info.frames
+    truncated = info.truncated_frames
     drops: dict[int, int] = {}
+    blocks = _PcapngBlocks(e)
     while True:
         if not buf.fill(12):
-            if len(buf.buf) - buf.pos:
-                info.warnings.append("file ends inside a block header (capture cut off)")
-            break
+            if buf.available():
+                _cut(buf, info, "block header")
+            return ""
         btype, blen = struct.unpack_from(e + "II", buf.buf, buf.pos)
+        if btype in PCAP_MAGIC_INTS and _header_follows(buf):
+            return "pcap"  # a pcap file begins here (files concatenated)
+        bad = False
         if btype == PCAPNG_SHB:
-            (bom,) = struct.unpack_from("<I", buf.buf, buf.pos + 8)
-            if bom == PCAPNG_BOM:
+            bom = bytes(buf.buf[buf.pos + 8 : buf.pos + 12])
+            if bom == b"\x4d\x3c\x2b\x1a":
                 e = "<"
-            elif bom == 0x4D3C2B1A:
+            elif bom == b"\x1a\x2b\x3c\x4d":
                 e = ">"
             else:
-                info.warnings.append("pcapng section header with bad byte-order magic; stopped")
-                break
+                bad = True
+            blocks = _PcapngBlocks(e)
             (blen,) = struct.unpack_from(e + "I", buf.buf, buf.pos + 4)
             ifaces = []  # interface ids are per section
-        if blen < 12 or blen % 4 or blen > MAX_FRAME:
-            info.warnings.append(
-                f"pcapng block with impossible length {blen}; rest of file skipped"
-            )
-            break
-        if not buf.fill(blen):
-            info.warnings.append("file ends inside a block (capture cut off)")
-            break
+        cut = False
+        if bad or blen < 12 or blen % 4 or blen > MAX_BLOCK:
+            bad = True
+        elif not buf.fill(blen):
+            bad = cut = True  # the file ends inside the block, or its length is wrong
+        elif struct.unpack_from(e + "I", buf.buf, buf.pos + blen - 4)[0] != blen:
+            bad = True  # the trailing copy of the length disagrees
+        if bad:
+            at, left = buf.at(), buf.available()
+            skipped = _resync(buf, blocks.candidates, blocks.accept)
+            if buf.available():
+                info.note("bad_block", at, skipped=skipped)
+                continue
+            if cut:
+                info.note("cut", at, skipped=left, what="block")
+                return ""
+            info.note("lost_tail", at, skipped=skipped)
+            return ""
         block = memoryview(buf.buf)[buf.pos : buf.pos + blen]
+        at = buf.at()
         buf.pos += blen
         body = block[8 : blen - 4]
-        if btype == PCAPNG_EPB:
-            iface_id, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(e + "IIIII", body, 0)
-            if iface_id >= len(ifaces) or 20 + caplen > len(body):
-                info.warnings.append(f"pcapng packet block {frames + 1} is inconsistent; skipped")
+        if btype in (PCAPNG_EPB, PCAPNG_PB):
+            if len(body) < 20:
+                info.note("bad_packet_block", at, detail="too short")
+                continue
+            if btype == PCAPNG_EPB:
+                iface_id, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(e + "IIIII", body, 0)
+            else:
+                iface_id, _drops, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(
+                    e + "HHIIII", body, 0
+                )
+            if iface_id >= len(ifaces):
+                info.note("bad_packet_block", at, detail=f"unknown interface {iface_id}")
+                continue
+            if 20 + caplen > len(body) or caplen > max_frame:
+                info.note("bad_packet_block", at, detail=f"captured length {caplen}")
                 continue
             iface = ifaces[iface_id]
+            if caplen > iface.snaplen > 0:
+                info.note("over_snaplen", at)
             ticks = (ts_hi << 32) | ts_lo
-            ts = _ns(ticks, iface)
+            ts = _timestamp(ticks * iface.ts_mul // iface.ts_div + iface.ts_offset_ns, buf, info)
             frames += 1
             if caplen < origlen:
                 truncated += 1
@@ -299,31 +661,24 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo) -> Iterator[Frame]:
             info.truncated_frames = truncated
             yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index
         elif btype == PCAPNG_IDB:
+            if len(body) < 8:
+                info.note("bad_packet_block", at, detail="interface block too short")
+                continue
             iface = _interface(body, e)
             ifaces.append(iface)
             info.linktypes.add(iface.linktype)
             info.snaplen = max(info.snaplen, iface.snaplen)
         elif btype == PCAPNG_SPB:
             # No timestamp and no interface id: interface 0, time unknown (0).
-            if not ifaces:
+            if not ifaces or len(body) < 4:
+                info.note("bad_packet_block", at, detail="simple packet block without interface")
                 continue
             (origlen,) = struct.unpack_from(e + "I", body, 0)
-            caplen = min(origlen, len(body) - 4, ifaces[0].snaplen or origlen)
+            caplen = min(origlen, len(body) - 4, ifaces[0].snaplen or origlen, max_frame)
             frames += 1
             info.frames = frames
             yield 0, ifaces[0].linktype, body[4 : 4 + caplen], origlen, index
-        elif btype == PCAPNG_PB:
-            iface_id, _drops, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(
-                e + "HHIIII", body, 0
-            )
-            if iface_id >= len(ifaces) or 20 + caplen > len(body):
-                continue
-            iface = ifaces[iface_id]
-            ts = _ns((ts_hi << 32) | ts_lo, iface)
-            frames += 1
-            info.frames = frames
-            yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index
-        elif btype == PCAPNG_ISB:
+        elif btype == PCAPNG_ISB and len(body) >= 12:
             (iface_id,) = struct.unpack_from(e + "I", body, 0)
             for code, value in _parse_options(body[12:], e):
                 if code in (ISB_IFDROP, ISB_OSDROP) and len(value) >= 8:
@@ -334,13 +689,16 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo) -> Iterator[Frame]:
         # other blocks (name resolution, decryption secrets, custom) are skipped
 
 
-def read_many(paths: list[str], infos: list[CaptureInfo]) -> Iterator[Frame]:
+def read_many(
+    paths: list[str], infos: list[CaptureInfo], max_frame: int = MAX_CAPLEN
+) -> Iterator[Frame]:
     """Frames of several files merged in time order (rotated captures).
 
     The merge trusts each file to be in time order, as tcpdump writes them.
     """
     streams = [
-        read_frames(p, i, info) for i, (p, info) in enumerate(zip(paths, infos, strict=True))
+        read_frames(p, i, info, max_frame)
+        for i, (p, info) in enumerate(zip(paths, infos, strict=True))
     ]
     if len(streams) == 1:
         return streams[0]

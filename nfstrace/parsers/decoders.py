@@ -28,6 +28,7 @@ CALLBACK_DECODERS: tuple[Decoder, Decoder] = (nfs4.decode_cb_call, nfs4.decode_c
 WRAPPED_SERVICES = frozenset(("integrity", "privacy"))
 
 _name_cache: dict[tuple[int, int, int], tuple] = {}
+NAME_CACHE_SIZE = 4096
 
 
 def decode(
@@ -48,6 +49,8 @@ def decode(
         key = (prog, vers, proc)
         out = _name_cache.get(key)
         if out is None:
+            if len(_name_cache) >= NAME_CACHE_SIZE:  # garbage headers: many made-up procedures
+                _name_cache.clear()
             out = _name_cache[key] = fields(op=procedure_name(prog, vers, proc))
         return out
     if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):

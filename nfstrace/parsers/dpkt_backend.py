@@ -25,7 +25,9 @@ walks the files record by record with dpkt's record classes instead.
 from __future__ import annotations
 
 import heapq
+import lzma
 import struct
+import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -71,7 +73,7 @@ def read_frames(path: str, index: int, info: CaptureInfo) -> Iterator[Frame]:
     with stream:
         try:
             head = stream.read(4)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
             raise CaptureError(f"not a readable compressed file: {e}", path) from None
         if len(head) < 4:
             raise CaptureError("empty file" if not head else "too short to be a capture file", path)
@@ -89,7 +91,7 @@ def read_frames(path: str, index: int, info: CaptureInfo) -> Iterator[Frame]:
 def _read(stream: BinaryIO, n: int, info: CaptureInfo) -> bytes:
     try:
         return stream.read(n)
-    except (OSError, EOFError) as e:  # corrupt or cut-off compressed data
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:  # corrupt or cut-off data
         info.warnings.append(f"decompression stopped: {e}")
         return b""
 
@@ -227,7 +229,7 @@ def _pcapng(stream: BinaryIO, head: bytes, index: int, info: CaptureInfo) -> Ite
                         drops[(isb.iface_id, opt.code)] = struct.unpack(e + "Q", opt.data[:8])[0]
                 info.interface_drops = sum(drops.values())
             # other blocks (SHB body, name resolution, secrets, custom) carry no frames
-        except (dpkt.UnpackError, struct.error):
+        except (dpkt.UnpackError, struct.error, UnicodeDecodeError):  # dpkt decodes text options
             info.warnings.append(f"pcapng block of type {btype} is malformed; skipped")
 
 

@@ -115,6 +115,8 @@ class ParseStats:
     # TCP connections whose window scale is unknown in at least one direction
     # (SYN or SYN-ACK not captured): no window-full detection that way.
     tcp_window_scale_unknown: int = 0
+    # Damage met in the packets and what was done about it, by name (ANOMALIES)
+    anomalies: dict[str, int] = field(default_factory=dict)
 
     @property
     def interface_drops(self) -> int:
@@ -126,7 +128,69 @@ class ParseStats:
 
     @property
     def warnings(self) -> list[str]:
-        return [f"{f.path}: {w}" for f in self.files for w in f.warnings]
+        """The capture files' damage, then the packets' (ANOMALIES marked as
+        warnings): one line each, with its count."""
+        out = [f"{f.path}: {w}" for f in self.files for w in f.warnings]
+        for name, (warn, text) in ANOMALIES.items():
+            n = self.anomalies.get(name, 0)
+            if n and warn:
+                out.append(text.format(n=n))
+        return out
+
+
+# Named anomalies (ParseStats.anomalies): (a warning?, what it means).  Those
+# that are not warnings also happen on healthy captures of lossy networks and
+# are reported with the capture facts.
+ANOMALIES: dict[str, tuple[bool, str]] = {
+    "tcp_header_length": (
+        True,
+        "{n:,} TCP segments with an impossible header length (below 20 bytes or past "
+        "the packet): skipped",
+    ),
+    "ip_length_exceeds_frame": (
+        True,
+        "{n:,} IP packets claiming more bytes than their frame had on the wire: "
+        "taken as long as the frame",
+    ),
+    "record_mark_too_long": (
+        False,
+        "{n:,} RPC record marks longer than the record limit: the stream was "
+        "resynchronised at the next RPC header",
+    ),
+    "rpc_auth_too_long": (
+        False,
+        "{n:,} RPC calls or replies with a credential or verifier longer than 400 bytes: "
+        "kept without their procedure's arguments/results",
+    ),
+    "connections_forgotten": (
+        False,
+        "{n:,} idle connections forgotten to bound memory (ParseLimits.max_connections)",
+    ),
+    "messages_cut_by_limits": (
+        True,
+        "{n:,} RPC messages cut short because their connection was forgotten to bound "
+        "memory (ParseLimits.max_connections)",
+    ),
+    "tcp_holes_by_memory": (
+        True,
+        "{n:,} TCP holes declared lost early to bound the bytes held for reassembly "
+        "(ParseLimits.max_pending_bytes_total)",
+    ),
+    "ip_datagrams_given_up": (
+        True,
+        "{n:,} IP datagrams given up to bound fragment reassembly memory "
+        "(ParseLimits.max_ip_reassembly_bytes / max_fragments_per_datagram)",
+    ),
+    "directions_untracked": (
+        True,
+        "{n:,} packets of address pairs past ParseLimits.max_directions: counted together, "
+        "not per pair",
+    ),
+    "events_not_recorded": (
+        True,
+        "{n:,} transport events counted but not recorded (ParseLimits.max_events_per_kind)",
+    ),
+}
 
 
 class _Collector:
@@ -138,6 +202,9 @@ class _Collector:
         # Python objects per row costs several times the typed columns
         self.chunks: list[pd.DataFrame] = []
         self.events: list[tuple] = []
+        self.event_counts: dict[str, int] = {}  # recorded events by kind
+        self.max_events = limits.max_events_per_kind
+        self.events_dropped = 0
         # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc) of the last call
         self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int]] = {}
         self.max_calls = limits.max_pending_calls
@@ -156,9 +223,19 @@ class _Collector:
         length: int,
         duration: int = 0,
     ) -> None:
-        self.events.append(
+        self.add_event(
             (ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, duration)
         )
+
+    def add_event(self, event: tuple) -> None:
+        """Record an event (EVENT_COLUMNS order); past max_events of its kind, count it."""
+        kind = event[7]
+        n = self.event_counts.get(kind, 0)
+        if n < self.max_events:
+            self.event_counts[kind] = n + 1
+            self.events.append(event)
+        else:
+            self.events_dropped += 1
 
     def message(
         self,
@@ -189,6 +266,8 @@ class _Collector:
                 st.not_rpc_records += 1
             return
         xid = hdr[0]
+        if hdr[14] < 0 and len(head) >= 40 and _auth_too_long(head, hdr[1] == "call"):
+            st.anomalies["rpc_auth_too_long"] = st.anomalies.get("rpc_auth_too_long", 0) + 1
         if hdr[1] == "call":
             st.calls += 1
             calls = self.calls
@@ -255,9 +334,14 @@ class Dissector:
         self.limits = limits
         self.stats = stats
         self.col = col = _Collector(limits, stats)
-        self.facts: Facts = {}
+        self.facts = Facts(limits.max_directions)
         self.reasm = Reassembler(
-            limits.ip_reassembly_timeout_ns, limits.max_ip_reassemblies, self.facts
+            limits.ip_reassembly_timeout_ns,
+            limits.max_ip_reassemblies,
+            self.facts,
+            limits.max_ip_reassembly_bytes,
+            limits.max_fragments_per_datagram,
+            limits.max_events_per_kind,
         )
 
         def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
@@ -268,7 +352,10 @@ class Dissector:
         self.tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
         self.streams: dict[tuple, HalfStream] = {}
         self.conns: dict[tuple, int] = {}
+        # UDP flows: frame number of their last RPC message (for forgetting the idlest)
+        self.udp_seen: dict[tuple, int] = {}
         self.tracked_conns: set[int] = set()  # TCP connections with both window scales known
+        self.n_forgotten = self.n_cut = 0
         self.n_conns = self.n_tcp_conns = self.n_dup = self.n_frames = 0
         self.ts = 0
 
@@ -281,7 +368,7 @@ class Dissector:
         data, wire length), without the mirror/SPAN copies of one of the two
         frames before (counted and recorded as events)."""
         window_ns = self.limits.duplicate_window_ns
-        events = self.col.events
+        add_event = self.col.add_event
         conns = self.conns
         frame_no = n_dup = ts = 0
         # The last two frames (time, data) and a fingerprint of two of their
@@ -306,7 +393,7 @@ class Dissector:
             ):
                 n_dup += 1
                 self.n_dup = n_dup
-                events.append(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
+                add_event(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
                 continue
             last2, last1 = last1, last
             data2, ts2 = data1, ts1
@@ -335,6 +422,7 @@ class Dissector:
         if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
             hs = self._new_stream(hs, dg, sport, dport, ts, frame)
         ip_len = dg.ip_len
+        hs.seen = frame
         hs.packets += 1
         hs.ip_bytes += ip_len
         if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
@@ -393,6 +481,8 @@ class Dissector:
         ckey = key if key < rkey else rkey
         conn = conns.get(ckey, 0)
         if hs is not None or not conn:  # a new connection (maybe reusing the ports)
+            if not conn and len(conns) >= self.limits.max_connections:
+                self._forget_idlest(ts, frame)
             self.n_conns += 1
             self.n_tcp_conns += 1
             conn = conns[ckey] = self.n_conns
@@ -412,6 +502,36 @@ class Dissector:
         if rev is not None:
             hs.rev, rev.rev = rev, hs
         return hs
+
+    def _forget_idlest(self, ts: int, frame: int) -> None:
+        """The connection table is full: forget its least recently active
+        eighth (TCP streams flushed, a message in progress emitted cut short)."""
+        streams, conns, udp_seen = self.streams, self.conns, self.udp_seen
+        seen: list[tuple[int, tuple]] = []
+        for ckey in conns:
+            a = streams.get(ckey)
+            b = streams.get((ckey[2], ckey[3], ckey[0], ckey[1]))
+            last = max(
+                a.seen if a is not None else -1,
+                b.seen if b is not None else -1,
+                udp_seen.get(ckey, -1),
+            )
+            seen.append((last, ckey))
+        seen.sort(key=lambda x: x[0])
+        for _last, ckey in seen[: max(1, len(seen) // 8)]:
+            conn = conns.pop(ckey)
+            udp_seen.pop(ckey, None)
+            self.tracked_conns.discard(conn)
+            self.n_forgotten += 1
+            for key in (ckey, (ckey[2], ckey[3], ckey[0], ckey[1])):
+                hs = streams.pop(key, None)
+                if hs is None:
+                    continue
+                if hs.in_msg:
+                    self.n_cut += 1
+                self.tcp.flush(hs, ts, frame)
+                _retire(self.col, hs, ts)
+                hs.rev = None
 
     def udp_datagram(
         self, dg: Datagram, ts: int, frame: int, sport: int, dport: int, body: memoryview
@@ -437,8 +557,11 @@ class Dissector:
         rkey = (dst, dport, src, sport)
         conn = conns.get(ckey) or conns.get(rkey)
         if conn is None:
+            if len(conns) >= self.limits.max_connections:
+                self._forget_idlest(ts, frame)
             self.n_conns += 1
             conn = conns[min(ckey, rkey)] = self.n_conns
+        self.udp_seen[min(ckey, rkey)] = frame
         self.col.message(
             src,
             sport,
@@ -473,7 +596,7 @@ class Dissector:
             _retire(col, hs, self.ts)  # a stretch still open ends with the capture
         reasm.finish()
         for lost in reasm.lost:
-            col.events.append(_incomplete_datagram_event(*lost))
+            col.add_event(_incomplete_datagram_event(*lost))
         stats.frames = self.n_frames
         stats.duplicate_frames = self.n_dup
         stats.ipv4_packets, stats.ipv6_packets = counts.ipv4, counts.ipv6
@@ -488,6 +611,20 @@ class Dissector:
         stats.tcp_connections = self.n_tcp_conns
         stats.tcp_window_scale_unknown = self.n_tcp_conns - len(self.tracked_conns)
         stats.directions = _direction_rows(self.facts)
+        a = stats.anomalies
+        for name, n in (
+            ("tcp_header_length", counts.bad_tcp_header),
+            ("ip_length_exceeds_frame", fs.length_exceeds_frame),
+            ("record_mark_too_long", tcp.stats.marks_too_long),
+            ("connections_forgotten", self.n_forgotten),
+            ("messages_cut_by_limits", self.n_cut),
+            ("tcp_holes_by_memory", tcp.stats.holes_by_memory),
+            ("ip_datagrams_given_up", fs.given_up),
+            ("directions_untracked", self.facts.overflow[F_PACKETS]),
+            ("events_not_recorded", col.events_dropped + fs.incomplete - len(reasm.lost)),
+        ):
+            if n:
+                a[name] = a.get(name, 0) + n
         return _messages_frame(col.rows, col.chunks), _events_frame(col.events), stats
 
 
@@ -502,6 +639,7 @@ class FrameCounts:
     udp: int = 0
     other: int = 0
     short: int = 0  # TCP/UDP packets too short for their header
+    bad_tcp_header: int = 0  # TCP data offset below 20 bytes or past the packet: skipped
 
 
 def parse(
@@ -516,15 +654,19 @@ def parse(
     reasm = d.reasm
     tcp_segment = d.tcp_segment
     udp_datagram = d.udp_datagram
-    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = 0
-    for frame_no, ts, linktype, data, origlen in d.frames(read_many(paths, stats.files), progress):
+    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = n_bad_tcp = 0
+    frames = read_many(paths, stats.files, limits.max_frame_bytes)
+    for frame_no, ts, linktype, data, origlen in d.frames(frames, progress):
         ver, off = locate_ip(linktype, data)
+        # the frame's length on the wire (a record claiming less than it
+        # captured is damaged: the captured length holds)
+        wire = origlen - off if origlen >= len(data) else len(data) - off
         if ver == 4:
             n_v4 += 1
-            dg = parse_ipv4(data, off, origlen - off, ts, frame_no, reasm)
+            dg = parse_ipv4(data, off, wire, ts, frame_no, reasm)
         elif ver == 6:
             n_v6 += 1
-            dg = parse_ipv6(data, off, origlen - off, ts, frame_no, reasm)
+            dg = parse_ipv6(data, off, wire, ts, frame_no, reasm)
         else:
             n_nonip += 1
             continue
@@ -539,7 +681,12 @@ def parse(
                 d.count_packet(dg)
                 continue
             sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
-            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, (hl >> 4) * 4, p)
+            hl = (hl >> 4) * 4
+            if hl < 20 or hl > dg.wire_len:  # a header length that lies
+                n_bad_tcp += 1
+                d.count_packet(dg)
+                continue
+            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl, p)
         elif proto == PROTO_UDP:
             n_udp += 1
             d.count_packet(dg)
@@ -551,10 +698,25 @@ def parse(
         else:
             n_other += 1
             d.count_packet(dg)
-    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short))
+    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short, n_bad_tcp))
 
 
 # ---- slow paths of the loop, kept out of line ------------------------------------
+
+
+def _auth_too_long(head: bytes, is_call: bool) -> bool:
+    """A message whose procedure data could not be located: is it because its
+    credential or verifier claims more than RFC 5531's 400 bytes?"""
+    if is_call:
+        (clen,) = struct.unpack_from(">I", head, 28)
+        if clen > rpc.MAX_AUTH_BYTES:
+            return True
+        vpos = 32 + ((clen + 3) & ~3) + 4
+        return (
+            len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > rpc.MAX_AUTH_BYTES
+        )
+    accepted = struct.unpack_from(">I", head, 8)[0] == rpc.MSG_ACCEPTED
+    return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
 
 
 def _tcp_options(p: memoryview, hl: int) -> tuple[int, int]:

@@ -34,13 +34,23 @@ F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
 F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
 NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
 
-Facts = dict[tuple[bytes, bytes], list[int]]
+
+class Facts(dict[tuple[bytes, bytes], list[int]]):
+    """Facts lists by (src, dst), at most ``limit`` of them: the packets of
+    address pairs past it are counted together in ``overflow``."""
+
+    def __init__(self, limit: int = 1 << 62) -> None:
+        super().__init__()
+        self.limit = limit
+        self.overflow = [0, 0, 0, NO_TTL, -1, 0, 0, 0]
 
 
 def direction_facts(facts: Facts, src: bytes, dst: bytes) -> list[int]:
     """The facts list of one direction, created empty on first use."""
     d = facts.get((src, dst))
     if d is None:
+        if len(facts) >= facts.limit:
+            return facts.overflow
         d = facts[(src, dst)] = [0, 0, 0, NO_TTL, -1, 0, 0, 0]
     return d
 
@@ -107,15 +117,31 @@ class FragmentStats:
     reassembled: int = 0  # datagrams made whole
     incomplete: int = 0  # datagrams that never got all their fragments
     overlaps: int = 0  # fragments repeating bytes already held
+    repeats: int = 0  # exact repeats of a fragment held (same offset and length): dropped
+    given_up: int = 0  # datagrams given up to bound memory (too many fragments or bytes)
+    # packets whose IP length claims more than the frame carried on the wire:
+    # taken as long as the frame (the rest of the header is trusted)
+    length_exceeds_frame: int = 0
 
 
 class _Pending:
-    __slots__ = ("count", "frame_first", "header", "got", "pieces", "total", "ts_first", "ts_last")
+    __slots__ = (
+        "count",
+        "frame_first",
+        "header",
+        "got",
+        "held",
+        "pieces",
+        "total",
+        "ts_first",
+        "ts_last",
+    )
 
     def __init__(self, ts: int, frame: int) -> None:
         self.pieces: list[tuple[int, int, bytes]] = []  # (offset, wire length, captured)
         self.total = -1  # payload length once the last fragment was seen
         self.got = 0  # bytes received (overlaps counted twice)
+        self.held = 0  # captured bytes held
         self.ts_first = ts
         self.ts_last = ts
         self.frame_first = frame
@@ -130,21 +156,35 @@ class Reassembler:
     per direction in ``facts`` (shared with the caller's per-direction facts).
     """
 
-    def __init__(self, timeout_ns: int, max_pending: int, facts: Facts | None = None) -> None:
+    def __init__(
+        self,
+        timeout_ns: int,
+        max_pending: int,
+        facts: Facts | None = None,
+        max_bytes: int = 1 << 62,
+        max_fragments: int = 1 << 62,
+        max_lost: int = 1 << 62,
+    ) -> None:
         self.timeout_ns = timeout_ns
         self.max_pending = max_pending
+        self.max_bytes = max_bytes  # captured bytes held, all datagrams together
+        self.max_fragments = max_fragments  # fragments of one datagram
+        self.max_lost = max_lost  # datagrams given up that are listed in `lost`
         self.pending: dict[tuple, _Pending] = {}
+        self.held = 0  # captured bytes held
         self.stats = FragmentStats()
-        self.facts: Facts = {} if facts is None else facts
-        # Datagrams given up as incomplete:
+        self.facts: Facts = Facts() if facts is None else facts
+        # Datagrams given up as incomplete (the first max_lost of them):
         # (first ts, first frame, src, dst, ip id, fragments held, bytes held).
         self.lost: list[tuple[int, int, bytes, bytes, int, int, int]] = []
         self._last_sweep = 0
 
     def _lost(self, key: tuple, p: _Pending) -> None:
         self.stats.incomplete += 1
+        self.held -= p.held
         direction_facts(self.facts, key[1], key[2])[F_INCOMPLETE] += 1
-        self.lost.append((p.ts_first, p.frame_first, key[1], key[2], key[3], p.count, p.got))
+        if len(self.lost) < self.max_lost:
+            self.lost.append((p.ts_first, p.frame_first, key[1], key[2], key[3], p.count, p.got))
 
     def add(
         self,
@@ -173,6 +213,9 @@ class Reassembler:
             if len(self.pending) >= self.max_pending:
                 self._evict_oldest()
             p = self.pending[key] = _Pending(ts, frame)
+        elif any(o == offset and n == wire_len for o, n, _ in p.pieces):
+            self.stats.repeats += 1  # the same fragment again: nothing new
+            return None
         p.ts_last = ts
         p.count += 1
         if offset == 0 and header:
@@ -181,6 +224,15 @@ class Reassembler:
             p.total = offset + wire_len
         p.pieces.append((offset, wire_len, bytes(captured)))
         p.got += wire_len
+        p.held += len(captured)
+        self.held += len(captured)
+        if p.count > self.max_fragments or self.held > self.max_bytes:
+            self.stats.given_up += 1
+            self._lost(key, self.pending.pop(key))
+            while self.held > self.max_bytes and self.pending:
+                self.stats.given_up += 1
+                self._evict_oldest()
+            return None
         if p.total < 0 or p.got < p.total:
             return None  # cannot be whole yet: skip the coverage walk
         pieces = sorted(p.pieces, key=lambda x: x[0])
@@ -194,6 +246,7 @@ class Reassembler:
         if covered < p.total:
             return None
         del self.pending[key]
+        self.held -= p.held
         self.stats.reassembled += 1
         d[F_REASSEMBLED] += 1
         # Captured payload: contiguous captured bytes from offset 0.
@@ -218,7 +271,7 @@ class Reassembler:
 
     def finish(self) -> None:
         """End of capture: whatever is still held stays incomplete."""
-        for k, p in self.pending.items():
+        for k, p in list(self.pending.items()):
             self._lost(k, p)
         self.pending.clear()
 
@@ -235,6 +288,9 @@ def parse_ipv4(
         return None
     tot_len = (data[off + 2] << 8) | data[off + 3]
     if tot_len == 0:  # TSO-sized packets captured before segmentation
+        tot_len = wire_len
+    elif tot_len > wire_len >= ihl:  # longer than the frame on the wire: a lie
+        reasm.stats.length_exceeds_frame += 1
         tot_len = wire_len
     if tot_len < ihl:
         return None
@@ -274,6 +330,9 @@ def parse_ipv6(
         return None
     plen = (data[off + 4] << 8) | data[off + 5]
     if plen == 0:  # jumbogram or TSO: trust the frame length
+        plen = wire_len - 40
+    elif plen > wire_len - 40 >= 0:  # longer than the frame on the wire: a lie
+        reasm.stats.length_exceeds_frame += 1
         plen = wire_len - 40
     nh = data[off + 6]
     src = bytes(data[off + 8 : off + 24])

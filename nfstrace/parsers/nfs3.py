@@ -5,7 +5,7 @@ READ / COMMIT in full, and the status of every reply.
 
 from __future__ import annotations
 
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
+from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
 from nfstrace.parsers.procnames import PROCEDURES, procedure_name
 from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr
@@ -88,7 +88,7 @@ def decode_call(buf: bytes, off: int, proc: int) -> tuple:
         return fields(op=name, nfs_decode=DECODE_TRUNCATED)
     if proc == WRITE:
         # Read field by field: a snaplen may cut anywhere; keep what arrived.
-        offset = x.i64()  # the int64 column: offsets past 2**63 (never real) wrap
+        offset = offset64(x.u64())
         if not x.ok:
             return fields(op=name, fh=fh, nfs_decode=DECODE_TRUNCATED)
         count = x.u32()
@@ -101,7 +101,7 @@ def decode_call(buf: bytes, off: int, proc: int) -> tuple:
             op=name, fh=fh, offset=offset, count=count, stable=stable, nfs_decode=DECODE_OK
         )
     if proc in (READ, COMMIT):
-        offset = x.i64()  # the int64 column: offsets past 2**63 (never real) wrap
+        offset = offset64(x.u64())
         count = x.u32()
         if not x.ok:
             return fields(op=name, fh=fh, nfs_decode=DECODE_TRUNCATED)

@@ -21,7 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, fields
+from nfstrace.parsers.nfs_fields import (
+    DECODE_OK,
+    DECODE_PARTIAL,
+    DECODE_TRUNCATED,
+    fields,
+    offset64,
+)
 from nfstrace.parsers.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 from nfstrace.parsers.xdr import Xdr
 
@@ -446,7 +452,7 @@ def _read_args(x: Xdr, st: dict) -> None:  # READ, READ_PLUS: stateid, offset, c
 
 
 def _offset_count(x: Xdr, st: dict) -> None:
-    offset = x.i64()  # the int64 column: offsets past 2**63 (never real) wrap
+    offset = offset64(x.u64())
     if not x.ok:
         return
     st["offset"] = offset
@@ -457,7 +463,7 @@ def _offset_count(x: Xdr, st: dict) -> None:
 
 def _write_args(x: Xdr, st: dict) -> None:
     x.skip(STATEID4)
-    offset = x.i64()  # (as above)
+    offset = offset64(x.u64())
     if not x.ok:
         return
     st.setdefault("offset", offset)

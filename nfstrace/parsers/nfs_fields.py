@@ -36,6 +36,7 @@ NFS_FIELDS: dict[str, tuple[str, object, str]] = {
     "nfs_decode": ("category", "", "ok / partial / truncated / encrypted / '' (see nfs_fields.py)"),
 }
 FIELD_NAMES = tuple(NFS_FIELDS)
+INT64_MAX = (1 << 63) - 1
 NFS_DEFAULTS: tuple = tuple(v[1] for v in NFS_FIELDS.values())
 FIELD_INDEX = {name: i for i, name in enumerate(FIELD_NAMES)}
 
@@ -46,3 +47,10 @@ def fields(**values: object) -> tuple:
     for k, v in values.items():
         out[FIELD_INDEX[k]] = v
     return tuple(out)
+
+
+def offset64(value: int) -> int:
+    """An XDR unsigned hyper file offset (offset3, offset4) for the int64 column:
+    one past 2**63 - 1 is no file offset (a damaged message) and does not fit:
+    -1, unknown."""
+    return value if value <= INT64_MAX else -1

@@ -51,7 +51,9 @@ class TcpStats:
         "hole_bytes_acked",
         "holes",
         "holes_acked",
+        "holes_by_memory",
         "ignored_streams",
+        "marks_too_long",
         "out_of_order",
         "overlapping",
         "payload_bytes",
@@ -86,6 +88,7 @@ class HalfStream:
         "dst",
         "dport",
         "conn",
+        "seen",  # frame number of its last packet (fast.Dissector: the idlest are forgotten)
         # ordering
         "next_seq",
         "pending",
@@ -154,6 +157,7 @@ class HalfStream:
         facts: list[int] | None = None,
     ) -> None:
         self.src, self.sport, self.dst, self.dport, self.conn = src, sport, dst, dport, conn
+        self.seen = 0
         self.next_seq = -1
         self.pending: dict[int, tuple[bytes, int, int, int, int]] = {}
         self.pending_bytes = 0
@@ -216,6 +220,7 @@ class TcpReassembler:
         self.event = event
         self.is_pending_call = is_pending_call
         self.stats = TcpStats()
+        self.pending_total = 0  # bytes held by all directions
 
     # ---- ordering ---------------------------------------------------------
 
@@ -252,6 +257,11 @@ class TcpReassembler:
             if hs.pending:
                 self._drain(hs, ts, frame)
             return
+        if rel < -MAX_SEQ_JUMP:
+            # Wild jump back (corrupt, or a new connection on the same ports): no
+            # retransmission is that far behind.  Restart framing there.
+            self._jump(hs, seq, data, wire_len, ts, frame, ip_frags, rel)
+            return
         if rel < 0:
             if rel + wire_len <= 0:
                 st.retransmitted += 1
@@ -265,11 +275,7 @@ class TcpReassembler:
             return
         if rel > MAX_SEQ_JUMP:
             # Wild jump (corrupt or a new connection on the same ports): restart.
-            self.flush(hs, ts, frame)
-            self.event(hs, "seq_jump", ts, frame, seq, rel)
-            hs.next_seq = seq
-            hs.mode = RESYNC
-            self._feed(hs, data, wire_len, ts, frame, ip_frags)
+            self._jump(hs, seq, data, wire_len, ts, frame, ip_frags, rel)
             return
         # Early: hold it until the hole before it is filled.
         st.out_of_order += 1
@@ -280,6 +286,7 @@ class TcpReassembler:
         kept = bytes(data)
         hs.pending[seq] = (kept, wire_len, ts, frame, ip_frags)
         hs.pending_bytes += len(kept)
+        self.pending_total += len(kept)
         if hs.hole_since < 0:
             hs.hole_since = ts
         lim = self.limits
@@ -289,6 +296,28 @@ class TcpReassembler:
             or ts - hs.hole_since > lim.max_hole_age_ns
         ):
             self._skip_hole(hs, ts, frame)
+        elif self.pending_total > lim.max_pending_bytes_total:
+            self.stats.holes_by_memory += 1
+            self._skip_hole(hs, ts, frame)
+
+    def _jump(
+        self,
+        hs: HalfStream,
+        seq: int,
+        data: memoryview,
+        wire_len: int,
+        ts: int,
+        frame: int,
+        ip_frags: int,
+        rel: int,
+    ) -> None:
+        """A segment more than MAX_SEQ_JUMP away from the next expected byte:
+        the stream restarts there, looking for a record start."""
+        self.flush(hs, ts, frame)
+        self.event(hs, "seq_jump", ts, frame, seq, rel)
+        hs.next_seq = seq
+        hs.mode = RESYNC
+        self._feed(hs, data, wire_len, ts, frame, ip_frags)
 
     def acked(self, hs: HalfStream, ack: int, ts: int, frame: int) -> None:
         """The peer acknowledged up to `ack`: held holes before it were received
@@ -316,6 +345,7 @@ class TcpReassembler:
                 break
             data, wire_len, seg_ts, seg_frame, ip_frags = hs.pending.pop(seq)
             hs.pending_bytes -= len(data)
+            self.pending_total -= len(data)
             if rel + wire_len <= 0:
                 self.stats.retransmitted += 1
                 self.event(hs, "tcp_retransmission", seg_ts, seg_frame, seq, wire_len)
@@ -432,6 +462,8 @@ class TcpReassembler:
                     start and (flen < rpc.MIN_REPLY_LEN or not self._header_ok(hs, data, hdr, cap))
                 ):
                     self.stats.bad_marks += 1
+                    if flen > self.limits.max_record_bytes:
+                        self.stats.marks_too_long += 1
                     self._lose_sync(hs, ts, frame)
                     if need == 4:
                         pos += 1  # search again just after this false mark's first byte
@@ -474,6 +506,7 @@ class TcpReassembler:
                         if hs.unsynced_bytes > self.limits.max_unsynced_bytes:
                             hs.mode = IGNORE
                             hs.pending.clear()
+                            self.pending_total -= hs.pending_bytes
                             hs.pending_bytes = 0
                             self.stats.ignored_streams += 1
                     break

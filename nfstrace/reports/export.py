@@ -70,6 +70,14 @@ def summary(trace: Trace) -> dict:
                     "truncated_frames": f.truncated_frames,
                     "interface_drops": f.interface_drops,
                     "warnings": f.warnings,
+                    "damage": {
+                        kind: {
+                            "count": d.count,
+                            "first_at_byte": d.offset,
+                            "bytes_skipped": d.skipped,
+                        }
+                        for kind, d in f.damage.items()
+                    },
                 }
                 for f in st.files
             ],
@@ -88,7 +96,11 @@ def summary(trace: Trace) -> dict:
                 "truncated_messages": st.truncated_messages,
                 "incomplete_messages": st.incomplete_messages,
                 "not_rpc_records": st.not_rpc_records,
+                "headerless_messages": st.headerless_messages,
+                "anomalies": st.anomalies,
             },
+            # every warning printed on stderr (capture damage, limits hit)
+            "warnings": st.warnings,
         }
     )
 

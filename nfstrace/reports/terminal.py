@@ -102,7 +102,7 @@ def render_summary(trace: Trace, console: Console) -> None:
     ov = trace.overview
     st = trace.stats
     say = console.print
-    say(f"[bold]nfstrace[/bold] {', '.join(trace.paths)}", soft_wrap=True)
+    say(f"[bold]nfstrace[/bold] {escape(', '.join(trace.paths))}", soft_wrap=True)
     links = sorted({LINKTYPE_NAMES.get(lt, str(lt)) for f in st.files for lt in f.linktypes})
     say(
         f"  {st.frames:,} frames ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
@@ -165,9 +165,14 @@ def render_summary(trace: Trace, console: Console) -> None:
         f"frames cut by snaplen {st.truncated_frames:,}; "
         f"dropped by the capturing interface {st.interface_drops:,}",
     ]
+    skipped = sum(f.skipped_bytes for f in st.files)
+    damage = [f"{skipped:,} file bytes skipped as damaged"] if skipped else []
+    damage += [f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n]
+    if damage:
+        lines.append("damage: " + ", ".join(damage))
     say("[bold]Capture[/bold]")
     for line in lines:
-        say("  " + line, soft_wrap=True)
+        say("  " + escape(line), soft_wrap=True)
     say()
     render_diagnosis_sections(trace.diagnosis, console)
 

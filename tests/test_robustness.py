@@ -1,0 +1,535 @@
+"""Damaged captures never crash, never hang, never lose what was readable.
+
+One test per kind of damage (built by tests/crafted/make_damaged.py from a
+healthy exchange: frames 1-3 a TCP handshake, GETATTR call i in frame 4 + 2i,
+its reply in frame 5 + 2i): what is still found, and the warning given.
+Then the limits that bound memory, the files that are not captures, and the
+crashes fuzzing found (tests/fuzz/regressions/).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import nfstrace
+from nfstrace.cli import app
+from nfstrace.config import ParseLimits
+from nfstrace.errors import CaptureError, ExitStatus
+from nfstrace.parsers import fast
+from nfstrace.trace import AnalysisConfig
+
+try:
+    from crafted import make_damaged as md
+    from fuzz.mutate import run_pipeline
+except ImportError:  # tests/ not on sys.path: import as a package
+    from tests.crafted import make_damaged as md
+    from tests.fuzz.mutate import run_pipeline
+
+REGRESSIONS = Path(__file__).resolve().parent / "fuzz" / "regressions"
+SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+runner = CliRunner()
+XIDS = [md.XID0 + i for i in range(md.N)]
+
+
+def load_bytes(tmp_path: Path, blob: bytes, name: str = "damaged.pcap") -> nfstrace.Trace:
+    path = tmp_path / name
+    path.write_bytes(blob)
+    return nfstrace.load(path)
+
+
+def answered(t: nfstrace.Trace) -> list[int]:
+    """xids of the calls answered by a reply (both in the capture)."""
+    tx = t.transactions
+    ok = tx[tx["t_call_ns"].notna() & tx["t_reply_ns"].notna()]
+    return sorted(int(x) for x in ok["xid"])
+
+
+def calls(t: nfstrace.Trace) -> list[int]:
+    m = t.messages
+    return sorted(int(x) for x in m[m["msgtype"] == "call"]["xid"])
+
+
+def warnings_of(t: nfstrace.Trace) -> str:
+    return "\n".join(t.stats.warnings)
+
+
+# ---- the capture file cut off ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", [0, 7, 16, 40])
+def test_pcap_cut_mid_record_keeps_every_transaction_before_the_cut(
+    tmp_path: Path, where: int
+) -> None:
+    blob = md.pcap_bytes(md.exchange())
+    # cut inside the record of call 7 (frame 18): `where` bytes into its header/data
+    cut = md.record_offsets(blob)[md.call_frame(7) - 1] + where
+    t = load_bytes(tmp_path, blob[: cut if where else cut + 3])
+    assert answered(t) == XIDS[:7]
+    assert t.stats.frames == md.call_frame(7) - 1
+    assert "capture cut off" in warnings_of(t) and "17 frames before it kept" in warnings_of(t)
+    assert t.stats.files[0].damage["cut"].count == 1
+
+
+def test_pcapng_cut_mid_block_keeps_every_transaction_before_the_cut(tmp_path: Path) -> None:
+    blob = md.pcapng_bytes(md.exchange())
+    cut = md.block_offsets(blob)[md.call_frame(9) + 1] + 30  # inside frame 22's block
+    t = load_bytes(tmp_path, blob[:cut], "cut.pcapng")
+    assert answered(t) == XIDS[:9]
+    assert "the file ends inside a block (capture cut off)" in warnings_of(t)
+
+
+def test_gzip_cut_off_keeps_what_was_decompressed(tmp_path: Path) -> None:
+    """A cut gzip stream: every whole frame decompressed before the cut is kept
+    (reading in one-step pieces: a failing read loses nothing before it)."""
+    data = SAMPLE.read_bytes()
+    packed = gzip.compress(data, mtime=0)
+    t = load_bytes(tmp_path, packed[: len(packed) * 2 // 3], "cut.pcap.gz")
+    whole = nfstrace.load(SAMPLE)
+    assert t.stats.frames > whole.stats.frames // 2  # most of the decompressed part
+    # everything answered before the cut is found, as in the whole capture
+    last = t.messages["ts_last_ns"].max()
+    tx = whole.transactions
+    before = tx[tx["t_reply_ns"] < last - 1_000_000]
+    assert set(before["xid"]) <= set(t.transactions["xid"])
+    assert "decompression stopped" in warnings_of(t)
+
+
+def test_gzip_corrupt_in_the_middle(tmp_path: Path) -> None:
+    packed = bytearray(md.gz(md.pcap_bytes(md.exchange(200))))
+    for i in range(len(packed) // 2, len(packed) // 2 + 64):
+        packed[i] ^= 0x5A
+    t = load_bytes(tmp_path, bytes(packed), "corrupt.pcap.gz")
+    assert len(answered(t)) > 20
+    assert "decompression stopped" in warnings_of(t)
+
+
+# ---- corrupt records and blocks --------------------------------------------------------
+
+
+def test_pcapng_corrupt_block_is_stepped_over(tmp_path: Path) -> None:
+    """The block of frame 12 (call 4) gets an impossible length; the reader finds
+    the next block whose two length fields agree and reads on."""
+    blob = md.pcapng_bytes(md.exchange())
+    at = md.block_offsets(blob)[md.call_frame(4) + 1]
+    t = load_bytes(tmp_path, md.set_u32(blob, at + 4, 0x00FFFF01), "bad.pcapng")
+    assert answered(t) == [x for x in XIDS if x != md.XID0 + 4]
+    assert calls(t) == [x for x in XIDS if x != md.XID0 + 4]
+    d = t.stats.files[0].damage["bad_block"]
+    assert (d.count, d.offset) == (1, at)
+    assert "1 pcapng blocks with impossible lengths (first at byte" in warnings_of(t)
+
+
+def test_pcapng_block_whose_trailing_length_disagrees(tmp_path: Path) -> None:
+    blob = md.pcapng_bytes(md.exchange())
+    offs = md.block_offsets(blob)
+    at = offs[md.call_frame(5) + 1]
+    end = offs[md.call_frame(5) + 2]
+    t = load_bytes(tmp_path, md.set_u32(blob, end - 4, 12345), "bad.pcapng")
+    assert calls(t) == [x for x in XIDS if x != md.XID0 + 5]
+    assert t.stats.files[0].damage["bad_block"].offset == at
+
+
+def test_pcapng_packet_block_inconsistent_inside(tmp_path: Path) -> None:
+    """Frame 14's block is whole, but its captured length runs past it, and frame
+    16's names an interface that does not exist: both skipped, nothing else."""
+    blob = md.pcapng_bytes(md.exchange())
+    offs = md.block_offsets(blob)
+    blob = md.set_u32(blob, offs[md.call_frame(5) + 1] + 20, 5000)  # EPB captured length
+    blob = md.set_u32(blob, offs[md.call_frame(6) + 1] + 8, 3)  # EPB interface id
+    t = load_bytes(tmp_path, blob, "inside.pcapng")
+    assert calls(t) == [x for x in XIDS if x not in (md.XID0 + 5, md.XID0 + 6)]
+    d = t.stats.files[0].damage["bad_packet_block"]
+    assert (d.count, d.detail) == (2, "captured length 5000")
+    assert "2 pcapng packet blocks inconsistent inside" in warnings_of(t)
+
+
+@pytest.mark.parametrize("caplen", [0x7FFFFFFF, 262_145, 100_000])
+def test_pcap_record_with_impossible_length_is_stepped_over(tmp_path: Path, caplen: int) -> None:
+    """Frame 12's record claims `caplen` bytes (above 256 KiB, or above the
+    snaplen with no record after it): the reader searches the next plausible
+    record and reads on: only that frame's call is lost."""
+    cap = md.exchange()
+    cap.snaplen = 65535
+    blob = md.pcap_bytes(cap)
+    at = md.record_offsets(blob)[md.call_frame(4) - 1]
+    t = load_bytes(tmp_path, md.set_u32(blob, at + 8, caplen))
+    assert calls(t) == [x for x in XIDS if x != md.XID0 + 4]
+    d = t.stats.files[0].damage["bad_record"]
+    assert (d.count, d.offset) == (1, at) and d.skipped > 0
+    assert "pcap record headers with impossible lengths" in warnings_of(t)
+
+
+def test_frame_longer_than_the_snaplen_is_kept(tmp_path: Path) -> None:
+    """A header snaplen of 100 with frames up to 178 bytes: the records are
+    consistent with each other, so the frames are kept (and the oddity said)."""
+    cap = md.exchange()
+    cap.snaplen = 100
+    cap.frames = [(t, d, w) for t, d, w in md.exchange().frames]  # not cut at 100
+    t = load_bytes(tmp_path, md.pcap_bytes(cap))
+    assert answered(t) == XIDS
+    assert "frames longer than the snaplen in the file header" in warnings_of(t)
+
+
+def test_damage_near_the_end_loses_only_that_frame(tmp_path: Path) -> None:
+    blob = md.pcap_bytes(md.exchange())
+    at = md.record_offsets(blob)[md.call_frame(10) - 1]
+    t = load_bytes(tmp_path, md.set_u32(blob, at + 8, 0xFFFFFFFF))
+    assert calls(t) == XIDS[:10] + XIDS[11:]
+
+
+def test_garbage_to_the_end_loses_only_the_tail(tmp_path: Path) -> None:
+    blob = md.pcap_bytes(md.exchange())
+    at = md.record_offsets(blob)[md.call_frame(10) - 1]
+    t = load_bytes(tmp_path, blob[:at] + b"\xff" * (len(blob) - at))
+    assert answered(t) == XIDS[:10]
+    d = t.stats.files[0].damage["lost_tail"]
+    assert (d.offset, d.skipped) == (at, len(blob) - at)
+    assert f"no plausible record after the damage at byte {at:,}" in warnings_of(t)
+
+
+def test_concatenated_pcaps_are_read_whole(tmp_path: Path) -> None:
+    """`cat a.pcap b.pcap > c.pcap`, b in the other byte order and a later time."""
+    a = md.pcap_bytes(md.exchange())
+    later = md.exchange(xid0=0x7000, cport=43000)
+    later.frames = [(t + 10**9, d, w) for t, d, w in later.frames]
+    b = md.pcap_bytes(later, endianness=">")
+    t = load_bytes(tmp_path, a + b)
+    assert answered(t) == XIDS + [0x7000 + i for i in range(md.N)]
+    assert t.stats.frames == 2 * (3 + 2 * md.N)
+    assert "1 more capture file headers inside the file (files concatenated" in warnings_of(t)
+
+
+def test_pcap_and_pcapng_concatenated(tmp_path: Path) -> None:
+    a = md.pcap_bytes(md.exchange())
+    later = md.exchange(xid0=0x7000, cport=43000)
+    later.frames = [(t + 10**9, d, w) for t, d, w in later.frames]
+    t = load_bytes(tmp_path, a + md.pcapng_bytes(later))
+    assert len(answered(t)) == 2 * md.N
+    assert t.stats.files[0].damage["concatenated"].offset == len(a)
+
+
+# ---- packets with impossible lengths -------------------------------------------------------
+
+
+def test_ip_total_length_that_lies(tmp_path: Path) -> None:
+    """Call 3's IP header claims 65,000 bytes: taken as long as its frame, so
+    the TCP stream is not derailed (every call and reply found)."""
+    path = md.ip_len_lie().write(tmp_path / "ip.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == XIDS
+    assert t.stats.anomalies == {"ip_length_exceeds_frame": 1}
+    assert "1 IP packets claiming more bytes than their frame" in warnings_of(t)
+
+
+def test_tcp_header_length_that_lies(tmp_path: Path) -> None:
+    """Calls 3 and 6 carry TCP data offsets of 8 bytes and of more than the
+    packet: those segments are skipped, the stream resynchronises after each."""
+    path = md.tcp_hl_lie().write(tmp_path / "tcp.pcap")
+    t = nfstrace.load(path)
+    lost = {md.XID0 + 3, md.XID0 + 6}
+    assert calls(t) == [x for x in XIDS if x not in lost]
+    assert set(answered(t)) >= set(XIDS) - lost
+    assert t.stats.anomalies == {"tcp_header_length": 2}
+    assert "2 TCP segments with an impossible header length" in warnings_of(t)
+
+
+# ---- RPC with absurd counts -------------------------------------------------------------------
+
+BEFORE = [md.XID0, md.XID0 + 1, md.XID0 + 2]
+AFTER = [md.XID0 + 103, md.XID0 + 104, md.XID0 + 105]
+
+
+def test_record_mark_of_two_gigabytes(tmp_path: Path) -> None:
+    path = md.huge_record_mark().write(tmp_path / "mark.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == BEFORE + AFTER
+    assert t.stats.anomalies["record_mark_too_long"] == 1
+    assert t.stats.tcp["resyncs"] == 1
+    assert (t.events["kind"] == "rpc_resync").sum() == 1
+
+
+def test_opaque_length_past_the_end(tmp_path: Path) -> None:
+    path = md.opaque_past_end().write(tmp_path / "opaque.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == BEFORE + AFTER
+    m = t.messages.set_index("xid")
+    assert (m.loc[md.XID0 + 50, "op"], m.loc[md.XID0 + 50, "nfs_decode"]) == ("LOOKUP", "truncated")
+    assert m.loc[md.XID0 + 50, "name"] == ""
+
+
+def test_ten_thousand_credentials_and_a_machine_name_past_the_end(tmp_path: Path) -> None:
+    path = md.many_credentials().write(tmp_path / "cred.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == BEFORE + AFTER
+    m = t.messages.set_index("xid")
+    big, lying = m.loc[md.XID0 + 60], m.loc[md.XID0 + 61]
+    # kept with its RPC header, without arguments (its credential is 40 KB: RFC says 400)
+    assert (big["op"], big["auth"], big["body_offset"], big["nfs_decode"]) == (
+        "GETATTR",
+        "sys",
+        -1,
+        "truncated",
+    )
+    assert (lying["auth_machine"], lying["auth_uid"]) == ("", -1)
+    assert t.stats.anomalies == {"rpc_auth_too_long": 1}
+
+
+def test_huge_nfsv4_operation_count(tmp_path: Path) -> None:
+    path = md.huge_op_count().write(tmp_path / "ops.pcap")
+    start = time.monotonic()
+    t = nfstrace.load(path)
+    assert time.monotonic() - start < 30
+    assert answered(t) == BEFORE + AFTER
+    m = t.messages.set_index("xid").loc[md.XID0 + 70]
+    assert (m["ops"], m["nfs_decode"]) == ("PUTROOTFH GETFH", "truncated")
+
+
+# ---- TCP sequence jumps -------------------------------------------------------------------------
+
+
+def test_wild_sequence_jumps_restart_the_stream(tmp_path: Path) -> None:
+    """2**31 ahead, then 2**30 + 12345 back: both are jumps (a retransmission is
+    never that far behind); the stream restarts there and finds every call."""
+    path = md.seq_jumps().write(tmp_path / "jumps.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == [md.XID0 + i for i in range(9)]
+    assert (t.events["kind"] == "seq_jump").sum() == 2
+
+
+def test_one_segment_with_a_wild_sequence_number(tmp_path: Path) -> None:
+    path = md.one_wild_segment().write(tmp_path / "wild.pcap")
+    t = nfstrace.load(path)
+    assert answered(t) == [md.XID0 + i for i in range(8)]
+
+
+# ---- bounded memory ----------------------------------------------------------------------
+
+
+class _Sizes(fast.Dissector):
+    """The Dissector, remembering the size of each of its tables at the end."""
+
+    sizes: dict[str, int] = {}  # noqa: RUF012 - written once per parse
+
+    def finish(self, counts: fast.FrameCounts):
+        _Sizes.sizes = {
+            "connections": len(self.conns),
+            "streams": len(self.streams),
+            "directions": len(self.facts),
+            "pending_bytes": self.tcp.pending_total,
+            "calls": len(self.col.calls),
+            "events": max(self.col.event_counts.values(), default=0),
+            "ip_bytes": self.reasm.held,
+            "ip_pending": len(self.reasm.pending),
+        }
+        return super().finish(counts)
+
+
+@pytest.fixture
+def sizes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    monkeypatch.setattr(fast, "Dissector", _Sizes)
+    return _Sizes.sizes
+
+
+def test_many_flows_and_xids_stay_within_the_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 connections from 300 addresses, each holding an early segment for a
+    hole that never fills, parsed with small limits: every table stays within
+    its limit, every message is still found, and what was cut is said."""
+    monkeypatch.setattr(fast, "Dissector", _Sizes)
+    path = md.many_flows(300).write(tmp_path / "flows.pcap")
+    limits = ParseLimits(
+        max_connections=32,
+        max_directions=40,
+        max_pending_bytes_total=3_000,
+        max_pending_calls=50,
+        max_events_per_kind=20,
+    )
+    t = nfstrace.load(path, AnalysisConfig(limits=limits))
+    s = _Sizes.sizes
+    assert s["connections"] <= 32 and s["streams"] <= 64
+    assert s["directions"] <= 40 and s["pending_bytes"] <= 3_000 + 300
+    assert s["calls"] <= 50 and s["events"] <= 20
+    assert len(answered(t)) == 300  # each reply right after its call
+    a = t.stats.anomalies
+    assert a["connections_forgotten"] >= 300 - 32 and a["tcp_holes_by_memory"] > 0
+    assert a["directions_untracked"] > 0 and a["events_not_recorded"] > 0
+    text = warnings_of(t)
+    assert "max_pending_bytes_total" in text and "max_events_per_kind" in text
+
+
+def test_fragments_stay_within_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast, "Dissector", _Sizes)
+    path = md.many_fragments(200).write(tmp_path / "frags.pcap")
+    limits = ParseLimits(max_ip_reassembly_bytes=20_000, max_events_per_kind=50)
+    t = nfstrace.load(path, AnalysisConfig(limits=limits))
+    assert _Sizes.sizes["ip_bytes"] <= 20_000
+    assert t.stats.ip_datagrams_incomplete == 200
+    assert t.stats.anomalies["ip_datagrams_given_up"] > 100
+    assert (t.events["kind"] == "ip_datagram_incomplete").sum() == 50
+
+
+def test_a_fragment_repeated_thousands_of_times(tmp_path: Path) -> None:
+    """Exact repeats are not held: fast, and one incomplete datagram."""
+    path = md.repeated_fragment(3000).write(tmp_path / "repeat.pcap")
+    start = time.monotonic()
+    t = nfstrace.load(path)
+    assert time.monotonic() - start < 30
+    assert t.stats.ip_fragments == 3000 and t.stats.ip_datagrams_incomplete == 1
+
+
+def test_limits_do_not_change_a_healthy_capture() -> None:
+    """The default limits are far above what a real capture needs."""
+    t = nfstrace.load(SAMPLE)
+    assert t.stats.anomalies == {} and t.stats.warnings == []
+
+
+# ---- not a capture -------------------------------------------------------------------------------
+
+
+def _one_line_error(result, status: ExitStatus, text: str) -> None:
+    assert result.exit_code == status, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nfstrace: error: ") and text in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        (b"", "empty file"),
+        (b"\xd4\xc3", "too short to be a capture file"),
+        (b"hello, this is a text file\n" * 20, "not a pcap or pcapng capture file"),
+        (b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00", "pcap file header cut short"),
+        (gzip.compress(b"not a capture at all, compressed"), "not a pcap or pcapng"),
+        (b"\x1f\x8b\x08\x00garbage", "cannot read gzip data"),
+    ],
+)
+def test_files_that_are_not_captures(tmp_path: Path, content: bytes, text: str) -> None:
+    path = tmp_path / "x.pcap"
+    path.write_bytes(content)
+    _one_line_error(runner.invoke(app, ["analyze", str(path)]), ExitStatus.UNREADABLE, text)
+    with pytest.raises(CaptureError, match=text):
+        nfstrace.load(path)
+
+
+def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "secret.pcap"
+    path.write_bytes(SAMPLE.read_bytes())
+    if os.geteuid() == 0:  # root reads anything: make open() refuse as the kernel would
+        from nfstrace.parsers import capture
+
+        def refuse(p, mode="r", *a, **k):
+            raise PermissionError(13, "Permission denied", str(p))
+
+        monkeypatch.setattr(capture, "open", refuse, raising=False)
+    else:
+        path.chmod(0)
+    _one_line_error(
+        runner.invoke(app, ["analyze", str(path)]), ExitStatus.UNREADABLE, "Permission denied"
+    )
+
+
+def test_a_directory_and_a_device(tmp_path: Path) -> None:
+    _one_line_error(runner.invoke(app, ["analyze", str(tmp_path)]), ExitStatus.UNREADABLE, "dir")
+    _one_line_error(
+        runner.invoke(app, ["analyze", "/dev/null"]), ExitStatus.UNREADABLE, "empty file"
+    )
+
+
+# ---- the command line on damaged captures -------------------------------------------------------
+
+
+def test_damaged_capture_exit_status_and_outputs(tmp_path: Path) -> None:
+    """Analysed as far as it goes: every output written, the warnings on stderr
+    (and in the JSON), exit status DAMAGED (6)."""
+    blob = md.pcap_bytes(md.exchange())
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(blob[: len(blob) - 30])
+    out = tmp_path / "s.json"
+    r = runner.invoke(app, ["analyze", str(path), "--json", str(out), "-o", str(tmp_path / "r")])
+    assert r.exit_code == ExitStatus.DAMAGED, r.output
+    assert "nfstrace: warning:" in r.stderr and "capture cut off" in r.stderr
+    assert "Traceback" not in r.output
+    assert "damage:" in r.stdout  # the summary's capture section says it too
+    summary = json.loads(out.read_text())
+    assert any("capture cut off" in w for w in summary["warnings"])
+    assert "capture cut off" in (tmp_path / "r").read_text(encoding="utf-8")  # the report too
+    assert path.read_bytes() == blob[: len(blob) - 30]  # the user's file untouched
+
+
+def test_no_rpc_in_a_damaged_capture(tmp_path: Path) -> None:
+    blob = md.pcap_bytes(md.exchange())[:100]
+    path = tmp_path / "tiny.pcap"
+    path.write_bytes(blob)
+    r = runner.invoke(app, ["analyze", str(path), "--no-report"])
+    assert r.exit_code == ExitStatus.NO_RPC
+    assert "capture cut off" in r.stderr and "no ONC-RPC traffic" in r.stderr
+
+
+def test_internal_error_is_one_line_and_debug_shows_the_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nfstrace.cli as cli
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "load", broken)
+    r = runner.invoke(app, ["analyze", str(SAMPLE), "--no-report"])
+    assert r.exit_code == ExitStatus.ERROR
+    assert "Traceback" not in r.output
+    assert r.stderr.strip().splitlines() == [
+        "nfstrace: internal error: RuntimeError: a bug (run with --debug for details)"
+    ]
+    r = runner.invoke(app, ["analyze", str(SAMPLE), "--no-report", "--debug"])
+    assert r.exit_code == ExitStatus.ERROR
+    assert "Traceback (most recent call last)" in r.stderr and "RuntimeError: a bug" in r.stderr
+
+
+def test_debug_shows_the_traceback_of_an_input_error(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["analyze", str(tmp_path / "none.pcap"), "--debug"])
+    assert r.exit_code == ExitStatus.UNREADABLE
+    assert "Traceback (most recent call last)" in r.stderr and "CaptureError" in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("nfstrace: error: no such file")
+
+
+def test_output_not_writable(tmp_path: Path) -> None:
+    r = runner.invoke(
+        app, ["analyze", str(SAMPLE), "--no-report", "--json", str(tmp_path / "no" / "s.json")]
+    )
+    _one_line_error(r, ExitStatus.OUTPUT, "cannot write")
+
+
+def test_hostile_capture_path_in_the_terminal(tmp_path: Path) -> None:
+    """A capture named like rich markup is printed as it is, not interpreted."""
+    path = tmp_path / "[red]x[bold]y[link=file:x]z.pcap"
+    path.write_bytes(SAMPLE.read_bytes())
+    r = runner.invoke(app, ["analyze", str(path), "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "[red]x[bold]y[link=file:x]z.pcap" in r.stdout
+
+
+# ---- crashes found by fuzzing ---------------------------------------------------------------
+
+
+REGRESSION_FILES = sorted(REGRESSIONS.glob("*.pcap*"))
+
+
+def test_there_are_regression_captures() -> None:
+    assert len(REGRESSION_FILES) >= 1
+
+
+@pytest.mark.parametrize("path", REGRESSION_FILES, ids=lambda p: p.name)
+def test_fuzz_regressions_end_in_a_result_or_an_nfstrace_error(path: Path, tmp_path: Path) -> None:
+    """Each capture once crashed the pipeline (regressions/README.md says how)."""
+    outcome, seconds = run_pipeline(path.read_bytes(), tmp_path, html=True)
+    assert outcome == "ok" or outcome.endswith("Error")
+    assert seconds < 60
