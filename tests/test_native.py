@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 from conftest import SAMPLES
 
+from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import fast, native
 
 try:
-    from crafted import make_backends, make_crafted, make_frames, make_writes
+    from crafted import make_backends, make_crafted, make_damaged, make_frames, make_writes
     from crafted.make_crafted import (
         CLIENT,
         NFS_PORT,
@@ -37,7 +38,13 @@ try:
         udp_pkt,
     )
 except ImportError:  # pragma: no cover - run from the repository root
-    from tests.crafted import make_backends, make_crafted, make_frames, make_writes
+    from tests.crafted import (
+        make_backends,
+        make_crafted,
+        make_damaged,
+        make_frames,
+        make_writes,
+    )
     from tests.crafted.make_crafted import (
         CLIENT,
         NFS_PORT,
@@ -61,9 +68,9 @@ def test_extension_is_built() -> None:
     assert native.available(), f"nfstrace._native did not import: {native.IMPORT_ERROR}"
 
 
-def assert_same(paths: list[Path]) -> tuple:
-    ref = fast.parse([str(p) for p in paths])
-    got = native.parse([str(p) for p in paths])
+def assert_same(paths: list[Path], limits: ParseLimits | None = None) -> tuple:
+    ref = fast.parse([str(p) for p in paths], limits)
+    got = native.parse([str(p) for p in paths], limits)
     pd.testing.assert_frame_equal(got[0], ref[0])
     pd.testing.assert_frame_equal(got[1], ref[1])
     assert got[2] == ref[2]
@@ -107,6 +114,44 @@ def test_same_tables_on_merged_files(crafted: dict[str, Path]) -> None:
     # first file first), so each second copy is a mirror duplicate.
     got = assert_same([SAMPLE_CAPTURES[0], SAMPLE_CAPTURES[0]])
     assert got[2].duplicate_frames * 2 == got[2].frames > 0
+
+
+# Damage of every class (tests/crafted/make_damaged.py), read with small limits
+# so that each bound is reached: the native parser must do what the reference does.
+SMALL_LIMITS = ParseLimits(
+    max_connections=32,
+    max_directions=40,
+    max_pending_bytes_total=3_000,
+    max_pending_calls=50,
+    max_events_per_kind=20,
+    max_ip_reassembly_bytes=20_000,
+    max_fragments_per_datagram=16,
+    max_ip_reassemblies=64,
+)
+DAMAGED = {
+    "ip_len_lie": lambda: make_damaged.ip_len_lie(),
+    "tcp_hl_lie": lambda: make_damaged.tcp_hl_lie(),
+    "huge_record_mark": make_damaged.huge_record_mark,
+    "opaque_past_end": make_damaged.opaque_past_end,
+    "many_credentials": make_damaged.many_credentials,
+    "huge_op_count": make_damaged.huge_op_count,
+    "seq_jumps": make_damaged.seq_jumps,
+    "one_wild_segment": make_damaged.one_wild_segment,
+    "many_flows": lambda: make_damaged.many_flows(300),
+    "many_fragments": lambda: make_damaged.many_fragments(200),
+    "repeated_fragment": lambda: make_damaged.repeated_fragment(300),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+@pytest.mark.parametrize("limits", [None, SMALL_LIMITS], ids=["default-limits", "small-limits"])
+def test_same_tables_on_damaged_captures(
+    name: str, limits: ParseLimits | None, tmp_path: Path
+) -> None:
+    path = DAMAGED[name]().write(tmp_path / f"{name}.pcap")
+    got = assert_same([path], limits)
+    if limits is not None and name in ("many_flows", "many_fragments"):
+        assert got[2].anomalies  # the bounds were reached
 
 
 def _deferred_capture(path: Path) -> Path:

@@ -22,7 +22,7 @@ import nfstrace
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, ExitStatus
-from nfstrace.parsers import fast
+from nfstrace.parsers import fast, native
 from nfstrace.trace import AnalysisConfig
 
 try:
@@ -337,8 +337,14 @@ def sizes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return _Sizes.sizes
 
 
+# The reference parser's tables are looked into; the native one (its port) is
+# run too, on what it gives back (tests/test_native.py compares the two).
+PARSERS = ["fast", "native"] if native.available() else ["fast"]
+
+
+@pytest.mark.parametrize("parser", PARSERS)
 def test_many_flows_and_xids_stay_within_the_limits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
 ) -> None:
     """300 connections from 300 addresses, each holding an early segment for a
     hole that never fills, parsed with small limits: every table stays within
@@ -352,11 +358,13 @@ def test_many_flows_and_xids_stay_within_the_limits(
         max_pending_calls=50,
         max_events_per_kind=20,
     )
-    t = nfstrace.load(path, AnalysisConfig(limits=limits))
-    s = _Sizes.sizes
-    assert s["connections"] <= 32 and s["streams"] <= 64
-    assert s["directions"] <= 40 and s["pending_bytes"] <= 3_000 + 300
-    assert s["calls"] <= 50 and s["events"] <= 20
+    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
+    if parser == "fast":
+        s = _Sizes.sizes
+        assert s["connections"] <= 32 and s["streams"] <= 64
+        assert s["directions"] <= 40 and s["pending_bytes"] <= 3_000 + 300
+        assert s["calls"] <= 50 and s["events"] <= 20
+    assert (t.events["kind"].value_counts() <= 20).all()
     assert len(answered(t)) == 300  # each reply right after its call
     a = t.stats.anomalies
     assert a["connections_forgotten"] >= 300 - 32 and a["tcp_holes_by_memory"] > 0
@@ -365,12 +373,16 @@ def test_many_flows_and_xids_stay_within_the_limits(
     assert "max_pending_bytes_total" in text and "max_events_per_kind" in text
 
 
-def test_fragments_stay_within_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("parser", PARSERS)
+def test_fragments_stay_within_the_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
+) -> None:
     monkeypatch.setattr(fast, "Dissector", _Sizes)
     path = md.many_fragments(200).write(tmp_path / "frags.pcap")
     limits = ParseLimits(max_ip_reassembly_bytes=20_000, max_events_per_kind=50)
-    t = nfstrace.load(path, AnalysisConfig(limits=limits))
-    assert _Sizes.sizes["ip_bytes"] <= 20_000
+    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
+    if parser == "fast":
+        assert _Sizes.sizes["ip_bytes"] <= 20_000
     assert t.stats.ip_datagrams_incomplete == 200
     assert t.stats.anomalies["ip_datagrams_given_up"] > 100
     assert (t.events["kind"] == "ip_datagram_incomplete").sum() == 50

@@ -1,35 +1,94 @@
-//! Capture files -> raw frames (mirrors `nfstrace/parsers/capture.py`).
+//! Capture files -> raw frames (mirrors `nfstrace/parsers/capture.py`; read its
+//! docstring for what is done with each kind of damage).
 //!
 //! libpcap (both byte orders, micro- and nanosecond timestamps) and pcapng
 //! (several sections and interfaces, per-interface link type, timestamp
 //! resolution and offset, interface statistics with drop counts), read in
 //! bounded chunks from any `Read` (a plain file, or a decompressing reader
-//! handed in by Python), and several files merged in time order.
+//! handed in by Python), concatenated captures, resynchronisation after
+//! damaged records, and several files merged in time order.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
 /// Bytes read at a time.
 pub const CHUNK: usize = 4 * 1024 * 1024;
-/// A frame or block claiming more than this is damage, not data.
-pub const MAX_FRAME: u64 = 256 * 1024 * 1024;
+/// The largest frame libpcap and wiretap accept (and the resync look-ahead).
+pub const MAX_CAPLEN: usize = 262_144;
+/// A pcapng block longer than this is damage.
+const MAX_BLOCK: u64 = 32 * 1024 * 1024;
+/// A frame's wire length above this is damage when searching for a record.
+const MAX_WIRE: u64 = 256 * 1024 * 1024;
+/// Timestamps are kept within what a pcap can express (u32 seconds).
+const MAX_TS_NS: i128 = (1i128 << 32) * 1_000_000_000;
+/// A resync candidate must be stamped within this long of the last good frame.
+const RESYNC_TS_WINDOW_S: i64 = 30 * 86400;
+/// Bytes examined at a time by the resync search.
+const RESYNC_WINDOW: usize = 1024 * 1024;
 
-const PCAP_MAGIC_US: u32 = 0xA1B2_C3D4;
-const PCAP_MAGIC_NS: u32 = 0xA1B2_3C4D;
 const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
 const PCAPNG_IDB: u32 = 0x0000_0001;
 const PCAPNG_PB: u32 = 0x0000_0002;
 const PCAPNG_SPB: u32 = 0x0000_0003;
+const PCAPNG_NRB: u32 = 0x0000_0004;
 const PCAPNG_ISB: u32 = 0x0000_0005;
 const PCAPNG_EPB: u32 = 0x0000_0006;
-const PCAPNG_BOM: u32 = 0x1A2B_3C4D;
+const PCAPNG_JOURNAL: u32 = 0x0000_0009;
+const PCAPNG_DSB: u32 = 0x0000_000A;
+const PCAPNG_CUSTOM: [u32; 2] = [0x0000_0BAD, 0x4000_0BAD];
+const PCAP_MAGIC_INTS: [u32; 4] = [0xA1B2_C3D4, 0xA1B2_3C4D, 0xD4C3_B2A1, 0x4D3C_B2A1];
 const OPT_ENDOFOPT: u16 = 0;
 const IF_TSRESOL: u16 = 9;
 const IF_TSOFFSET: u16 = 14;
 const ISB_IFDROP: u16 = 5;
 const ISB_OSDROP: u16 = 7;
 
-/// What the reader learned about one file (capture.py's CaptureInfo).
+fn is_block_type(t: u32) -> bool {
+    matches!(
+        t,
+        PCAPNG_SHB
+            | PCAPNG_IDB
+            | PCAPNG_PB
+            | PCAPNG_SPB
+            | PCAPNG_NRB
+            | PCAPNG_ISB
+            | PCAPNG_EPB
+            | PCAPNG_JOURNAL
+            | PCAPNG_DSB
+    ) || PCAPNG_CUSTOM.contains(&t)
+}
+
+fn is_pcap_magic(v: u32) -> bool {
+    PCAP_MAGIC_INTS.contains(&v)
+}
+
+fn is_header_int(v: u32) -> bool {
+    is_pcap_magic(v) || v == PCAPNG_SHB
+}
+
+/// (big endian, nanoseconds) of a pcap file's first four bytes.
+fn pcap_magic(b: &[u8]) -> Option<(bool, bool)> {
+    match b {
+        [0xd4, 0xc3, 0xb2, 0xa1] => Some((false, false)),
+        [0x4d, 0x3c, 0xb2, 0xa1] => Some((false, true)),
+        [0xa1, 0xb2, 0xc3, 0xd4] => Some((true, false)),
+        [0xa1, 0xb2, 0x3c, 0x4d] => Some((true, true)),
+        _ => None,
+    }
+}
+
+/// One kind of damage in one file (capture.py's Damage).
+#[derive(Default, Debug, Clone)]
+pub struct Damage {
+    pub count: u64,
+    pub offset: u64,
+    pub skipped: u64,
+    pub detail: String,
+    pub what: &'static str,
+}
+
+/// What the reader learned about one file (capture.py's CaptureInfo, warnings
+/// made from `damage` by Python).
 #[derive(Default, Debug, Clone)]
 pub struct FileInfo {
     pub format: &'static str,
@@ -39,7 +98,30 @@ pub struct FileInfo {
     pub bytes: u64,
     pub truncated_frames: u64,
     pub interface_drops: u64,
+    /// damage kind -> what was seen (first seen in `order`)
+    pub damage: BTreeMap<&'static str, Damage>,
     pub warnings: Vec<String>,
+}
+
+impl FileInfo {
+    fn note(
+        &mut self,
+        kind: &'static str,
+        offset: u64,
+        skipped: u64,
+        detail: String,
+        what: &'static str,
+    ) {
+        let d = self.damage.entry(kind).or_insert_with(|| Damage {
+            count: 0,
+            offset,
+            skipped: 0,
+            detail,
+            what,
+        });
+        d.count += 1;
+        d.skipped += skipped;
+    }
 }
 
 /// One frame: its bytes are `Reader::data(frame)` until the reader moves on.
@@ -62,32 +144,29 @@ struct Interface {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Format {
+enum Fmt {
+    Pcap,
+    Pcapng,
+}
+
+/// The section being read.
+enum Section {
     Pcap {
         big: bool,
         nanos: bool,
         linktype: u32,
+        snaplen: u32,
+        last_sec: i64,
     },
-    Pcapng,
+    Pcapng {
+        big: bool,
+        ifaces: Vec<Interface>,
+        drops: BTreeMap<u64, u64>,
+    },
+    Done,
 }
 
-/// A chunked reader over one capture.
-pub struct Reader {
-    src: Box<dyn Read + Send>,
-    buf: Vec<u8>,
-    pos: usize,
-    consumed: u64,
-    eof: bool,
-    format: Format,
-    // pcapng state
-    big: bool,
-    ifaces: Vec<Interface>,
-    drops: std::collections::BTreeMap<u64, u64>,
-    done: bool,
-    pub info: FileInfo,
-}
-
-fn u16_at(b: &[u8], at: usize, big: bool) -> u16 {
+fn rd16(b: &[u8], at: usize, big: bool) -> u16 {
     let a = [b[at], b[at + 1]];
     if big {
         u16::from_be_bytes(a)
@@ -96,7 +175,7 @@ fn u16_at(b: &[u8], at: usize, big: bool) -> u16 {
     }
 }
 
-fn u32_at(b: &[u8], at: usize, big: bool) -> u32 {
+fn rd32(b: &[u8], at: usize, big: bool) -> u32 {
     let a = [b[at], b[at + 1], b[at + 2], b[at + 3]];
     if big {
         u32::from_be_bytes(a)
@@ -105,7 +184,7 @@ fn u32_at(b: &[u8], at: usize, big: bool) -> u32 {
     }
 }
 
-fn u64_at(b: &[u8], at: usize, big: bool) -> u64 {
+fn rd64(b: &[u8], at: usize, big: bool) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     if big {
@@ -120,8 +199,8 @@ fn options(data: &[u8], big: bool) -> Vec<(u16, &[u8])> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos + 4 <= data.len() {
-        let code = u16_at(data, pos, big);
-        let length = u16_at(data, pos + 2, big) as usize;
+        let code = rd16(data, pos, big);
+        let length = rd16(data, pos + 2, big) as usize;
         if code == OPT_ENDOFOPT {
             break;
         }
@@ -133,13 +212,11 @@ fn options(data: &[u8], big: bool) -> Vec<(u16, &[u8])> {
     out
 }
 
-fn interface(body: &[u8], big: bool) -> Option<Interface> {
-    if body.len() < 8 {
-        return None;
-    }
+/// An interface description block's body (at least 8 bytes).
+fn interface(body: &[u8], big: bool) -> Interface {
     let mut iface = Interface {
-        linktype: u16_at(body, 0, big) as u32,
-        snaplen: u32_at(body, 4, big),
+        linktype: rd16(body, 0, big) as u32,
+        snaplen: rd32(body, 4, big),
         ts_mul: 1000,
         ts_div: 1,
         ts_offset_ns: 0,
@@ -148,8 +225,9 @@ fn interface(body: &[u8], big: bool) -> Option<Interface> {
         if code == IF_TSRESOL && !value.is_empty() {
             let v = value[0];
             if v & 0x80 != 0 {
+                // 2**(v & 0x7f); any power past 2**100 gives 0 on 64-bit ticks alike
                 iface.ts_mul = 1_000_000_000;
-                iface.ts_div = 1i128 << (v & 0x7F);
+                iface.ts_div = 1i128 << (v & 0x7F).min(100);
             } else if v <= 9 {
                 iface.ts_mul = 10i128.pow(9 - v as u32);
                 iface.ts_div = 1;
@@ -158,32 +236,35 @@ fn interface(body: &[u8], big: bool) -> Option<Interface> {
                 iface.ts_div = 10i128.pow((v as u32 - 9).min(30));
             }
         } else if code == IF_TSOFFSET && value.len() >= 8 {
-            iface.ts_offset_ns = (u64_at(value, 0, big) as i64 as i128) * 1_000_000_000;
+            iface.ts_offset_ns = (rd64(value, 0, big) as i64 as i128) * 1_000_000_000;
         }
     }
-    Some(iface)
+    iface
 }
 
-fn ticks_to_ns(iface: &Interface, ticks: u64) -> i64 {
-    // Python's integers do not overflow; clamp absurd values into int64.
-    let ns = (ticks as i128) * iface.ts_mul / iface.ts_div + iface.ts_offset_ns;
-    ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+/// A chunked reader over one capture (capture.py's _Buffer and read_frames).
+pub struct Reader {
+    src: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+    consumed: u64,
+    eof: bool,
+    max_frame: u64,
+    section: Section,
+    pub info: FileInfo,
 }
 
 impl Reader {
     /// Open a capture on `src`; Err(message) when it is not a pcap/pcapng file.
-    pub fn open(src: Box<dyn Read + Send>) -> Result<Reader, String> {
+    pub fn open(src: Box<dyn Read + Send>, max_frame: usize) -> Result<Reader, String> {
         let mut r = Reader {
             src,
             buf: Vec::new(),
             pos: 0,
             consumed: 0,
             eof: false,
-            format: Format::Pcapng,
-            big: false,
-            ifaces: Vec::new(),
-            drops: Default::default(),
-            done: false,
+            max_frame: max_frame as u64,
+            section: Section::Done,
             info: FileInfo::default(),
         };
         if !r.fill(4) {
@@ -193,311 +274,641 @@ impl Reader {
                 "too short to be a capture file".into()
             });
         }
-        let magic_le = u32_at(&r.buf, 0, false);
-        let magic_be = u32_at(&r.buf, 0, true);
-        if magic_le == PCAP_MAGIC_US || magic_le == PCAP_MAGIC_NS {
-            r.start_pcap(false, magic_le == PCAP_MAGIC_NS)?;
-        } else if magic_be == PCAP_MAGIC_US || magic_be == PCAP_MAGIC_NS {
-            r.start_pcap(true, magic_be == PCAP_MAGIC_NS)?;
-        } else if magic_le == PCAPNG_SHB {
-            r.info.format = "pcapng";
-            r.format = Format::Pcapng;
-        } else {
-            return Err("not a pcap or pcapng capture file".into());
-        }
+        let fmt = r.format_at(0).ok_or("not a pcap or pcapng capture file")?;
+        r.info.format = if fmt == Fmt::Pcap { "pcap" } else { "pcapng" };
+        r.start(fmt, true)?;
         Ok(r)
     }
 
-    fn start_pcap(&mut self, big: bool, nanos: bool) -> Result<(), String> {
-        self.info.format = "pcap";
-        if !self.fill(24) {
-            return Err("pcap file header cut short".into());
-        }
-        let p = self.pos;
-        let snaplen = u32_at(&self.buf, p + 16, big);
-        // The upper bits of the link-type field may carry FCS length flags.
-        let linktype = u32_at(&self.buf, p + 20, big) & 0x0FFF_FFFF;
-        self.info.snaplen = snaplen as u64;
-        self.info.linktypes.insert(linktype);
-        self.pos += 24;
-        self.format = Format::Pcap {
-            big,
-            nanos,
-            linktype,
-        };
-        Ok(())
-    }
+    // ---- the buffer --------------------------------------------------------
 
     /// Make n bytes available at self.pos; false at the end of the data.
     fn fill(&mut self, n: usize) -> bool {
-        let have = self.buf.len() - self.pos;
+        let have = self.buf.len().saturating_sub(self.pos);
         if have >= n {
             return true;
         }
-        // Drop what was consumed; read on until n bytes are there.
         self.consumed += self.pos as u64;
-        self.buf.drain(..self.pos);
+        self.buf.drain(..self.pos.min(self.buf.len()));
         self.pos = 0;
         while self.buf.len() < n && !self.eof {
             let want = CHUNK.max(n - self.buf.len());
             let old = self.buf.len();
             self.buf.resize(old + want, 0);
             let mut got = 0usize;
-            // Read the whole request (a short read is not the end).
             while got < want {
                 match self.src.read(&mut self.buf[old + got..]) {
                     Ok(0) => break,
                     Ok(k) => got += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        self.info.warnings.push(format!("read stopped: {e}"));
-                        self.eof = true;
-                        break;
-                    }
+                    Err(_) => break, // a read error ends the data, as the end would
                 }
             }
             self.buf.truncate(old + got);
-            if got == 0 {
+            if got < want {
                 self.eof = true;
             }
         }
         self.buf.len() >= n
     }
 
-    /// The bytes of a frame returned by `next`.
+    fn at(&self) -> u64 {
+        self.consumed + self.pos as u64
+    }
+
+    fn available(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// The bytes of a frame returned by `next_frame`.
     pub fn data(&self, f: &Frame) -> &[u8] {
         &self.buf[f.start..f.start + f.len]
     }
 
-    /// File bytes consumed so far (the parse position).
-    pub fn position(&self) -> u64 {
-        self.consumed + self.pos as u64
-    }
-
-    /// The next frame in file order, None at the end (warnings in self.info).
-    pub fn next_frame(&mut self) -> Option<Frame> {
-        if self.done {
+    /// A capture file header at pos + at (capture.py's _format_at).
+    fn format_at(&mut self, at: usize) -> Option<Fmt> {
+        self.fill(at + 4);
+        let p = self.pos + at;
+        if self.buf.len() < p + 4 {
             return None;
         }
-        let f = match self.format {
-            Format::Pcap {
-                big,
-                nanos,
-                linktype,
-            } => self.next_pcap(big, nanos, linktype),
-            Format::Pcapng => self.next_pcapng(),
-        };
-        if f.is_none() {
-            self.done = true;
-            self.info.bytes = self.position();
+        let m = &self.buf[p..p + 4];
+        if pcap_magic(m).is_some() {
+            Some(Fmt::Pcap)
+        } else if m == [0x0a, 0x0d, 0x0d, 0x0a] {
+            Some(Fmt::Pcapng)
+        } else {
+            None
         }
-        f
     }
 
-    fn next_pcap(&mut self, big: bool, nanos: bool, linktype: u32) -> Option<Frame> {
-        if !self.fill(16) {
-            if self.buf.len() > self.pos {
-                self.info
-                    .warnings
-                    .push("file ends inside a frame header (capture cut off)".into());
+    /// A header met where a record was expected, checked further (version 2.x,
+    /// byte-order magic) (capture.py's _header_follows).
+    fn header_follows(&mut self, at: usize) -> Option<Fmt> {
+        let fmt = self.format_at(at);
+        self.fill(at + 24);
+        let p = self.pos + at;
+        match fmt {
+            Some(Fmt::Pcap) if self.buf.len() >= p + 24 => {
+                let (big, _) = pcap_magic(&self.buf[p..p + 4])?;
+                (rd16(&self.buf, p + 4, big) == 2).then_some(Fmt::Pcap)
             }
-            return None;
+            Some(Fmt::Pcapng) if self.buf.len() >= p + 12 => {
+                let bom = &self.buf[p + 8..p + 12];
+                (bom == [0x4d, 0x3c, 0x2b, 0x1a] || bom == [0x1a, 0x2b, 0x3c, 0x4d])
+                    .then_some(Fmt::Pcapng)
+            }
+            _ => None,
         }
-        let p = self.pos;
-        let sec = u32_at(&self.buf, p, big) as i64;
-        let sub = u32_at(&self.buf, p + 4, big) as i64;
-        let caplen = u32_at(&self.buf, p + 8, big) as u64;
-        let origlen = u32_at(&self.buf, p + 12, big) as i64;
-        let n = self.info.frames + 1;
-        if caplen > MAX_FRAME {
-            self.info.warnings.push(format!(
-                "frame {n}: impossible captured length {caplen}; rest of file skipped"
-            ));
-            return None;
-        }
-        if !self.fill(16 + caplen as usize) {
-            self.info
-                .warnings
-                .push(format!("file ends inside frame {n} (capture cut off)"));
-            return None;
-        }
-        let start = self.pos + 16;
-        self.pos = start + caplen as usize;
-        self.info.frames += 1;
-        if (caplen as i64) < origlen {
-            self.info.truncated_frames += 1;
-        }
-        let frac = if nanos { 1 } else { 1000 };
-        Some(Frame {
-            ts: sec * 1_000_000_000 + sub * frac,
-            linktype,
-            start,
-            len: caplen as usize,
-            origlen,
-        })
     }
 
-    fn next_pcapng(&mut self) -> Option<Frame> {
-        loop {
-            if !self.fill(12) {
-                if self.buf.len() > self.pos {
-                    self.info
-                        .warnings
-                        .push("file ends inside a block header (capture cut off)".into());
+    /// The data ends inside a record: count the bytes left over.
+    fn cut(&mut self, what: &'static str) {
+        let left = self.available();
+        let at = self.at();
+        self.info.note("cut", at, left as u64, String::new(), what);
+        self.pos += left;
+    }
+
+    // ---- sections ------------------------------------------------------------
+
+    /// Begin a section at pos (a file header met where one was expected).
+    fn start(&mut self, fmt: Fmt, first: bool) -> Result<(), String> {
+        match fmt {
+            Fmt::Pcap => {
+                if !self.fill(24) {
+                    if first {
+                        return Err("pcap file header cut short".into());
+                    }
+                    self.cut("file header");
+                    self.section = Section::Done;
+                    return Ok(());
                 }
-                return None;
+                let p = self.pos;
+                let (big, nanos) = pcap_magic(&self.buf[p..p + 4]).unwrap();
+                let snaplen = rd32(&self.buf, p + 16, big);
+                // The upper bits of the link-type field may carry FCS length flags.
+                let linktype = rd32(&self.buf, p + 20, big) & 0x0FFF_FFFF;
+                self.info.snaplen = self.info.snaplen.max(snaplen as u64);
+                self.info.linktypes.insert(linktype);
+                self.pos += 24;
+                self.section = Section::Pcap {
+                    big,
+                    nanos,
+                    linktype,
+                    snaplen,
+                    last_sec: -1,
+                };
             }
-            let p = self.pos;
-            let btype = u32_at(&self.buf, p, self.big);
-            let mut blen = u32_at(&self.buf, p + 4, self.big) as u64;
-            if btype == PCAPNG_SHB {
-                let bom = u32_at(&self.buf, p + 8, false);
-                if bom == PCAPNG_BOM {
-                    self.big = false;
-                } else if bom == 0x4D3C_2B1A {
-                    self.big = true;
-                } else {
-                    self.info
-                        .warnings
-                        .push("pcapng section header with bad byte-order magic; stopped".into());
+            Fmt::Pcapng => {
+                self.section = Section::Pcapng {
+                    big: false,
+                    ifaces: Vec::new(),
+                    drops: BTreeMap::new(),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// The next frame in file order, None at the end.
+    pub fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            let step = match self.section {
+                Section::Pcap { .. } => self.next_pcap(),
+                Section::Pcapng { .. } => self.next_pcapng(),
+                Section::Done => {
+                    self.info.bytes = self.at();
                     return None;
                 }
-                blen = u32_at(&self.buf, p + 4, self.big) as u64;
-                self.ifaces.clear(); // interface ids are per section
+            };
+            match step {
+                Step::Frame(f) => return Some(f),
+                Step::Header(fmt) => {
+                    // another capture file begins here (files concatenated)
+                    let at = self.at();
+                    self.info.note("concatenated", at, 0, String::new(), "");
+                    let _ = self.start(fmt, false);
+                }
+                Step::End => {
+                    self.section = Section::Done;
+                    self.info.bytes = self.at();
+                    return None;
+                }
             }
-            if blen < 12 || !blen.is_multiple_of(4) || blen > MAX_FRAME {
-                self.info.warnings.push(format!(
-                    "pcapng block with impossible length {blen}; rest of file skipped"
-                ));
-                return None;
+        }
+    }
+
+    // ---- pcap ------------------------------------------------------------------
+
+    fn pcap_plausible(&self, r: [u32; 4], near: i64) -> bool {
+        let Section::Pcap { nanos, .. } = self.section else {
+            return false;
+        };
+        let [sec, sub, caplen, origlen] = r;
+        let frac_limit = if nanos { 1_000_000_000 } else { 1_000_000 };
+        (caplen as u64) <= self.max_frame
+            && caplen <= origlen
+            && (origlen as u64) <= MAX_WIRE
+            && sub < frac_limit
+            && (near < 0 || (sec as i64 - near).abs() <= RESYNC_TS_WINDOW_S)
+    }
+
+    fn pcap_rec(&self, at: usize) -> [u32; 4] {
+        let Section::Pcap { big, .. } = self.section else {
+            return [0; 4];
+        };
+        let p = self.pos + at;
+        [
+            rd32(&self.buf, p, big),
+            rd32(&self.buf, p + 4, big),
+            rd32(&self.buf, p + 8, big),
+            rd32(&self.buf, p + 12, big),
+        ]
+    }
+
+    /// A plausible record (or a capture header, or the end) at pos + at.
+    fn pcap_next_ok(&mut self, at: usize, sec: u32) -> bool {
+        if !self.fill(at + 16) {
+            return self.eof && self.available() == at;
+        }
+        if self.header_follows(at).is_some() {
+            return true;
+        }
+        let r = self.pcap_rec(at);
+        self.pcap_plausible(r, sec as i64)
+    }
+
+    fn pcap_accept(&mut self) -> bool {
+        if self.header_follows(0).is_some() {
+            return true;
+        }
+        if !self.fill(16) {
+            return false;
+        }
+        let r = self.pcap_rec(0);
+        let Section::Pcap { last_sec, .. } = self.section else {
+            return false;
+        };
+        if !self.pcap_plausible(r, last_sec) {
+            return false;
+        }
+        self.pcap_next_ok(16 + r[2] as usize, r[0])
+    }
+
+    fn pcap_candidate(&self, w: &[u8], i: usize) -> bool {
+        let Section::Pcap {
+            big,
+            nanos,
+            last_sec,
+            ..
+        } = self.section
+        else {
+            return false;
+        };
+        let sec = rd32(w, i, big);
+        let sub = rd32(w, i + 4, big);
+        let caplen = rd32(w, i + 8, big);
+        let origlen = rd32(w, i + 12, big);
+        let frac_limit = if nanos { 1_000_000_000 } else { 1_000_000 };
+        let mut ok = (caplen as u64) <= self.max_frame && caplen <= origlen && sub < frac_limit;
+        if last_sec >= 0 {
+            ok &= (sec as i64 - last_sec).abs() <= RESYNC_TS_WINDOW_S;
+        }
+        ok || is_header_int(sec)
+    }
+
+    fn pcapng_candidate(&self, w: &[u8], i: usize) -> bool {
+        let Section::Pcapng { big, .. } = self.section else {
+            return false;
+        };
+        let btype = rd32(w, i, big);
+        let blen = rd32(w, i + 4, big) as u64;
+        let ok = is_block_type(btype) && blen >= 12 && blen.is_multiple_of(4) && blen <= MAX_BLOCK;
+        ok || is_pcap_magic(btype)
+    }
+
+    fn pcapng_accept(&mut self) -> bool {
+        if !self.fill(12) {
+            return false;
+        }
+        if self.header_follows(0).is_some() {
+            return true;
+        }
+        let Section::Pcapng { big, .. } = self.section else {
+            return false;
+        };
+        let btype = rd32(&self.buf, self.pos, big);
+        let blen = rd32(&self.buf, self.pos + 4, big) as u64;
+        if !is_block_type(btype) || blen < 12 || !blen.is_multiple_of(4) || blen > MAX_BLOCK {
+            return false;
+        }
+        let blen = blen as usize;
+        if !self.fill(blen) {
+            return false;
+        }
+        rd32(&self.buf, self.pos + blen - 4, big) as usize == blen
+    }
+
+    /// Step pos forward (at least one byte) to the first position that is a
+    /// candidate and is accepted; the bytes skipped.  At the end of the data
+    /// when nothing is found (capture.py's _resync).
+    fn resync(&mut self, pcapng: bool) -> u64 {
+        let start = self.at();
+        self.pos += 1;
+        loop {
+            self.fill(RESYNC_WINDOW + MAX_CAPLEN + 64);
+            let avail = self.available();
+            if avail < 16 {
+                self.pos += avail;
+                return self.at() - start;
+            }
+            let n = RESYNC_WINDOW.min(avail - 15);
+            let base = self.at();
+            let cands: Vec<usize> = {
+                let w = &self.buf[self.pos..self.pos + n + 15];
+                (0..n)
+                    .filter(|&i| {
+                        if pcapng {
+                            self.pcapng_candidate(w, i)
+                        } else {
+                            self.pcap_candidate(w, i)
+                        }
+                    })
+                    .collect()
+            };
+            for q in cands {
+                self.pos = (base + q as u64 - self.consumed) as usize;
+                let ok = if pcapng {
+                    self.pcapng_accept()
+                } else {
+                    self.pcap_accept()
+                };
+                if ok {
+                    return self.at() - start;
+                }
+            }
+            self.pos = (base + n as u64 - self.consumed) as usize;
+        }
+    }
+
+    fn next_pcap(&mut self) -> Step {
+        let Section::Pcap {
+            nanos,
+            linktype,
+            snaplen,
+            ..
+        } = self.section
+        else {
+            return Step::End;
+        };
+        let frac_limit: u32 = if nanos { 1_000_000_000 } else { 1_000_000 };
+        loop {
+            if !self.fill(16) {
+                if self.available() > 0 {
+                    self.cut("frame header");
+                }
+                return Step::End;
+            }
+            let [sec, sub, caplen, origlen] = self.pcap_rec(0);
+            if is_header_int(sec) {
+                if let Some(fmt) = self.header_follows(0) {
+                    return Step::Header(fmt);
+                }
+            }
+            let odd = (caplen > snaplen && snaplen > 0) || origlen < caplen || sub >= frac_limit;
+            if (caplen as u64) > self.max_frame
+                || (odd && !self.pcap_next_ok(16 + caplen as usize, sec))
+            {
+                // Impossible, or odd and not followed by a record: damage.
+                let at = self.at();
+                let skipped = self.resync(false);
+                let kind = if self.available() > 0 {
+                    "bad_record"
+                } else {
+                    "lost_tail"
+                };
+                self.info.note(kind, at, skipped, String::new(), "");
+                continue;
+            }
+            if !self.fill(16 + caplen as usize) {
+                // The file ends inside this frame, or its length is wrong.
+                let (at, left) = (self.at(), self.available());
+                let skipped = self.resync(false);
+                if self.available() > 0 {
+                    self.info.note("bad_record", at, skipped, String::new(), "");
+                    continue;
+                }
+                self.info
+                    .note("cut", at, left as u64, String::new(), "frame");
+                return Step::End;
+            }
+            if caplen > snaplen && snaplen > 0 {
+                let at = self.at();
+                self.info.note("over_snaplen", at, 0, String::new(), "");
+            }
+            let start = self.pos + 16;
+            self.pos = start + caplen as usize;
+            if let Section::Pcap { last_sec, .. } = &mut self.section {
+                *last_sec = sec as i64;
+            }
+            self.info.frames += 1;
+            if (caplen as u64) < origlen as u64 {
+                self.info.truncated_frames += 1;
+            }
+            let frac: i64 = if nanos { 1 } else { 1000 };
+            return Step::Frame(Frame {
+                ts: sec as i64 * 1_000_000_000 + sub as i64 * frac,
+                linktype,
+                start,
+                len: caplen as usize,
+                origlen: origlen as i64,
+            });
+        }
+    }
+
+    // ---- pcapng ----------------------------------------------------------------
+
+    fn timestamp(&mut self, ts: i128) -> i64 {
+        if (0..=MAX_TS_NS).contains(&ts) {
+            return ts as i64;
+        }
+        let at = self.at();
+        self.info.note("bad_timestamp", at, 0, String::new(), "");
+        if ts < 0 {
+            0
+        } else {
+            MAX_TS_NS as i64
+        }
+    }
+
+    fn next_pcapng(&mut self) -> Step {
+        loop {
+            if !self.fill(12) {
+                if self.available() > 0 {
+                    self.cut("block header");
+                }
+                return Step::End;
+            }
+            let Section::Pcapng { big, .. } = self.section else {
+                return Step::End;
+            };
+            let p = self.pos;
+            let btype = rd32(&self.buf, p, big);
+            let mut blen = rd32(&self.buf, p + 4, big) as u64;
+            if is_pcap_magic(btype) && self.header_follows(0) == Some(Fmt::Pcap) {
+                return Step::Header(Fmt::Pcap); // a pcap file begins here
+            }
+            let mut bad = false;
+            if btype == PCAPNG_SHB {
+                let p = self.pos;
+                let bom = [
+                    self.buf[p + 8],
+                    self.buf[p + 9],
+                    self.buf[p + 10],
+                    self.buf[p + 11],
+                ];
+                let mut e = big;
+                if bom == [0x4d, 0x3c, 0x2b, 0x1a] {
+                    e = false;
+                } else if bom == [0x1a, 0x2b, 0x3c, 0x4d] {
+                    e = true;
+                } else {
+                    bad = true;
+                }
+                blen = rd32(&self.buf, p + 4, e) as u64;
+                if let Section::Pcapng { big, ifaces, .. } = &mut self.section {
+                    *big = e;
+                    ifaces.clear(); // interface ids are per section
+                }
+            }
+            let Section::Pcapng { big, .. } = self.section else {
+                return Step::End;
+            };
+            let mut cut = false;
+            if bad || blen < 12 || !blen.is_multiple_of(4) || blen > MAX_BLOCK {
+                bad = true;
+            } else if !self.fill(blen as usize) {
+                bad = true;
+                cut = true;
+            } else if rd32(&self.buf, self.pos + blen as usize - 4, big) as u64 != blen {
+                bad = true; // the trailing copy of the length disagrees
+            }
+            if bad {
+                let (at, left) = (self.at(), self.available());
+                let skipped = self.resync(true);
+                if self.available() > 0 {
+                    self.info.note("bad_block", at, skipped, String::new(), "");
+                    continue;
+                }
+                if cut {
+                    self.info
+                        .note("cut", at, left as u64, String::new(), "block");
+                } else {
+                    self.info.note("lost_tail", at, skipped, String::new(), "");
+                }
+                return Step::End;
             }
             let blen = blen as usize;
-            if !self.fill(blen) {
-                self.info
-                    .warnings
-                    .push("file ends inside a block (capture cut off)".into());
-                return None;
-            }
+            let at = self.at();
             let block = self.pos;
             self.pos += blen;
-            let body = block + 8; // body = buf[body .. body_end]
-            let body_end = block + blen - 4;
-            let big = self.big;
-            let blen_body = body_end - body;
+            let body = block + 8;
+            let body_len = blen - 12;
             match btype {
-                PCAPNG_EPB => {
-                    let n = self.info.frames + 1;
-                    if blen_body < 20 {
+                PCAPNG_EPB | PCAPNG_PB => {
+                    if body_len < 20 {
                         self.info
-                            .warnings
-                            .push(format!("pcapng packet block {n} is inconsistent; skipped"));
+                            .note("bad_packet_block", at, 0, "too short".into(), "");
                         continue;
                     }
-                    let b = &self.buf[body..body_end];
-                    let iface_id = u32_at(b, 0, big) as usize;
-                    let ts_hi = u32_at(b, 4, big) as u64;
-                    let ts_lo = u32_at(b, 8, big) as u64;
-                    let caplen = u32_at(b, 12, big) as usize;
-                    let origlen = u32_at(b, 16, big) as i64;
-                    if iface_id >= self.ifaces.len() || 20 + caplen > blen_body {
-                        self.info
-                            .warnings
-                            .push(format!("pcapng packet block {n} is inconsistent; skipped"));
+                    let b = &self.buf[body..body + body_len];
+                    let (iface_id, ts_hi, ts_lo, caplen, origlen) = if btype == PCAPNG_EPB {
+                        (
+                            rd32(b, 0, big) as usize,
+                            rd32(b, 4, big) as u64,
+                            rd32(b, 8, big) as u64,
+                            rd32(b, 12, big) as u64,
+                            rd32(b, 16, big) as i64,
+                        )
+                    } else {
+                        (
+                            rd16(b, 0, big) as usize,
+                            rd32(b, 4, big) as u64,
+                            rd32(b, 8, big) as u64,
+                            rd32(b, 12, big) as u64,
+                            rd32(b, 16, big) as i64,
+                        )
+                    };
+                    let Section::Pcapng { ifaces, .. } = &self.section else {
+                        return Step::End;
+                    };
+                    if iface_id >= ifaces.len() {
+                        self.info.note(
+                            "bad_packet_block",
+                            at,
+                            0,
+                            format!("unknown interface {iface_id}"),
+                            "",
+                        );
                         continue;
                     }
-                    let iface = self.ifaces[iface_id];
-                    let ts = ticks_to_ns(&iface, (ts_hi << 32) | ts_lo);
+                    if 20 + caplen > body_len as u64 || caplen > self.max_frame {
+                        self.info.note(
+                            "bad_packet_block",
+                            at,
+                            0,
+                            format!("captured length {caplen}"),
+                            "",
+                        );
+                        continue;
+                    }
+                    let iface = ifaces[iface_id];
+                    if caplen > iface.snaplen as u64 && iface.snaplen > 0 {
+                        self.info.note("over_snaplen", at, 0, String::new(), "");
+                    }
+                    let ticks = ((ts_hi << 32) | ts_lo) as i128;
+                    let ts =
+                        self.timestamp(ticks * iface.ts_mul / iface.ts_div + iface.ts_offset_ns);
                     self.info.frames += 1;
                     if (caplen as i64) < origlen {
                         self.info.truncated_frames += 1;
                     }
-                    return Some(Frame {
+                    return Step::Frame(Frame {
                         ts,
                         linktype: iface.linktype,
                         start: body + 20,
-                        len: caplen,
+                        len: caplen as usize,
                         origlen,
                     });
                 }
                 PCAPNG_IDB => {
-                    if let Some(iface) = interface(&self.buf[body..body_end], big) {
-                        self.info.linktypes.insert(iface.linktype);
-                        self.info.snaplen = self.info.snaplen.max(iface.snaplen as u64);
-                        self.ifaces.push(iface);
-                    } else {
-                        self.info
-                            .warnings
-                            .push("pcapng interface block too short; skipped".into());
+                    if body_len < 8 {
+                        self.info.note(
+                            "bad_packet_block",
+                            at,
+                            0,
+                            "interface block too short".into(),
+                            "",
+                        );
+                        continue;
+                    }
+                    let iface = interface(&self.buf[body..body + body_len], big);
+                    self.info.linktypes.insert(iface.linktype);
+                    self.info.snaplen = self.info.snaplen.max(iface.snaplen as u64);
+                    if let Section::Pcapng { ifaces, .. } = &mut self.section {
+                        ifaces.push(iface);
                     }
                 }
                 PCAPNG_SPB => {
                     // No timestamp and no interface id: interface 0, time unknown (0).
-                    if self.ifaces.is_empty() || blen_body < 4 {
+                    let first = match &self.section {
+                        Section::Pcapng { ifaces, .. } => ifaces.first().copied(),
+                        _ => None,
+                    };
+                    let Some(iface) = first.filter(|_| body_len >= 4) else {
+                        self.info.note(
+                            "bad_packet_block",
+                            at,
+                            0,
+                            "simple packet block without interface".into(),
+                            "",
+                        );
                         continue;
-                    }
-                    let origlen = u32_at(&self.buf, body, big) as usize;
-                    let snap = self.ifaces[0].snaplen as usize;
-                    let caplen =
+                    };
+                    let origlen = rd32(&self.buf, body, big) as u64;
+                    let snap = if iface.snaplen == 0 {
                         origlen
-                            .min(blen_body - 4)
-                            .min(if snap == 0 { origlen } else { snap });
+                    } else {
+                        iface.snaplen as u64
+                    };
+                    let caplen = origlen
+                        .min(body_len as u64 - 4)
+                        .min(snap)
+                        .min(self.max_frame);
                     self.info.frames += 1;
-                    return Some(Frame {
+                    return Step::Frame(Frame {
                         ts: 0,
-                        linktype: self.ifaces[0].linktype,
+                        linktype: iface.linktype,
                         start: body + 4,
-                        len: caplen,
+                        len: caplen as usize,
                         origlen: origlen as i64,
                     });
                 }
-                PCAPNG_PB => {
-                    if blen_body < 20 {
-                        continue;
-                    }
-                    let b = &self.buf[body..body_end];
-                    let iface_id = u16_at(b, 0, big) as usize;
-                    let ts_hi = u32_at(b, 4, big) as u64;
-                    let ts_lo = u32_at(b, 8, big) as u64;
-                    let caplen = u32_at(b, 12, big) as usize;
-                    let origlen = u32_at(b, 16, big) as i64;
-                    if iface_id >= self.ifaces.len() || 20 + caplen > blen_body {
-                        continue;
-                    }
-                    let iface = self.ifaces[iface_id];
-                    self.info.frames += 1;
-                    return Some(Frame {
-                        ts: ticks_to_ns(&iface, (ts_hi << 32) | ts_lo),
-                        linktype: iface.linktype,
-                        start: body + 20,
-                        len: caplen,
-                        origlen,
-                    });
-                }
-                PCAPNG_ISB => {
-                    if blen_body < 4 {
-                        continue;
-                    }
-                    let b = &self.buf[body..body_end];
-                    let iface_id = u32_at(b, 0, big) as u64;
-                    let opts = if b.len() > 12 {
-                        &b[12..]
-                    } else {
-                        &b[b.len()..]
-                    };
-                    for (code, value) in options(opts, big) {
-                        if (code == ISB_IFDROP || code == ISB_OSDROP) && value.len() >= 8 {
+                PCAPNG_ISB if body_len >= 12 => {
+                    let b = &self.buf[body..body + body_len];
+                    let iface_id = rd32(b, 0, big) as u64;
+                    let found: Vec<(u64, u64)> = options(&b[12..], big)
+                        .into_iter()
+                        .filter(|(code, value)| {
+                            (*code == ISB_IFDROP || *code == ISB_OSDROP) && value.len() >= 8
+                        })
+                        .map(|(code, value)| {
                             // Statistics are cumulative: keep the latest per interface.
-                            let key = (iface_id << 1) | (code == ISB_OSDROP) as u64;
-                            self.drops.insert(key, u64_at(value, 0, big));
+                            (
+                                (iface_id << 1) | (code == ISB_OSDROP) as u64,
+                                rd64(value, 0, big),
+                            )
+                        })
+                        .collect();
+                    if let Section::Pcapng { drops, .. } = &mut self.section {
+                        for (k, v) in found {
+                            drops.insert(k, v);
                         }
+                        self.info.interface_drops =
+                            drops.values().fold(0u64, |a, v| a.wrapping_add(*v));
                     }
-                    self.info.interface_drops =
-                        self.drops.values().fold(0u64, |a, v| a.wrapping_add(*v));
                 }
                 _ => {} // name resolution, decryption secrets, custom: skipped
             }
         }
     }
+}
+
+enum Step {
+    Frame(Frame),
+    Header(Fmt),
+    End,
 }
 
 /// Several readers merged in time order (ties: the earlier file first), as

@@ -34,9 +34,15 @@ fn well_known(port: i32) -> bool {
 /// Limits and settings from ParseLimits (and one fact from procnames.py).
 pub struct Settings {
     pub tcp: Limits,
+    pub max_frame_bytes: usize,
     pub ip_reassembly_timeout_ns: i64,
     pub max_ip_reassemblies: usize,
+    pub max_ip_reassembly_bytes: i64,
+    pub max_fragments_per_datagram: i64,
     pub max_pending_calls: usize,
+    pub max_connections: usize,
+    pub max_directions: usize,
+    pub max_events_per_kind: usize,
     pub duplicate_window_ns: i64,
     pub nfs3_procs: i64,
 }
@@ -258,6 +264,10 @@ pub struct Collector {
     pub cols: Columns,
     pub deferred: Vec<Deferred>,
     pub events: Events,
+    event_counts: [usize; 11],
+    max_events: usize,
+    pub events_dropped: i64,
+    pub auth_too_long: i64,
     calls: Calls,
     pub stats: MsgStats,
     pub addrs: Interner<Addr>,
@@ -272,11 +282,15 @@ pub struct Collector {
 }
 
 impl Collector {
-    fn new(max_calls: usize, nfs3_procs: i64) -> Self {
+    fn new(max_calls: usize, nfs3_procs: i64, max_events: usize) -> Self {
         Collector {
             cols: Columns::default(),
             deferred: Vec::new(),
             events: Events::default(),
+            event_counts: [0; 11],
+            max_events,
+            events_dropped: 0,
+            auth_too_long: 0,
             calls: Calls {
                 map: HashMap::default(),
                 order: VecDeque::new(),
@@ -311,6 +325,13 @@ impl Collector {
         length: i64,
         duration: i64,
     ) {
+        // past max_events of its kind an event is counted, not recorded
+        let n = &mut self.event_counts[kind as usize];
+        if *n >= self.max_events {
+            self.events_dropped += 1;
+            return;
+        }
+        *n += 1;
         let s = self.addrs.id(&src);
         let d = self.addrs.id(&dst);
         let e = &mut self.events;
@@ -353,6 +374,9 @@ impl Collector {
             }
         };
         let xid = hdr.xid;
+        if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
+            self.auth_too_long += 1;
+        }
         let fields = if hdr.is_call {
             st.calls += 1;
             self.calls.insert(
@@ -497,7 +521,7 @@ impl Collector {
             .push(fields.nfs_status.map_or(-1, |v| v as i64));
         c.fh.push(fh);
         c.name.push(name);
-        c.offset.push(fields.offset.map_or(-1, |v| v as i64));
+        c.offset.push(fields.offset.map_or(-1, offset64));
         c.count.push(fields.count.map_or(-1, |v| v as i64));
         c.stable.push(fields.stable.map_or(-1, |v| v as i32));
         c.committed.push(fields.committed.map_or(-1, |v| v as i32));
@@ -509,6 +533,31 @@ impl Collector {
         c.minor.push(fields.minor.map_or(-1, |v| v as i32));
         c.nfs_decode.push(fields.decode);
     }
+}
+
+/// An XDR unsigned hyper file offset for the int64 column: one past 2**63 - 1
+/// is no file offset (a damaged message): -1, unknown (nfs_fields.offset64).
+fn offset64(v: u64) -> i64 {
+    if v > i64::MAX as u64 {
+        -1
+    } else {
+        v as i64
+    }
+}
+
+/// A message whose procedure data could not be located: is it because its
+/// credential or verifier claims more than RFC 5531's 400 bytes?  (head: at
+/// least 40 bytes)
+fn auth_too_long(head: &[u8], is_call: bool) -> bool {
+    if is_call {
+        let clen = rpc::be32(head, 28);
+        if clen > rpc::MAX_AUTH_BYTES {
+            return true;
+        }
+        let vpos = 32 + ((clen as usize + 3) & !3) + 4;
+        return head.len() >= vpos + 4 && rpc::be32(head, vpos) > rpc::MAX_AUTH_BYTES;
+    }
+    rpc::be32(head, 8) == 0 && rpc::be32(head, 16) > rpc::MAX_AUTH_BYTES
 }
 
 impl Sink for Collector {
@@ -545,6 +594,8 @@ pub struct FrameCounts {
     pub udp: i64,
     pub other: i64,
     pub short: i64,
+    /// TCP data offset below 20 bytes or past the packet: skipped
+    pub bad_tcp_header: i64,
 }
 
 type StreamKey = (Addr, i32, Addr, i32);
@@ -558,8 +609,14 @@ pub struct Dissector {
     pub tcp: TcpReassembler,
     arena: Vec<HalfStream>,
     streams: IndexMap<StreamKey, usize>,
-    conns: HashMap<StreamKey, i64>,
+    conns: IndexMap<StreamKey, i64>,
+    /// UDP flows: frame number of their last RPC message
+    udp_seen: HashMap<StreamKey, i64>,
     tracked_conns: HashSet<i64>,
+    max_connections: usize,
+    pub n_forgotten: i64,
+    pub n_cut: i64,
+    lost_listed: i64,
     n_conns: i64,
     pub n_tcp_conns: i64,
     pub n_dup: i64,
@@ -788,14 +845,25 @@ impl Dissector {
     pub fn new(s: Settings) -> Self {
         Dissector {
             settings_dup_window: s.duplicate_window_ns,
-            col: Collector::new(s.max_pending_calls, s.nfs3_procs),
-            facts: Facts::default(),
-            reasm: Reassembler::new(s.ip_reassembly_timeout_ns, s.max_ip_reassemblies.max(1)),
+            col: Collector::new(s.max_pending_calls, s.nfs3_procs, s.max_events_per_kind),
+            facts: Facts::new(s.max_directions),
+            reasm: Reassembler::new(
+                s.ip_reassembly_timeout_ns,
+                s.max_ip_reassemblies.max(1),
+                s.max_ip_reassembly_bytes,
+                s.max_fragments_per_datagram,
+                s.max_events_per_kind,
+            ),
             tcp: TcpReassembler::new(s.tcp),
             arena: Vec::new(),
             streams: IndexMap::default(),
-            conns: HashMap::default(),
+            conns: IndexMap::default(),
+            udp_seen: HashMap::default(),
             tracked_conns: Default::default(),
+            max_connections: s.max_connections.max(1),
+            n_forgotten: 0,
+            n_cut: 0,
+            lost_listed: 0,
             n_conns: 0,
             n_tcp_conns: 0,
             n_dup: 0,
@@ -853,12 +921,19 @@ impl Dissector {
     fn layers(&mut self, f: &Frame, data: &[u8], frame_no: i64) {
         let ts = f.ts;
         let (ver, off) = locate_ip(f.linktype, data);
+        // the frame's length on the wire (a record claiming less than it
+        // captured is damaged: the captured length holds)
+        let wire = if f.origlen >= data.len() as i64 {
+            f.origlen - off as i64
+        } else {
+            data.len() as i64 - off as i64
+        };
         let dg = if ver == 4 {
             self.counts.ipv4 += 1;
             ip::parse_ipv4(
                 data,
                 off,
-                f.origlen - off as i64,
+                wire,
                 ts,
                 frame_no,
                 &mut self.reasm,
@@ -869,7 +944,7 @@ impl Dissector {
             ip::parse_ipv6(
                 data,
                 off,
-                f.origlen - off as i64,
+                wire,
                 ts,
                 frame_no,
                 &mut self.reasm,
@@ -896,6 +971,12 @@ impl Dissector {
             let seq = rpc::be32(p, 4) as i64;
             let ack = rpc::be32(p, 8) as i64;
             let hl = ((p[12] >> 4) as usize) * 4;
+            if hl < 20 || hl as i64 > dg.wire_len {
+                // a header length that lies
+                self.counts.bad_tcp_header += 1;
+                self.count_packet(&dg);
+                return;
+            }
             let flags = p[13];
             let window = u16::from_be_bytes([p[14], p[15]]) as i64;
             self.tcp_segment(&dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl);
@@ -948,6 +1029,7 @@ impl Dissector {
         let ip_len = dg.ip_len;
         {
             let hs = &mut self.arena[h];
+            hs.seen = frame;
             hs.packets += 1;
             hs.ip_bytes += ip_len;
             if ip_len > hs.max_ip_len || dg.ttl != hs.ttl {
@@ -1063,6 +1145,9 @@ impl Dissector {
         let ckey = if key < rkey { key } else { rkey };
         let mut conn = self.conns.get(&ckey).copied().unwrap_or(0);
         if old.is_some() || conn == 0 {
+            if conn == 0 && self.conns.len() >= self.max_connections {
+                self.forget_idlest(ts, frame);
+            }
             self.n_conns += 1;
             self.n_tcp_conns += 1;
             conn = self.n_conns;
@@ -1099,6 +1184,53 @@ impl Dissector {
         h
     }
 
+    /// The connection table is full: forget its least recently active eighth
+    /// (TCP streams flushed, a message in progress emitted cut short).
+    fn forget_idlest(&mut self, ts: i64, frame: i64) {
+        let reverse = |k: &StreamKey| (k.2, k.3, k.0, k.1);
+        let mut seen: Vec<(i64, StreamKey)> = self
+            .conns
+            .keys()
+            .map(|ckey| {
+                let a = self.streams.get(ckey).map_or(-1, |&h| self.arena[h].seen);
+                let b = self
+                    .streams
+                    .get(&reverse(ckey))
+                    .map_or(-1, |&h| self.arena[h].seen);
+                let u = self.udp_seen.get(ckey).copied().unwrap_or(-1);
+                (a.max(b).max(u), *ckey)
+            })
+            .collect();
+        seen.sort_by_key(|x| x.0); // stable: ties in table order
+        let n = (seen.len() / 8).max(1);
+        let mut gone_conns: HashSet<StreamKey> = HashSet::default();
+        let mut gone_streams: HashSet<StreamKey> = HashSet::default();
+        for (_, ckey) in seen.into_iter().take(n) {
+            let conn = self.conns[&ckey];
+            gone_conns.insert(ckey);
+            self.udp_seen.remove(&ckey);
+            self.tracked_conns.remove(&conn);
+            self.n_forgotten += 1;
+            for key in [ckey, reverse(&ckey)] {
+                if gone_streams.contains(&key) {
+                    continue;
+                }
+                let Some(&h) = self.streams.get(&key) else {
+                    continue;
+                };
+                gone_streams.insert(key);
+                if self.arena[h].in_msg {
+                    self.n_cut += 1;
+                }
+                self.tcp.flush(&mut self.arena[h], ts, frame, &mut self.col);
+                retire(&mut self.col, &mut self.facts, &mut self.arena[h], ts);
+                self.arena[h].rev = None;
+            }
+        }
+        self.conns.retain(|k, _| !gone_conns.contains(k));
+        self.streams.retain(|k, _| !gone_streams.contains(k));
+    }
+
     /// One UDP datagram's payload: an RPC message if it looks like one.
     fn udp_datagram(
         &mut self,
@@ -1133,12 +1265,16 @@ impl Dissector {
         let conn = match self.conns.get(&ckey).or_else(|| self.conns.get(&rkey)) {
             Some(&c) if c != 0 => c,
             _ => {
+                if self.conns.len() >= self.max_connections {
+                    self.forget_idlest(ts, frame);
+                }
                 self.n_conns += 1;
                 let c = self.n_conns;
                 self.conns.insert(ckey.min(rkey), c);
                 c
             }
         };
+        self.udp_seen.insert(ckey.min(rkey), frame);
         let head_bytes = self.tcp.limits.head_bytes;
         let head = &body[..body.len().min(head_bytes)];
         let m = Assembled {
@@ -1217,6 +1353,7 @@ impl Dissector {
         }
         self.reasm.finish(&mut self.facts);
         let lost = std::mem::take(&mut self.reasm.lost);
+        self.lost_listed = lost.len() as i64;
         for (ts, frame, src, dst, ip_id, _frags, got) in lost {
             self.col.push_event(
                 ts,
@@ -1237,5 +1374,29 @@ impl Dissector {
     /// TCP connections whose window scale is unknown in a direction.
     pub fn window_scale_unknown(&self) -> i64 {
         self.n_tcp_conns - self.tracked_conns.len() as i64
+    }
+
+    /// Named anomalies (fast.ANOMALIES) with their counts, the non-zero ones.
+    pub fn anomalies(&self) -> Vec<(&'static str, i64)> {
+        let fs = &self.reasm.stats;
+        let all = [
+            ("rpc_auth_too_long", self.col.auth_too_long),
+            ("tcp_header_length", self.counts.bad_tcp_header),
+            ("ip_length_exceeds_frame", fs.length_exceeds_frame),
+            ("record_mark_too_long", self.tcp.stats.marks_too_long),
+            ("connections_forgotten", self.n_forgotten),
+            ("messages_cut_by_limits", self.n_cut),
+            ("tcp_holes_by_memory", self.tcp.stats.holes_by_memory),
+            ("ip_datagrams_given_up", fs.given_up),
+            (
+                "directions_untracked",
+                self.facts.rows[ip::OVERFLOW][ip::F_PACKETS],
+            ),
+            (
+                "events_not_recorded",
+                self.col.events_dropped + fs.incomplete - self.lost_listed,
+            ),
+        ];
+        all.into_iter().filter(|(_, n)| *n != 0).collect()
     }
 }

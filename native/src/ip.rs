@@ -55,22 +55,39 @@ impl Ord for Addr {
     }
 }
 
-/// Per-direction IP facts, one slot per (source, destination) address pair.
-#[derive(Default)]
+/// Per-direction IP facts, one slot per (source, destination) address pair, at
+/// most `limit` pairs: past it their packets are counted together in the
+/// overflow slot (OVERFLOW), not per pair.
 pub struct Facts {
     pub index: HashMap<(Addr, Addr), usize>,
     pub rows: Vec<[i64; 8]>,
     pub keys: Vec<(Addr, Addr)>,
+    limit: usize,
 }
 
+pub const OVERFLOW: usize = 0;
+const EMPTY_FACTS: [i64; 8] = [0, 0, 0, NO_TTL, -1, 0, 0, 0];
+
 impl Facts {
-    /// The slot of one direction, created empty on first use.
+    pub fn new(limit: usize) -> Facts {
+        Facts {
+            index: HashMap::default(),
+            rows: vec![EMPTY_FACTS],
+            keys: vec![(Addr::default(), Addr::default())],
+            limit,
+        }
+    }
+
+    /// The slot of one direction, created empty on first use (OVERFLOW when full).
     pub fn slot(&mut self, src: Addr, dst: Addr) -> usize {
         if let Some(&i) = self.index.get(&(src, dst)) {
             return i;
         }
+        if self.index.len() >= self.limit {
+            return OVERFLOW;
+        }
         let i = self.rows.len();
-        self.rows.push([0, 0, 0, NO_TTL, -1, 0, 0, 0]);
+        self.rows.push(EMPTY_FACTS);
         self.keys.push((src, dst));
         self.index.insert((src, dst), i);
         i
@@ -115,6 +132,12 @@ pub struct FragmentStats {
     pub reassembled: i64,
     pub incomplete: i64,
     pub overlaps: i64,
+    /// exact repeats of a fragment held (same offset and length): dropped
+    pub repeats: i64,
+    /// datagrams given up to bound memory (too many fragments or bytes)
+    pub given_up: i64,
+    /// packets whose IP length claims more than the frame carried on the wire
+    pub length_exceeds_frame: i64,
 }
 
 struct Pending {
@@ -126,6 +149,7 @@ struct Pending {
     frame_first: i64,
     count: i64,
     header: i32,
+    held: i64,
 }
 
 /// (ip version, src, dst, id, protocol or -1 for IPv6)
@@ -138,7 +162,11 @@ pub type Lost = (i64, i64, Addr, Addr, u32, i64, i64);
 pub struct Reassembler {
     timeout_ns: i64,
     max_pending: usize,
+    max_bytes: i64,
+    max_fragments: i64,
+    max_lost: usize,
     pending: IndexMap<FragKey, Pending>,
+    held: i64,
     pub stats: FragmentStats,
     pub lost: Vec<Lost>,
     last_sweep: i64,
@@ -155,10 +183,20 @@ pub struct Whole {
 }
 
 impl Reassembler {
-    pub fn new(timeout_ns: i64, max_pending: usize) -> Reassembler {
+    pub fn new(
+        timeout_ns: i64,
+        max_pending: usize,
+        max_bytes: i64,
+        max_fragments: i64,
+        max_lost: usize,
+    ) -> Reassembler {
         Reassembler {
             timeout_ns,
             max_pending,
+            max_bytes,
+            max_fragments,
+            max_lost,
+            held: 0,
             pending: IndexMap::default(),
             stats: FragmentStats::default(),
             lost: Vec::new(),
@@ -168,17 +206,20 @@ impl Reassembler {
 
     fn lose(&mut self, facts: &mut Facts, key: &FragKey, p: &Pending) {
         self.stats.incomplete += 1;
+        self.held -= p.held;
         let s = facts.slot(key.1, key.2);
         facts.rows[s][F_INCOMPLETE] += 1;
-        self.lost.push((
-            p.ts_first,
-            p.frame_first,
-            key.1,
-            key.2,
-            key.3,
-            p.count,
-            p.got,
-        ));
+        if self.lost.len() < self.max_lost {
+            self.lost.push((
+                p.ts_first,
+                p.frame_first,
+                key.1,
+                key.2,
+                key.3,
+                p.count,
+                p.got,
+            ));
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -203,7 +244,15 @@ impl Reassembler {
         if ts - self.last_sweep > 1_000_000_000 {
             self.sweep(facts, ts);
         }
-        if !self.pending.contains_key(&key) {
+        if let Some(p) = self.pending.get(&key) {
+            if p.pieces
+                .iter()
+                .any(|(o, n, _)| *o == offset && *n == wire_len)
+            {
+                self.stats.repeats += 1; // the same fragment again: nothing new
+                return None;
+            }
+        } else {
             if self.pending.len() >= self.max_pending {
                 self.evict_oldest(facts);
             }
@@ -218,6 +267,7 @@ impl Reassembler {
                     frame_first: frame,
                     count: 0,
                     header: 0,
+                    held: 0,
                 },
             );
         }
@@ -232,6 +282,19 @@ impl Reassembler {
         }
         p.pieces.push((offset, wire_len, captured.to_vec()));
         p.got += wire_len;
+        p.held += captured.len() as i64;
+        self.held += captured.len() as i64;
+        if p.count > self.max_fragments || self.held > self.max_bytes {
+            self.stats.given_up += 1;
+            let p = self.pending.shift_remove(&key).unwrap();
+            self.lose(facts, &key, &p);
+            while self.held > self.max_bytes && !self.pending.is_empty() {
+                self.stats.given_up += 1;
+                self.evict_oldest(facts);
+            }
+            return None;
+        }
+        let p = self.pending.get_mut(&key).unwrap();
         if p.total < 0 || p.got < p.total {
             return None; // cannot be whole yet
         }
@@ -252,6 +315,7 @@ impl Reassembler {
             return None;
         }
         let p = self.pending.shift_remove(&key).unwrap();
+        self.held -= p.held;
         self.stats.reassembled += 1;
         facts.rows[slot][F_REASSEMBLED] += 1;
         // Captured payload: contiguous captured bytes from offset 0.
@@ -350,6 +414,9 @@ pub fn parse_ipv4<'a>(
     let mut tot_len = u16::from_be_bytes([data[off + 2], data[off + 3]]) as i64;
     if tot_len == 0 {
         tot_len = wire_len; // TSO-sized packets captured before segmentation
+    } else if tot_len > wire_len && wire_len >= ihl as i64 {
+        reasm.stats.length_exceeds_frame += 1; // longer than the frame on the wire: a lie
+        tot_len = wire_len;
     }
     if tot_len < ihl as i64 {
         return None;
@@ -419,6 +486,9 @@ pub fn parse_ipv6<'a>(
     let mut plen = u16::from_be_bytes([data[off + 4], data[off + 5]]) as i64;
     if plen == 0 {
         plen = wire_len - 40; // jumbogram or TSO: trust the frame length
+    } else if plen > wire_len - 40 && wire_len - 40 >= 0 {
+        reasm.stats.length_exceeds_frame += 1; // longer than the frame on the wire: a lie
+        plen = wire_len - 40;
     }
     let nh = data[off + 6] as i32;
     let src = Addr::new(&data[off + 8..off + 24]);

@@ -29,7 +29,7 @@ pub fn parse_sources(
 ) -> Result<(Dissector, Vec<capture::FileInfo>), (usize, String)> {
     let mut readers = Vec::with_capacity(sources.len());
     for (i, s) in sources.into_iter().enumerate() {
-        readers.push(capture::Reader::open(s).map_err(|e| (i, e))?);
+        readers.push(capture::Reader::open(s, settings.max_frame_bytes).map_err(|e| (i, e))?);
     }
     let mut merge = capture::Merge::new(readers);
     let mut d = Dissector::new(settings);
@@ -47,12 +47,19 @@ pub fn default_settings() -> Settings {
             max_record_bytes: 64 * 1024 * 1024,
             max_pending_segments: 4096,
             max_pending_bytes: 32 * 1024 * 1024,
+            max_pending_bytes_total: 256 * 1024 * 1024,
             max_hole_age_ns: 5_000_000_000,
             max_unsynced_bytes: 1024 * 1024,
         },
+        max_frame_bytes: 262_144,
         ip_reassembly_timeout_ns: 30_000_000_000,
         max_ip_reassemblies: 65536,
+        max_ip_reassembly_bytes: 64 * 1024 * 1024,
+        max_fragments_per_datagram: 1024,
         max_pending_calls: 1_000_000,
+        max_connections: 262_144,
+        max_directions: 262_144,
+        max_events_per_kind: 500_000,
         duplicate_window_ns: 1_000_000,
         nfs3_procs: 22,
     }

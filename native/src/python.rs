@@ -54,12 +54,19 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
             max_record_bytes: get(d, "max_record_bytes")?,
             max_pending_segments: get(d, "max_pending_segments")?,
             max_pending_bytes: get(d, "max_pending_bytes")?,
+            max_pending_bytes_total: get(d, "max_pending_bytes_total")?,
             max_hole_age_ns: get(d, "max_hole_age_ns")?,
             max_unsynced_bytes: get(d, "max_unsynced_bytes")?,
         },
+        max_frame_bytes: get(d, "max_frame_bytes")?,
         ip_reassembly_timeout_ns: get(d, "ip_reassembly_timeout_ns")?,
         max_ip_reassemblies: get(d, "max_ip_reassemblies")?,
+        max_ip_reassembly_bytes: get(d, "max_ip_reassembly_bytes")?,
+        max_fragments_per_datagram: get(d, "max_fragments_per_datagram")?,
         max_pending_calls: get(d, "max_pending_calls")?,
+        max_connections: get(d, "max_connections")?,
+        max_directions: get(d, "max_directions")?,
+        max_events_per_kind: get(d, "max_events_per_kind")?,
         duplicate_window_ns: get(d, "duplicate_window_ns")?,
         nfs3_procs: get(d, "nfs3_procs")?,
     })
@@ -235,6 +242,11 @@ fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
     out.set_item("tcp", tcp)?;
     out.set_item("tcp_connections", d.n_tcp_conns)?;
     out.set_item("tcp_window_scale_unknown", d.window_scale_unknown())?;
+    let anomalies = PyDict::new(py);
+    for (name, n) in d.anomalies() {
+        anomalies.set_item(name, n)?;
+    }
+    out.set_item("anomalies", anomalies)?;
     let m = &d.col.stats;
     out.set_item("messages", m.messages)?;
     out.set_item("calls", m.calls)?;
@@ -245,7 +257,7 @@ fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
     out.set_item("not_rpc_records", m.not_rpc_records)?;
     out.set_item("replies_without_call_info", m.replies_without_call_info)?;
     // per-direction facts, sorted by (src, dst) as bytes
-    let mut order: Vec<usize> = (0..d.facts.keys.len()).collect();
+    let mut order: Vec<usize> = (1..d.facts.keys.len()).collect(); // 0: the overflow slot
     order.sort_by(|&a, &b| d.facts.keys[a].cmp(&d.facts.keys[b]));
     let dirs = PyList::empty(py);
     for i in order {
@@ -274,7 +286,18 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
         d.set_item("bytes", f.bytes)?;
         d.set_item("truncated_frames", f.truncated_frames)?;
         d.set_item("interface_drops", f.interface_drops)?;
-        d.set_item("warnings", f.warnings.clone())?;
+        let damage = PyList::empty(py);
+        for (kind, x) in &f.damage {
+            damage.append((
+                *kind,
+                x.count,
+                x.offset,
+                x.skipped,
+                x.detail.as_str(),
+                x.what,
+            ))?;
+        }
+        d.set_item("damage", damage)?;
         out.append(d)?;
     }
     Ok(out.into_any().unbind())

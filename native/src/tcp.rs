@@ -56,7 +56,9 @@ pub struct TcpStats {
     pub hole_bytes_acked: i64,
     pub holes: i64,
     pub holes_acked: i64,
+    pub holes_by_memory: i64,
     pub ignored_streams: i64,
+    pub marks_too_long: i64,
     pub out_of_order: i64,
     pub overlapping: i64,
     pub payload_bytes: i64,
@@ -67,14 +69,16 @@ pub struct TcpStats {
 }
 
 impl TcpStats {
-    pub fn items(&self) -> [(&'static str, i64); 13] {
+    pub fn items(&self) -> [(&'static str, i64); 15] {
         [
             ("bad_marks", self.bad_marks),
             ("hole_bytes", self.hole_bytes),
             ("hole_bytes_acked", self.hole_bytes_acked),
             ("holes", self.holes),
             ("holes_acked", self.holes_acked),
+            ("holes_by_memory", self.holes_by_memory),
             ("ignored_streams", self.ignored_streams),
+            ("marks_too_long", self.marks_too_long),
             ("out_of_order", self.out_of_order),
             ("overlapping", self.overlapping),
             ("payload_bytes", self.payload_bytes),
@@ -103,6 +107,8 @@ pub struct HalfStream {
     pub dst: Addr,
     pub dport: i32,
     pub conn: i64,
+    /// frame number of its last packet (the idlest connections are forgotten)
+    pub seen: i64,
     // ordering
     pub next_seq: i64,
     pub pending: HashMap<u32, Held>,
@@ -118,7 +124,7 @@ pub struct HalfStream {
     pub synced: bool,
     unsynced_bytes: i64,
     // the message being assembled
-    in_msg: bool,
+    pub in_msg: bool,
     head: Vec<u8>,
     head_open: bool,
     msg_len: i64,
@@ -169,6 +175,7 @@ impl HalfStream {
             dst,
             dport,
             conn,
+            seen: 0,
             next_seq: -1,
             pending: HashMap::default(),
             pending_bytes: 0,
@@ -260,6 +267,7 @@ pub struct Limits {
     pub max_record_bytes: i64,
     pub max_pending_segments: usize,
     pub max_pending_bytes: i64,
+    pub max_pending_bytes_total: i64,
     pub max_hole_age_ns: i64,
     pub max_unsynced_bytes: i64,
 }
@@ -267,6 +275,8 @@ pub struct Limits {
 pub struct TcpReassembler {
     pub limits: Limits,
     pub stats: TcpStats,
+    /// bytes held by all directions
+    pending_total: i64,
 }
 
 #[inline]
@@ -284,6 +294,7 @@ impl TcpReassembler {
         TcpReassembler {
             limits,
             stats: TcpStats::default(),
+            pending_total: 0,
         }
     }
 
@@ -325,6 +336,12 @@ impl TcpReassembler {
             }
             return;
         }
+        if rel < -MAX_SEQ_JUMP {
+            // Wild jump back (corrupt, or a new connection on the same ports): no
+            // retransmission is that far behind.  Restart framing there.
+            self.jump(hs, seq, data, wire_len, ts, frame, ip_frags, rel, sink);
+            return;
+        }
         if rel < 0 {
             if rel + wire_len <= 0 {
                 self.stats.retransmitted += 1;
@@ -346,11 +363,7 @@ impl TcpReassembler {
         }
         if rel > MAX_SEQ_JUMP {
             // Wild jump (corrupt or a new connection on the same ports): restart.
-            self.flush(hs, ts, frame, sink);
-            sink.event(hs, Ev::SeqJump, ts, frame, seq, rel, 0);
-            hs.next_seq = seq;
-            hs.mode = RESYNC;
-            self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
+            self.jump(hs, seq, data, wire_len, ts, frame, ip_frags, rel, sink);
             return;
         }
         // Early: hold it until the hole before it is filled.
@@ -362,6 +375,7 @@ impl TcpReassembler {
             return;
         }
         hs.pending_bytes += data.len() as i64;
+        self.pending_total += data.len() as i64;
         hs.pending.insert(
             key,
             Held {
@@ -381,7 +395,32 @@ impl TcpReassembler {
             || ts - hs.hole_since > lim.max_hole_age_ns
         {
             self.skip_hole(hs, ts, frame, false, sink);
+        } else if self.pending_total > lim.max_pending_bytes_total {
+            self.stats.holes_by_memory += 1;
+            self.skip_hole(hs, ts, frame, false, sink);
         }
+    }
+
+    /// A segment more than MAX_SEQ_JUMP away from the next expected byte: the
+    /// stream restarts there, looking for a record start.
+    #[allow(clippy::too_many_arguments)]
+    fn jump<S: Sink>(
+        &mut self,
+        hs: &mut HalfStream,
+        seq: i64,
+        data: &[u8],
+        wire_len: i64,
+        ts: i64,
+        frame: i64,
+        ip_frags: i64,
+        rel: i64,
+        sink: &mut S,
+    ) {
+        self.flush(hs, ts, frame, sink);
+        sink.event(hs, Ev::SeqJump, ts, frame, seq, rel, 0);
+        hs.next_seq = seq;
+        hs.mode = RESYNC;
+        self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
     }
 
     fn first_pending(hs: &HalfStream) -> Option<(u32, i64)> {
@@ -428,6 +467,7 @@ impl TcpReassembler {
                 None => break, // the stream was given up (IGNORE) while feeding
             };
             hs.pending_bytes -= held.data.len() as i64;
+            self.pending_total -= held.data.len() as i64;
             if rel + held.wire_len <= 0 {
                 self.stats.retransmitted += 1;
                 sink.event(
@@ -606,6 +646,9 @@ impl TcpReassembler {
                                 || !header_ok(data, hdr as usize, cap as usize)))
                     {
                         self.stats.bad_marks += 1;
+                        if flen > self.limits.max_record_bytes {
+                            self.stats.marks_too_long += 1;
+                        }
                         self.lose_sync(hs, sink);
                         if need == 4 {
                             pos += 1; // search again just after this false mark's first byte
@@ -660,6 +703,7 @@ impl TcpReassembler {
                             if hs.unsynced_bytes > self.limits.max_unsynced_bytes {
                                 hs.mode = IGNORE;
                                 hs.pending.clear();
+                                self.pending_total -= hs.pending_bytes;
                                 hs.pending_bytes = 0;
                                 self.stats.ignored_streams += 1;
                             }

@@ -224,6 +224,28 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     return raw, ""
 
 
+def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
+    """Up to n bytes of a capture file and why reading stopped early ('' if it
+    did not): gzip/bz2/xz raise at corrupt or cut-off data; what was read
+    before it is kept.  (The native parser reads compressed files through this.)"""
+    parts: list[bytes] = []
+    got = 0
+    try:
+        if not compressed:
+            return stream.read(n), ""
+        # read1: one decompression step per call, so a failing step loses
+        # only itself, not the data decompressed before it
+        while got < n:
+            piece = stream.read1(min(COMPRESSED_PIECE, n - got))  # type: ignore[attr-defined]
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
+        return b"".join(parts), str(e) or type(e).__name__
+    return b"".join(parts), ""
+
+
 class _Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
@@ -239,24 +261,12 @@ class _Buffer:
         self.error = ""
 
     def _read(self, n: int) -> bytes:
-        """Up to n bytes; at corrupt or cut-off compressed data (gzip/bz2/xz
-        raise), what was read before it, with self.error set."""
-        parts: list[bytes] = []
-        got = 0
-        try:
-            if not self.compressed:
-                return self.stream.read(n)
-            # read1: one decompression step per call, so a failing step loses
-            # only itself, not the data decompressed before it
-            while got < n:
-                piece = self.stream.read1(min(COMPRESSED_PIECE, n - got))  # type: ignore[attr-defined]
-                if not piece:
-                    break
-                parts.append(piece)
-                got += len(piece)
-        except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
-            self.error = str(e) or type(e).__name__
-        return b"".join(parts)
+        """Up to n bytes; at corrupt or cut-off compressed data, what was read
+        before it, with self.error set."""
+        data, error = read_up_to(self.stream, n, self.compressed)
+        if error:
+            self.error = error
+        return data
 
     def fill(self, n: int) -> bool:
         """Make n bytes available at self.pos; False at end of data."""

@@ -12,10 +12,8 @@ hides the extension (``available()`` is then False).
 
 from __future__ import annotations
 
-import lzma
 import os
 import socket
-import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -26,7 +24,7 @@ import pyarrow as pa
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import capture, fast, nfs4, rpc
-from nfstrace.parsers.capture import CaptureInfo
+from nfstrace.parsers.capture import CaptureInfo, Damage
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.fast import DirectionFacts, ParseStats
 from nfstrace.parsers.ip import (
@@ -82,11 +80,18 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "max_record_bytes": limits.max_record_bytes,
         "max_pending_segments": limits.max_pending_segments,
         "max_pending_bytes": limits.max_pending_bytes,
+        "max_pending_bytes_total": limits.max_pending_bytes_total,
         "max_hole_age_ns": limits.max_hole_age_ns,
         "max_unsynced_bytes": limits.max_unsynced_bytes,
+        "max_frame_bytes": limits.max_frame_bytes,
         "ip_reassembly_timeout_ns": limits.ip_reassembly_timeout_ns,
         "max_ip_reassemblies": limits.max_ip_reassemblies,
+        "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
+        "max_fragments_per_datagram": limits.max_fragments_per_datagram,
         "max_pending_calls": limits.max_pending_calls,
+        "max_connections": limits.max_connections,
+        "max_directions": limits.max_directions,
+        "max_events_per_kind": limits.max_events_per_kind,
         "duplicate_window_ns": limits.duplicate_window_ns,
         "nfs3_procs": len(PROCEDURES[(NFS_PROGRAM, 3)]),
     }
@@ -94,7 +99,7 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
 
 class _Decompressed:
     """read(n) over a decompressing stream, stopping (with the reason kept)
-    where the compressed data is damaged, as capture._Buffer does."""
+    where the compressed data is damaged, as the Python reader does."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
@@ -103,17 +108,14 @@ class _Decompressed:
     def __call__(self, n: int) -> bytes:
         if self.error:
             return b""
-        try:
-            return self.stream.read(n)
-        except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-            self.error = f"decompression stopped: {e}"
-            return b""
+        data, self.error = capture.read_up_to(self.stream, n, compressed=True)
+        return data
 
 
-def _check_readable(path: str) -> None:
+def _check_readable(path: str, limits: ParseLimits) -> None:
     """Raise the CaptureError the Python reader raises for this file, if any:
     one truth for what makes a file unusable."""
-    frames = capture.read_frames(path, 0, CaptureInfo(path=path))
+    frames = capture.read_frames(path, 0, CaptureInfo(path=path), limits.max_frame_bytes)
     try:
         next(frames, None)
     finally:
@@ -358,23 +360,32 @@ def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) ->
     )
 
 
-def _stats(out: dict, paths: list[str], compressions: list[str]) -> ParseStats:
+def _stats(
+    out: dict, paths: list[str], compressions: list[str], readers: list[_Decompressed | None]
+) -> ParseStats:
     files = []
-    for path, compression, f in zip(paths, compressions, out["files"], strict=True):
-        files.append(
-            CaptureInfo(
-                path=path,
-                format=f["format"],
-                compression=compression,
-                linktypes=set(f["linktypes"]),
-                snaplen=f["snaplen"],
-                frames=f["frames"],
-                bytes=f["bytes"],
-                truncated_frames=f["truncated_frames"],
-                interface_drops=f["interface_drops"],
-                warnings=list(f["warnings"]),
-            )
+    for path, compression, f, reader in zip(
+        paths, compressions, out["files"], readers, strict=True
+    ):
+        info = CaptureInfo(
+            path=path,
+            format=f["format"],
+            compression=compression,
+            linktypes=set(f["linktypes"]),
+            snaplen=f["snaplen"],
+            frames=f["frames"],
+            bytes=f["bytes"],
+            truncated_frames=f["truncated_frames"],
+            interface_drops=f["interface_drops"],
+            damage={
+                kind: Damage(count=count, offset=offset, skipped=skipped, detail=detail, what=what)
+                for kind, count, offset, skipped, detail, what in f["damage"]
+            },
         )
+        if reader is not None and reader.error:  # as capture.read_frames notes it
+            info.note("decompression", info.bytes, detail=reader.error)
+        info.finish()
+        files.append(info)
     s = dict(out["stats"])
     texts: dict[bytes, str] = {}
     directions = [_direction(a, b, f, texts) for a, b, f in s.pop("directions")]
@@ -396,7 +407,7 @@ def parse(
     compressions: list[str] = []
     try:
         for path in paths:
-            _check_readable(path)
+            _check_readable(path, limits)
             stream, compression = capture.open_stream(path)
             compressions.append(compression)
             if compression:
@@ -413,9 +424,6 @@ def parse(
     finally:
         for s in streams:
             s.close()
-    stats = _stats(out, paths, compressions)
-    for info, reader in zip(stats.files, readers, strict=True):
-        if reader is not None and reader.error:
-            info.warnings.append(reader.error)
+    stats = _stats(out, paths, compressions, readers)
     tables = out["tables"]
     return _messages(out["messages"], tables), _events(out["events"], tables), stats

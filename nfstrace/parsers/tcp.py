@@ -343,7 +343,10 @@ class TcpReassembler:
             rel = self._rel(hs, seq)
             if rel > 0:
                 break
-            data, wire_len, seg_ts, seg_frame, ip_frags = hs.pending.pop(seq)
+            held = hs.pending.pop(seq, None)
+            if held is None:  # the stream was given up (IGNORE) while feeding
+                break
+            data, wire_len, seg_ts, seg_frame, ip_frags = held
             hs.pending_bytes -= len(data)
             self.pending_total -= len(data)
             if rel + wire_len <= 0:
