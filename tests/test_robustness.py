@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import struct
 import time
 from pathlib import Path
 
@@ -26,9 +27,11 @@ from nfstrace.parsers import fast, native
 from nfstrace.trace import AnalysisConfig
 
 try:
+    from crafted import make_crafted as mc
     from crafted import make_damaged as md
     from fuzz.mutate import run_pipeline
 except ImportError:  # tests/ not on sys.path: import as a package
+    from tests.crafted import make_crafted as mc
     from tests.crafted import make_damaged as md
     from tests.fuzz.mutate import run_pipeline
 
@@ -395,6 +398,22 @@ def test_a_fragment_repeated_thousands_of_times(tmp_path: Path) -> None:
     t = nfstrace.load(path)
     assert time.monotonic() - start < 30
     assert t.stats.ip_fragments == 3000 and t.stats.ip_datagrams_incomplete == 1
+
+
+def test_a_flood_of_pcapng_interfaces_and_statistics(tmp_path: Path) -> None:
+    """70,000 interface blocks and statistics for interfaces never described:
+    at most 65,536 interfaces are kept, the packets of interface 0 are read."""
+    cap = md.exchange()
+    blob = md.pcapng_bytes(cap)
+    offs = md.block_offsets(blob)
+    idb = mc.pcapng_idb(mc.LINKTYPE_ETHERNET, 65535)
+    isb = mc.pcapng_isb(4_000_000, 0, (mc.ISB_IFDROP, struct.pack("<Q", 99)))
+    blob = blob[: offs[2]] + idb * 70_000 + isb * 1000 + blob[offs[2] :]
+    t = load_bytes(tmp_path, blob, "flood.pcapng")
+    assert answered(t) == XIDS
+    assert t.stats.interface_drops == 0
+    d = t.stats.files[0].damage["bad_packet_block"]
+    assert d.count == 70_001 - 65_536
 
 
 def test_limits_do_not_change_a_healthy_capture() -> None:

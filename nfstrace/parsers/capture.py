@@ -62,6 +62,9 @@ MAX_CAPLEN = 262144
 # A pcapng block longer than this is damage (bounds what one block may pin in
 # memory; packet blocks are bounded by the frame limit as well).
 MAX_BLOCK = 32 * 1024 * 1024
+# Interfaces one pcapng section may describe (interface ids in packet blocks
+# are 16 or 32 bits: a flood of interface blocks is damage).
+MAX_INTERFACES = 65536
 # Kept for the dpkt backend's own reader.
 MAX_FRAME = 256 * 1024 * 1024
 # A frame's wire length above this is taken as damage when searching for a record.
@@ -671,8 +674,8 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo, max_frame: int) -> Iter
             info.truncated_frames = truncated
             yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index
         elif btype == PCAPNG_IDB:
-            if len(body) < 8:
-                info.note("bad_packet_block", at, detail="interface block too short")
+            if len(body) < 8 or len(ifaces) >= MAX_INTERFACES:
+                info.note("bad_packet_block", at, detail="interface block too short or too many")
                 continue
             iface = _interface(body, e)
             ifaces.append(iface)
@@ -690,6 +693,8 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo, max_frame: int) -> Iter
             yield 0, ifaces[0].linktype, body[4 : 4 + caplen], origlen, index
         elif btype == PCAPNG_ISB and len(body) >= 12:
             (iface_id,) = struct.unpack_from(e + "I", body, 0)
+            if iface_id >= len(ifaces):
+                continue  # statistics of no interface: nothing to count them for
             for code, value in _parse_options(body[12:], e):
                 if code in (ISB_IFDROP, ISB_OSDROP) and len(value) >= 8:
                     # Statistics are cumulative: keep the latest per interface.
