@@ -17,6 +17,8 @@ pub const CHUNK: usize = 4 * 1024 * 1024;
 pub const MAX_CAPLEN: usize = 262_144;
 /// A pcapng block longer than this is damage.
 const MAX_BLOCK: u64 = 32 * 1024 * 1024;
+/// Interfaces one pcapng section may describe (a flood of them is damage).
+const MAX_INTERFACES: usize = 65536;
 /// A frame's wire length above this is damage when searching for a record.
 const MAX_WIRE: u64 = 256 * 1024 * 1024;
 /// Timestamps are kept within what a pcap can express (u32 seconds).
@@ -823,12 +825,16 @@ impl Reader {
                     });
                 }
                 PCAPNG_IDB => {
-                    if body_len < 8 {
+                    let n_ifaces = match &self.section {
+                        Section::Pcapng { ifaces, .. } => ifaces.len(),
+                        _ => 0,
+                    };
+                    if body_len < 8 || n_ifaces >= MAX_INTERFACES {
                         self.info.note(
                             "bad_packet_block",
                             at,
                             0,
-                            "interface block too short".into(),
+                            "interface block too short or too many".into(),
                             "",
                         );
                         continue;
@@ -878,6 +884,13 @@ impl Reader {
                 PCAPNG_ISB if body_len >= 12 => {
                     let b = &self.buf[body..body + body_len];
                     let iface_id = rd32(b, 0, big) as u64;
+                    let known = match &self.section {
+                        Section::Pcapng { ifaces, .. } => (iface_id as usize) < ifaces.len(),
+                        _ => false,
+                    };
+                    if !known {
+                        continue; // statistics of no interface: nothing to count them for
+                    }
                     let found: Vec<(u64, u64)> = options(&b[12..], big)
                         .into_iter()
                         .filter(|(code, value)| {
