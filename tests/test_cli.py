@@ -4,7 +4,10 @@ traceback for bad input."""
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -186,3 +189,38 @@ def test_truncated_capture_warns_and_analyses(tmp_path: Path) -> None:
 def test_version() -> None:
     r = _run("--version")
     assert r.exit_code == 0 and "nfstrace" in r.stdout
+
+
+def _entry_point(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    """The console entry point (nfstrace.cli.main) in its own process, as users run it."""
+    code = "import sys; from nfstrace.cli import main; sys.argv[1:] = sys.argv[2:]; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, "nfstrace", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_entry_point_keeps_exit_status_and_output(tmp_path: Path) -> None:
+    # main() ends with os._exit: the output must still be flushed, the status kept.
+    done = _entry_point("analyze", str(SAMPLE), "--no-report")
+    assert done.returncode == 0, done.stderr
+    assert "16 transactions (32 RPC messages)" in done.stdout
+    assert "Workload" in done.stdout  # the last section: nothing lost at exit
+    missing = _entry_point("analyze", str(tmp_path / "absent.pcap"))
+    assert missing.returncode == ExitStatus.UNREADABLE
+    assert missing.stderr.startswith("nfstrace: error: ") and "Traceback" not in missing.stderr
+    usage = _entry_point("analyze", str(SAMPLE), "--no-such-option")
+    assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_entry_point_reader_gone_is_not_a_traceback() -> None:
+    # `nfstrace analyze x.pcap | head -1`: the reader closes the pipe early.
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    with os.fdopen(write_fd, "w") as closed_pipe:
+        done = _entry_point("analyze", str(SAMPLE), "--no-report", stdout=closed_pipe)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
