@@ -354,7 +354,8 @@ def main() -> NoReturn:
 
     Ends with os._exit once the output is flushed: Python's teardown would free a
     large analysis object by object (a quarter of a second after a million-packet
-    capture) when the process is ending anyway.
+    capture) when the process is ending anyway.  Not under a profiler or tracer
+    (cProfile, coverage): they write their results at exit.
     """
     try:
         app()
@@ -370,6 +371,8 @@ def main() -> NoReturn:
         sys.stderr.flush()
     except OSError:  # the reader went away (`| head`): the output is incomplete
         status = status or 1
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)
     os._exit(status)
 
 

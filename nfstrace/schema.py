@@ -168,7 +168,11 @@ EVENT_COLUMNS: dict[str, tuple[str, str]] = {
     "kind": ("string", "what happened: one of EVENT_KINDS"),
     "seq": ("int64", "TCP sequence number (see EVENT_KINDS; -1 if none)"),
     "length": ("int64", "bytes concerned (see EVENT_KINDS)"),
-    "duration_ns": ("int64", "stretches: until the window opened or the stretch ended; else 0"),
+    "duration_ns": (
+        "int64",
+        "stretches: until the window opened or the stretch ended; tcp_ack_rtt: the round "
+        "trip; else 0",
+    ),
 }
 EVENT_DTYPES: dict[str, str] = {k: v[0] for k, v in EVENT_COLUMNS.items()}
 
@@ -193,6 +197,10 @@ EVENT_KINDS: dict[str, str] = {
     "advertised window (within one MSS) until an ACK opened room for a full segment; "
     "only on connections whose window scale is known (handshake captured); "
     "seq: the segment that filled it, length: the window (bytes)",
+    "tcp_ack_rtt": "the smallest data->ACK round trip of a stream: from a segment of new "
+    "data (one timed at a time; none whose bytes were re-sent) to the first ACK from the "
+    "peer covering it; one per stream (recorded when it ends); ts/frame/seq/length: that "
+    "segment, duration_ns: the round trip as seen at the capture point",
     "frame_duplicate": "a frame identical to one of the two before it within "
     "ParseLimits.duplicate_window_ns (mirror/SPAN port): skipped, not processed further; "
     "endpoints as far as its headers show; seq: TCP sequence or -1, length: frame length",

@@ -14,9 +14,11 @@ from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.quality import (
+    ACK_RTT_COLUMNS,
     GAP_NS,
     _gaps,
     _handshake_vote,
+    ack_round_trips,
     assess_capture,
     handshake_times,
 )
@@ -70,7 +72,7 @@ def test_capture_point_crafted(frames, side: str) -> None:
     q = quality(frames[f"point_{side}"])
     assert q.capture_point == side
     votes = dict(zip(q.evidence.method, q.evidence.vote, strict=True))
-    assert votes == {"handshake": side, "ttl": side, "pace": side}
+    assert votes == {"handshake": side, "ttl": side, "ack": side, "pace": side}
 
 
 def test_no_evidence_means_unknown(frames) -> None:
@@ -172,3 +174,32 @@ def test_gaps_count_the_calls_outstanding_through_them(consistent: bool) -> None
     expected = _brute_force_gaps(times, a, end)
     assert len(expected) > 3
     assert [tuple(r) for r in got.itertuples(index=False)] == expected
+
+
+def test_data_ack_round_trips_mid_stream(frames) -> None:
+    """No handshake: the smallest data->ACK round trip per direction (not the re-sent
+    segment's nor the TSO burst's quicker ACKs), and the capture point they vote for."""
+    t = nfstrace.load(frames["ack_rtt"])
+    rtt = ack_round_trips(t.events, t.transactions)
+    assert list(rtt.columns) == list(ACK_RTT_COLUMNS)
+    assert rtt.values.tolist() == [
+        [1, min(mf.ACK_RTT_CLIENT_US) * 1000, mf.ACK_RTT_CLIENT_ACK_US * 1000]
+    ]
+    q = assess_capture(t.messages, t.transactions, t.events, t.stats)
+    ack = q.evidence.set_index("method").loc["ack"]
+    assert (ack["vote"], ack["strength"], q.capture_point) == ("client", "weak", "client")
+
+
+@pytest.mark.parametrize(
+    "capture",
+    [
+        SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap",
+        SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.server-side.pcap",
+    ],
+    ids=lambda p: p.name,
+)
+def test_data_ack_vote_agrees_with_the_handshakes(capture: Path) -> None:
+    t = nfstrace.load(capture)
+    q = assess_capture(t.messages, t.transactions, t.events, t.stats)
+    votes = q.evidence.set_index("method")["vote"]
+    assert votes["ack"] == votes["handshake"] == q.capture_point

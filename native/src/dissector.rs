@@ -9,7 +9,10 @@ use crate::link::locate_ip;
 use crate::maps::{HashMap, HashSet, IndexMap};
 use crate::nfs;
 use crate::rpc;
-use crate::tcp::{Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, IGNORE};
+use crate::tcp::{
+    Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, EVENT_KIND_NAMES, IGNORE,
+    RTT_MAX_SEGMENT,
+};
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -264,7 +267,7 @@ pub struct Collector {
     pub cols: Columns,
     pub deferred: Vec<Deferred>,
     pub events: Events,
-    event_counts: [usize; 11],
+    event_counts: [usize; EVENT_KIND_NAMES.len()],
     max_events: usize,
     pub events_dropped: i64,
     pub auth_too_long: i64,
@@ -287,7 +290,7 @@ impl Collector {
             cols: Columns::default(),
             deferred: Vec::new(),
             events: Events::default(),
-            event_counts: [0; 11],
+            event_counts: [0; EVENT_KIND_NAMES.len()],
             max_events,
             events_dropped: 0,
             auth_too_long: 0,
@@ -693,8 +696,25 @@ fn close_stretches(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
     }
 }
 
+/// The peer acknowledged the segment of hs being timed: a round-trip sample.
+fn ack_rtt_sample(hs: &mut HalfStream, ts: i64) {
+    hs.rtt_end = -1;
+    let sample = ts - hs.rtt_start[0];
+    if sample >= 0 && (hs.rtt_best[0] < 0 || sample < hs.rtt_best[0]) {
+        let [t, frame, seq, len] = hs.rtt_start;
+        hs.rtt_best = [sample, t, frame, seq, len];
+    }
+}
+
+/// A stream replaced or at the end: close its stretches, record its smallest
+/// data->ACK round trip, fold its counts into its direction's facts.
 fn retire(col: &mut Collector, facts: &mut Facts, hs: &mut HalfStream, ts: i64) {
     close_stretches(col, hs, ts);
+    if hs.rtt_best[0] >= 0 {
+        let [rtt, start, frame, seq, len] = hs.rtt_best;
+        col.event(hs, Ev::TcpAckRtt, start, frame, seq, len, rtt);
+        hs.rtt_best[0] = -1;
+    }
     let f = &mut facts.rows[hs.facts];
     f[ip::F_PACKETS] += hs.packets;
     f[ip::F_IP_BYTES] += hs.ip_bytes;
@@ -1074,6 +1094,9 @@ impl Dissector {
             if let Some(r) = rev_i {
                 let wshift = self.arena[h].wshift;
                 let rev = &mut self.arena[r];
+                if rev.rtt_end >= 0 && ((ack - rev.rtt_end) & SEQ_MASK) < SEQ_HALF {
+                    ack_rtt_sample(rev, ts);
+                }
                 if !rev.pending.is_empty() {
                     self.tcp.acked(rev, ack, ts, frame, &mut self.col);
                 }
@@ -1094,6 +1117,23 @@ impl Dissector {
         let wire = dg.wire_len - hl as i64;
         if wire > 0 {
             let hs = &mut self.arena[h];
+            let end = (seq + wire) & SEQ_MASK;
+            if hs.rtt_end >= 0 {
+                let before = (hs.rtt_end - seq) & SEQ_MASK;
+                if before > 0 && before < SEQ_HALF {
+                    // bytes re-sent: no sample (Karn: which copy the ACK answers is unknown)
+                    hs.rtt_end = -1;
+                }
+            } else if wire <= RTT_MAX_SEGMENT
+                && hs.rtt_hi >= 0
+                && ((seq - hs.rtt_hi) & SEQ_MASK) < SEQ_HALF
+            {
+                hs.rtt_end = end; // all new bytes: time this segment
+                hs.rtt_start = [ts, frame, seq, wire];
+            }
+            if hs.rtt_hi < 0 || ((end - hs.rtt_hi) & SEQ_MASK) < SEQ_HALF {
+                hs.rtt_hi = end;
+            }
             if hs.wtrack && ((seq + wire - hs.wlimit) & SEQ_MASK) < SEQ_HALF {
                 window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame);
             }

@@ -19,6 +19,10 @@ const CALL_SIG: [u8; 8] = [0, 0, 0, 0, 0, 0, 0, 2];
 const REPLY_SIG0: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 0];
 const REPLY_SIG1: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 1];
 
+/// Data->ACK round trips time segments up to a jumbo frame's payload: a larger one
+/// is a TSO/GSO burst captured before the NIC split it, whose ACK waits for all of it.
+pub const RTT_MAX_SEGMENT: i64 = 9000;
+
 /// Event kinds (names: `EVENT_KIND_NAMES`, schema.EVENT_KINDS keys).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Ev {
@@ -33,9 +37,10 @@ pub enum Ev {
     TcpWindowFull = 8,
     FrameDuplicate = 9,
     IpDatagramIncomplete = 10,
+    TcpAckRtt = 11,
 }
 
-pub const EVENT_KIND_NAMES: [&str; 11] = [
+pub const EVENT_KIND_NAMES: [&str; 12] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
@@ -47,6 +52,7 @@ pub const EVENT_KIND_NAMES: [&str; 11] = [
     "tcp_window_full",
     "frame_duplicate",
     "ip_datagram_incomplete",
+    "tcp_ack_rtt",
 ];
 
 #[derive(Default, Clone, Copy)]
@@ -163,6 +169,15 @@ pub struct HalfStream {
     pub wfull_frame: i64,
     pub wfull_seq: i64,
     pub wfull_wnd: i64,
+    /// Data->ACK round trips, one segment timed at a time (as TCP times them),
+    /// of at most RTT_MAX_SEGMENT bytes: the end of the highest byte sent (-1:
+    /// none yet), the end of the segment being timed (-1: none), its (ts, frame,
+    /// seq, length), and the smallest sample as (round trip ns, ts, frame, seq,
+    /// length) (round trip -1: none).
+    pub rtt_hi: i64,
+    pub rtt_end: i64,
+    pub rtt_start: [i64; 4],
+    pub rtt_best: [i64; 5],
     /// the other direction of the same connection, once seen (arena index)
     pub rev: Option<usize>,
 }
@@ -225,6 +240,10 @@ impl HalfStream {
             wfull_frame: -1,
             wfull_seq: -1,
             wfull_wnd: -1,
+            rtt_hi: -1,
+            rtt_end: -1,
+            rtt_start: [0; 4],
+            rtt_best: [-1, 0, 0, 0, 0],
             rev: None,
         }
     }

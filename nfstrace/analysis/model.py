@@ -42,7 +42,7 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.overview import _throughput as write_throughput
-from nfstrace.analysis.quality import handshake_times
+from nfstrace.analysis.quality import ack_round_trips, handshake_times
 from nfstrace.analysis.workload import (
     json_number,
     json_records,
@@ -399,6 +399,28 @@ def _handshake_rtts(events: pd.DataFrame | None) -> np.ndarray:
     return (ack[ok] - syn_last[ok]) / 1e9
 
 
+def _ack_rtts(
+    events: pd.DataFrame | None, tx: pd.DataFrame, capture_point: str
+) -> tuple[np.ndarray, str]:
+    """Per RPC connection, the network round trip its data->ACK times show at this
+    capture point (seconds), and how it was taken.  On the client its own data
+    waits the round trip for the server's ACK (the server's data is acknowledged
+    locally); on the server the reverse; in between each leg shows a part."""
+    rtt = ack_round_trips(events, tx)
+    c = rtt["client_data_ns"].to_numpy(dtype="float64")
+    s = rtt["server_data_ns"].to_numpy(dtype="float64")
+    if capture_point == "client":
+        ns, how = c, "the client's data to the server's ACK"
+    elif capture_point == "server":
+        ns, how = s, "the server's data to the client's ACK"
+    elif capture_point == "between":
+        ns = np.where((c > 0) & (s > 0), c + s, -1.0)
+        how = "the client's data to the server's ACK plus the reverse"
+    else:  # unknown: the far side's ACK is the slower one
+        ns, how = np.maximum(c, s), "the slower of the two directions"
+    return np.sort(ns[ns > 0]) / 1e9, how
+
+
 def _estimate_rtt(
     tx: pd.DataFrame,
     events: pd.DataFrame | None,
@@ -428,9 +450,21 @@ def _estimate_rtt(
             len(hs),
             (float(np.median(hs)) - float(hs.min())) / 2 if len(hs) > 1 else math.nan,
         )
+    elif len((acks := _ack_rtts(events, tx, capture_point))[0]):
+        rtts, how = acks
+        est = _Estimate(
+            "T_prop",
+            float(rtts[0]) / 2,
+            f"TCP data->ACK: smallest round trip of {how} / 2",
+            len(rtts),
+            (float(np.median(rtts)) - float(rtts[0])) / 2 if len(rtts) > 1 else math.nan,
+            "includes the time the peer took to send its ACK",
+        )
     elif capture_point == "server":
         est = _cannot(
-            "T_prop", "server-side capture: call->reply excludes the network, no TCP handshake"
+            "T_prop",
+            "server-side capture: call->reply excludes the network, no TCP handshake "
+            "or data->ACK round trip",
         )
     elif capture_point == "between":
         est = _cannot(

@@ -2,7 +2,7 @@
 (snaplen truncation, interface drops, bytes the capture missed, silent gaps),
 so that findings it limits are read with that in mind.
 
-Capture point, from three kinds of evidence (strongest first):
+Capture point, from four kinds of evidence (strongest first):
 
 * TCP handshakes: on the client, SYN -> SYN-ACK is a network round trip and
   SYN-ACK -> ACK the client's own reaction (short); on the server the reverse.
@@ -11,6 +11,12 @@ Capture point, from three kinds of evidence (strongest first):
   255) only where they were captured before any router; if one side's do and
   the other's do not, the capture was on the first side.  Both initial: one
   L2 segment (no evidence); neither: between routers.
+* Data -> ACK round trips (events ``tcp_ack_rtt``): on the client, its data
+  waits a network round trip for the server's ACK while the server's data is
+  acknowledged by the client's own stack (fast); on the server the reverse.
+  Weak (a host that delays its ACKs looks far away), and, like the pace, it
+  decides only at ACK_RATIO or more: on one network segment without added
+  delay both are stack times.
 * Pace of answered calls: on the client the call -> reply time (from the
   call's last packet) includes the round trip, on the server the reply ->
   next-call time does.  Weak: processing times can outweigh a short round
@@ -38,13 +44,16 @@ HANDSHAKE_RATIO = 2.0
 # Pace: call->reply over reply->next-call beyond this (or below its inverse) votes;
 # closer than that, processing times, not a round trip, make the difference.
 PACE_RATIO = 2.0
+# Data->ACK: the median over connections of client-data / server-data round trips
+# beyond this (or below its inverse) votes.
+ACK_RATIO = 2.0
 # Both handshake intervals at least this share of the total: captured in between.
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
 GAP_NS = 1_000_000_000
 
 EVIDENCE_COLUMNS: dict[str, str] = {
-    "method": "handshake / ttl / pace",
+    "method": "handshake / ttl / ack / pace",
     "vote": "client / server / between / none",
     "strength": "strong / weak",
     "detail": "the numbers behind the vote",
@@ -219,6 +228,53 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
     )
 
 
+ACK_RTT_COLUMNS: dict[str, str] = {
+    "conn": "connection id (connections that carried RPC calls)",
+    "client_data_ns": "smallest round trip from a client data segment to the server's ACK "
+    "covering it, as seen at the capture point; -1 if none",
+    "server_data_ns": "the same for the server's data and the client's ACK; -1 if none",
+}
+
+
+def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> pd.DataFrame:
+    """Per RPC connection, the smallest data->ACK round trip of each direction
+    (``ACK_RTT_COLUMNS``), told apart by which side sent the calls."""
+    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
+    if events is None or not len(events) or "kind" not in events or "conn" not in transactions:
+        return empty
+    rtt = events[events["kind"] == "tcp_ack_rtt"]
+    clients = transactions.loc[transactions["n_calls"] > 0, ["conn", "client"]].dropna()
+    if rtt.empty or clients.empty:
+        return empty
+    clients = clients.drop_duplicates("conn").astype({"conn": "int64", "client": object})
+    rtt = rtt[["conn", "src", "duration_ns"]].astype({"conn": "int64", "src": object})
+    rtt = rtt.merge(clients, on="conn")
+    if rtt.empty:
+        return empty
+    side = np.where(rtt["src"] == rtt["client"], "client_data_ns", "server_data_ns")
+    out = rtt.assign(side=side).pivot_table(
+        index="conn", columns="side", values="duration_ns", aggfunc="min"
+    )
+    out = out.reindex(columns=list(ACK_RTT_COLUMNS)[1:]).fillna(-1).astype("int64")
+    return out.reset_index()[list(ACK_RTT_COLUMNS)]
+
+
+def _ack_vote(events: pd.DataFrame, transactions: pd.DataFrame) -> dict[str, str] | None:
+    rtt = ack_round_trips(events, transactions)
+    both = rtt[(rtt["client_data_ns"] > 0) & (rtt["server_data_ns"] > 0)]
+    if both.empty:
+        return None
+    ratio = float(np.median(both["client_data_ns"] / both["server_data_ns"]))
+    vote = "client" if ratio >= ACK_RATIO else "server" if ratio <= 1 / ACK_RATIO else "none"
+    return {
+        "method": "ack",
+        "vote": vote,
+        "strength": "weak",
+        "detail": f"{len(both)} connections: median data->ACK round trip of the client's "
+        f"data / of the server's = {ratio:.3g}",
+    }
+
+
 def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
     if not len(events):
         return None
@@ -364,6 +420,7 @@ def assess_capture(
         for e in (
             _handshake_vote(events),
             _ttl_vote(transactions, stats),
+            _ack_vote(events, transactions),
             _pace_vote(transactions),
         )
         if e is not None

@@ -40,7 +40,7 @@ from nfstrace.parsers.ip import (
 )
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
-from nfstrace.parsers.tcp import IGNORE, HalfStream, TcpReassembler
+from nfstrace.parsers.tcp import IGNORE, RTT_MAX_SEGMENT, HalfStream, TcpReassembler
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 # TCP flags
@@ -437,6 +437,8 @@ class Dissector:
         if flags & TH_ACK:
             rev = hs.rev
             if rev is not None:
+                if rev.rtt_end >= 0 and (ack - rev.rtt_end) & SEQ_MASK < SEQ_HALF:
+                    _ack_rtt_sample(rev, ts)
                 if rev.pending:
                     tcp.acked(rev, ack, ts, frame)
                 if rev.wtrack and (ack != rev.wack or window != rev.wwin) and not flags & TH_SYN:
@@ -448,6 +450,18 @@ class Dissector:
                         _end_window_full(self.col, rev, ts)  # room for a full segment again
         wire = dg.wire_len - hl
         if wire > 0:
+            end = (seq + wire) & SEQ_MASK
+            if hs.rtt_end >= 0:
+                if 0 < (hs.rtt_end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
+                    hs.rtt_end = -1  # (Karn: which copy the ACK answers is unknown)
+            elif (
+                wire <= RTT_MAX_SEGMENT
+                and hs.rtt_hi >= 0
+                and (seq - hs.rtt_hi) & SEQ_MASK < SEQ_HALF  # all new bytes
+            ):
+                hs.rtt_end, hs.rtt_start = end, (ts, frame, seq, wire)
+            if hs.rtt_hi < 0 or (end - hs.rtt_hi) & SEQ_MASK < SEQ_HALF:
+                hs.rtt_hi = end
             if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
                 _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
             tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
@@ -870,10 +884,22 @@ def _ip_extremes(hs: HalfStream, ip_len: int, ttl: int) -> None:
             f[F_MAX_IP_LEN] = ip_len
 
 
+def _ack_rtt_sample(hs: HalfStream, ts: int) -> None:
+    """The peer acknowledged the segment of hs being timed: a round-trip sample."""
+    hs.rtt_end = -1
+    sample = ts - hs.rtt_start[0]
+    if sample >= 0 and (hs.rtt_best is None or sample < hs.rtt_best[0]):
+        hs.rtt_best = (sample, *hs.rtt_start)
+
+
 def _retire(col: _Collector, hs: HalfStream, ts: int) -> None:
-    """A stream replaced or at the end: close its stretches, fold its counts
-    into its direction's facts."""
+    """A stream replaced or at the end: close its stretches, record its
+    smallest data->ACK round trip, fold its counts into its direction's facts."""
     _close_stretches(col, hs, ts)
+    if hs.rtt_best is not None:
+        rtt, start, frame, seq, length = hs.rtt_best
+        col.event(hs, "tcp_ack_rtt", start, frame, seq, length, rtt)
+        hs.rtt_best = None
     f = hs.facts
     f[F_PACKETS] += hs.packets
     f[F_IP_BYTES] += hs.ip_bytes

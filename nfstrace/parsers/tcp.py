@@ -39,6 +39,9 @@ MARK, FRAG, RESYNC, IGNORE = 0, 1, 2, 3
 SEQ_MOD = 1 << 32
 # A sequence jump this far ahead is not a hole to wait for: restart framing.
 MAX_SEQ_JUMP = 1 << 30
+# Data->ACK round trips time segments up to a jumbo frame's payload: a larger one
+# is a TSO/GSO burst captured before the NIC split it, whose ACK waits for all of it.
+RTT_MAX_SEGMENT = 9000
 
 _CALL_SIG = b"\x00\x00\x00\x00\x00\x00\x00\x02"  # msg_type CALL, rpcvers 2
 _REPLY_SIGS = (b"\x00\x00\x00\x01\x00\x00\x00\x00", b"\x00\x00\x00\x01\x00\x00\x00\x01")
@@ -143,6 +146,11 @@ class HalfStream:
         "wfull_frame",
         "wfull_seq",
         "wfull_wnd",
+        # data->ACK round trips (fast.py): see __init__
+        "rtt_hi",
+        "rtt_end",
+        "rtt_start",
+        "rtt_best",
         # the other direction of the same connection, once seen (fast.Dissector)
         "rev",
     )
@@ -201,6 +209,14 @@ class HalfStream:
         self.zw_since = self.zw_frame = self.zw_seq = -1  # we advertise a zero window
         self.wfull_since = self.wfull_frame = self.wfull_seq = self.wfull_wnd = -1  # we fill
         # the peer's window
+        # Data->ACK round trips, one segment timed at a time (as TCP times them),
+        # of at most RTT_MAX_SEGMENT bytes: the end of the highest byte sent
+        # (-1: none yet), the end of the segment being timed (-1: none), its
+        # (ts, frame, seq, length), and the smallest sample as
+        # (round trip ns, ts, frame, seq, length) or None.
+        self.rtt_hi = self.rtt_end = -1
+        self.rtt_start: tuple[int, int, int, int] = (0, 0, 0, 0)
+        self.rtt_best: tuple[int, int, int, int, int] | None = None
         self.rev: HalfStream | None = None
 
 

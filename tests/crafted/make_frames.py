@@ -356,6 +356,54 @@ def build_capture_point(out: Path) -> dict[str, Path]:
     }
 
 
+# ---- data -> ACK round trips on a connection captured mid-stream -----------------------
+
+ACK_RTT_CLIENT_US = (2_000, 800, 1_500)  # server's ACK of each WRITE's first segment
+ACK_RTT_CLIENT_ACK_US = 30  # the client's ACK of each reply (its own stack)
+ACK_RTT_RESENT_ACK_US = 100  # ACK of a re-sent segment: no sample (Karn)
+ACK_RTT_BURST_ACK_US = 50  # ACK of a TSO burst (a 12,000-byte segment): not timed
+ACK_RTT_BURST_BYTES = 12_000
+
+
+def build_ack_rtt(out: Path) -> dict[str, Path]:
+    # Client side, no handshake: a GETATTR and its reply (each direction's first
+    # data: not timed), then three WRITEs of 3 segments whose first segment the
+    # server ACKs after ACK_RTT_CLIENT_US; the client ACKs each reply after 30 us
+    # and sends its next call 50 us after it.  Then a WRITE whose first segment is
+    # re-sent 5 us later and ACKed at once, and one sent as a single 12,000-byte
+    # segment, ACKed 50 us later.
+    cap = mc.Capture()
+    c, s = hosts()
+    f = Flow(cap, c, s, cport=860, cisn=40_000, sisn=70_000)
+    f.client_data(0, mc.record(mc.getattr_call(0x2801)))
+    f.server_data(300, mc.record(mc.getattr_reply(0x2801)))
+    f.add(330, True, flags="A")
+    t = 1_000.0
+    for i, rtt in enumerate(ACK_RTT_CLIENT_US):
+        xid = 0x2810 + i
+        for k, part in enumerate(segments(mc.record(mc.write_call(xid, WRITE_COUNT)))):
+            f.client_data(t + 10 * k, part)
+        f.add(t + rtt, False, flags="A")
+        f.server_data(t + rtt + 50, mc.record(mc.write_reply(xid, WRITE_COUNT)))
+        f.add(t + rtt + 50 + ACK_RTT_CLIENT_ACK_US, True, flags="A")
+        t += rtt + 100  # the next call soon after the reply, as a client-side capture shows
+    parts = segments(mc.record(mc.write_call(0x2820, WRITE_COUNT)))
+    first = f.cnext
+    f.client_data(t, parts[0])
+    f.client_data(t + 5, parts[0], seq=first)
+    f.add(t + ACK_RTT_RESENT_ACK_US, False, flags="A")
+    for k, part in enumerate(parts[1:]):
+        f.client_data(t + 200 + 10 * k, part)
+    f.server_data(t + 2_500, mc.record(mc.write_reply(0x2820, WRITE_COUNT)))
+    f.add(t + 2_500 + ACK_RTT_CLIENT_ACK_US, True, flags="A")
+    t += 2_600
+    f.client_data(t, mc.record(mc.write_call(0x2821, ACK_RTT_BURST_BYTES)))
+    f.add(t + ACK_RTT_BURST_ACK_US, False, flags="A")
+    f.server_data(t + 2_500, mc.record(mc.write_reply(0x2821, ACK_RTT_BURST_BYTES)))
+    f.add(t + 2_500 + ACK_RTT_CLIENT_ACK_US, True, flags="A")
+    return {"ack_rtt": cap.write(out / "ack_rtt.pcap")}
+
+
 BUILDERS = (
     build_mirror,
     build_tcp_retransmission,
@@ -364,6 +412,7 @@ BUILDERS = (
     build_zero_window,
     build_window_full,
     build_capture_point,
+    build_ack_rtt,
 )
 
 
