@@ -47,6 +47,7 @@ TSHARK_DECODE_AS = ("-d", "tcp.port==2049,rpc", "-d", "udp.port==2049,rpc")
 EPAM_NFSTRACE = Path("/usr/bin/nfstrace")
 EPAM_PACKAGE = "nfstrace"
 TIME = Path("/usr/bin/time")  # GNU time: the child's peak RSS
+STDOUT_KEPT = 16 << 20  # bytes of a tool's output read back (its summary tables)
 
 # Targets from the benchmark issue, for the default parser.
 TARGET_SPEED_VS_TSHARK = 10.0
@@ -328,6 +329,7 @@ class Tool:
     version: str
     cwd: str | None = None
     env: dict[str, str] | None = None
+    discard_stdout: bool = False  # to /dev/null (see measure)
 
 
 @dataclass(frozen=True)
@@ -543,6 +545,7 @@ def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list
             argv=lambda p, _s: ["cat", str(p)],
             calls_seen=lambda _out: None,
             version=_first_line(["cat", "--version"]),
+            discard_stdout=True,
         )
     )
     return tools, absent
@@ -560,21 +563,32 @@ class Run:
     stderr_tail: str
 
 
-def measure(argv: list[str], cwd: str | None, env: dict[str, str] | None, timeout: float) -> Run:
+def measure(
+    argv: list[str],
+    cwd: str | None,
+    env: dict[str, str] | None,
+    timeout: float,
+    discard_stdout: bool = False,
+) -> Run:
     """Run argv once in a fresh process: wall time and the child's own peak RSS.
 
     Through /usr/bin/time when present: a child forked from this Python process
     inherits its peak RSS (Linux keeps the high-water mark across exec), so
-    wait4's figure would never go below ours; time's child starts small."""
+    wait4's figure would never go below ours; time's child starts small.
+    discard_stdout: to /dev/null (`cat FILE > /dev/null`, the read floor: a file's
+    bytes written to a temporary file would time the disk, and read back here
+    they once took this process to 24 GB on a 2 GiB input)."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         tempfile.NamedTemporaryFile("r") as rss,
+        open(os.devnull, "wb") as devnull,
     ):
         if TIME.exists():
             argv = [str(TIME), "-f", "%M", "-o", rss.name, *argv]
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=cwd, env=env)
+        stdout = devnull if discard_stdout else out
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=err, cwd=cwd, env=env)
         deadline = start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -597,7 +611,7 @@ def measure(argv: list[str], cwd: str | None, env: dict[str, str] | None, timeou
             wall_s=wall,
             peak_rss_kb=peak,  # KiB
             exit_status=proc.returncode,
-            stdout=out.read().decode(errors="replace"),
+            stdout=out.read(STDOUT_KEPT).decode(errors="replace"),
             stderr_tail=stderr[-500:],
         )
 
@@ -639,12 +653,13 @@ def bench_input(
 ) -> dict:
     size = path.stat().st_size
     packets = count_packets(path)
-    measure(["cat", str(path)], None, None, timeout)  # warm the page cache
+    measure(["cat", str(path)], None, None, timeout, discard_stdout=True)  # warm the cache
     ours = nfstrace_calls(path, workdir, tools[0].env or {}, timeout)
     samples: dict[str, list[Run]] = {t.name: [] for t in tools}
     for _ in range(runs):  # interleaved, so a burst of load hits every tool alike
         for tool in tools:
-            samples[tool.name].append(measure(tool.argv(path, spec), tool.cwd, tool.env, timeout))
+            run = measure(tool.argv(path, spec), tool.cwd, tool.env, timeout, tool.discard_stdout)
+            samples[tool.name].append(run)
     results: dict[str, dict] = {}
     calls: dict[str, int | None] = {"nfstrace": ours["replied"]}
     for tool in tools:
