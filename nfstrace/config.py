@@ -61,6 +61,16 @@ class ParseLimits:
     # Real repeats come much later (RTO >= 200 ms) and differ in IP id or
     # TCP timestamps.  0 disables the check.
     duplicate_window_ns: int = 1_000_000
+    # A TCP sender that sends no data for at least this long in the middle of an
+    # RPC message, or before re-sending bytes, is recorded as a ``tcp_send_gap``
+    # event (why a message took long to cross: the sender waited for ACKs, for a
+    # retransmission timeout, or paused).  Shorter gaps are the normal spacing of
+    # a transfer and are not recorded; 0 records every gap.
+    send_gap_ns: int = 1_000_000
+    # TCP messages per direction waiting for the receiver's ACK of their last
+    # byte (messages.acked_ns).  Past it the oldest is given up (its acked_ns
+    # stays -1): a capture that sees one direction only never shows the ACKs.
+    max_ack_waiting: int = 4096
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ Times (int64 ns; <NA> where absent):
 - ``t_call_ns``: first packet of the first call (client-perceived start);
 - ``t_call_end_ns``: last packet of the first call;
 - ``t_call_last_ns`` / ``t_call_last_end_ns``: first/last packet of the last send;
-- ``t_reply_ns``: last packet of the first reply (when it could be used);
+- ``t_reply_first_ns`` / ``t_reply_ns``: first/last packet of the first reply;
 - ``latency_ns`` = t_reply - t_call (headline, as the client waits);
 - ``latency_last_ns`` = t_reply - t_call_last_end (after the last re-send);
 - ``srt_ns`` = t_reply - t_call_end: tshark's ``rpc.time`` (it times a call
@@ -67,6 +67,7 @@ _CALL_COLUMNS = {
     "seqid": "seqid",
     "minor": "minor",
     "rpc_len": "call_bytes",
+    "frame_first": "call_frame_first",
     "frame_last": "call_frame",
     "truncated": "call_truncated",
     "nfs_decode": "call_decode",
@@ -308,6 +309,9 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
     t_call, t_call_end = at(ts_first, call), at(ts_last, call)
     t_last, t_last_end = at(ts_first, last), at(ts_last, last)
     t_reply, no_reply = at(ts_last, reply), reply < 0
+    cols["t_reply_first_ns"] = ns(at(ts_first, reply), no_reply)
+    acked = at(messages["acked_ns"].to_numpy("int64"), last) if "acked_ns" in messages else last
+    cols["t_call_acked_ns"] = ns(acked, orphan | (acked < 0))
     cols["t_call_ns"], cols["t_call_end_ns"] = ns(t_call, orphan), ns(t_call_end, orphan)
     cols["t_call_last_ns"], cols["t_call_last_end_ns"] = ns(t_last, orphan), ns(t_last_end, orphan)
     cols["t_reply_ns"] = ns(t_reply, no_reply)

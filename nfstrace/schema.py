@@ -48,6 +48,8 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "ip_frags": "int: IP fragments carrying the message (1 per unfragmented packet)",
     "truncated": "bool: some bytes of the message were not captured "
     "(snaplen, missing segments or lost fragments)",
+    "acked_ns": "int64: TCP: capture time of the first ACK from the receiver covering the "
+    "message's last byte (-1: UDP, no such ACK captured, or the message was cut short)",
 }
 
 # Columns as (name, pandas dtype), in table order.
@@ -83,6 +85,7 @@ MESSAGE_DTYPES: dict[str, str] = {
     "frames": "int32",
     "ip_frags": "int32",
     "truncated": "bool",
+    "acked_ns": "int64",
 }
 
 # Decoded procedure fields (nfstrace/parsers/nfs_fields.py) follow the RPC ones.
@@ -117,6 +120,8 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "t_call_end_ns": ("Int64", "last packet of the first call"),
     "t_call_last_ns": ("Int64", "first packet of the last send of the call"),
     "t_call_last_end_ns": ("Int64", "last packet of the last send of the call"),
+    "t_call_acked_ns": ("Int64", "TCP: the receiver's first ACK of the last send's last byte"),
+    "t_reply_first_ns": ("Int64", "first packet of the first reply"),
     "t_reply_ns": ("Int64", "last packet of the first reply"),
     "latency_ns": ("Int64", "t_reply - t_call: what the client waited (headline)"),
     "latency_last_ns": ("Int64", "t_reply - t_call_last_end: from the last re-send"),
@@ -145,6 +150,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "minor": ("Int32", "NFSv4 minor version"),
     "call_bytes": ("Int64", "RPC length of the call"),
     "reply_bytes": ("Int64", "RPC length of the first reply"),
+    "call_frame_first": ("Int64", "first frame of the first call"),
     "call_frame": ("Int64", "frame completing the first call"),
     "reply_frame": ("Int64", "frame completing the first reply"),
     "call_truncated": ("boolean", "the call was not wholly captured"),
@@ -201,6 +207,15 @@ EVENT_KINDS: dict[str, str] = {
     "data (one timed at a time; none whose bytes were re-sent) to the first ACK from the "
     "peer covering it; one per stream (recorded when it ends); ts/frame/seq/length: that "
     "segment, duration_ns: the round trip as seen at the capture point",
+    "tcp_send_gap": "stretch: the sender sent no data for at least ParseLimits.send_gap_ns "
+    "(part-way through an RPC message, or before re-sending bytes: a retransmission "
+    "timeout) while bytes it had sent were unacknowledged: from its last data segment "
+    "(ts/frame) until the peer acknowledged all of them or it sent again; seq: the sequence "
+    "number it sent next, length: bytes unacknowledged at the start (-1: no ACK seen yet)",
+    "tcp_send_idle": "stretch: the sender, part-way through an RPC message, had every byte "
+    "acknowledged and sent nothing (the application paused), from the last ACK (or its "
+    "last data segment) until its next data segment; part of a gap of at least "
+    "ParseLimits.send_gap_ns; frame: its last data segment, seq: the one it sent next, length 0",
     "frame_duplicate": "a frame identical to one of the two before it within "
     "ParseLimits.duplicate_window_ns (mirror/SPAN port): skipped, not processed further; "
     "endpoints as far as its headers show; seq: TCP sequence or -1, length: frame length",

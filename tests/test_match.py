@@ -25,7 +25,7 @@ def messages(rows: list[dict]) -> pd.DataFrame:
         "auth": "sys", "auth_uid": 0, "auth_gid": 0, "auth_machine": "", "gss_proc": -1,
         "gss_service": "", "reply_stat": "", "accept_stat": -1, "reject_stat": -1,
         "rpc_len": 100, "captured_len": 100, "body_offset": 28, "record_frags": 1,
-        "frames": 1, "ip_frags": 1, "truncated": False, "op": "WRITE",
+        "frames": 1, "ip_frags": 1, "truncated": False, "op": "WRITE", "acked_ns": -1,
     }  # fmt: skip
     out = []
     for i, r in enumerate(rows, start=1):

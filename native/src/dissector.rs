@@ -47,6 +47,7 @@ pub struct Settings {
     pub max_directions: usize,
     pub max_events_per_kind: usize,
     pub duplicate_window_ns: i64,
+    pub send_gap_ns: i64,
     pub nfs3_procs: i64,
 }
 
@@ -265,6 +266,9 @@ impl Calls {
 /// Assembled messages -> rows; remembers calls to name replies (fast._Collector).
 pub struct Collector {
     pub cols: Columns,
+    /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
+    pub acked_rows: Vec<u64>,
+    pub acked_ts: Vec<i64>,
     pub deferred: Vec<Deferred>,
     pub events: Events,
     event_counts: [usize; EVENT_KIND_NAMES.len()],
@@ -288,6 +292,8 @@ impl Collector {
     fn new(max_calls: usize, nfs3_procs: i64, max_events: usize) -> Self {
         Collector {
             cols: Columns::default(),
+            acked_rows: Vec::new(),
+            acked_ts: Vec::new(),
             deferred: Vec::new(),
             events: Events::default(),
             event_counts: [0; EVENT_KIND_NAMES.len()],
@@ -363,7 +369,7 @@ impl Collector {
         conn: i64,
         head: &[u8],
         m: &Assembled,
-    ) {
+    ) -> Option<u64> {
         let st = &mut self.stats;
         let mut hdr = match rpc::decode_header(head) {
             Some(h) => h,
@@ -373,7 +379,7 @@ impl Collector {
                 } else {
                     st.not_rpc_records += 1;
                 }
-                return;
+                return None;
             }
         };
         let xid = hdr.xid;
@@ -486,6 +492,7 @@ impl Collector {
         let verifier = self.verifiers.bytes(fields.verifier);
         let session = self.sessions.bytes(fields.session);
         let c = &mut self.cols;
+        let row = c.ts_first.len() as u64;
         c.ts_first.push(m.ts_first);
         c.ts_last.push(m.ts_last);
         c.frame_first.push(m.frame_first);
@@ -535,6 +542,7 @@ impl Collector {
         c.seqid.push(fields.seqid.map_or(-1, |v| v as i64));
         c.minor.push(fields.minor.map_or(-1, |v| v as i32));
         c.nfs_decode.push(fields.decode);
+        Some(row)
     }
 }
 
@@ -564,9 +572,9 @@ fn auth_too_long(head: &[u8], is_call: bool) -> bool {
 }
 
 impl Sink for Collector {
-    fn emit(&mut self, hs: &HalfStream, m: Assembled) {
+    fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64> {
         let head = m.head;
-        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m);
+        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m)
     }
     fn event(
         &mut self,
@@ -606,6 +614,7 @@ type StreamKey = (Addr, i32, Addr, i32);
 /// The transport layer (fast.Dissector).
 pub struct Dissector {
     settings_dup_window: i64,
+    send_gap_ns: i64,
     pub col: Collector,
     pub facts: Facts,
     pub reasm: Reassembler,
@@ -703,6 +712,30 @@ fn ack_rtt_sample(hs: &mut HalfStream, ts: i64) {
     if sample >= 0 && (hs.rtt_best[0] < 0 || sample < hs.rtt_best[0]) {
         let [t, frame, seq, len] = hs.rtt_start;
         hs.rtt_best = [sample, t, frame, seq, len];
+    }
+}
+
+/// hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
+/// began part-way through an RPC message or ends by re-sending bytes: the part
+/// with bytes unacknowledged (tcp_send_gap) and the part with none
+/// (tcp_send_idle, part-way through a message only).
+fn send_gap(col: &mut Collector, hs: &HalfStream, ts: i64, seq: i64) {
+    let (start, acked, flight) = (hs.gap_t, hs.gap_acked, hs.gap_flight);
+    if flight < 0 || (flight > 0 && acked != start) {
+        // unknown ack state counts as waiting
+        let end = if acked >= 0 { acked } else { ts };
+        col.event(
+            hs,
+            Ev::TcpSendGap,
+            start,
+            hs.gap_frame,
+            seq,
+            flight,
+            end - start,
+        );
+    }
+    if acked >= 0 && hs.gap_mid && ts > acked {
+        col.event(hs, Ev::TcpSendIdle, acked, hs.gap_frame, seq, 0, ts - acked);
     }
 }
 
@@ -865,6 +898,7 @@ impl Dissector {
     pub fn new(s: Settings) -> Self {
         Dissector {
             settings_dup_window: s.duplicate_window_ns,
+            send_gap_ns: s.send_gap_ns,
             col: Collector::new(s.max_pending_calls, s.nfs3_procs, s.max_events_per_kind),
             facts: Facts::new(s.max_directions),
             reasm: Reassembler::new(
@@ -1097,6 +1131,23 @@ impl Dissector {
                 if rev.rtt_end >= 0 && ((ack - rev.rtt_end) & SEQ_MASK) < SEQ_HALF {
                     ack_rtt_sample(rev, ts);
                 }
+                if rev.ack_hi < 0 || ((ack - rev.ack_hi) & SEQ_MASK) < SEQ_HALF {
+                    rev.ack_hi = ack;
+                    while let Some(&(end, row)) = rev.ack_due.front() {
+                        if ((ack - end) & SEQ_MASK) >= SEQ_HALF {
+                            break;
+                        }
+                        rev.ack_due.pop_front();
+                        self.col.acked_rows.push(row);
+                        self.col.acked_ts.push(ts);
+                    }
+                    if rev.gap_acked < 0
+                        && rev.gap_t >= 0
+                        && ((ack - rev.rtt_hi) & SEQ_MASK) < SEQ_HALF
+                    {
+                        rev.gap_acked = ts; // everything the peer sent is acknowledged
+                    }
+                }
                 if !rev.pending.is_empty() {
                     self.tcp.acked(rev, ack, ts, frame, &mut self.col);
                 }
@@ -1118,6 +1169,13 @@ impl Dissector {
         if wire > 0 {
             let hs = &mut self.arena[h];
             let end = (seq + wire) & SEQ_MASK;
+            if hs.gap_t >= 0 && ts - hs.gap_t >= self.send_gap_ns {
+                let before = (hs.rtt_hi - seq) & SEQ_MASK;
+                let resent = hs.rtt_hi >= 0 && before > 0 && before < SEQ_HALF;
+                if hs.gap_mid || resent {
+                    send_gap(&mut self.col, hs, ts, seq);
+                }
+            }
             if hs.rtt_end >= 0 {
                 let before = (hs.rtt_end - seq) & SEQ_MASK;
                 if before > 0 && before < SEQ_HALF {
@@ -1152,6 +1210,15 @@ impl Dissector {
                 dg.frags,
                 &mut self.col,
             );
+            hs.gap_t = ts;
+            hs.gap_frame = frame;
+            hs.gap_mid = hs.in_msg;
+            hs.gap_acked = -1;
+            hs.gap_flight = if hs.ack_hi >= 0 {
+                (hs.rtt_hi - hs.ack_hi) & SEQ_MASK
+            } else {
+                -1
+            };
         }
         if flags & (TH_FIN | TH_RST) != 0 {
             self.end_of_stream(h, flags, ts, frame);

@@ -50,6 +50,7 @@ pub fn default_settings() -> Settings {
             max_pending_bytes_total: 256 * 1024 * 1024,
             max_hole_age_ns: 5_000_000_000,
             max_unsynced_bytes: 1024 * 1024,
+            max_ack_waiting: 4096,
         },
         max_frame_bytes: 262_144,
         ip_reassembly_timeout_ns: 30_000_000_000,
@@ -61,6 +62,7 @@ pub fn default_settings() -> Settings {
         max_directions: 262_144,
         max_events_per_kind: 500_000,
         duplicate_window_ns: 1_000_000,
+        send_gap_ns: 1_000_000,
         nfs3_procs: 22,
     }
 }

@@ -57,6 +57,7 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
             max_pending_bytes_total: get(d, "max_pending_bytes_total")?,
             max_hole_age_ns: get(d, "max_hole_age_ns")?,
             max_unsynced_bytes: get(d, "max_unsynced_bytes")?,
+            max_ack_waiting: get(d, "max_ack_waiting")?,
         },
         max_frame_bytes: get(d, "max_frame_bytes")?,
         ip_reassembly_timeout_ns: get(d, "ip_reassembly_timeout_ns")?,
@@ -68,6 +69,7 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
         max_directions: get(d, "max_directions")?,
         max_events_per_kind: get(d, "max_events_per_kind")?,
         duplicate_window_ns: get(d, "duplicate_window_ns")?,
+        send_gap_ns: get(d, "send_gap_ns")?,
         nfs3_procs: get(d, "nfs3_procs")?,
     })
 }
@@ -161,6 +163,8 @@ fn messages(py: Python<'_>, col: &mut Collector) -> PyResult<PyObject> {
     put_col(py, &out, "seqid", &mut c.seqid)?;
     put_col(py, &out, "minor", &mut c.minor)?;
     put_col(py, &out, "nfs_decode", &mut c.nfs_decode)?;
+    put(py, &out, "acked_row", &mut col.acked_rows)?;
+    put(py, &out, "acked_ts", &mut col.acked_ts)?;
     Ok(out.into_any().unbind())
 }
 

@@ -5,6 +5,7 @@
 use crate::ip::Addr;
 use crate::maps::HashMap;
 use crate::rpc;
+use std::collections::VecDeque;
 
 pub const MARK: u8 = 0;
 pub const FRAG: u8 = 1;
@@ -38,9 +39,11 @@ pub enum Ev {
     FrameDuplicate = 9,
     IpDatagramIncomplete = 10,
     TcpAckRtt = 11,
+    TcpSendGap = 12,
+    TcpSendIdle = 13,
 }
 
-pub const EVENT_KIND_NAMES: [&str; 12] = [
+pub const EVENT_KIND_NAMES: [&str; 14] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
@@ -53,6 +56,8 @@ pub const EVENT_KIND_NAMES: [&str; 12] = [
     "frame_duplicate",
     "ip_datagram_incomplete",
     "tcp_ack_rtt",
+    "tcp_send_gap",
+    "tcp_send_idle",
 ];
 
 #[derive(Default, Clone, Copy)]
@@ -178,6 +183,21 @@ pub struct HalfStream {
     pub rtt_end: i64,
     pub rtt_start: [i64; 4],
     pub rtt_best: [i64; 5],
+    /// Send gaps (dissector.rs): the peer's highest ACK number (-1: none yet);
+    /// the time and frame of our last data segment (-1: none yet), whether it
+    /// left an RPC message part-sent, the bytes we then had unacknowledged
+    /// (-1: unknown), and when the peer had acknowledged everything (-1: not yet).
+    pub ack_hi: i64,
+    pub gap_t: i64,
+    pub gap_frame: i64,
+    pub gap_mid: bool,
+    pub gap_flight: i64,
+    pub gap_acked: i64,
+    /// sequence number past the last message handed on (-1: cut short)
+    pub msg_end: i64,
+    /// messages waiting for the peer's ACK: (sequence number past their last
+    /// byte, row), oldest first
+    pub ack_due: VecDeque<(i64, u64)>,
     /// the other direction of the same connection, once seen (arena index)
     pub rev: Option<usize>,
 }
@@ -244,6 +264,14 @@ impl HalfStream {
             rtt_end: -1,
             rtt_start: [0; 4],
             rtt_best: [-1, 0, 0, 0, 0],
+            ack_hi: -1,
+            gap_t: -1,
+            gap_frame: -1,
+            gap_mid: false,
+            gap_flight: 0,
+            gap_acked: -1,
+            msg_end: -1,
+            ack_due: VecDeque::new(),
             rev: None,
         }
     }
@@ -266,7 +294,8 @@ pub struct Assembled<'h> {
 
 /// Where the reassembler's messages and events go.
 pub trait Sink {
-    fn emit(&mut self, hs: &HalfStream, m: Assembled);
+    /// The row the message became (None: not an RPC message).
+    fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64>;
     #[allow(clippy::too_many_arguments)]
     fn event(
         &mut self,
@@ -289,6 +318,7 @@ pub struct Limits {
     pub max_pending_bytes_total: i64,
     pub max_hole_age_ns: i64,
     pub max_unsynced_bytes: i64,
+    pub max_ack_waiting: usize,
 }
 
 pub struct TcpReassembler {
@@ -559,7 +589,7 @@ impl TcpReassembler {
             self.skip_hole(hs, ts, frame, false, sink);
         }
         if hs.in_msg {
-            self.emit(hs, false, sink);
+            self.emit(hs, false, -1, sink);
         }
         if hs.mode != IGNORE {
             hs.mode = RESYNC;
@@ -583,6 +613,7 @@ impl TcpReassembler {
         ip_frags: i64,
         sink: &mut S,
     ) {
+        let base = hs.next_seq; // the sequence number of data[0]
         hs.next_seq = (hs.next_seq + wire_len).rem_euclid(SEQ_MOD);
         let cap = (data.len() as i64).min(wire_len);
         let mut pos: i64 = 0;
@@ -625,7 +656,7 @@ impl TcpReassembler {
                     if hs.frag_left == 0 {
                         hs.mode = MARK;
                         if hs.frag_last {
-                            self.emit(hs, true, sink);
+                            self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                         }
                     }
                 }
@@ -709,7 +740,7 @@ impl TcpReassembler {
                     hs.mode = FRAG;
                     if flen == 0 && hs.frag_last {
                         hs.mode = MARK;
-                        self.emit(hs, true, sink);
+                        self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                     }
                 }
                 RESYNC => {
@@ -745,7 +776,7 @@ impl TcpReassembler {
 
     fn lose_sync<S: Sink>(&mut self, hs: &mut HalfStream, sink: &mut S) {
         if hs.in_msg {
-            self.emit(hs, false, sink);
+            self.emit(hs, false, -1, sink);
         }
         hs.mode = RESYNC;
         hs.mark_len = 0;
@@ -801,10 +832,14 @@ impl TcpReassembler {
         -1
     }
 
-    fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, sink: &mut S) {
+    /// Hand on the message assembled; `end`: the sequence number just past its
+    /// last byte (-1: cut short, not waited for an ACK).  A whole message waits
+    /// for the peer's ACK of its last byte (tcp.py does this in fast.py's emit).
+    fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
         hs.in_msg = false;
+        hs.msg_end = end;
         let head = std::mem::take(&mut hs.head);
-        sink.emit(
+        let row = sink.emit(
             hs,
             Assembled {
                 head: &head,
@@ -823,6 +858,12 @@ impl TcpReassembler {
         hs.head = head;
         hs.head.clear();
         hs.frag_left = 0;
+        if let (Some(row), true) = (row, end >= 0) {
+            if hs.ack_due.len() >= self.limits.max_ack_waiting.max(1) {
+                hs.ack_due.pop_front();
+            }
+            hs.ack_due.push_back((end, row));
+        }
     }
 }
 

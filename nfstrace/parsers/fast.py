@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from nfstrace.config import ParseLimits
@@ -198,6 +200,8 @@ class _Collector:
 
     def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
         self.rows: list[tuple] = []
+        self.n_rows = 0  # rows made so far (in chunks and rows)
+        self.acked: list[tuple[int, int]] = []  # (row, time of the ACK covering its last byte)
         # rows already made typed DataFrames, CHUNK_ROWS at a time: a tuple of
         # Python objects per row costs several times the typed columns
         self.chunks: list[pd.DataFrame] = []
@@ -256,7 +260,8 @@ class _Collector:
         ip_frags: int,
         record_frags: int,
         complete: bool,
-    ) -> None:
+    ) -> int:
+        """Make the message's row; its number (-1: not an RPC message, no row)."""
         st = self.stats
         hdr = rpc.decode_header(head)
         if hdr is None:
@@ -264,7 +269,7 @@ class _Collector:
                 st.headerless_messages += 1
             else:
                 st.not_rpc_records += 1
-            return
+            return -1
         xid = hdr[0]
         if hdr[14] < 0 and len(head) >= 40 and _auth_too_long(head, hdr[1] == "call"):
             st.anomalies["rpc_auth_too_long"] = st.anomalies.get("rpc_auth_too_long", 0) + 1
@@ -305,6 +310,8 @@ class _Collector:
         if len(self.rows) >= CHUNK_ROWS:
             self.chunks.append(_rows_frame(self.rows))
             self.rows = []
+        self.n_rows += 1
+        return self.n_rows - 1
 
 
 _ROW_COLUMNS = (
@@ -314,7 +321,9 @@ _ROW_COLUMNS = (
     + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
     + NFS_FIELD_NAMES
 )
-assert set(_ROW_COLUMNS) == set(MESSAGE_DTYPES)
+# Columns filled once the message is made (its ACK comes later); -1 until then.
+LATE_COLUMNS = ("acked_ns",)
+assert set(_ROW_COLUMNS) | set(LATE_COLUMNS) == set(MESSAGE_DTYPES)
 
 
 def _addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
@@ -332,6 +341,7 @@ class Dissector:
 
     def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
         self.limits = limits
+        self.send_gap_ns = limits.send_gap_ns
         self.stats = stats
         self.col = col = _Collector(limits, stats)
         self.facts = Facts(limits.max_directions)
@@ -344,10 +354,19 @@ class Dissector:
             limits.max_events_per_kind,
         )
 
+        max_waiting = limits.max_ack_waiting
+
         def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
-            col.message(
+            row = col.message(
                 hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
             )
+            if row >= 0 and hs.msg_end >= 0:  # whole: wait for the ACK of its last byte
+                due = hs.ack_due
+                if due is None:
+                    due = hs.ack_due = deque()
+                elif len(due) >= max_waiting:
+                    due.popleft()
+                due.append((hs.msg_end, row))
 
         self.tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
         self.streams: dict[tuple, HalfStream] = {}
@@ -439,6 +458,13 @@ class Dissector:
             if rev is not None:
                 if rev.rtt_end >= 0 and (ack - rev.rtt_end) & SEQ_MASK < SEQ_HALF:
                     _ack_rtt_sample(rev, ts)
+                if rev.ack_hi < 0 or (ack - rev.ack_hi) & SEQ_MASK < SEQ_HALF:
+                    rev.ack_hi = ack
+                    due = rev.ack_due
+                    while due and (ack - due[0][0]) & SEQ_MASK < SEQ_HALF:
+                        self.col.acked.append((due.popleft()[1], ts))
+                    if rev.gap_acked < 0 <= rev.gap_t and (ack - rev.rtt_hi) & SEQ_MASK < SEQ_HALF:
+                        rev.gap_acked = ts  # everything the peer sent is acknowledged
                 if rev.pending:
                     tcp.acked(rev, ack, ts, frame)
                 if rev.wtrack and (ack != rev.wack or window != rev.wwin) and not flags & TH_SYN:
@@ -451,6 +477,10 @@ class Dissector:
         wire = dg.wire_len - hl
         if wire > 0:
             end = (seq + wire) & SEQ_MASK
+            if hs.gap_t >= 0 and ts - hs.gap_t >= self.send_gap_ns:
+                resent = hs.rtt_hi >= 0 and 0 < (hs.rtt_hi - seq) & SEQ_MASK < SEQ_HALF
+                if hs.gap_mid or resent:
+                    _send_gap(self.col, hs, ts, seq)
             if hs.rtt_end >= 0:
                 if 0 < (hs.rtt_end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
                     hs.rtt_end = -1  # (Karn: which copy the ACK answers is unknown)
@@ -465,6 +495,8 @@ class Dissector:
             if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
                 _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
             tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
+            hs.gap_t, hs.gap_frame, hs.gap_mid, hs.gap_acked = ts, frame, hs.in_msg, -1
+            hs.gap_flight = (hs.rtt_hi - hs.ack_hi) & SEQ_MASK if hs.ack_hi >= 0 else -1
         if flags & (TH_FIN | TH_RST):
             self._end_of_stream(hs, flags, ts, frame)
 
@@ -639,7 +671,8 @@ class Dissector:
         ):
             if n:
                 a[name] = a.get(name, 0) + n
-        return _messages_frame(col.rows, col.chunks), _events_frame(col.events), stats
+        messages = _messages_frame(col.rows, col.chunks, col.acked)
+        return messages, _events_frame(col.events), stats
 
 
 @dataclass
@@ -892,6 +925,19 @@ def _ack_rtt_sample(hs: HalfStream, ts: int) -> None:
         hs.rtt_best = (sample, *hs.rtt_start)
 
 
+def _send_gap(col: _Collector, hs: HalfStream, ts: int, seq: int) -> None:
+    """hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
+    began part-way through an RPC message or ends by re-sending bytes: the part
+    with bytes unacknowledged (tcp_send_gap) and the part with none
+    (tcp_send_idle, part-way through a message only)."""
+    start, acked, flight = hs.gap_t, hs.gap_acked, hs.gap_flight
+    if flight < 0 or (flight > 0 and acked != start):  # unknown ack state counts as waiting
+        end = acked if acked >= 0 else ts
+        col.event(hs, "tcp_send_gap", start, hs.gap_frame, seq, flight, end - start)
+    if acked >= 0 and hs.gap_mid and ts > acked:
+        col.event(hs, "tcp_send_idle", acked, hs.gap_frame, seq, 0, ts - acked)
+
+
 def _retire(col: _Collector, hs: HalfStream, ts: int) -> None:
     """A stream replaced or at the end: close its stretches, record its
     smallest data->ACK round trip, fold its counts into its direction's facts."""
@@ -968,14 +1014,26 @@ def _rows_frame(rows: list[tuple]) -> pd.DataFrame:
     for name in ("src", "dst"):
         data[name] = [_addr_text(a, cache) for a in data[name]]
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES))
+    for name in LATE_COLUMNS:
+        df[name] = -1
     return df.astype(MESSAGE_DTYPES)
 
 
-def _messages_frame(rows: list[tuple], chunks: Sequence[pd.DataFrame] = ()) -> pd.DataFrame:
-    """The messages table from typed chunks (``_rows_frame``) and the rows after them."""
+def _messages_frame(
+    rows: list[tuple],
+    chunks: Sequence[pd.DataFrame] = (),
+    acked: Sequence[tuple[int, int]] = (),
+) -> pd.DataFrame:
+    """The messages table from typed chunks (``_rows_frame``) and the rows after
+    them; ``acked``: (row, acked_ns) of the messages whose ACK was seen."""
     df = _rows_frame(rows)
     if chunks:  # chunks' categories differ: concat gives object columns, made categories again
         df = pd.concat([*chunks, df], ignore_index=True).astype(MESSAGE_DTYPES)
+    if len(acked):
+        pos, ts = np.array(acked, dtype="int64").T
+        column = df["acked_ns"].to_numpy(copy=True)
+        column[pos] = ts
+        df["acked_ns"] = column
     return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
 
 

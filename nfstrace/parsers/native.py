@@ -93,6 +93,8 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "max_directions": limits.max_directions,
         "max_events_per_kind": limits.max_events_per_kind,
         "duplicate_window_ns": limits.duplicate_window_ns,
+        "send_gap_ns": limits.send_gap_ns,
+        "max_ack_waiting": limits.max_ack_waiting,
         "nfs3_procs": len(PROCEDURES[(NFS_PROGRAM, 3)]),
     }
 
@@ -238,6 +240,13 @@ def _decode_deferred(nfs: dict[str, object], deferred: list[tuple]) -> None:
                 col[row] = value  # type: ignore[index]
 
 
+def _acked(cols: dict) -> np.ndarray:
+    """messages.acked_ns: -1, then the ACK time of each row the parser saw acknowledged."""
+    acked = np.full(len(_ints(cols, "ts_first_ns", "i8")), -1, "int64")
+    acked[_ints(cols, "acked_row", "u8").astype("int64")] = _ints(cols, "acked_ts", "i8")
+    return acked
+
+
 def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_first_ns"]:
         return fast._messages_frame([])  # the empty table exactly as the reference makes it
@@ -281,6 +290,7 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         "frames": _ints(cols, "frames", "i4"),
         "ip_frags": _ints(cols, "ip_frags", "i4"),
         "truncated": _ints(cols, "truncated", "u1").astype(bool),
+        "acked_ns": _acked(cols),
     }
     nfs = _nfs_columns(cols, tables, prog, vers, proc)
     _decode_deferred(nfs, tables["deferred"])

@@ -62,7 +62,10 @@ NOT_FROM_TSHARK = {
     "truncated": "from the frames' captured vs wire lengths (tshark's [Packet size limited])",
     "body_offset": "computed from the credential and verifier lengths tshark reports",
     "nfs_decode": "'ok' when tshark dissected the NFS layer, '' otherwise",
+    "acked_ns": "-1: tshark does not say which ACK covers a message's last byte",
 }
+# ... and the transaction columns made from those alone.
+TRANSACTIONS_NOT_FROM_TSHARK = {"t_call_acked_ns": "missing (from acked_ns)"}
 
 WELL_KNOWN_RPC_PORTS = (2049, 111)
 TSHARK_OPTIONS = (

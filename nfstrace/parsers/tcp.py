@@ -28,6 +28,7 @@ starts a segment.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from nfstrace.config import ParseLimits
@@ -107,6 +108,7 @@ class HalfStream:
         "unsynced_bytes",
         # the message being assembled
         "in_msg",
+        "msg_end",
         "head",
         "head_open",
         "msg_len",
@@ -151,6 +153,14 @@ class HalfStream:
         "rtt_end",
         "rtt_start",
         "rtt_best",
+        # send gaps (fast.py): see __init__
+        "ack_hi",
+        "gap_t",
+        "gap_frame",
+        "gap_mid",
+        "gap_flight",
+        "gap_acked",
+        "ack_due",
         # the other direction of the same connection, once seen (fast.Dissector)
         "rev",
     )
@@ -178,6 +188,7 @@ class HalfStream:
         self.synced = False
         self.unsynced_bytes = 0
         self.in_msg = False
+        self.msg_end = -1  # sequence number past the last message handed on (-1: cut short)
         self.head = bytearray()
         self.head_open = False
         self.msg_len = self.captured = 0
@@ -217,6 +228,18 @@ class HalfStream:
         self.rtt_hi = self.rtt_end = -1
         self.rtt_start: tuple[int, int, int, int] = (0, 0, 0, 0)
         self.rtt_best: tuple[int, int, int, int, int] | None = None
+        # Send gaps: the peer's highest ACK number (-1: none yet); the time and
+        # frame of our last data segment (-1: none yet), whether it left an RPC
+        # message part-sent, the bytes we then had unacknowledged, and when the
+        # peer had acknowledged everything we had sent (-1: not yet).
+        self.ack_hi = -1
+        self.gap_t = self.gap_frame = -1
+        self.gap_mid = False
+        self.gap_flight = 0
+        self.gap_acked = -1
+        # Messages waiting for the peer's ACK: (sequence number past their last
+        # byte, row of the message), oldest first (fast._Collector.acked).
+        self.ack_due: deque[tuple[int, int]] | None = None  # made when first needed
         self.rev: HalfStream | None = None
 
 
@@ -416,6 +439,7 @@ class TcpReassembler:
     ) -> None:
         """In-order bytes: data holds the captured part of wire_len stream bytes,
         carried by the packet captured at ts as frame number `frame`."""
+        base = hs.next_seq  # the sequence number of data[0]
         hs.next_seq = (hs.next_seq + wire_len) % SEQ_MOD
         cap = len(data)
         if cap > wire_len:
@@ -452,7 +476,7 @@ class TcpReassembler:
                 if hs.frag_left == 0:
                     hs.mode = MARK
                     if hs.frag_last:
-                        self._emit(hs, complete=True)
+                        self._emit(hs, complete=True, end=(base + pos) % SEQ_MOD)
             elif mode == MARK:
                 need = 4 - len(hs.mark)
                 avail = cap - pos
@@ -514,7 +538,7 @@ class TcpReassembler:
                 hs.mode = FRAG
                 if flen == 0 and hs.frag_last:
                     hs.mode = MARK
-                    self._emit(hs, complete=True)
+                    self._emit(hs, complete=True, end=(base + pos) % SEQ_MOD)
             elif mode == RESYNC:
                 q = self._find_record(hs, data, pos, cap)
                 if q < 0:
@@ -582,8 +606,11 @@ class TcpReassembler:
                     return pos + q
         return -1
 
-    def _emit(self, hs: HalfStream, complete: bool) -> None:
+    def _emit(self, hs: HalfStream, complete: bool, end: int = -1) -> None:
+        """Hand on the message assembled; ``end``: the sequence number just past
+        its last byte (-1: cut short, not waited for an ACK)."""
         hs.in_msg = False
+        hs.msg_end = end
         self.emit(
             hs,
             bytes(hs.head),

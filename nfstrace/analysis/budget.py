@@ -1,0 +1,807 @@
+"""The time budget of the writes: every nanosecond of each client/server pair's
+write activity attributed to one cause, with the evidence behind it.
+
+The write activity of a pair runs from the first packet of its first WRITE
+call to the last packet of its last WRITE or COMMIT reply.  It is cut into
+exclusive intervals that add up to it exactly, each labelled with one cause:
+
+``transfer``
+    bytes of a call (or a reply) are crossing the capture point: data moving.
+``round_trip``
+    waiting on the network's propagation: a call fully sent waits for its
+    reply while the round trip runs (the first 2·T_prop of the wait, as far
+    as the capture point sees it), a TCP sender with too little in flight
+    for the round trip waits for ACKs part-way through a call (slow start, a
+    small window: fewer bytes unacknowledged than the path holds), or, where
+    the capture point does not see the round trip inside call->reply (server
+    side), the first round trip of a spell with nothing outstanding.
+``server``
+    a call fully sent waits for its reply beyond the round trip: the server's
+    processing, storage and queueing.
+``commit``
+    a COMMIT is outstanding and nothing else is moving (its flush).
+``loss_recovery``
+    a TCP sender is silent before re-sending bytes (a retransmission
+    timeout), or an RPC waits between its first send and its re-send (an RPC
+    re-send timeout, UDP).
+``window``
+    a TCP sender filled the window its peer advertised, or the peer
+    advertised a zero window.
+``server_busy``
+    the server answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY: from that call to the
+    client's retry.
+``client_idle``
+    nothing is outstanding (the client sent nothing), or the client stopped
+    part-way through sending a call with its data acknowledged.
+``capture_gap``
+    the capture missed traffic: a silence of the pair bounded by evidence that
+    messages went unrecorded (replies without their call after it, calls whose
+    reply never came before it, TCP bytes the receiver acknowledged but the
+    capture never saw).
+``unknown``
+    none of these (should not happen: kept so that the budget always adds up).
+
+Precedence, when several apply at once, highest first, and why:
+
+1. ``capture_gap``: nothing seen can be attributed; the capture, not the
+   traffic, decides what is known.
+2. ``server_busy``: the server said explicitly to wait.
+3. ``loss_recovery`` (TCP silences before re-sent bytes): the stream is
+   blocked; data after the loss cannot be delivered.
+4. ``window``: the sender may not send; what it has queued waits.
+5. ``client_idle`` (a pause part-way through a call), then ``round_trip``
+   (waiting for ACKs part-way through a call): these are stops inside a
+   call's transmission and override the call's ``transfer``.
+6. ``transfer``: while data moves the time is not lost to anything slower
+   that runs beside it (a COMMIT, a server, a re-send timer of another call).
+7. ``loss_recovery`` (RPC re-send timeouts), 8. ``commit``, 9. ``server``,
+   10. ``round_trip`` (a reply's wait): what the calls in flight wait on, the
+   most specific first; a COMMIT's flush is a server's work but the study's
+   commit stalls are their own cause.
+11. ``client_idle``: nothing outstanding.
+
+Interval merging: adjacent pieces of the same cause become one interval,
+whose evidence names the RPCs and frames behind it (for Wireshark).
+
+Several pairs: each has its own budget; the capture's budget is their sum in
+pair-time (two pairs writing at once count their time twice), so its shares
+are shares of the pairs' total elapsed time.
+
+A pure function of the transactions and events tables; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
+from nfstrace.parsers.nfs3 import NFS3ERR_JUKEBOX
+
+CAUSES = (
+    "transfer",
+    "round_trip",
+    "server",
+    "commit",
+    "loss_recovery",
+    "window",
+    "server_busy",
+    "client_idle",
+    "capture_gap",
+    "unknown",
+)
+SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
+
+# A silence of the pair this long or longer is looked at as a possible capture
+# gap (it is one only with evidence of unrecorded messages).
+GAP_MIN_NS = 1_000_000
+# A client numbers its calls one by one when at least this share of a
+# connection's successive xids (of at least XID_RUN_MIN calls) differ by one;
+# then xids it skipped (up to XID_SKIP_MAX at once, else a new numbering) and
+# that the capture never shows are calls the capture missed.
+XID_RUN_MIN = 8
+XID_SEQUENTIAL_SHARE = 0.5
+XID_SKIP_MAX = 1 << 20
+# Calls at least this big time the pair's sending rate (bytes over first->last packet).
+RATE_MIN_BYTES = 8192
+
+INTERVAL_COLUMNS: dict[str, str] = {
+    "client": "str: client address",
+    "server": "str: server address",
+    "start_ns": "int64: start of the interval",
+    "end_ns": "int64: end of the interval",
+    "duration_ns": "int64: end - start",
+    "cause": f"str: one of {', '.join(CAUSES)}",
+    "evidence": "str: the RPCs (xid, frames) or transport events (frame) behind it",
+    "frame": "int64: a frame to open in Wireshark (-1: none)",
+}
+
+PAIR_COLUMNS: dict[str, str] = {
+    "client": "str: client address",
+    "server": "str: server address",
+    "start_ns": "int64: first packet of the pair's first WRITE call",
+    "end_ns": "int64: last packet of its last WRITE/COMMIT reply",
+    "elapsed_ns": "int64: end - start (the sum of the cause columns)",
+    "bytes": "int64: bytes acknowledged by its successful WRITE replies",
+    "mbit_s": "float: bytes over the elapsed time (10^6 bit/s)",
+    "writes": "int64: WRITE calls",
+    "write_size": "int64: most common WRITE size (bytes; -1 unknown)",
+    **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
+}
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    """The round trip the budget splits waits with (nanoseconds; NaN: unknown).
+
+    rtt_ns: the network round trip (2·T_prop); rtt_visible_ns: the part of it a
+    call->reply time contains at the capture point (all of it on the client
+    side, none on the server side)."""
+
+    rtt_ns: float = math.nan
+    rtt_visible_ns: float = math.nan
+    capture_point: str = "unknown"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per pair and for the whole capture (``PAIR_COLUMNS``), and the intervals
+    (``INTERVAL_COLUMNS``), in pair then time order."""
+
+    pairs: pd.DataFrame
+    intervals: pd.DataFrame
+    options: BudgetOptions = field(default_factory=BudgetOptions)
+
+    @property
+    def elapsed_ns(self) -> int:
+        return int(self.pairs["elapsed_ns"].sum()) if len(self.pairs) else 0
+
+    def seconds(self) -> dict[str, int]:
+        """Nanoseconds per cause over every pair (pair-time)."""
+        if self.pairs.empty:
+            return {}
+        return {c: int(self.pairs[f"{c}_ns"].sum()) for c in CAUSES}
+
+    def shares(self) -> dict[str, float]:
+        total = self.elapsed_ns
+        return {c: v / total for c, v in self.seconds().items()} if total else {}
+
+    def as_dict(self, max_intervals: int = 200) -> dict[str, Any]:
+        """JSON: per pair and total (cause, seconds, share), the longest intervals."""
+
+        def causes(row: dict[str, Any], elapsed: int) -> list[dict[str, Any]]:
+            return [
+                {
+                    "cause": c,
+                    "seconds": row[f"{c}_ns"] / 1e9,
+                    "share": row[f"{c}_ns"] / elapsed if elapsed else 0.0,
+                }
+                for c in CAUSES
+                if row[f"{c}_ns"]
+            ]
+
+        pairs = []
+        for p in self.pairs.to_dict("records"):
+            mine = self.intervals[
+                (self.intervals["client"] == p["client"])
+                & (self.intervals["server"] == p["server"])
+            ]
+            longest = mine.nlargest(max_intervals, "duration_ns").sort_values("start_ns")
+            pairs.append(
+                {
+                    "client": p["client"],
+                    "server": p["server"],
+                    "start_ns": int(p["start_ns"]),
+                    "end_ns": int(p["end_ns"]),
+                    "elapsed_s": p["elapsed_ns"] / 1e9,
+                    "bytes": int(p["bytes"]),
+                    "mbit_s": float(p["mbit_s"]),
+                    "causes": causes(p, int(p["elapsed_ns"])),
+                    "intervals": len(mine),
+                    "longest_intervals": [
+                        {
+                            "start_ns": int(r.start_ns),
+                            "end_ns": int(r.end_ns),
+                            "seconds": r.duration_ns / 1e9,
+                            "cause": r.cause,
+                            "evidence": r.evidence,
+                            "frame": int(r.frame),
+                        }
+                        for r in longest.itertuples(index=False)
+                    ],
+                }
+            )
+        total = {f"{c}_ns": v for c, v in self.seconds().items()}
+        return {
+            "rtt_ns": None if math.isnan(self.options.rtt_ns) else self.options.rtt_ns,
+            "rtt_visible_ns": None
+            if math.isnan(self.options.rtt_visible_ns)
+            else self.options.rtt_visible_ns,
+            "elapsed_s": self.elapsed_ns / 1e9,
+            "total": causes(total, self.elapsed_ns) if total else [],
+            "pairs": pairs,
+        }
+
+
+# ---- layers ------------------------------------------------------------------------
+
+
+@dataclass
+class _Layer:
+    """Intervals of one kind of evidence: [start, end), and words for each."""
+
+    cause: str
+    starts: list[np.ndarray] = field(default_factory=list)
+    ends: list[np.ndarray] = field(default_factory=list)
+    words: list[Callable[[int], str]] = field(default_factory=list)  # per added block
+    frames: list[np.ndarray] = field(default_factory=list)
+
+    def add(
+        self,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        words: Callable[[int], str],
+        frames: np.ndarray | None = None,
+    ) -> None:
+        starts = np.asarray(starts, "int64")
+        ends = np.asarray(ends, "int64")
+        keep = ends > starts
+        index = np.flatnonzero(keep)
+        self.starts.append(starts[keep])
+        self.ends.append(ends[keep])
+        self.words.append(lambda i, w=words, ix=index: w(int(ix[i])))
+        f = np.full(len(starts), -1, "int64") if frames is None else np.asarray(frames, "int64")
+        self.frames.append(f[keep])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """starts, ends, block of each interval, index within its block, frames."""
+        if not self.starts:
+            e = np.array([], "int64")
+            return e, e, e, e, e
+        block = np.concatenate([np.full(len(s), k, "int64") for k, s in enumerate(self.starts)])
+        within = np.concatenate([np.arange(len(s)) for s in self.starts]).astype("int64")
+        return (
+            np.concatenate(self.starts),
+            np.concatenate(self.ends),
+            block,
+            within,
+            np.concatenate(self.frames),
+        )
+
+
+class _Cover:
+    """Which elementary pieces a layer covers, and one interval covering each."""
+
+    def __init__(self, layer: _Layer, mids: np.ndarray):
+        s, e, self.block, self.within, self.frames = layer.arrays()
+        self.words = layer.words
+        if len(s) == 0:
+            self.covered = np.zeros(len(mids), bool)
+            self.which = np.full(len(mids), -1, "int64")
+            return
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        self.order = order
+        # the interval with the latest end among those started at or before each mid
+        best = np.maximum.accumulate(e)
+        arg = np.zeros(len(e), "int64")
+        running = np.flatnonzero(np.r_[True, e[1:] > best[:-1]])
+        arg[running] = running
+        arg = np.maximum.accumulate(arg)
+        k = np.searchsorted(s, mids, side="right") - 1
+        ok = k >= 0
+        at = np.where(ok, arg[np.maximum(k, 0)], 0)
+        self.covered = ok & (e[at] > mids)
+        self.which = np.where(self.covered, order[at], -1)
+
+    def describe(self, i: int) -> tuple[str, int]:
+        j = int(self.which[i])
+        return self.words[int(self.block[j])](int(self.within[j])), int(self.frames[j])
+
+
+# ---- one pair ----------------------------------------------------------------------
+
+
+def _xid(x: int) -> str:
+    return f"xid {int(x):#010x}"
+
+
+@dataclass(frozen=True)
+class _PairCalls:
+    """A pair's calls as arrays (times in ns; unanswered replies at ``end``)."""
+
+    op: np.ndarray
+    xid: np.ndarray
+    fh: np.ndarray
+    cs: np.ndarray  # first packet of the first send
+    ce: np.ndarray  # last packet of the first send
+    ls: np.ndarray  # first packet of the last send
+    le: np.ndarray  # last packet of the last send
+    rf: np.ndarray  # first packet of the reply
+    rl: np.ndarray  # last packet of the reply
+    answered: np.ndarray
+    n_calls: np.ndarray
+    status: np.ndarray
+    frame_first: np.ndarray
+    frame_last: np.ndarray
+    reply_frame: np.ndarray
+    call_bytes: np.ndarray
+    write_bytes: np.ndarray
+    count: np.ndarray
+    acked: np.ndarray  # the receiver's ACK of the last send's last byte (-1: none)
+    conn: np.ndarray  # connection of the first send
+
+
+def _int(s: pd.Series, missing: int = -1) -> np.ndarray:
+    return s.astype("Int64").fillna(missing).to_numpy("int64")
+
+
+def _calls(tx: pd.DataFrame) -> _PairCalls:
+    cs = _int(tx["t_call_ns"])
+    ce = _int(tx["t_call_end_ns"])
+    rl = _int(tx["t_reply_ns"])
+    rf = _int(tx["t_reply_first_ns"]) if "t_reply_first_ns" in tx else rl.copy()
+    rf = np.where(rf < 0, rl, rf)
+    return _PairCalls(
+        op=tx["op"].astype(object).fillna("?").to_numpy(),
+        xid=tx["xid"].to_numpy("int64"),
+        fh=tx["fh"].astype(object).fillna("").to_numpy() if "fh" in tx else np.full(len(tx), ""),
+        cs=cs,
+        ce=np.maximum(ce, cs),
+        ls=np.maximum(_int(tx["t_call_last_ns"]), cs),
+        le=np.maximum(_int(tx["t_call_last_end_ns"]), ce),
+        rf=rf,
+        rl=rl,
+        answered=rl >= 0,
+        n_calls=tx["n_calls"].to_numpy("int64"),
+        status=_int(tx["status"]),
+        frame_first=_int(tx["call_frame_first"])
+        if "call_frame_first" in tx
+        else _int(tx["call_frame"]),
+        frame_last=_int(tx["call_frame"]),
+        reply_frame=_int(tx["reply_frame"]),
+        call_bytes=_int(tx["call_bytes"], 0),
+        write_bytes=tx["write_bytes"].to_numpy("int64"),
+        count=_int(tx["count"]),
+        acked=_int(tx["t_call_acked_ns"]) if "t_call_acked_ns" in tx else np.full(len(tx), -1),
+        conn=_int(tx["conn"]),
+    )
+
+
+def _call_words(c: _PairCalls) -> Callable[[int], str]:
+    def words(i: int) -> str:
+        frames = f"frames {c.frame_first[i]}-{c.frame_last[i]}"
+        if c.answered[i]:
+            return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, reply frame {c.reply_frame[i]})"
+        return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, no reply captured)"
+
+    return words
+
+
+def _sending_rate_bps(c: _PairCalls) -> float:
+    """Median bits per second of the pair's big calls, first to last packet."""
+    big = (c.call_bytes >= RATE_MIN_BYTES) & (c.ce > c.cs)
+    if not big.any():
+        return math.nan
+    return float(np.median(c.call_bytes[big] * 8e9 / (c.ce[big] - c.cs[big])))
+
+
+def _xid_skips(c: _PairCalls, client_xids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a client that numbers its calls one by one skipped xids that the
+    capture never shows (on any connection of the client): per skip, the times
+    of the calls on either side and the number of xids missing."""
+    lo, hi, missing = [], [], []
+    for conn in np.unique(c.conn):
+        mine = c.conn == conn
+        xids, first = np.unique(c.xid[mine], return_index=True)
+        if len(xids) < XID_RUN_MIN:
+            continue
+        step = np.diff(xids)
+        if (step == 1).mean() < XID_SEQUENTIAL_SHARE:
+            continue  # xids not numbered one by one: a skip says nothing
+        at = np.flatnonzero((step > 1) & (step <= XID_SKIP_MAX))
+        if not len(at):
+            continue
+        t = c.cs[mine][first]
+        for i in at:
+            gone = int(step[i] - 1) - int(
+                np.searchsorted(client_xids, xids[i + 1])
+                - np.searchsorted(client_xids, xids[i] + 1)
+            )
+            if gone > 0:
+                lo.append(min(t[i], t[i + 1]))
+                hi.append(max(t[i], t[i + 1]))
+                missing.append(gone)
+    return np.array(lo, "int64"), np.array(hi, "int64"), np.array(missing, "int64")
+
+
+def _capture_gaps(
+    c: _PairCalls,
+    orphans: np.ndarray,
+    holes: np.ndarray,
+    activity: np.ndarray,
+    start: int,
+    end: int,
+    client_xids: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Silences of the pair (no packet of its messages nor events) with evidence
+    that the capture missed messages: (starts, ends, words)."""
+    skip_lo, skip_hi, skipped = _xid_skips(c, client_xids)
+    t = np.unique(activity[(activity >= start) & (activity <= end)])
+    if len(t) < 2:
+        return np.array([], "int64"), np.array([], "int64"), []
+    idx = np.flatnonzero(np.diff(t) >= GAP_MIN_NS)
+    starts, ends, words = [], [], []
+    lonely = (~c.answered) & (c.n_calls <= 1)
+    for i in idx:
+        a, b = int(t[i]), int(t[i + 1])
+        span = b - a
+        why = []
+        n = int(((orphans >= b) & (orphans <= b + span)).sum())
+        if n:
+            why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
+        n = int((lonely & (c.cs <= a) & (c.cs >= a - span)).sum())
+        if n:
+            why.append(f"{n} call{'s' * (n > 1)} before it never answered")
+        n = int(((holes >= a) & (holes <= b + span)).sum())
+        if n:
+            why.append(f"{n} TCP range{'s' * (n > 1)} never captured")
+        n = int(skipped[(skip_lo <= b) & (skip_hi >= a)].sum())
+        if n:
+            why.append(f"{n} call xid{'s' * (n > 1)} never seen")
+        if why:
+            starts.append(a)
+            ends.append(b)
+            words.append(f"no packet for {seconds_text(span)}: " + ", ".join(why))
+    return np.array(starts, "int64"), np.array(ends, "int64"), words
+
+
+def _pair_budget(
+    c: _PairCalls,
+    ev: pd.DataFrame,
+    orphans: np.ndarray,
+    client_xids: np.ndarray,
+    client: str,
+    server: str,
+    options: BudgetOptions,
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    is_write = c.op == WRITE_OP
+    done = (is_write | (c.op == COMMIT_OP)) & c.answered
+    if not (is_write.any() and done.any()):
+        return None
+    start = int(c.cs[is_write].min())
+    end = int(c.rl[done].max())
+    if end <= start:
+        return None
+    rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
+    visible = options.rtt_visible_ns if math.isfinite(options.rtt_visible_ns) else rtt
+    hidden = max(rtt - visible, 0.0)
+    words = _call_words(c)
+    frames = c.frame_first
+
+    # events of the pair, by direction
+    kind = ev["kind"].to_numpy(object) if len(ev) else np.array([], object)
+    ts = ev["ts_ns"].to_numpy("int64") if len(ev) else np.array([], "int64")
+    dur = ev["duration_ns"].to_numpy("int64") if len(ev) else np.array([], "int64")
+    length = ev["length"].to_numpy("int64") if len(ev) else np.array([], "int64")
+    ev_frame = ev["frame"].to_numpy("int64") if len(ev) else np.array([], "int64")
+    from_client = (ev["src"].astype(object) == client).to_numpy() if len(ev) else kind.astype(bool)
+
+    def events(k: str, by_client: bool | None = None) -> np.ndarray:
+        m = kind == k
+        if by_client is not None:
+            m &= from_client == by_client
+        return np.flatnonzero(m)
+
+    def event_words(label: str) -> Callable[[int], str]:
+        return lambda i: f"{label} (frame {ev_frame[i]})"
+
+    # capture gaps
+    activity = [c.cs, c.ce, c.ls, c.le, c.rf[c.answered], c.rl[c.answered], orphans, ts, ts + dur]
+    holes = ts[events("tcp_hole")]
+    gap_s, gap_e, gap_words = _capture_gaps(
+        c, orphans, holes, np.concatenate(activity), start, end, client_xids
+    )
+    # An unanswered call is outstanding until the next capture gap (its reply was
+    # in it) or the end of the activity.
+    nxt = np.searchsorted(gap_s, c.cs, side="left")
+    open_end = np.r_[gap_s, end][nxt]
+    rf = np.where(c.answered, c.rf, np.maximum(open_end, c.le))
+    rl = np.where(c.answered, c.rl, rf)
+
+    layers: list[_Layer] = []
+
+    def layer(cause: str) -> _Layer:
+        layers.append(_Layer(cause))
+        return layers[-1]
+
+    gap = layer("capture_gap")
+    gap.add(gap_s, gap_e, lambda i: gap_words[i])
+
+    busy = layer("server_busy")
+    delayed = np.flatnonzero((c.status == SERVER_DELAY_STATUS) & c.answered)
+    if len(delayed):
+        retry = np.full(len(delayed), end, "int64")
+        for k, i in enumerate(delayed):
+            later = np.flatnonzero((c.cs > c.rl[i]) & (c.op == c.op[i]) & (c.fh == c.fh[i]))
+            if len(later):
+                retry[k] = c.cs[later].min()
+        busy.add(
+            c.cs[delayed],
+            retry,
+            lambda k: (
+                f"{words(int(delayed[k]))} answered JUKEBOX/DELAY; retried after "
+                f"{seconds_text(retry[k] - c.rl[delayed[k]])}"
+            ),
+            frames[delayed],
+        )
+
+    # TCP send gaps: re-sent bytes after them are loss recovery; the rest waited for
+    # ACKs, for a round trip when fewer bytes were in flight than the path holds
+    # (else the ACKs queued behind a bottleneck: that is transfer).
+    retrans = ev.iloc[events("tcp_retransmission")] if len(ev) else ev
+    re_key = set()
+    if len(retrans):
+        re_key = set(
+            zip(
+                retrans["conn"].to_numpy("int64"),
+                retrans["src"].astype(object),
+                retrans["ts_ns"].to_numpy("int64"),
+                strict=True,
+            )
+        )
+    gaps = events("tcp_send_gap")
+    conn = ev["conn"].to_numpy("int64") if len(ev) else np.array([], "int64")
+    src = ev["src"].astype(object).to_numpy() if len(ev) else np.array([], object)
+    resend = np.array([(conn[i], src[i], ts[i] + dur[i]) in re_key for i in gaps], dtype=bool)
+    rate = _sending_rate_bps(c)
+    path_bytes = rate / 8 * rtt / 1e9 if math.isfinite(rate) and rtt > 0 else math.inf
+    queued = (length[gaps] >= path_bytes) & ~resend
+
+    loss_gap = layer("loss_recovery")
+    lost = gaps[resend]
+    loss_gap.add(
+        ts[lost],
+        ts[lost] + dur[lost],
+        lambda i: (
+            f"TCP silent {seconds_text(dur[lost[i]])} before re-sending "
+            f"{'the call' if from_client[lost[i]] else 'the reply'} (frame {ev_frame[lost[i]]})"
+        ),
+        ev_frame[lost],
+    )
+
+    window = layer("window")
+    w = events("tcp_window_full", True)
+    window.add(
+        ts[w], ts[w] + dur[w], event_words("the client filled the server's TCP window"), ev_frame[w]
+    )
+    z = events("tcp_zero_window", False)
+    window.add(
+        ts[z], ts[z] + dur[z], event_words("the server advertised a zero TCP window"), ev_frame[z]
+    )
+
+    idle_gap = layer("client_idle")
+    rtt_gap = layer("round_trip")
+    s = events("tcp_send_idle", True)
+    head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
+    rtt_gap.add(ts[s], head, event_words("the ACK travelling back to the client"), ev_frame[s])
+    idle_gap.add(
+        head,
+        ts[s] + dur[s],
+        event_words("the client paused part-way through a call, its data acknowledged"),
+        ev_frame[s],
+    )
+    short = gaps[~resend & ~queued]
+    rtt_gap.add(
+        ts[short],
+        ts[short] + dur[short],
+        lambda i: (
+            f"{'client' if from_client[short[i]] else 'server'} waited for ACKs with "
+            f"{length[short[i]]:,} bytes in flight (frame {ev_frame[short[i]]})"
+        ),
+        ev_frame[short],
+    )
+
+    transfer = layer("transfer")
+    transfer.add(c.cs, c.ce, lambda i: f"sending {words(i)}", frames)
+    resent = np.flatnonzero(c.n_calls > 1)
+    transfer.add(c.ls[resent], c.le[resent], lambda k: f"re-sending {words(resent[k])}")
+    transfer.add(rf, rl, lambda i: f"reply to {words(i)}", c.reply_frame)
+    srv_idle = events("tcp_send_idle", False)
+    loss_wait = layer("loss_recovery")
+    loss_wait.add(
+        c.cs[resent],
+        c.ls[resent],
+        lambda k: (
+            f"{words(resent[k])} sent {c.n_calls[resent[k]]} times: waited "
+            f"{seconds_text(c.ls[resent[k]] - c.cs[resent[k]])} to re-send"
+        ),
+        frames[resent],
+    )
+    commit = layer("commit")
+    is_commit = np.flatnonzero(c.op == COMMIT_OP)
+    commit.add(
+        c.cs[is_commit],
+        rl[is_commit],
+        lambda k: (
+            f"{words(is_commit[k])} in flight {seconds_text(rl[is_commit[k]] - c.cs[is_commit[k]])}"
+        ),
+        frames[is_commit],
+    )
+    # A call's wait for its reply: when the receiver's ACK of its last byte came
+    # before the reply, the bytes were crossing until then (a round trip, and a
+    # queue in the path beyond it) and the server worked from then on; without
+    # such an ACK (UDP, an ACK riding on the reply), the first round trip of the
+    # wait is the network's and the rest the server's.
+    acked = (c.acked > c.le) & (c.acked < rf)
+    rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), c.le)
+    wait_from = np.where(acked, c.acked, np.minimum(c.le + int(visible), rf))
+    q = np.flatnonzero(acked)
+    transfer.add(
+        c.le[q],
+        rt_from[q],
+        lambda k: (
+            f"{words(q[k])}: its last bytes queued in the path "
+            f"(ACKed {seconds_text(c.acked[q[k]] - c.le[q[k]])} after they were sent)"
+        ),
+        frames[q],
+    )
+    served = layer("server")
+    served.add(
+        wait_from,
+        rf,
+        lambda i: f"{words(i)}: the server took {seconds_text(rf[i] - wait_from[i])} to answer",
+        frames,
+    )
+    served.add(
+        ts[srv_idle],
+        ts[srv_idle] + dur[srv_idle],
+        event_words("the server paused part-way through a reply"),
+        ev_frame[srv_idle],
+    )
+    waited = layer("round_trip")
+    waited.add(
+        rt_from,
+        np.where(acked, c.acked, wait_from),
+        lambda i: f"{words(i)}: the round trip ({seconds_text(rtt)})",
+        frames,
+    )
+
+    # pieces
+    bounds = [np.array([start, end], "int64")]
+    for lay in layers:
+        s_, e_, *_ = lay.arrays()
+        bounds += [s_, e_]
+    busy_calls = np.r_[c.cs, rl]
+    bounds.append(busy_calls)
+    t = np.unique(np.concatenate(bounds))
+    t = t[(t >= start) & (t <= end)]
+    lo, hi = t[:-1], t[1:]
+    mids = lo + (hi - lo) // 2  # pieces are at least 1 ns long
+    covers = [_Cover(lay, mids) for lay in layers]
+    n = len(mids)
+    label = np.full(n, -1, "int64")
+    for k, cov in enumerate(covers):
+        label[(label < 0) & cov.covered] = k
+    # nothing outstanding: client idle, after the round trip the capture point does not see
+    order = np.argsort(c.cs, kind="stable")
+    cs_sorted = c.cs[order]
+    ends_sorted = np.sort(rl)
+    out = (
+        np.searchsorted(cs_sorted, mids, "right") - np.searchsorted(ends_sorted, mids, "right")
+    ) == 0
+    last_end = np.r_[start, ends_sorted][np.searchsorted(ends_sorted, mids, "right")]
+    idle = (label < 0) & out
+    cause_of = np.array([lay.cause for lay in layers] + ["client_idle", "round_trip", "unknown"])
+    IDLE, HIDDEN, UNKNOWN = len(layers), len(layers) + 1, len(layers) + 2
+    label[idle] = np.where(mids[idle] - last_end[idle] < hidden, HIDDEN, IDLE)
+    label[label < 0] = UNKNOWN
+
+    # merge runs of the same cause
+    causes = cause_of[label]
+    change = np.r_[True, causes[1:] != causes[:-1]]
+    runs = np.flatnonzero(change)
+    run_end = np.r_[runs[1:], n]
+    pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+    intervals = []
+    for a, b in zip(runs, run_end, strict=True):
+        cause = str(causes[a])
+        s0, e0 = int(lo[a]), int(hi[b - 1])
+        pair_row[f"{cause}_ns"] += e0 - s0
+        k = int(label[a])
+        # the evidence of the longest piece of the run
+        piece = a + int(np.argmax(hi[a:b] - lo[a:b]))
+        k = int(label[piece])
+        if k < len(covers):
+            text, frame = covers[k].describe(piece)
+        elif k == IDLE:
+            text, frame = "nothing outstanding: the client sent nothing", -1
+        elif k == HIDDEN:
+            text, frame = "a reply and the next call travelling (round trip not seen here)", -1
+        else:
+            text, frame = "no evidence", -1
+        intervals.append(
+            {
+                "client": client,
+                "server": server,
+                "start_ns": s0,
+                "end_ns": e0,
+                "duration_ns": e0 - s0,
+                "cause": cause,
+                "evidence": text,
+                "frame": frame,
+            }
+        )
+    writes = int(is_write.sum())
+    nbytes = int(c.write_bytes.sum())
+    sizes = c.count[is_write & (c.count > 0)]
+    pair_row.update(
+        client=client,
+        server=server,
+        start_ns=start,
+        end_ns=end,
+        elapsed_ns=end - start,
+        bytes=nbytes,
+        mbit_s=nbytes * 8e3 / (end - start),
+        writes=writes,
+        write_size=int(np.bincount(sizes).argmax())
+        if len(sizes) and sizes.max() < 1 << 27
+        else (int(pd.Series(sizes).mode().max()) if len(sizes) else -1),
+    )
+    return pair_row, intervals
+
+
+def _empty(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def time_budget(
+    transactions: pd.DataFrame,
+    events: pd.DataFrame | None,
+    options: BudgetOptions | None = None,
+) -> Budget:
+    """The budget of every client/server pair that wrote (``Budget``)."""
+    options = options or BudgetOptions()
+    tx = transactions
+    calls = tx[tx["n_calls"] > 0]
+    orphan = tx[tx["n_calls"] == 0]
+    ev = events if events is not None and len(events) and "kind" in events else None
+    rows, intervals = [], []
+    keys = calls[["client", "server"]].astype(object)
+    for (client, server), idx in calls.groupby(
+        [keys["client"], keys["server"]], sort=True
+    ).indices.items():
+        part = calls.iloc[idx]
+        if not part["op"].astype(object).eq(WRITE_OP).any():
+            continue
+        mine = orphan[
+            (orphan["client"].astype(object) == client)
+            & (orphan["server"].astype(object) == server)
+        ]
+        orphans = _int(mine["t_reply_ns"])
+        if ev is not None:
+            src, dst = ev["src"].astype(object), ev["dst"].astype(object)
+            pair_ev = ev[((src == client) & (dst == server)) | ((src == server) & (dst == client))]
+        else:
+            pair_ev = pd.DataFrame(
+                columns=["kind", "ts_ns", "duration_ns", "length", "frame", "src", "conn"]
+            )
+        client_xids = np.unique(calls["xid"].to_numpy("int64")[keys["client"].to_numpy() == client])
+        got = _pair_budget(_calls(part), pair_ev, orphans, client_xids, client, server, options)
+        if got is None:
+            continue
+        row, ivs = got
+        rows.append(row)
+        intervals += ivs
+    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS)) if rows else _empty(PAIR_COLUMNS)
+    table = (
+        pd.DataFrame(intervals, columns=list(INTERVAL_COLUMNS))
+        if intervals
+        else _empty(INTERVAL_COLUMNS)
+    )
+    return Budget(pairs=pairs, intervals=table, options=options)
