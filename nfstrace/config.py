@@ -66,7 +66,7 @@ class ParseLimits:
     # event (why a message took long to cross: the sender waited for ACKs, for a
     # retransmission timeout, or paused).  Shorter gaps are the normal spacing of
     # a transfer and are not recorded; 0 records every gap.
-    send_gap_ns: int = 1_000_000
+    send_gap_ns: int = 100_000
     # TCP messages per direction waiting for the receiver's ACK of their last
     # byte (messages.acked_ns).  Past it the oldest is given up (its acked_ns
     # stays -1): a capture that sees one direction only never shows the ACKs.

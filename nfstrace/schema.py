@@ -207,11 +207,16 @@ EVENT_KINDS: dict[str, str] = {
     "data (one timed at a time; none whose bytes were re-sent) to the first ACK from the "
     "peer covering it; one per stream (recorded when it ends); ts/frame/seq/length: that "
     "segment, duration_ns: the round trip as seen at the capture point",
-    "tcp_send_gap": "stretch: the sender sent no data for at least ParseLimits.send_gap_ns "
-    "(part-way through an RPC message, or before re-sending bytes: a retransmission "
-    "timeout) while bytes it had sent were unacknowledged: from its last data segment "
-    "(ts/frame) until the peer acknowledged all of them or it sent again; seq: the sequence "
-    "number it sent next, length: bytes unacknowledged at the start (-1: no ACK seen yet)",
+    "tcp_send_gap": "stretch: the sender, part-way through an RPC message, sent no data for "
+    "at least ParseLimits.send_gap_ns while bytes it had sent were unacknowledged (it "
+    "waited for ACKs): from its last data segment (ts/frame) until the peer acknowledged all "
+    "of them or it sent new data; seq: the sequence number it sent next, length: bytes "
+    "unacknowledged at the start (-1: no ACK seen yet)",
+    "tcp_resend_gap": "stretch: the sender sent no data for at least "
+    "ParseLimits.send_gap_ns and then re-sent bytes (a retransmission timeout; downstream "
+    "of the loss, the segment that fills the hole): from its last data segment (ts/frame) "
+    "to the re-sent one; seq: the re-sent segment's sequence number, length: bytes "
+    "unacknowledged at the start (-1: no ACK seen yet)",
     "tcp_send_idle": "stretch: the sender, part-way through an RPC message, had every byte "
     "acknowledged and sent nothing (the application paused), from the last ACK (or its "
     "last data segment) until its next data segment; part of a gap of at least "

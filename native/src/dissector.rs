@@ -716,11 +716,23 @@ fn ack_rtt_sample(hs: &mut HalfStream, ts: i64) {
 }
 
 /// hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
-/// began part-way through an RPC message or ends by re-sending bytes: the part
-/// with bytes unacknowledged (tcp_send_gap) and the part with none
-/// (tcp_send_idle, part-way through a message only).
-fn send_gap(col: &mut Collector, hs: &HalfStream, ts: i64, seq: i64) {
+/// began part-way through an RPC message or ends by re-sending bytes: a gap
+/// ended by re-sent bytes (tcp_resend_gap), else the part with bytes
+/// unacknowledged (tcp_send_gap) and the part with none (tcp_send_idle).
+fn send_gap(col: &mut Collector, hs: &HalfStream, ts: i64, seq: i64, resent: bool) {
     let (start, acked, flight) = (hs.gap_t, hs.gap_acked, hs.gap_flight);
+    if resent {
+        col.event(
+            hs,
+            Ev::TcpResendGap,
+            start,
+            hs.gap_frame,
+            seq,
+            flight,
+            ts - start,
+        );
+        return;
+    }
     if flight < 0 || (flight > 0 && acked != start) {
         // unknown ack state counts as waiting
         let end = if acked >= 0 { acked } else { ts };
@@ -1173,7 +1185,7 @@ impl Dissector {
                 let before = (hs.rtt_hi - seq) & SEQ_MASK;
                 let resent = hs.rtt_hi >= 0 && before > 0 && before < SEQ_HALF;
                 if hs.gap_mid || resent {
-                    send_gap(&mut self.col, hs, ts, seq);
+                    send_gap(&mut self.col, hs, ts, seq, resent);
                 }
             }
             if hs.rtt_end >= 0 {

@@ -62,7 +62,7 @@ pub fn default_settings() -> Settings {
         max_directions: 262_144,
         max_events_per_kind: 500_000,
         duplicate_window_ns: 1_000_000,
-        send_gap_ns: 1_000_000,
+        send_gap_ns: 100_000,
         nfs3_procs: 22,
     }
 }

@@ -41,9 +41,10 @@ pub enum Ev {
     TcpAckRtt = 11,
     TcpSendGap = 12,
     TcpSendIdle = 13,
+    TcpResendGap = 14,
 }
 
-pub const EVENT_KIND_NAMES: [&str; 14] = [
+pub const EVENT_KIND_NAMES: [&str; 15] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
@@ -58,6 +59,7 @@ pub const EVENT_KIND_NAMES: [&str; 14] = [
     "tcp_ack_rtt",
     "tcp_send_gap",
     "tcp_send_idle",
+    "tcp_resend_gap",
 ];
 
 #[derive(Default, Clone, Copy)]

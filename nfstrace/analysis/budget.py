@@ -131,6 +131,9 @@ PAIR_COLUMNS: dict[str, str] = {
     "mbit_s": "float: bytes over the elapsed time (10^6 bit/s)",
     "writes": "int64: WRITE calls",
     "write_size": "int64: most common WRITE size (bytes; -1 unknown)",
+    "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
+    "queued_ns": "int64: of transfer_ns, the time its data sat in a queue in the path (ACKs "
+    "held back behind a bottleneck)",
     **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
 }
 
@@ -236,6 +239,7 @@ class _Layer:
     """Intervals of one kind of evidence: [start, end), and words for each."""
 
     cause: str
+    name: str = ""  # a part of a cause counted on its own (PAIR_COLUMNS ``queued_ns``)
     starts: list[np.ndarray] = field(default_factory=list)
     ends: list[np.ndarray] = field(default_factory=list)
     words: list[Callable[[int], str]] = field(default_factory=list)  # per added block
@@ -383,12 +387,53 @@ def _call_words(c: _PairCalls) -> Callable[[int], str]:
     return words
 
 
-def _sending_rate_bps(c: _PairCalls) -> float:
-    """Median bits per second of the pair's big calls, first to last packet."""
+def _call_rates_bps(c: _PairCalls) -> np.ndarray:
+    """Bits per second of the pair's big calls, first to last packet."""
     big = (c.call_bytes >= RATE_MIN_BYTES) & (c.ce > c.cs)
-    if not big.any():
-        return math.nan
-    return float(np.median(c.call_bytes[big] * 8e9 / (c.ce[big] - c.cs[big])))
+    return c.call_bytes[big] * 8e9 / (c.ce[big] - c.cs[big])
+
+
+def _sending_rate_bps(c: _PairCalls) -> float:
+    """Median rate of the pair's big calls (NaN: none)."""
+    rates = _call_rates_bps(c)
+    return float(np.median(rates)) if len(rates) else math.nan
+
+
+def _path_bytes(c: _PairCalls, rtt: float) -> float:
+    """Bytes the path holds over one round trip at the rate the pair's calls
+    crossed it (their bytes over the time any of them was being sent).  A
+    sender waiting for ACKs with less than that in flight could not keep the
+    path busy: its window was too small for the round trip.  With more, its
+    ACKs were held back by a queue in the path: a sender clocked by a
+    bottleneck.  The rate the calls crossed at, not the sender's burst rate: a
+    sender's own link says nothing of a slower hop behind it (lab, 16 MiB
+    through a bridge that forwards 650 Mbit/s: calls leave at 1-5 Gbit/s).
+    Lab runs at 2 and 10 ms added round trip put 17-44% and 53-93% of the
+    write activity into waiting on it (16 MiB and 1 MiB)."""
+    if not rtt > 0 or not len(c.cs):
+        return math.inf
+    order = np.argsort(c.cs, kind="stable")
+    s, e = c.cs[order], np.maximum.accumulate(c.ce[order])
+    first = np.flatnonzero(np.r_[True, s[1:] > e[:-1]])
+    sending = float((np.maximum.reduceat(c.ce[order], first) - s[first]).sum())
+    if sending <= 0:
+        return math.inf
+    rate = float(c.write_bytes.sum()) * 8e9 / sending
+    return rate / 8 * rtt / 1e9 if rate > 0 else math.inf
+
+
+def _activity_end(c: _PairCalls, wc: np.ndarray, done: np.ndarray, orphans: np.ndarray) -> int:
+    """The last WRITE/COMMIT reply; when the capture missed the end of the
+    writes (WRITE/COMMIT calls left unanswered after it), the last reply without
+    its call that came before the client's next other call: their replies."""
+    end = int(c.rl[done].max())
+    last_call = int(c.cs[wc].max())
+    if not (wc & ~c.answered).any() or not len(orphans):
+        return end
+    later_other = c.cs[~wc & (c.cs > last_call)]
+    before = int(later_other.min()) if len(later_other) else np.iinfo("int64").max
+    theirs = orphans[(orphans > end) & (orphans < before)]
+    return int(max(end, theirs.max())) if len(theirs) else end
 
 
 def _xid_skips(c: _PairCalls, client_xids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -471,11 +516,12 @@ def _pair_budget(
     options: BudgetOptions,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     is_write = c.op == WRITE_OP
-    done = (is_write | (c.op == COMMIT_OP)) & c.answered
+    wc = is_write | (c.op == COMMIT_OP)
+    done = wc & c.answered
     if not (is_write.any() and done.any()):
         return None
     start = int(c.cs[is_write].min())
-    end = int(c.rl[done].max())
+    end = _activity_end(c, wc, done, orphans)
     if end <= start:
         return None
     rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
@@ -516,8 +562,8 @@ def _pair_budget(
 
     layers: list[_Layer] = []
 
-    def layer(cause: str) -> _Layer:
-        layers.append(_Layer(cause))
+    def layer(cause: str, name: str = "") -> _Layer:
+        layers.append(_Layer(cause, name))
         return layers[-1]
 
     gap = layer("capture_gap")
@@ -541,37 +587,20 @@ def _pair_budget(
             frames[delayed],
         )
 
-    # TCP send gaps: re-sent bytes after them are loss recovery; the rest waited for
-    # ACKs, for a round trip when fewer bytes were in flight than the path holds
-    # (else the ACKs queued behind a bottleneck: that is transfer).
-    retrans = ev.iloc[events("tcp_retransmission")] if len(ev) else ev
-    re_key = set()
-    if len(retrans):
-        re_key = set(
-            zip(
-                retrans["conn"].to_numpy("int64"),
-                retrans["src"].astype(object),
-                retrans["ts_ns"].to_numpy("int64"),
-                strict=True,
-            )
-        )
+    # TCP send gaps: those ended by re-sent bytes are loss recovery; the rest
+    # waited for ACKs, for a round trip when fewer bytes were in flight than the
+    # path holds (else the ACKs queued behind a bottleneck: that is transfer).
     gaps = events("tcp_send_gap")
-    conn = ev["conn"].to_numpy("int64") if len(ev) else np.array([], "int64")
-    src = ev["src"].astype(object).to_numpy() if len(ev) else np.array([], object)
-    resend = np.array([(conn[i], src[i], ts[i] + dur[i]) in re_key for i in gaps], dtype=bool)
-    rate = _sending_rate_bps(c)
-    path_bytes = rate / 8 * rtt / 1e9 if math.isfinite(rate) and rtt > 0 else math.inf
-    queued = (length[gaps] >= path_bytes) & ~resend
+    path_bytes = _path_bytes(c, rtt)
+    queued = length[gaps] >= path_bytes
 
     loss_gap = layer("loss_recovery")
-    lost = gaps[resend]
+    lost = events("tcp_resend_gap")
     loss_gap.add(
         ts[lost],
         ts[lost] + dur[lost],
-        lambda i: (
-            f"TCP silent {seconds_text(dur[lost[i]])} before re-sending "
-            f"{'the call' if from_client[lost[i]] else 'the reply'} (frame {ev_frame[lost[i]]})"
-        ),
+        lambda i: f"TCP silent {seconds_text(dur[lost[i]])}, then bytes of "
+        f"{'a call' if from_client[lost[i]] else 'a reply'} re-sent (frame {ev_frame[lost[i]]})",
         ev_frame[lost],
     )
 
@@ -596,7 +625,7 @@ def _pair_budget(
         event_words("the client paused part-way through a call, its data acknowledged"),
         ev_frame[s],
     )
-    short = gaps[~resend & ~queued]
+    short = gaps[~queued]
     rtt_gap.add(
         ts[short],
         ts[short] + dur[short],
@@ -609,6 +638,18 @@ def _pair_budget(
 
     transfer = layer("transfer")
     transfer.add(c.cs, c.ce, lambda i: f"sending {words(i)}", frames)
+    queue = layer("transfer", "queued")
+    deep = gaps[queued]
+    queue.add(
+        ts[deep],
+        ts[deep] + dur[deep],
+        lambda i: (
+            f"{'client' if from_client[deep[i]] else 'server'} waited for ACKs with "
+            f"{length[deep[i]]:,} bytes in flight, more than the path holds in a round trip: "
+            f"queued at a bottleneck (frame {ev_frame[deep[i]]})"
+        ),
+        ev_frame[deep],
+    )
     resent = np.flatnonzero(c.n_calls > 1)
     transfer.add(c.ls[resent], c.le[resent], lambda k: f"re-sending {words(resent[k])}")
     transfer.add(rf, rl, lambda i: f"reply to {words(i)}", c.reply_frame)
@@ -642,7 +683,7 @@ def _pair_budget(
     rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), c.le)
     wait_from = np.where(acked, c.acked, np.minimum(c.le + int(visible), rf))
     q = np.flatnonzero(acked)
-    transfer.add(
+    queue.add(
         c.le[q],
         rt_from[q],
         lambda k: (
@@ -708,6 +749,9 @@ def _pair_budget(
     runs = np.flatnonzero(change)
     run_end = np.r_[runs[1:], n]
     pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+    piece_ns = hi - lo
+    named = [k for k, lay in enumerate(layers) if lay.name == "queued"]
+    pair_row["queued_ns"] = int(piece_ns[np.isin(label, named)].sum())
     intervals = []
     for a, b in zip(runs, run_end, strict=True):
         cause = str(causes[a])
@@ -749,6 +793,7 @@ def _pair_budget(
         bytes=nbytes,
         mbit_s=nbytes * 8e3 / (end - start),
         writes=writes,
+        send_mbit_s=_sending_rate_bps(c) / 1e6,
         write_size=int(np.bincount(sizes).argmax())
         if len(sizes) and sizes.max() < 1 << 27
         else (int(pd.Series(sizes).mode().max()) if len(sizes) else -1),

@@ -1,32 +1,53 @@
-"""The diagnosis: every analysis module run on a Trace, findings ranked.
+"""The diagnosis: every analysis module run on a Trace, the time budget, the
+verdict and the findings that lead the reports.
 
-``diagnose(trace)`` is the one place that calls the modules of
-``nfstrace/analysis/`` and ranks their findings: capture-quality findings
-that limit what can be concluded first, then by time lost, then by severity.
-The reports (terminal, JSON, HTML) render a ``Diagnosis``; they compute
-nothing themselves.
+``diagnose(...)`` is the one place that calls the modules of
+``nfstrace/analysis/``.  The diagnosis is read from the time budget
+(``budget.py``): the verdict names the cause that cost the most time, and
+there is one finding per cause that cost time, ranked by the seconds it cost
+(``verdict.py``).  Before them come what limits the capture itself (missed
+traffic, snaplen, drops), and after them problems that cost no time but must
+be said (a server restart that loses unstable data, WRITE errors).  Facts
+that cost no time -- capture point, operation mix, COMMIT counts, window
+statistics, the model's dominant term -- stay in their sections: each
+module's own findings are the ``notes``.  The reports (terminal, JSON,
+HTML) render a ``Diagnosis``; they compute nothing themselves.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.fragments import analyze_fragments
-from nfstrace.analysis.model import ModelOverrides, WhatIf, fit_model
+from nfstrace.analysis.model import ModelOverrides, WhatIf, fit_model, what_if
 from nfstrace.analysis.pace import analyze_pace
 from nfstrace.analysis.quality import assess_capture
 from nfstrace.analysis.repeats import analyze_repeats
 from nfstrace.analysis.stalls import find_stalls
 from nfstrace.analysis.transport import analyze_transport
+from nfstrace.analysis.verdict import (
+    Context,
+    Verdict,
+    budget_findings,
+    decide,
+    verdict_finding,
+)
 from nfstrace.analysis.workload import analyze_workload
-from nfstrace.analysis.writes import analyze_writes, prepared, write_progress
+from nfstrace.analysis.writes import analyze_writes, bytes_text, prepared, write_progress
 from nfstrace.parsers.fast import ParseStats
 
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}
+# Module findings that are problems without a time cost: they join the diagnosis.
+PROBLEM_KINDS = ("verifier_change", "write_errors", "ip_fragments_lost")
+# A capture missing more than this share of the calls (replies without their call)
+# limits what can be concluded.
+MISSED_CALLS_SHARE = 0.02
 
 
 @dataclass(frozen=True)
@@ -40,14 +61,18 @@ class DiagnosisOptions:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Results of each analysis module (None when it could not run) and the ranked findings.
+    """The verdict, the ranked findings, the time budget, each analysis module's
+    result (None when it could not run) and every module's own findings (notes).
 
     Attribute names and the tables inside each result are the interface the
-    reports use: repeats.retransmissions, stalls.stalls / stalls.segments,
-    writes.commits, pace.outstanding, model.parameters, workload.op_mix, ...
+    reports use: budget.pairs / budget.intervals, repeats.retransmissions,
+    stalls.stalls, writes.commits, pace.outstanding, model.parameters, ...
     """
 
     findings: list[Finding] = field(default_factory=list)
+    verdict: Verdict | None = None
+    budget: Budget | None = None
+    notes: list[Finding] = field(default_factory=list)
     quality: Any = None  # analysis.quality.CaptureQuality
     repeats: Any = None  # analysis.repeats.RepeatsResult
     fragments: Any = None  # analysis.fragments.FragmentsResult
@@ -72,6 +97,90 @@ def rank(findings: list[Finding]) -> list[Finding]:
     )
 
 
+def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> list[str]:
+    """What the capture missed, in words, when it is enough to limit the conclusions."""
+    out = []
+    if quality.interface_drops:
+        out.append(f"the capturing interface dropped {quality.interface_drops:,} packets")
+    if quality.capture_missed_bytes:
+        out.append(
+            f"the capture missed {bytes_text(quality.capture_missed_bytes)} of TCP data the "
+            "receiver acknowledged"
+        )
+    n = int((transactions["n_calls"] > 0).sum())
+    orphans = transactions[transactions["n_calls"] == 0]
+    if len(orphans) and len(orphans) > MISSED_CALLS_SHARE * (n + len(orphans)):
+        writes = orphans[orphans["op"].astype(object).eq("WRITE")]
+        what = f"{len(orphans):,} replies whose call it never saw"
+        if len(writes):
+            nbytes = int(writes["reply_count"].fillna(0).sum())
+            what += f" ({len(writes):,} WRITEs, {bytes_text(nbytes)} written unseen)"
+        out.append("the capture missed calls: " + what)
+    if quality.writes_stable_unknown or quality.writes_count_unknown:
+        out.append(
+            f"the snaplen cut {quality.truncated_writes:,} WRITE calls before their "
+            "stable_how or count"
+        )
+    gap = budget.seconds().get("capture_gap", 0)
+    if budget.elapsed_ns and gap / budget.elapsed_ns >= 0.05:
+        out.append(
+            f"it missed traffic for {gap / 1e9:.3g} s ({gap / budget.elapsed_ns:.0%} of the "
+            "write activity)"
+        )
+    return out
+
+
+def _round_trip_ns(model: Any) -> tuple[float, float]:
+    """The round trip (2*T_prop) and the part of it call->reply shows here, in ns."""
+    t_prop = model.parameter("T_prop")
+    rtt = 2 * t_prop * 1e9 if math.isfinite(t_prop) else math.nan
+    visible = model.rtt_visible_s * 1e9 if math.isfinite(model.rtt_visible_s) else rtt
+    return rtt, visible
+
+
+def _what_ifs(model: Any) -> dict[str, tuple[str, float]]:
+    """The model's predicted speed-up for the remedies it can price: more WRITEs in
+    flight (round trip), a faster disk (server, commit), a faster link (bandwidth)."""
+    if not math.isfinite(model.t_cycle_s):
+        return {}
+    n = max(int(model.outstanding_max), 1)
+    more = max(16, 2 * n)
+    changes = {
+        "round_trip": (f"outstanding={more}", f"{more} WRITEs in flight"),
+        "commit": ("disk=2x", "a disk twice as fast"),
+        "bandwidth": ("link=2x", "a link twice as fast"),
+    }
+    now = model.cycle().throughput_bps()
+    table = what_if(model, [spec for spec, _ in changes.values()])
+    out = {}
+    for (cause, (_, words)), after in zip(changes.items(), table["predicted_mbit_s"], strict=True):
+        if now > 0 and math.isfinite(after):
+            out[cause] = (words, after * 1e6 / now)
+    return out
+
+
+def _context(
+    model: Any, pace: Any, writes: Any, repeats: Any, quality: Any, transactions: pd.DataFrame
+) -> Context:
+    rtt, _ = _round_trip_ns(model)
+    commits = writes.commits["duration_ns"].dropna() if writes is not None else pd.Series()
+    udp = transactions["transport"].astype(object).eq("udp")
+    return Context(
+        rtt_ns=rtt,
+        writes_in_flight_max=int(pace.outstanding_writes_max),
+        writes_in_flight_mean=float(pace.outstanding_writes_mean),
+        write_size=pace.write_size,
+        commits=len(writes.commits) if writes is not None else 0,
+        commit_max_ns=float(commits.max()) if len(commits) else math.nan,
+        rpc_resent_calls=int(repeats.retransmitted_calls),
+        rpc_first_timeout_ms=repeats.first_timeout_ms_median,
+        tcp_retransmissions=int(repeats.tcp_retransmitted_segments),
+        udp=bool(len(udp) and udp.mean() > 0.5),
+        capture_point=quality.capture_point,
+        what_if=_what_ifs(model),
+    )
+
+
 def diagnose(
     messages: pd.DataFrame,
     transactions: pd.DataFrame,
@@ -79,7 +188,7 @@ def diagnose(
     stats: ParseStats,
     options: DiagnosisOptions | None = None,
 ) -> Diagnosis:
-    """Run every analysis module; rank what they found."""
+    """Run every analysis module; the budget, the verdict and the ranked findings."""
     options = options or DiagnosisOptions()
     quality = assess_capture(messages, transactions, events, stats)
     repeats = analyze_repeats(transactions, events, stats)
@@ -98,18 +207,32 @@ def diagnose(
         events,
         messages=messages,
         capture_point=quality.capture_point,
-        segments=stalls.segments,
         outstanding_mean=pace.outstanding_writes_mean,
         overrides=options.model,
         what_ifs=options.what_if,
     )
+    rtt, visible = _round_trip_ns(model)
+    budget = time_budget(
+        transactions, events, BudgetOptions(rtt, visible, quality.capture_point)
+    )
+    limits = capture_limits(quality, transactions, budget)
+    verdict = decide(budget, limits)
     # The workload's Little's-law check counts outstanding calls over its own span
     # (first NFS call to last reply), not pace's write activity: let it measure.
     workload = analyze_workload(transactions)
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
-    findings = [f for r in results for f in r.findings()]
+    notes = [f for r in results for f in r.findings()]
+    ctx = _context(model, pace, writes, repeats, quality, transactions)
+    findings = budget_findings(budget, verdict, ctx)
+    findings += [f for f in notes if f.limits_conclusions or f.kind in PROBLEM_KINDS]
+    findings = rank(findings)
+    if budget.elapsed_ns:
+        findings.insert(0, verdict_finding(verdict, budget))
     return Diagnosis(
-        findings=rank(findings),
+        findings=findings,
+        verdict=verdict,
+        budget=budget,
+        notes=notes,
         quality=quality,
         repeats=repeats,
         fragments=fragments,

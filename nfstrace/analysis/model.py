@@ -13,17 +13,27 @@ Each parameter is estimated from the trace with a stated method, sample count an
 spread, or given by the user (``ModelOverrides``); when the trace is too thin the
 parameter is NaN with method "cannot estimate: <why>" -- never a made-up number.
 
-- T_prop: TCP handshake round trips (SYN -> handshake ACK, the full round trip at any
-  capture point), else the smallest call->reply times of trivial RPCs (NULL, GETATTR,
-  ACCESS, GETPORT, FSINFO, PATHCONF, NFSv4 compounds of SEQUENCE/PUTFH/GETATTR/ACCESS only).  On the
-  server side call->reply excludes the network, so trivial RPCs cannot give it there.
+- T_prop: the smallest of the round trips the trace shows -- TCP handshakes (SYN ->
+  handshake ACK, the full round trip at any capture point), data->ACK round trips,
+  the call->reply times of trivial RPCs (NULL, GETATTR, ACCESS, GETPORT, FSINFO,
+  PATHCONF, NFSv4 compounds of SEQUENCE/PUTFH/GETATTR/ACCESS only) where they contain
+  the round trip -- each an upper bound.  On the server side call->reply excludes the
+  network, so trivial RPCs cannot give it there.
 - T_ser: block_bits / link rate; the rate given, or from packet-train dispersion of
   large calls (bytes over first->last packet time, median over calls).
 - T_B: block / disk rate given; else COMMIT server time per byte committed; else
   FILE_SYNC minus UNSTABLE WRITE latency.
-- T_op: the mean residual of WRITE latencies once the network round trip seen at the
-  capture point, T_ser and (for WRITEs the server synced) T_B are taken out.  With
-  several WRITEs in flight it includes their queueing behind each other.
+- T_op: what the server takes to answer trivial RPCs (their call->reply minus the
+  round trip), plus the client's reply->next-WRITE gap when it sends one WRITE at a
+  time.
+
+The prediction is the bound at the client's maximum concurrency (the most WRITEs it
+kept in flight), from these parameters alone -- none of them is taken from the WRITE
+latencies or throughput it is compared with, so "predicted vs measured" is a real
+check; what the model leaves out (batching, pauses, the server's time per byte of
+WRITE data, losses) shows as the difference, and the time budget (``budget.py``)
+says where it went.  Little's law (the measured mean in flight x block / mean
+latency) is kept beside it as a consistency check of the measurement, named as such.
 
 Rates: Mbit/s = 10^6 bits per second; block sizes in bytes (8 KiB = 8192).
 A pure function of the tables; no I/O.
@@ -47,7 +57,6 @@ from nfstrace.analysis.workload import (
     json_number,
     json_records,
     outstanding,
-    outstanding_means,
 )
 from nfstrace.parsers.nfs3 import UNSTABLE
 from nfstrace.parsers.rpc import NFS_PROGRAM
@@ -65,8 +74,9 @@ PARAMETER_COLUMNS: dict[str, str] = {
     "note": "caveats in words",
 }
 PREDICTION_COLUMNS: dict[str, str] = {
-    "scenario": "sequential / observed concurrency / max concurrency / measured overall / "
-    "segment k",
+    "scenario": "sequential / the client's maximum concurrency (compared with the measured "
+    "throughput) / Little's law check (the measured mean in flight and latency: a consistency "
+    "check of the measurement, not a prediction)",
     "outstanding": "WRITEs in flight the prediction assumes",
     "predicted_mbit_s": "model throughput, Mbit/s (NaN: parameters missing)",
     "measured_mbit_s": "measured WRITE throughput, Mbit/s (NaN: not a measured stretch)",
@@ -86,8 +96,6 @@ MIN_SAMPLES = 3
 # Calls at least this big (and spanning several packets) time the link by dispersion.
 DISPERSION_MIN_BYTES = 8192
 DISPERSION_MIN_FRAMES = 4
-# Mean WRITEs in flight below this: the trace ran sequentially.
-SEQUENTIAL_BELOW = 1.5
 # Operations whose call->reply time is almost all network round trip.
 TRIVIAL_OPS = frozenset({"NULL", "GETATTR", "ACCESS", "GETPORT", "FSINFO", "PATHCONF"})
 TRIVIAL_V4_OPS = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "GETATTR", "ACCESS"})
@@ -693,55 +701,46 @@ def _client_gap_s(writes: pd.DataFrame) -> float:
 
 
 def _estimate_t_op(
+    tx: pd.DataFrame,
     writes: pd.DataFrame,
     visible_rtt: float,
-    link_rate: float,
-    t_b: float,
-    outstanding_mean: float,
+    capture_point: str,
+    sequential: bool,
 ) -> _Estimate:
-    clean = _clean_answered(writes)
-    if len(clean) < MIN_SAMPLES:
-        return _cannot("T_op", f"{len(clean)} answered WRITEs, need {MIN_SAMPLES}", len(clean))
-    missing = [
-        n
-        for n, v in (("round trip", visible_rtt), ("T_ser", link_rate), ("T_B", t_b))
-        if not math.isfinite(v)
-    ]
-    if missing:
-        return _cannot("T_op", f"{' and '.join(missing)} unknown", len(clean))
-    latency = clean["latency_ns"].to_numpy(dtype="float64") / 1e9
-    nbytes = clean["write_bytes"].to_numpy(dtype="float64")
-    synced = (clean["committed"].fillna(-1) >= DATA_SYNC).to_numpy()
-    # T_B scales with the write's size: t_b is per block, disk rate = block / t_b
-    residual = latency - visible_rtt - nbytes * 8 / link_rate - synced * t_b
-    value = float(residual.mean())
-    notes = []
-    method = "mean WRITE latency minus round trip, T_ser and (synced WRITEs) T_B"
-    gap = _client_gap_s(clean)
-    if outstanding_mean < SEQUENTIAL_BELOW and math.isfinite(gap):
-        # Sequential: the client's reply->next-call time is part of every cycle (the
-        # study's T_op includes it).
+    """T_op from what the server takes for trivial RPCs (their call->reply minus the
+    round trip seen here; on the server side, from the call's last packet), plus the
+    client's reply->next-WRITE gap when it sends one WRITE at a time.  Not from the
+    WRITE latencies the model predicts: a check of the model against the
+    measured throughput means something only when its inputs are other
+    observations."""
+    trivial = _clean_answered(tx)
+    trivial = trivial[_trivial_mask(trivial)]
+    if capture_point == "server":
+        server = trivial["srt_ns"].astype("float64").to_numpy() / 1e9
+        how = "median server time of trivial RPCs (last packet of the call -> reply)"
+    else:
+        if not math.isfinite(visible_rtt):
+            return _cannot("T_op", "round trip unknown", len(trivial))
+        server = trivial["latency_ns"].astype("float64").to_numpy() / 1e9 - visible_rtt
+        how = "median call->reply of trivial RPCs minus the round trip"
+    server = server[np.isfinite(server)]
+    if len(server) < MIN_SAMPLES:
+        return _cannot(
+            "T_op",
+            f"{len(server)} trivial RPCs ({_TRIVIAL_WORDS}), need {MIN_SAMPLES}",
+            len(server),
+        )
+    value = max(float(np.median(server)), 0.0)
+    notes = ["the server's time for a WRITE's data itself is not in it"]
+    method = how
+    gap = _client_gap_s(_clean_answered(writes))
+    if sequential and math.isfinite(gap):
+        # One WRITE at a time: the client's reply->next-call time is part of every
+        # cycle (the study's T_op includes it).
         value += gap
         method += " plus the median reply->next WRITE gap"
         notes.append(f"includes the client's {gap * 1e6:,.1f} µs reply->next-call gap")
-    if outstanding_mean >= SEQUENTIAL_BELOW:
-        notes.append(
-            f"includes queueing behind the {outstanding_mean:.1f} WRITEs in flight on average"
-        )
-    if value < 0:
-        notes.append(
-            f"mean residual was {value * 1e6:,.1f} µs: the other terms overestimate the "
-            "WRITE latency; set to 0"
-        )
-        value = 0.0
-    return _Estimate(
-        "T_op",
-        value,
-        method,
-        len(clean),
-        _iqr(residual),
-        "; ".join(notes),
-    )
+    return _Estimate("T_op", value, method, len(server), _iqr(server), "; ".join(notes))
 
 
 def _client_outstanding(seen: float, writes: pd.DataFrame, hidden_rtt: float) -> float:
@@ -796,13 +795,15 @@ class ModelResult:
     what_if: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(WHAT_IF_COLUMNS))
     )
+    rtt_visible_s: float = math.nan  # the part of the round trip inside call->reply here
+    inputs: list[str] = field(default_factory=list)  # what the prediction rests on
 
     def parameter(self, name: str) -> float:
         return float(self.parameters.set_index("name").loc[name, "value_s"])
 
     def cycle(self) -> Cycle:
-        """The model as fitted, at the observed mean concurrency (1 when unknown)."""
-        n = self.outstanding_mean if math.isfinite(self.outstanding_mean) else 1.0
+        """The model as fitted, at the client's maximum concurrency (1 when unknown)."""
+        n = float(self.outstanding_max) if self.outstanding_max else 1.0
         return Cycle(
             block_bytes=math.nan if self.block_bytes is None else float(self.block_bytes),
             t_prop_s=self.parameter("T_prop"),
@@ -840,7 +841,9 @@ class ModelResult:
                 },
             )
         )
-        overall = self.predictions[self.predictions["scenario"] == "measured overall"]
+        overall = self.predictions[
+            self.predictions["scenario"].str.startswith("the client's maximum")
+        ]
         if not overall.empty and abs(overall["error_pct"].iloc[0]) > 25:
             row = overall.iloc[0]
             out.append(
@@ -849,8 +852,8 @@ class ModelResult:
                     title=(
                         f"the model predicts {row['predicted_mbit_s']:,.1f} Mbit/s but "
                         f"{row['measured_mbit_s']:,.1f} Mbit/s was measured "
-                        f"({row['error_pct']:+.0f}%): something outside it (stalls, TCP "
-                        "windows, retransmissions) limits the transfer"
+                        f"({row['error_pct']:+.0f}%): something outside it limits the "
+                        "transfer (the time budget says what)"
                     ),
                     severity="warning",
                     details={"predictions": json_records(self.predictions)},
@@ -896,28 +899,27 @@ def _dominant_text(cycle: Cycle, estimates: dict[str, _Estimate]) -> tuple[str, 
 
 
 def _prediction_rows(
-    cycle: Cycle,
-    writes: pd.DataFrame,
-    outstanding_max: int,
-    measured_mbit_s: float,
-    segments: pd.DataFrame | None,
+    cycle: Cycle, writes: pd.DataFrame, outstanding_mean: float, measured_mbit_s: float
 ) -> pd.DataFrame:
+    """The model's predictions (from the parameters alone) against the measured
+    throughput, and Little's law as a consistency check of the measurement itself."""
+
     def bound(n: float) -> float:
         return replace(cycle, outstanding=max(1.0, n)).throughput_bps() / 1e6
 
-    n_obs = cycle.outstanding
-    sequential_measured = measured_mbit_s if n_obs < SEQUENTIAL_BELOW else math.nan
+    n_max = cycle.outstanding
+    latency = _clean_answered(writes)["latency_ns"].astype("float64")
+    little = (
+        outstanding_mean * cycle.block_bytes * 8 / (float(latency.mean()) / 1e9) / 1e6
+        if len(latency) and math.isfinite(outstanding_mean)
+        else math.nan
+    )
     rows = [
-        ("sequential", 1.0, bound(1.0), sequential_measured),
-        ("observed concurrency", n_obs, bound(n_obs), math.nan),
-        ("max concurrency", float(outstanding_max), bound(outstanding_max), math.nan),
-        ("measured overall", n_obs, bound(n_obs), measured_mbit_s),
-    ]
-    if segments is not None and len(segments):
-        n_segs = outstanding_means(writes, segments["start_ns"], segments["end_ns"])
-        for k, (n_seg, mbit_s) in enumerate(zip(n_segs, segments["mbit_s"], strict=True), 1):
-            n_seg = n_seg if math.isfinite(n_seg) else 1.0
-            rows.append((f"segment {k}", n_seg, bound(n_seg), float(mbit_s)))
+        ("sequential (1 WRITE in flight)", 1.0, bound(1.0), math.nan),
+        (f"the client's maximum concurrency ({n_max:g})", n_max, bound(n_max), measured_mbit_s),
+        ("Little's law check (mean in flight x block / mean latency)", outstanding_mean, little,
+         measured_mbit_s),
+    ]  # fmt: skip
     table = pd.DataFrame(
         rows, columns=["scenario", "outstanding", "predicted_mbit_s", "measured_mbit_s"]
     )
@@ -925,6 +927,19 @@ def _prediction_rows(
         (table["predicted_mbit_s"] - table["measured_mbit_s"]) / table["measured_mbit_s"] * 100
     )
     return table[list(PREDICTION_COLUMNS)]
+
+
+def _inputs(estimates: dict[str, _Estimate], n_max: int, capture_point: str) -> list[str]:
+    """The observations the prediction rests on, in words."""
+    out = [
+        f"{e.name}: {e.method} ({e.samples} samples)"
+        if not math.isnan(e.value_s)
+        else f"{e.name}: {e.method}"
+        for e in estimates.values()
+    ]
+    out.append(f"concurrency: the client's maximum WRITEs in flight seen here ({n_max})")
+    out.append(f"capture point: {capture_point}")
+    return out
 
 
 def what_if(result: ModelResult, changes: Sequence[WhatIf | str]) -> pd.DataFrame:
@@ -951,7 +966,6 @@ def fit_model(
     events: pd.DataFrame | None = None,
     *,
     capture_point: str = "unknown",
-    segments: pd.DataFrame | None = None,
     outstanding_mean: float | None = None,
     overrides: ModelOverrides | None = None,
     messages: pd.DataFrame | None = None,
@@ -960,9 +974,9 @@ def fit_model(
     """Fit the model to a trace's NFS WRITEs.
 
     transactions: TRANSACTION_COLUMNS; events: transport events (handshake kinds used
-    when present); capture_point: client/server/between/unknown; segments: write
-    segments between stalls (start_ns, end_ns, ..., mbit_s); outstanding_mean:
-    time-weighted mean of WRITEs in flight (computed from the WRITEs when None);
+    when present); capture_point: client/server/between/unknown; outstanding_mean:
+    time-weighted mean of WRITEs in flight (computed from the WRITEs when None; only
+    Little's law check uses it: predictions use the client's maximum);
     messages: MESSAGE_COLUMNS, for packet counts in the T_ser dispersion estimate;
     what_ifs: specs answered in ``result.what_if``.
     """
@@ -981,7 +995,13 @@ def fit_model(
     outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible)
     t_ser, link_rate = _estimate_t_ser(writes, messages, block, capture_point, overrides)
     t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides)
-    t_op = _estimate_t_op(writes, visible, link_rate, t_b.value_s, outstanding_mean)
+    t_op = _estimate_t_op(
+        transactions[transactions["n_calls"] > 0],
+        writes,
+        visible,
+        capture_point,
+        sequential=outstanding_max <= 1,
+    )
     estimates = {e.name: e for e in (t_prop, t_ser, t_b, t_op)}
     parameters = pd.DataFrame(
         [vars(estimates[name]) for name in PARAMETERS], columns=list(PARAMETER_COLUMNS)
@@ -989,8 +1009,9 @@ def fit_model(
 
     throughput = write_throughput(writes, "write_bytes")
     measured = throughput.mbits_per_s if throughput else math.nan
-    n = outstanding_mean if math.isfinite(outstanding_mean) else 1.0
-    cycle = Cycle(block, t_prop.value_s, link_rate, disk_rate, t_op.value_s, max(1.0, n))
+    cycle = Cycle(
+        block, t_prop.value_s, link_rate, disk_rate, t_op.value_s, max(1.0, outstanding_max)
+    )
     dominant, text = _dominant_text(cycle, estimates)
     result = ModelResult(
         capture_point=capture_point,
@@ -1007,7 +1028,9 @@ def fit_model(
         dominant=dominant,
         dominant_text=text,
         measured_mbit_s=measured,
-        predictions=_prediction_rows(cycle, writes, outstanding_max, measured, segments),
+        predictions=_prediction_rows(cycle, writes, outstanding_mean, measured),
+        rtt_visible_s=visible,
+        inputs=_inputs(estimates, outstanding_max, capture_point),
     )
     if what_ifs:
         result = replace(result, what_if=what_if(result, what_ifs))

@@ -480,7 +480,7 @@ class Dissector:
             if hs.gap_t >= 0 and ts - hs.gap_t >= self.send_gap_ns:
                 resent = hs.rtt_hi >= 0 and 0 < (hs.rtt_hi - seq) & SEQ_MASK < SEQ_HALF
                 if hs.gap_mid or resent:
-                    _send_gap(self.col, hs, ts, seq)
+                    _send_gap(self.col, hs, ts, seq, resent)
             if hs.rtt_end >= 0:
                 if 0 < (hs.rtt_end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
                     hs.rtt_end = -1  # (Karn: which copy the ACK answers is unknown)
@@ -925,12 +925,15 @@ def _ack_rtt_sample(hs: HalfStream, ts: int) -> None:
         hs.rtt_best = (sample, *hs.rtt_start)
 
 
-def _send_gap(col: _Collector, hs: HalfStream, ts: int, seq: int) -> None:
+def _send_gap(col: _Collector, hs: HalfStream, ts: int, seq: int, resent: bool) -> None:
     """hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
-    began part-way through an RPC message or ends by re-sending bytes: the part
-    with bytes unacknowledged (tcp_send_gap) and the part with none
-    (tcp_send_idle, part-way through a message only)."""
+    began part-way through an RPC message or ends by re-sending bytes: a gap
+    ended by re-sent bytes (tcp_resend_gap), else the part with bytes
+    unacknowledged (tcp_send_gap) and the part with none (tcp_send_idle)."""
     start, acked, flight = hs.gap_t, hs.gap_acked, hs.gap_flight
+    if resent:
+        col.event(hs, "tcp_resend_gap", start, hs.gap_frame, seq, flight, ts - start)
+        return
     if flight < 0 or (flight > 0 and acked != start):  # unknown ack state counts as waiting
         end = acked if acked >= 0 else ts
         col.event(hs, "tcp_send_gap", start, hs.gap_frame, seq, flight, end - start)

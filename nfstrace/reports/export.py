@@ -44,9 +44,15 @@ DIAGNOSIS_PARTS = (
 
 
 def diagnosis_summary(trace: Trace) -> dict:
-    """The ranked findings, then each module's own summary (its ``as_dict()``)."""
+    """The verdict, the ranked findings, the time budget, then each module's own
+    summary (its ``as_dict()``) and findings (``notes``)."""
     d = trace.diagnosis
-    out: dict = {"findings": [f.as_dict() for f in d.findings]}
+    out: dict = {
+        "verdict": d.verdict.as_dict() if d.verdict is not None else None,
+        "findings": [f.as_dict() for f in d.findings],
+        "budget": d.budget.as_dict() if d.budget is not None else None,
+        "notes": [f.as_dict() for f in d.notes],
+    }
     for part in DIAGNOSIS_PARTS:
         result = getattr(d, part)
         out[part] = None if result is None else result.as_dict()

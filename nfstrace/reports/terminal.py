@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.overview import Throughput
 from nfstrace.parsers.link import LINKTYPE_NAMES
@@ -17,7 +18,7 @@ from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.trace import Trace
 
 MAX_LATENCY_ROWS = 25
-MAX_FINDINGS = 12
+MAX_FINDINGS = 5  # the diagnosis on one screen; the rest in the JSON/HTML report
 MAX_PAIR_TABLES = 8  # per-pair latency tables: the busiest pairs (hundreds render slowly)
 MAX_STALL_ROWS = 15
 _SEVERITY_STYLE = {"problem": "bold red", "warning": "yellow", "info": "default"}
@@ -73,6 +74,33 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         console.print(f"      ... {len(findings) - MAX_FINDINGS} more in the JSON/HTML report")
 
 
+def render_budget(diagnosis: Diagnosis, console: Console) -> None:
+    """Where each pair's write time went: one row per client/server pair, one
+    column per cause that cost any time (shares of the pair's elapsed time)."""
+    budget = diagnosis.budget
+    if budget is None or budget.pairs.empty:
+        return
+    pairs = budget.pairs
+    used = [c for c in CAUSES if pairs[f"{c}_ns"].sum() > 0]
+    table = Table(
+        title="Time budget of the writes (share of each pair's write activity)",
+        show_edge=False,
+        header_style="bold",
+        title_justify="left",
+    )
+    for h in ("client → server", "elapsed s", "Mbit/s", *used):
+        table.add_column(h.replace("_", " "), justify="left" if "→" in h else "right")
+    for r in pairs.itertuples(index=False):
+        elapsed = r.elapsed_ns
+        table.add_row(
+            f"{r.client} → {r.server}",
+            f"{elapsed / 1e9:,.3f}",
+            f"{r.mbit_s:,.1f}",
+            *(f"{getattr(r, f'{c}_ns') / elapsed:.0%}" if elapsed else "-" for c in used),
+        )
+    console.print(table)
+
+
 def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
     stalls = diagnosis.stalls
     if stalls is None or stalls.stalls.empty:
@@ -118,6 +146,9 @@ def render_summary(trace: Trace, console: Console) -> None:
     say()
     render_diagnosis(trace.diagnosis, console)
     say()
+    if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
+        render_budget(trace.diagnosis, console)
+        say()
     say("[bold]Transactions[/bold]")
     say(
         f"  {ov.transactions:,} transactions ({ov.messages:,} RPC messages): "

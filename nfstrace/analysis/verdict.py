@@ -1,0 +1,487 @@
+"""The verdict: which cause made the writes slow, read from the time budget.
+
+The budget (``budget.py``) attributes every nanosecond of each client/server
+pair's write activity to one cause.  The verdict names the cause that cost the
+most time beyond ``transfer`` -- among the causes that cost a *significant*
+share of the time -- and says what would help, with the model's what-if
+where it can predict one.  One finding per cause that cost time, ranked by
+the seconds it cost; the capture's own limits (snaplen, drops, bytes or
+spans it missed) lead and hedge the rest.
+
+Significance (``SIGNIFICANT``: a share of the pair's elapsed time) is set per
+cause by what a healthy transfer spends on it.  Measured on the lab's healthy
+captures (1 and 16 MiB, one CPU for client, server and bridge): the server's
+own time reaches 45% of a healthy write phase, the client's work between
+calls 26%, a COMMIT 23%; a round trip of 2 ms, which the lab counts as
+healthy ("costs little"), 17-44% (TCP slow start and the reply waits), 10 ms
+53-93%; injected causes cost 60-98%.  Loss recovery, a JUKEBOX back-off and a
+capture gap cost nothing at all in a healthy transfer: a tenth (a twentieth
+for a gap, which also limits what can be concluded) is worth naming.
+
+``bandwidth`` is not a budget cause: it is ``transfer`` at a steady ceiling.
+When no other cause is significant, the data moved most of the time
+(``transfer`` at least ``TRANSFER_DOMINANT``) and the sender's calls left at
+the rate the writes achieved overall (big calls' first-to-last-packet rate
+at most ``STEADY_RATIO`` times the overall rate: the path clocked the sender
+all along, as a TCP sender is clocked by the ACKs of a bottleneck), the
+writes ran at the path's ceiling.  A ceiling at a standard Ethernet rate
+(``LINK_RATES``, 80-100% of it) is the link doing its job: no problem; any
+other ceiling is a rate limit, a shaper or a congested path: ``bandwidth``.
+A UDP client-side capture cannot tell a slow path from a slow server (no
+ACKs show where the data waited): it says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.budget import CAUSES, Budget
+from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.writes import bytes_text, seconds_text
+
+# Share of a pair's elapsed time a cause must cost to be named (see the docstring).
+SIGNIFICANT: dict[str, float] = {
+    "capture_gap": 0.05,
+    "loss_recovery": 0.1,
+    "server_busy": 0.1,
+    "window": 0.2,
+    "round_trip": 0.5,
+    "commit": 0.3,
+    "client_idle": 0.3,
+    "server": 0.5,
+    "unknown": 0.3,
+}
+# ... and at least this long (a whole 1 MiB copy can take 3 ms: its one 1 ms COMMIT
+# is a third of it, and nothing an administrator needs to hear about); a capture
+# gap needs no minimum.
+SIGNIFICANT_MIN_NS = 2_000_000
+# A cause below its significance but above this share still gets a finding (info).
+NOTABLE = 0.1
+# The data moved at least this share of the time ...
+TRANSFER_DOMINANT = 0.5
+# ... with its big calls leaving at most this many times faster than the overall rate.
+STEADY_RATIO = 1.25
+# Standard Ethernet rates (bit/s); a ceiling at 80-100% of one is that link at work.
+LINK_RATES = (10e6, 100e6, 1e9, 2.5e9, 5e9, 10e9, 25e9, 40e9, 50e9, 100e9, 200e9, 400e9)
+LINK_SHARE = 0.8
+
+VERDICTS = (*CAUSES[1:-1], "bandwidth", "none")  # what ``primary`` can be
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    client: str
+    server: str
+    primary: str
+    text: str
+    shares: dict[str, float]
+    mbit_s: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``primary``: a cause name, ``bandwidth`` or ``none``; ``text``: in words;
+    ``pairs``: one per client/server pair; ``limits``: what the capture missed."""
+
+    primary: str
+    text: str
+    pairs: list[PairVerdict] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "primary": self.primary,
+            "text": self.text,
+            "limits": self.limits,
+            "pairs": [
+                {
+                    "client": p.client,
+                    "server": p.server,
+                    "primary": p.primary,
+                    "text": p.text,
+                    "mbit_s": p.mbit_s,
+                    "shares": p.shares,
+                }
+                for p in self.pairs
+            ],
+        }
+
+
+def link_rate(mbit_s: float) -> float | None:
+    """The standard Ethernet rate (bit/s) a ceiling fills 80-100% of, if any."""
+    for rate in LINK_RATES:
+        if LINK_SHARE * rate <= mbit_s * 1e6 <= rate:
+            return rate
+    return None
+
+
+def rate_text(bps: float) -> str:
+    return f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
+
+
+def _significant(shares: dict[str, float], elapsed_ns: float) -> list[str]:
+    """Causes beyond transfer that cost a significant share, costliest first."""
+    named = [
+        c
+        for c, v in shares.items()
+        if c in SIGNIFICANT
+        and v >= SIGNIFICANT[c]
+        and (c == "capture_gap" or v * elapsed_ns >= SIGNIFICANT_MIN_NS)
+    ]
+    return sorted(named, key=lambda c: -shares[c])
+
+
+def is_significant(cause: str, share: float, elapsed_ns: float) -> bool:
+    return cause in _significant({cause: share}, elapsed_ns)
+
+
+def _steady_ceiling(row: pd.Series, shares: dict[str, float]) -> bool:
+    send = float(row["send_mbit_s"])
+    rate = float(row["mbit_s"])
+    return (
+        shares.get("transfer", 0.0) >= TRANSFER_DOMINANT
+        and math.isfinite(send)
+        and rate > 0
+        and send <= STEADY_RATIO * rate
+    )
+
+
+def pair_primary(row: pd.Series) -> tuple[str, dict[str, float]]:
+    """A budget pair row's primary cause, and its shares."""
+    elapsed = float(row["elapsed_ns"])
+    shares = {c: float(row[f"{c}_ns"]) / elapsed for c in CAUSES} if elapsed > 0 else {}
+    named = _significant(shares, elapsed)
+    if named:
+        return named[0], shares
+    if _steady_ceiling(row, shares) and link_rate(float(row["mbit_s"])) is None:
+        return "bandwidth", shares
+    return "none", shares
+
+
+def _mix(shares: dict[str, float], k: int = 3) -> str:
+    top = sorted(((v, c) for c, v in shares.items() if v >= 0.01), reverse=True)[:k]
+    return ", ".join(f"{_WORDS[c]} {v:.0%}" for v, c in top)
+
+
+_WORDS = {
+    "transfer": "moving data",
+    "round_trip": "the network round trip",
+    "server": "the server",
+    "commit": "COMMITs",
+    "loss_recovery": "recovering lost packets",
+    "window": "full TCP windows",
+    "server_busy": "JUKEBOX/DELAY back-off",
+    "client_idle": "the client's own pauses",
+    "capture_gap": "spans the capture missed",
+    "unknown": "unexplained",
+}
+
+
+# The verdict's headline per primary cause: {share} of the time, {rate} Mbit/s.
+_HEADLINE = {
+    "round_trip": "the writes waited on the network round trip for {share} of the time",
+    "server": "the server took {share} of the time to answer the WRITEs",
+    "commit": "COMMITs (the server flushing to disk) held the writes for {share} of the time",
+    "loss_recovery": "recovering from lost packets cost {share} of the time",
+    "window": "a full TCP window stopped the sender for {share} of the time",
+    "server_busy": "the server's JUKEBOX/DELAY answers held the writes for {share} of the time",
+    "client_idle": "the client itself sent nothing for {share} of the time",
+    "capture_gap": "the capture missed {share} of the write activity: what happened then is "
+    "unknown",
+    "unknown": "{share} of the time is unexplained",
+}
+
+
+def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
+    """The verdict in words for one pair (or all pairs summed)."""
+    rate = float(row["mbit_s"])
+    head = f"writes ran at {rate:,.1f} Mbit/s"
+    if primary == "none":
+        link = link_rate(rate) if _steady_ceiling(row, shares) else None
+        limit = f", limited by the link ({rate_text(link)})" if link else ""
+        return f"no problem found: {head}{limit}; the time went to {_mix(shares)}"
+    if primary == "bandwidth":
+        return (
+            f"{head}, at a steady ceiling for {shares['transfer']:.0%} of the time: the path "
+            "between client and server carries no more (a rate limit, a shaper or a "
+            "congested link)"
+        )
+    text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}") + f"; {head}"
+    if primary == "capture_gap":  # what the captured part shows
+        seen = {c: v for c, v in shares.items() if c != "capture_gap"}
+        rest = _significant(seen, float(row["elapsed_ns"]))
+        text += (
+            f"; in what was captured, {_WORDS[rest[0]]} cost the most ({seen[rest[0]]:.0%})"
+            if rest
+            else "; in what was captured, no problem shows"
+        )
+    return text
+
+
+def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
+    """The verdict over every pair (their pair-time summed) and per pair."""
+    limits = limits or []
+    if budget.pairs.empty:
+        return Verdict("none", "no WRITE activity to judge", [], limits)
+    pairs = []
+    for _, row in budget.pairs.iterrows():
+        primary, shares = pair_primary(row)
+        pairs.append(
+            PairVerdict(
+                client=str(row["client"]),
+                server=str(row["server"]),
+                primary=primary,
+                text=pair_text(row, primary, shares),
+                shares=shares,
+                mbit_s=float(row["mbit_s"]),
+            )
+        )
+    total = budget.pairs[[c for c in budget.pairs.columns if c.endswith("_ns")]].sum()
+    elapsed = float(total["elapsed_ns"])
+    nbytes = float(budget.pairs["bytes"].sum())
+    whole = pd.Series(
+        {
+            **total.to_dict(),
+            "mbit_s": nbytes * 8e3 / elapsed if elapsed else math.nan,
+            # several pairs: the slowest-sending pair's rate (a ceiling shows in each)
+            "send_mbit_s": float(np.nanmin(budget.pairs["send_mbit_s"].to_numpy(float)))
+            if budget.pairs["send_mbit_s"].notna().any()
+            else math.nan,
+        }
+    )
+    if len(pairs) == 1:
+        primary, text = pairs[0].primary, pairs[0].text
+    else:
+        primary, shares = pair_primary(whole)
+        text = pair_text(whole, primary, shares) + " (all pairs together)"
+        differ = {p.primary for p in pairs}
+        if len(differ) > 1:
+            text += "; per pair: " + "; ".join(
+                f"{p.client} → {p.server}: {p.primary}" for p in pairs
+            )
+    if limits:
+        text = f"{text} (limited: {'; '.join(limits)})"
+    return Verdict(primary, text, pairs, limits)
+
+
+# ---- findings ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """Facts the findings quote beside the budget (all optional)."""
+
+    rtt_ns: float = math.nan
+    writes_in_flight_max: int = 0
+    writes_in_flight_mean: float = math.nan
+    write_size: int | None = None
+    commits: int = 0
+    commit_max_ns: float = math.nan
+    rpc_resent_calls: int = 0
+    rpc_first_timeout_ms: float | None = None
+    tcp_retransmissions: int = 0
+    udp: bool = False
+    capture_point: str = "unknown"
+    what_if: dict[str, tuple[str, float]] = field(default_factory=dict)  # cause -> (change, x)
+
+
+def _intervals(budget: Budget, cause: str) -> pd.DataFrame:
+    iv = budget.intervals
+    return iv[iv["cause"] == cause]
+
+
+def _spans(iv: pd.DataFrame) -> str:
+    """'17 spans of 155-197 ms' for the longer intervals of a cause."""
+    d = iv["duration_ns"].to_numpy()
+    if not len(d):
+        return ""
+    big = d[d >= max(1_000_000, 0.1 * d.max())]
+    if not len(big):  # all short: how many, and the longest
+        return f"{len(d)} span{'s' * (len(d) > 1)}, the longest {seconds_text(d.max())}"
+    lo, hi = seconds_text(big.min()), seconds_text(big.max())
+    return f"{len(big)} span{'s' * (len(big) > 1)} of " + (lo if lo == hi else f"{lo}-{hi}")
+
+
+def _frames(iv: pd.DataFrame) -> list[int]:
+    top = iv.nlargest(5, "duration_ns")
+    return [int(f) for f in top["frame"] if f >= 0]
+
+
+def _remedy(cause: str, ctx: Context) -> str:
+    if cause == "round_trip":
+        n = f" (at most {ctx.writes_in_flight_max} were)" if ctx.writes_in_flight_max else ""
+        return (
+            f"keep more WRITEs in flight{n}: a larger wsize, more RPC slots "
+            "(sunrpc.tcp_max_slot_table_entries), nconnect, or a client that does not wait "
+            "for each batch; or a server closer to the client"
+        )
+    if cause == "server":
+        return (
+            "look at the server's storage and load: its disk latency, a synchronous export "
+            "or FILE_SYNC writes, a slow filesystem layer, too few server threads"
+        )
+    if cause == "commit":
+        return (
+            "the server's flush (COMMIT -> fsync) is slow: faster stable storage or a "
+            "battery-backed write cache; a client that commits less often waits less often"
+        )
+    if cause == "loss_recovery":
+        where = (
+            "the client re-sent RPCs after timeouts: find where datagrams are lost "
+            "(interface and socket-buffer drops: netstat -su, the server's receive buffer) "
+            "or use TCP"
+            if ctx.udp
+            else "find the packet loss: interface errors and drops (ethtool -S, ip -s link, "
+            "netstat -s) on client, server and switches"
+        )
+        return where
+    if cause == "window":
+        return "a TCP receive window limits the flow: raise the receiver's buffers (tcp_rmem)"
+    if cause == "server_busy":
+        return "the server asked the client to wait (JUKEBOX/DELAY): it is overloaded or its storage is offline"
+    if cause == "client_idle":
+        return (
+            "the client (the application, or its page cache flushing) sent nothing: look at "
+            "the writer, not at NFS or the network"
+        )
+    if cause == "capture_gap":
+        return (
+            "capture again without loss: a bigger capture buffer (tcpdump -B), a fast disk, "
+            "a snaplen such as -s 256"
+        )
+    return ""
+
+
+def _title(cause: str, budget: Budget, iv: pd.DataFrame, ctx: Context) -> str:
+    lost = int(iv["duration_ns"].sum())
+    elapsed = budget.elapsed_ns
+    share = lost / elapsed if elapsed else 0.0
+    cost = f"{seconds_text(lost)} of {seconds_text(elapsed)} ({share:.0%})"
+    spans = _spans(iv)
+    if cause == "round_trip":
+        rtt = f" of {seconds_text(ctx.rtt_ns)}" if math.isfinite(ctx.rtt_ns) else ""
+        inflight = (
+            f": {ctx.writes_in_flight_mean:.1f} WRITEs in flight on average, "
+            f"{ctx.writes_in_flight_max} at most"
+            if math.isfinite(ctx.writes_in_flight_mean)
+            else ""
+        )
+        return f"Waiting on the network round trip{rtt} cost {cost}{inflight}"
+    if cause == "server":
+        return f"The server's time to answer cost {cost}"
+    if cause == "commit":
+        slowest = (
+            f", slowest {seconds_text(ctx.commit_max_ns)}"
+            if math.isfinite(ctx.commit_max_ns)
+            else ""
+        )
+        return f"COMMITs (the server flushing to disk) held the writes {cost}: {ctx.commits} COMMIT{'s' * (ctx.commits != 1)}{slowest}"
+    if cause == "loss_recovery":
+        parts = []
+        if ctx.rpc_resent_calls:
+            timeout = (
+                f" (first timeout {ctx.rpc_first_timeout_ms:.0f} ms)"
+                if ctx.rpc_first_timeout_ms
+                else ""
+            )
+            parts.append(f"{ctx.rpc_resent_calls} RPC calls re-sent{timeout}")
+        if ctx.tcp_retransmissions:
+            parts.append(f"{ctx.tcp_retransmissions} TCP segments re-sent")
+        rtos = iv[iv["evidence"].str.contains("TCP silent", regex=False)]
+        if len(rtos):
+            parts.append(f"{len(rtos)} TCP silence{'s' * (len(rtos) > 1)} before a re-send ({_spans(rtos)})")
+        detail = f": {', '.join(parts)}" if parts else ""
+        return f"Recovering from lost packets cost {cost}{detail}"
+    if cause == "window":
+        return f"A full TCP window stopped the sender for {cost}"
+    if cause == "server_busy":
+        return f"The server's JUKEBOX/DELAY answers made the client back off for {cost}"
+    if cause == "client_idle":
+        mid = iv["evidence"].str.contains("part-way", regex=False)
+        how = f": {spans}" if spans else ""
+        if mid.any():
+            how += f", {int(mid.sum())} of them part-way through sending a call with its data acknowledged"
+        return f"The client sent nothing for {cost}{how}"
+    if cause == "capture_gap":
+        return (
+            f"The capture missed traffic for {cost}{': ' + spans if spans else ''}: what "
+            "happened then is unknown"
+        )
+    if cause == "unknown":
+        return f"Unexplained time: {cost}"
+    return f"{cause}: {cost}"
+
+
+def budget_findings(
+    budget: Budget, verdict: Verdict, ctx: Context | None = None
+) -> list[Finding]:
+    """One finding per cause beyond transfer that cost time, costliest first, each
+    with its remedy and evidence frames; plus the verdict's own line first."""
+    ctx = ctx or Context()
+    out: list[Finding] = []
+    elapsed = budget.elapsed_ns
+    if not elapsed:
+        return out
+    seconds = budget.seconds()
+    pairs_primary = {p.primary for p in verdict.pairs} | {verdict.primary}
+    for cause in sorted(
+        (c for c in CAUSES if c != "transfer" and seconds.get(c, 0) > 0),
+        key=lambda c: -seconds[c],
+    ):
+        iv = _intervals(budget, cause)
+        lost = int(seconds[cause])
+        share = lost / elapsed
+        significant = is_significant(cause, share, elapsed) or cause in pairs_primary
+        if not significant and share < NOTABLE:
+            continue
+        title = _title(cause, budget, iv, ctx)
+        bound = (
+            f"without it the writes would have taken {1 - share:.0%} of the time"
+            if share < 1
+            else ""
+        )
+        remedy = _remedy(cause, ctx) if significant else ""
+        gain = ctx.what_if.get(cause)
+        if remedy and gain and math.isfinite(gain[1]) and gain[1] > 1.05:
+            remedy += f"; the model predicts {gain[1]:.1f}x the throughput with {gain[0]}"
+        elif remedy and bound:
+            remedy += f"; {bound}"
+        text = f"{title}. {remedy[0].upper()}{remedy[1:]}" if remedy else title
+        out.append(
+            Finding(
+                kind=cause,
+                title=text,
+                severity="problem" if significant else "info",
+                time_lost_ns=lost,
+                limits_conclusions=cause == "capture_gap",
+                details={
+                    "cause": cause,
+                    "seconds": lost / 1e9,
+                    "share": share,
+                    "intervals": len(iv),
+                    "frames": _frames(iv),
+                    "remedy": remedy,
+                },
+            )
+        )
+    return out
+
+
+def verdict_finding(verdict: Verdict, budget: Budget) -> Finding:
+    primary = verdict.primary
+    severity = "info" if primary == "none" else "problem"
+    return Finding(
+        kind="verdict",
+        title=verdict.text[0].upper() + verdict.text[1:],
+        severity=severity,
+        details={"primary": primary, "elapsed_ns": budget.elapsed_ns},
+    )
+
+
+def bytes_moved_text(budget: Budget) -> str:
+    return bytes_text(float(budget.pairs["bytes"].sum())) if len(budget.pairs) else "0 B"
