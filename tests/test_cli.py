@@ -62,19 +62,29 @@ def _diagnosis_lines(stdout: str) -> list[str]:
     return [line.strip().split(". ", 1)[1] for line in block.splitlines()]
 
 
-def test_diagnosis_ranked_by_time_lost_and_the_stall_threshold(tmp_path: Path) -> None:
-    """A 2 s COMMIT stalls 20 sequential WRITEs: the stall leads, in plain words, before
-    the sequential pace (0.9 ms of turnarounds); --stall-threshold above the stall's
-    length removes it, a small one keeps it."""
+def test_diagnosis_leads_with_the_verdict_then_the_costliest_cause(tmp_path: Path) -> None:
+    """A 2 s COMMIT holds 20 sequential WRITEs: the verdict names it, in plain words,
+    then its finding with the remedy; facts that cost no time (the sequential pace,
+    the capture point) are not in the diagnosis.  --stall-threshold moves the stalls
+    table, not the verdict."""
     capture = mw.build_all(tmp_path)["commit_stall"]
-    lines = _diagnosis_lines(_run("analyze", str(capture), "--no-report").stdout)
-    assert lines[0] == "1 commit stall cost 2 s of 2 s (100%)"
-    assert lines[1].startswith("WRITEs ran one at a time: pace 250 µs per 4 KiB")
-    assert "1 interval of at least 1 s with no packet" in " ".join(lines)
-    for threshold, stalled in (("3s", False), ("1ms", True)):
-        r = _run("analyze", str(capture), "--no-report", "--stall-threshold", threshold)
+    summary = tmp_path / "s.json"
+    r = _run("analyze", str(capture), "--no-report", "--json", str(summary))
+    lines = _diagnosis_lines(r.stdout)
+    assert lines[0].startswith("COMMITs (the server flushing to disk) held the writes for 100%")
+    assert lines[1].startswith("COMMITs (the server flushing to disk) held the writes 2 s of 2 s")
+    assert "The server's flush (COMMIT -> fsync) is slow" in lines[1]
+    assert not any("one at a time" in line or "Capture point" in line for line in lines)
+    d = json.loads(summary.read_text())["diagnosis"]
+    assert d["verdict"]["primary"] == "commit"
+    assert [f["kind"] for f in d["findings"]][:2] == ["verdict", "commit"]
+    assert {"sequential_writes", "capture_point"} <= {f["kind"] for f in d["notes"]}
+    for threshold, stalls in (("3s", 0), ("1ms", 1)):
+        r = _run("analyze", str(capture), "--no-report", "--stall-threshold", threshold,
+                 "--json", str(summary))  # fmt: skip
         assert r.exit_code == 0, r.output
-        assert ("commit stall" in " ".join(_diagnosis_lines(r.stdout))) is stalled
+        d = json.loads(summary.read_text())["diagnosis"]
+        assert d["stalls"]["stalls"] == stalls and d["verdict"]["primary"] == "commit"
     _one_line_error(
         _run("analyze", str(capture), "--no-report", "--stall-threshold", "soon"),
         ExitStatus.USAGE,
@@ -83,16 +93,20 @@ def test_diagnosis_ranked_by_time_lost_and_the_stall_threshold(tmp_path: Path) -
 
 
 def test_capture_limits_lead_the_diagnosis(tmp_path: Path) -> None:
-    """-s 256 hid the NFSv4.1 WRITEs' stable_how: said before anything else."""
+    """-s 256 hid the NFSv4.1 WRITEs' stable_how: the verdict says so, and the
+    snaplen finding comes before every cause."""
     cut = SAMPLE.parent / "v41-tcp-nfsrs-w1m-d0-l0.s256.pcap"
     summary = tmp_path / "s.json"
     r = _run("analyze", str(cut), "--no-report", "--json", str(summary))
     assert r.exit_code == 0, r.output
-    first = _diagnosis_lines(r.stdout)[0]
-    assert "frames were cut by the snaplen (256 bytes)" in first
-    assert first.endswith("not captured: stable_how of 2 WRITEs, the count of 2 WRITEs")
+    lines = _diagnosis_lines(r.stdout)
+    assert lines[0].endswith(
+        "(limited: the snaplen cut 2 WRITE calls before their stable_how or count)"
+    )
+    assert "frames were cut by the snaplen (256 bytes)" in lines[1]
+    assert lines[1].endswith("not captured: stable_how of 2 WRITEs, the count of 2 WRITEs")
     findings = json.loads(summary.read_text())["diagnosis"]["findings"]
-    assert findings[0]["kind"] == "snaplen_truncation" and findings[0]["limits_conclusions"]
+    assert findings[1]["kind"] == "snaplen_truncation" and findings[1]["limits_conclusions"]
 
 
 def test_rank_limits_then_time_lost_then_severity() -> None:

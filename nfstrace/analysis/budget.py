@@ -17,7 +17,9 @@ exclusive intervals that add up to it exactly, each labelled with one cause:
     side), the first round trip of a spell with nothing outstanding.
 ``server``
     a call fully sent waits for its reply beyond the round trip: the server's
-    processing, storage and queueing.
+    processing, storage and queueing; or the server read the calls more slowly
+    than they came (it closed its TCP window, or the client filled a window big
+    enough for the round trip).
 ``commit``
     a COMMIT is outstanding and nothing else is moving (its flush).
 ``loss_recovery``
@@ -25,8 +27,8 @@ exclusive intervals that add up to it exactly, each labelled with one cause:
     timeout), or an RPC waits between its first send and its re-send (an RPC
     re-send timeout, UDP).
 ``window``
-    a TCP sender filled the window its peer advertised, or the peer
-    advertised a zero window.
+    a TCP sender filled a window its peer advertised that was smaller than the
+    path holds in a round trip: the window, not the peer, limited the flow.
 ``server_busy``
     the server answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY: from that call to the
     client's retry.
@@ -48,7 +50,8 @@ Precedence, when several apply at once, highest first, and why:
 2. ``server_busy``: the server said explicitly to wait.
 3. ``loss_recovery`` (TCP silences before re-sent bytes): the stream is
    blocked; data after the loss cannot be delivered.
-4. ``window``: the sender may not send; what it has queued waits.
+4. ``window`` (and ``server`` when the server's full or closed window held
+   the sender): the sender may not send; what it has queued waits.
 5. ``client_idle`` (a pause part-way through a call), then ``round_trip``
    (waiting for ACKs part-way through a call): these are stops inside a
    call's transmission and override the call's ``transfer``.
@@ -101,9 +104,10 @@ SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
 # gap (it is one only with evidence of unrecorded messages).
 GAP_MIN_NS = 1_000_000
 # A client numbers its calls one by one when at least this share of a
-# connection's successive xids (of at least XID_RUN_MIN calls) differ by one;
-# then xids it skipped (up to XID_SKIP_MAX at once, else a new numbering) and
-# that the capture never shows are calls the capture missed.
+# connection's successive calls (of at least XID_RUN_MIN, in time order) have
+# xids one apart; then xids it skipped across a silence (up to XID_SKIP_MAX at
+# once, else a new numbering) and that the capture never shows are calls the
+# capture missed.
 XID_RUN_MIN = 8
 XID_SEQUENTIAL_SHARE = 0.5
 XID_SKIP_MAX = 1 << 20
@@ -134,6 +138,8 @@ PAIR_COLUMNS: dict[str, str] = {
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
     "queued_ns": "int64: of transfer_ns, the time its data sat in a queue in the path (ACKs "
     "held back behind a bottleneck)",
+    "rtt_ns": "float: the round trip its waits were split with (NaN: unknown)",
+    "capture_point": "str: client / server / between / unknown",
     **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
 }
 
@@ -339,6 +345,7 @@ class _PairCalls:
     count: np.ndarray
     acked: np.ndarray  # the receiver's ACK of the last send's last byte (-1: none)
     conn: np.ndarray  # connection of the first send
+    udp: np.ndarray  # bool: sent over UDP
 
 
 def _int(s: pd.Series, missing: int = -1) -> np.ndarray:
@@ -374,6 +381,7 @@ def _calls(tx: pd.DataFrame) -> _PairCalls:
         count=_int(tx["count"]),
         acked=_int(tx["t_call_acked_ns"]) if "t_call_acked_ns" in tx else np.full(len(tx), -1),
         conn=_int(tx["conn"]),
+        udp=tx["transport"].astype(object).eq("udp").to_numpy(bool),
     )
 
 
@@ -436,33 +444,34 @@ def _activity_end(c: _PairCalls, wc: np.ndarray, done: np.ndarray, orphans: np.n
     return int(max(end, theirs.max())) if len(theirs) else end
 
 
-def _xid_skips(c: _PairCalls, client_xids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where a client that numbers its calls one by one skipped xids that the
-    capture never shows (on any connection of the client): per skip, the times
-    of the calls on either side and the number of xids missing."""
-    lo, hi, missing = [], [], []
+def _xid_skips(
+    c: _PairCalls, client_xids: np.ndarray, silences: list[tuple[int, int]]
+) -> list[int]:
+    """Per silence (a, b), the calls the capture missed by their xids: on a
+    connection whose calls number their xids one by one (in time order), the xid
+    of its first call after the silence minus that of its last call before, less
+    one, less the xids of the client seen anywhere between them."""
+    missing = [0] * len(silences)
     for conn in np.unique(c.conn):
-        mine = c.conn == conn
-        xids, first = np.unique(c.xid[mine], return_index=True)
-        if len(xids) < XID_RUN_MIN:
+        mine = np.flatnonzero(c.conn == conn)
+        mine = mine[np.argsort(c.cs[mine], kind="stable")]
+        if len(mine) < XID_RUN_MIN:
             continue
-        step = np.diff(xids)
-        if (step == 1).mean() < XID_SEQUENTIAL_SHARE:
+        xids, t = c.xid[mine], c.cs[mine]
+        if (np.diff(xids) == 1).mean() < XID_SEQUENTIAL_SHARE:
             continue  # xids not numbered one by one: a skip says nothing
-        at = np.flatnonzero((step > 1) & (step <= XID_SKIP_MAX))
-        if not len(at):
-            continue
-        t = c.cs[mine][first]
-        for i in at:
-            gone = int(step[i] - 1) - int(
-                np.searchsorted(client_xids, xids[i + 1])
-                - np.searchsorted(client_xids, xids[i] + 1)
-            )
-            if gone > 0:
-                lo.append(min(t[i], t[i + 1]))
-                hi.append(max(t[i], t[i + 1]))
-                missing.append(gone)
-    return np.array(lo, "int64"), np.array(hi, "int64"), np.array(missing, "int64")
+        for k, (a, b) in enumerate(silences):
+            before = np.searchsorted(t, a, side="right") - 1
+            after = np.searchsorted(t, b, side="left")
+            if before < 0 or after >= len(t):
+                continue
+            step = int(xids[after] - xids[before])
+            if 1 < step <= XID_SKIP_MAX:
+                seen = np.searchsorted(client_xids, xids[after]) - np.searchsorted(
+                    client_xids, xids[before] + 1
+                )
+                missing[k] += max(step - 1 - int(seen), 0)
+    return missing
 
 
 def _capture_gaps(
@@ -475,30 +484,43 @@ def _capture_gaps(
     client_xids: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Silences of the pair (no packet of its messages nor events) with evidence
-    that the capture missed messages: (starts, ends, words)."""
-    skip_lo, skip_hi, skipped = _xid_skips(c, client_xids)
+    that the capture missed messages: (starts, ends, words).
+
+    Over TCP the evidence must be bytes the capture never saw (a hole the
+    receiver acknowledged): a capture that missed packets of a connection
+    misses sequence numbers.  Replies without their call and skipped xids are
+    not enough there: a ``-s 256`` capture cuts the header of a call that
+    starts late in a segment, with nothing missing on the wire.  Over UDP (a
+    datagram is a message) they are the evidence: replies without a call after
+    the silence, calls before it never answered, xids skipped across it."""
     t = np.unique(activity[(activity >= start) & (activity <= end)])
     if len(t) < 2:
         return np.array([], "int64"), np.array([], "int64"), []
     idx = np.flatnonzero(np.diff(t) >= GAP_MIN_NS)
+    silences = [(int(t[i]), int(t[i + 1])) for i in idx]
+    skipped = _xid_skips(c, client_xids, silences)
     starts, ends, words = [], [], []
     lonely = (~c.answered) & (c.n_calls <= 1)
-    for i in idx:
-        a, b = int(t[i]), int(t[i + 1])
+    over_tcp = ~c.udp
+    for k, (a, b) in enumerate(silences):
         span = b - a
         why = []
-        n = int(((orphans >= b) & (orphans <= b + span)).sum())
-        if n:
-            why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
-        n = int((lonely & (c.cs <= a) & (c.cs >= a - span)).sum())
-        if n:
-            why.append(f"{n} call{'s' * (n > 1)} before it never answered")
         n = int(((holes >= a) & (holes <= b + span)).sum())
         if n:
             why.append(f"{n} TCP range{'s' * (n > 1)} never captured")
-        n = int(skipped[(skip_lo <= b) & (skip_hi >= a)].sum())
-        if n:
-            why.append(f"{n} call xid{'s' * (n > 1)} never seen")
+        # the calls around the silence: over TCP only bytes missing count
+        near = (c.cs >= a - span) & (c.cs <= b + span)
+        tcp = bool(over_tcp[near].any()) if near.any() else bool(over_tcp.any())
+        if why or not tcp:
+            n = int(((orphans >= b) & (orphans <= b + span)).sum())
+            if n:
+                why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
+            n = int((lonely & (c.cs <= a) & (c.cs >= a - span)).sum())
+            if n:
+                why.append(f"{n} call{'s' * (n > 1)} before it never answered")
+            n = skipped[k]
+            if n:
+                why.append(f"{n} call xid{'s' * (n > 1)} never seen")
         if why:
             starts.append(a)
             ends.append(b)
@@ -599,19 +621,45 @@ def _pair_budget(
     loss_gap.add(
         ts[lost],
         ts[lost] + dur[lost],
-        lambda i: f"TCP silent {seconds_text(dur[lost[i]])}, then bytes of "
-        f"{'a call' if from_client[lost[i]] else 'a reply'} re-sent (frame {ev_frame[lost[i]]})",
+        lambda i: (
+            f"TCP silent {seconds_text(dur[lost[i]])}, then bytes of "
+            f"{'a call' if from_client[lost[i]] else 'a reply'} re-sent (frame {ev_frame[lost[i]]})"
+        ),
         ev_frame[lost],
     )
 
+    # A full TCP window: too small for the round trip when it holds less than the
+    # path does (``window``); as big or bigger, or closed to zero, the server
+    # read the calls more slowly than they came (its own doing: ``server``).
     window = layer("window")
     w = events("tcp_window_full", True)
+    small = w[length[w] < path_bytes]
     window.add(
-        ts[w], ts[w] + dur[w], event_words("the client filled the server's TCP window"), ev_frame[w]
+        ts[small],
+        ts[small] + dur[small],
+        lambda i: (
+            f"the client filled the server's TCP window of {length[small[i]]:,} bytes, less "
+            f"than the path holds in a round trip (frame {ev_frame[small[i]]})"
+        ),
+        ev_frame[small],
+    )
+    slow_reader = layer("server", "reader")
+    big = w[length[w] >= path_bytes]
+    slow_reader.add(
+        ts[big],
+        ts[big] + dur[big],
+        lambda i: (
+            f"the client filled the server's TCP window of {length[big[i]]:,} bytes: the server "
+            f"read the calls more slowly than they came (frame {ev_frame[big[i]]})"
+        ),
+        ev_frame[big],
     )
     z = events("tcp_zero_window", False)
-    window.add(
-        ts[z], ts[z] + dur[z], event_words("the server advertised a zero TCP window"), ev_frame[z]
+    slow_reader.add(
+        ts[z],
+        ts[z] + dur[z],
+        event_words("the server advertised a zero TCP window: it stopped reading the calls"),
+        ev_frame[z],
     )
 
     idle_gap = layer("client_idle")
@@ -664,6 +712,22 @@ def _pair_budget(
         ),
         frames[resent],
     )
+    # Seen from the server, a UDP call whose fragments did not all arrive is lost on
+    # the way: the client waited for its re-send timer until its next call.
+    lost_dg = events("ip_datagram_incomplete", True)
+    if len(lost_dg):
+        order = np.sort(c.cs)
+        nxt = np.searchsorted(order, ts[lost_dg], side="right")
+        until = np.r_[order, end][nxt]
+        loss_wait.add(
+            ts[lost_dg],
+            until,
+            lambda i: (
+                f"a datagram from the client lost fragments (frame {ev_frame[lost_dg[i]]}): "
+                "the call never arrived; the client waited to re-send"
+            ),
+            ev_frame[lost_dg],
+        )
     commit = layer("commit")
     is_commit = np.flatnonzero(c.op == COMMIT_OP)
     commit.add(
@@ -794,6 +858,8 @@ def _pair_budget(
         mbit_s=nbytes * 8e3 / (end - start),
         writes=writes,
         send_mbit_s=_sending_rate_bps(c) / 1e6,
+        rtt_ns=options.rtt_ns,
+        capture_point=options.capture_point,
         write_size=int(np.bincount(sizes).argmax())
         if len(sizes) and sizes.max() < 1 << 27
         else (int(pd.Series(sizes).mode().max()) if len(sizes) else -1),
@@ -805,48 +871,71 @@ def _empty(columns: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
 
 
+def _indices(frame: pd.DataFrame, a: str, b: str) -> dict[tuple, np.ndarray]:
+    """Row positions per (frame[a], frame[b]) as Python strings (one groupby)."""
+    if not len(frame):
+        return {}
+    return dict(frame.groupby([frame[a].astype(object), frame[b].astype(object)]).indices)
+
+
 def time_budget(
     transactions: pd.DataFrame,
     events: pd.DataFrame | None,
     options: BudgetOptions | None = None,
+    per_pair: dict[tuple[str, str], BudgetOptions] | None = None,
 ) -> Budget:
-    """The budget of every client/server pair that wrote (``Budget``)."""
+    """The budget of every client/server pair that wrote (``Budget``).  ``options``
+    for every pair, or the pair's own in ``per_pair`` ((client, server) ->
+    options: each pair's round trip and capture point)."""
     options = options or BudgetOptions()
+    per_pair = per_pair or {}
     tx = transactions
     calls = tx[tx["n_calls"] > 0]
     orphan = tx[tx["n_calls"] == 0]
+    writers = calls[calls["op"].astype(object).eq(WRITE_OP)]
+    by_pair = _indices(calls, "client", "server")
+    orphans_of = _indices(orphan, "client", "server")
+    orphan_t = _int(orphan["t_reply_ns"]) if len(orphan) else np.array([], "int64")
+    xids_of = {
+        client: np.unique(calls["xid"].to_numpy("int64")[rows])
+        for client, rows in (
+            calls.groupby(calls["client"].astype(object)).indices.items() if len(calls) else ()
+        )
+    }
     ev = events if events is not None and len(events) and "kind" in events else None
+    ev_of = _indices(ev, "src", "dst") if ev is not None else {}
+    no_events = pd.DataFrame(
+        {c: pd.Series(dtype="int64" if c != "kind" and c != "src" else object)
+         for c in ("kind", "ts_ns", "duration_ns", "length", "frame", "src", "conn")}
+    )  # fmt: skip
     rows, intervals = [], []
-    keys = calls[["client", "server"]].astype(object)
-    for (client, server), idx in calls.groupby(
-        [keys["client"], keys["server"]], sort=True
-    ).indices.items():
-        part = calls.iloc[idx]
-        if not part["op"].astype(object).eq(WRITE_OP).any():
-            continue
-        mine = orphan[
-            (orphan["client"].astype(object) == client)
-            & (orphan["server"].astype(object) == server)
-        ]
-        orphans = _int(mine["t_reply_ns"])
-        if ev is not None:
-            src, dst = ev["src"].astype(object), ev["dst"].astype(object)
-            pair_ev = ev[((src == client) & (dst == server)) | ((src == server) & (dst == client))]
-        else:
-            pair_ev = pd.DataFrame(
-                columns=["kind", "ts_ns", "duration_ns", "length", "frame", "src", "conn"]
-            )
-        client_xids = np.unique(calls["xid"].to_numpy("int64")[keys["client"].to_numpy() == client])
-        got = _pair_budget(_calls(part), pair_ev, orphans, client_xids, client, server, options)
+    pairs = sorted(
+        set(zip(writers["client"].astype(object), writers["server"].astype(object), strict=True))
+    )
+    for client, server in pairs:
+        part = calls.iloc[by_pair[(client, server)]]
+        orphans = orphan_t[orphans_of.get((client, server), np.array([], "int64"))]
+        mine = [ev_of.get((client, server)), ev_of.get((server, client))]
+        mine = [m for m in mine if m is not None]
+        pair_ev = ev.iloc[np.sort(np.concatenate(mine))] if mine else no_events
+        got = _pair_budget(
+            _calls(part),
+            pair_ev,
+            orphans,
+            xids_of.get(client, np.array([], "int64")),
+            client,
+            server,
+            per_pair.get((client, server), options),
+        )
         if got is None:
             continue
         row, ivs = got
         rows.append(row)
         intervals += ivs
-    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS)) if rows else _empty(PAIR_COLUMNS)
+    pairs_table = pd.DataFrame(rows, columns=list(PAIR_COLUMNS)) if rows else _empty(PAIR_COLUMNS)
     table = (
         pd.DataFrame(intervals, columns=list(INTERVAL_COLUMNS))
         if intervals
         else _empty(INTERVAL_COLUMNS)
     )
-    return Budget(pairs=pairs, intervals=table, options=options)
+    return Budget(pairs=pairs_table, intervals=table, options=options)

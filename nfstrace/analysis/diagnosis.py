@@ -17,9 +17,10 @@ HTML) render a ``Diagnosis``; they compute nothing themselves.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
@@ -48,6 +49,9 @@ PROBLEM_KINDS = ("verifier_change", "write_errors", "ip_fragments_lost")
 # A capture missing more than this share of the calls (replies without their call)
 # limits what can be concluded.
 MISSED_CALLS_SHARE = 0.02
+# Pairs that get a model of their own (the busiest writers): each pair's round
+# trip splits its own waits, each pair's what-ifs price its own remedies.
+MAX_PAIR_MODELS = 16
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     verdict: Verdict | None = None
     budget: Budget | None = None
+    pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
     quality: Any = None  # analysis.quality.CaptureQuality
     repeats: Any = None  # analysis.repeats.RepeatsResult
@@ -159,6 +164,39 @@ def _what_ifs(model: Any) -> dict[str, tuple[str, float]]:
     return out
 
 
+def _pair_models(
+    transactions: pd.DataFrame, events: pd.DataFrame, capture_point: str, options: DiagnosisOptions
+) -> dict[tuple[str, str], Any]:
+    """A model per client/server pair that wrote, when there are several (the
+    busiest MAX_PAIR_MODELS by bytes written): pairs with different servers
+    have different round trips, disks and concurrency."""
+    writes = transactions[transactions["write_bytes"] > 0]
+    keys = writes[["client", "server"]].astype(object)
+    volume = writes.groupby([keys["client"], keys["server"]])["write_bytes"].sum()
+    if len(volume) < 2:
+        return {}
+    tx_of = transactions.groupby(
+        [transactions["client"].astype(object), transactions["server"].astype(object)]
+    ).indices
+    ev_of = (
+        events.groupby([events["src"].astype(object), events["dst"].astype(object)]).indices
+        if events is not None and len(events) and "src" in events
+        else {}
+    )
+    out = {}
+    for client, server in volume.nlargest(MAX_PAIR_MODELS).index:
+        rows = [ev_of.get((client, server)), ev_of.get((server, client))]
+        rows = [r for r in rows if r is not None]
+        pair_events = events.iloc[np.sort(np.concatenate(rows))] if rows else None
+        out[(client, server)] = fit_model(
+            transactions.iloc[tx_of[(client, server)]],
+            pair_events,
+            capture_point=capture_point,
+            overrides=options.model,
+        )
+    return out
+
+
 def _context(
     model: Any, pace: Any, writes: Any, repeats: Any, quality: Any, transactions: pd.DataFrame
 ) -> Context:
@@ -212,8 +250,14 @@ def diagnose(
         what_ifs=options.what_if,
     )
     rtt, visible = _round_trip_ns(model)
+    pair_models = _pair_models(transactions, events, quality.capture_point, options)
+    per_pair = {}
+    for key, m in pair_models.items():
+        p_rtt, p_visible = _round_trip_ns(m)
+        if math.isfinite(p_rtt):
+            per_pair[key] = BudgetOptions(p_rtt, p_visible, quality.capture_point)
     budget = time_budget(
-        transactions, events, BudgetOptions(rtt, visible, quality.capture_point)
+        transactions, events, BudgetOptions(rtt, visible, quality.capture_point), per_pair
     )
     limits = capture_limits(quality, transactions, budget)
     verdict = decide(budget, limits)
@@ -223,7 +267,11 @@ def diagnose(
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
     notes = [f for r in results for f in r.findings()]
     ctx = _context(model, pace, writes, repeats, quality, transactions)
-    findings = budget_findings(budget, verdict, ctx)
+    pair_contexts = {
+        key: replace(ctx, rtt_ns=_round_trip_ns(m)[0], what_if=_what_ifs(m))
+        for key, m in pair_models.items()
+    }
+    findings = budget_findings(budget, verdict, ctx, pair_contexts)
     findings += [f for f in notes if f.limits_conclusions or f.kind in PROBLEM_KINDS]
     findings = rank(findings)
     if budget.elapsed_ns:
@@ -232,6 +280,7 @@ def diagnose(
         findings=findings,
         verdict=verdict,
         budget=budget,
+        pair_models=pair_models,
         notes=notes,
         quality=quality,
         repeats=repeats,

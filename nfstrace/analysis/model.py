@@ -716,7 +716,8 @@ def _estimate_t_op(
     trivial = _clean_answered(tx)
     trivial = trivial[_trivial_mask(trivial)]
     if capture_point == "server":
-        server = trivial["srt_ns"].astype("float64").to_numpy() / 1e9
+        srt = trivial["t_reply_ns"] - trivial["t_call_end_ns"].fillna(trivial["t_call_ns"])
+        server = srt.astype("float64").to_numpy() / 1e9
         how = "median server time of trivial RPCs (last packet of the call -> reply)"
     else:
         if not math.isfinite(visible_rtt):

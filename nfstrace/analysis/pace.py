@@ -333,7 +333,7 @@ class PaceResult:
         if idle_share >= IDLE_FINDING_SHARE:
             out.append(
                 Finding(
-                    kind="client_idle",
+                    kind="idle_time",
                     title=f"The client had nothing outstanding for {seconds_text(self.idle_ns)} "
                     f"of {seconds_text(self.write_activity_ns)} of write activity "
                     f"({idle_share:.0%})",

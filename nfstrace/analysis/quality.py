@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.writes import bytes_text
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 # A handshake interval this many times the other one decides a vote.
@@ -116,8 +117,8 @@ class CaptureQuality:
             out.append(
                 Finding(
                     kind="capture_missed_bytes",
-                    title=f"The capture missed {self.capture_missed_bytes} TCP bytes "
-                    f"({self.capture_missed_ranges} ranges) that the receiver acknowledged: "
+                    title=f"The capture missed {bytes_text(self.capture_missed_bytes)} of TCP "
+                    f"data ({self.capture_missed_ranges:,} ranges) that the receiver acknowledged: "
                     "lost by the capture, not the network",
                     severity="warning",
                     limits_conclusions=True,
@@ -158,7 +159,7 @@ class CaptureQuality:
         if len(self.gaps):
             out.append(
                 Finding(
-                    kind="capture_gap",
+                    kind="long_silence",
                     title=f"{len(self.gaps)} interval{'s' * (len(self.gaps) > 1)} of at least "
                     f"{GAP_NS / 1e9:.0f} s with "
                     f"no packet while calls were outstanding "

@@ -1,0 +1,291 @@
+"""Write crafted captures whose slow writes have one known cause the lab cannot
+make: the failures the diagnosis issue lists, each as a capture.
+
+    python tests/crafted/make_causes.py OUTDIR
+
+or ``build_all(outdir) -> {name: path}`` from the tests.  NFSv3 over TCP with
+explicit times on every frame (``at(us)``), data in large segments (as a
+client that captures with TSO/GSO on sees them) and cut to a 256-byte snaplen,
+so the captures stay small.  Each scenario's numbers are module constants the
+tests import.
+
+- ``silence_99s``: 99 s with no packet in either direction; the client's xids
+  jump by 52,000 across it; the call before it is never answered in the capture
+  and a reply comes after it whose call was not captured: the capture missed
+  traffic (the writes went on), not a server that took 99 s.
+- ``two_mounts``: one client, two servers (mounts): 32 KiB WRITEs to one run
+  fine; 512 KiB WRITEs to the other stop part-way through 17 calls for 155-197
+  ms with every byte acknowledged and the window open (the application paused);
+  that server answers 4.6 ms after each call's last byte.
+- ``missed_calls_s256``: a ``-s 256`` capture of 16 WRITEs of 1 MiB of which 11
+  calls were not captured (their replies were): the capture's limits lead.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+from scapy.layers.inet import IP, TCP
+from scapy.packet import Raw
+
+try:
+    from crafted import make_crafted as mc
+except ImportError:  # run as a script or imported as a package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from crafted import make_crafted as mc
+
+WRITE, COMMIT = 7, 21
+SNAPLEN = 256
+RTT_US = 100  # the network round trip (the handshake shows it)
+SEGMENT = 45 * 1448  # a TSO burst as the sending host's capture shows it
+VERF = b"verfAAAA"
+
+
+def at(us: float) -> int:
+    """Timestamp (ns) `us` microseconds after the capture's base time."""
+    return mc.BASE_NS + round(us * 1_000)
+
+
+def write_call(xid: int, fh: int, offset: int, count: int) -> bytes:
+    args = mc.fhandle(fh) + struct.pack(">Q", offset) + mc.u32(count, 0)
+    return mc.rpc_call(xid, WRITE, args + mc.opaque(b"\x5a" * count))
+
+
+def write_reply(xid: int, count: int) -> bytes:
+    return mc.rpc_reply(xid, mc.u32(0, 0, 0, count, 0) + VERF)
+
+
+def commit_call(xid: int, fh: int) -> bytes:
+    return mc.rpc_call(xid, COMMIT, mc.fhandle(fh) + struct.pack(">Q", 0) + mc.u32(0))
+
+
+def commit_reply(xid: int) -> bytes:
+    return mc.rpc_reply(xid, mc.u32(0, 0, 0) + VERF)
+
+
+class Flow:
+    """One TCP connection, both directions, every frame at an explicit time.
+
+    ``send`` puts a record-marked RPC on the wire in SEGMENT-sized pieces;
+    ``ack`` is a pure ACK of everything received so far; ``skip`` advances a
+    direction's sequence numbers over bytes the capture never saw."""
+
+    def __init__(self, cap: mc.Capture, client: str, server: str, cport: int, us: float) -> None:
+        self.cap, self.client, self.server, self.cport = cap, client, server, cport
+        self.cnext, self.snext = 1_001, 500_001
+        # window scale 7 both ways: 8 MiB windows, never full here
+        self._frame(True, "S", 1_000, 0, b"", us, [("MSS", 1460), ("WScale", 7)])
+        self._frame(False, "SA", 500_000, 1_001, b"", us + RTT_US, [("MSS", 1460), ("WScale", 7)])
+        self._frame(True, "A", 1_001, 500_001, b"", us + RTT_US + 1)
+
+    def _frame(
+        self,
+        from_client: bool,
+        flags: str,
+        seq: int,
+        ack: int,
+        data: bytes,
+        us: float,
+        options: list | None = None,
+    ) -> None:
+        src, dst = (self.client, self.server) if from_client else (self.server, self.client)
+        sp, dp = (self.cport, mc.NFS_PORT) if from_client else (mc.NFS_PORT, self.cport)
+        seg = TCP(
+            sport=sp,
+            dport=dp,
+            seq=seq % 2**32,
+            ack=ack % 2**32,
+            flags=flags,
+            window=65535,
+            options=options or [],
+        )
+        ip = IP(src=src, dst=dst) / seg
+        self.cap.add(mc.eth(ip / Raw(data) if data else ip), at(us))
+
+    def send(
+        self, from_client: bool, msg: bytes, us: float, spacing_us: float = 0.0
+    ) -> list[float]:
+        """The record in segments `spacing_us` apart from `us`; their times."""
+        payload = mc.record(msg)
+        times = []
+        for i in range(0, len(payload), SEGMENT):
+            t = us + len(times) * spacing_us
+            piece = payload[i : i + SEGMENT]
+            if from_client:
+                self._frame(True, "PA", self.cnext, self.snext, piece, t)
+                self.cnext += len(piece)
+            else:
+                self._frame(False, "PA", self.snext, self.cnext, piece, t)
+                self.snext += len(piece)
+            times.append(t)
+        return times
+
+    def ack(self, from_client: bool, us: float) -> None:
+        if from_client:
+            self._frame(True, "A", self.cnext, self.snext, b"", us)
+        else:
+            self._frame(False, "A", self.snext, self.cnext, b"", us)
+
+    def skip(self, from_client: bool, nbytes: int) -> None:
+        if from_client:
+            self.cnext += nbytes
+        else:
+            self.snext += nbytes
+
+
+def pieces(count: int) -> int:
+    return -(-len(mc.record(write_call(0, 1, 0, count))) // SEGMENT)
+
+
+# ---- 1. 99 s the capture missed --------------------------------------------------------
+
+SILENCE_WRITES = 20  # before and after the silence
+SILENCE_COUNT = 8192
+SILENCE_US = 99_000_000  # no packet in either direction
+SILENCE_XID_JUMP = 52_000  # calls the client made meanwhile
+SILENCE_WRITE_US = 400  # call -> reply of each WRITE
+SILENCE_TURN_US = 50
+
+
+def build_silence_99s(out: Path) -> dict[str, Path]:
+    cap = mc.Capture(snaplen=SNAPLEN)
+    f = Flow(cap, mc.CLIENT, mc.SERVER, 870, 0)
+    xid, offset, us = 0x1000, 0, 100.0
+
+    def one_write() -> None:
+        nonlocal xid, offset, us
+        f.send(True, write_call(xid, 1, offset, SILENCE_COUNT), us)
+        f.send(False, write_reply(xid, SILENCE_COUNT), us + SILENCE_WRITE_US)
+        xid += 1
+        offset += SILENCE_COUNT
+        us += SILENCE_WRITE_US + SILENCE_TURN_US
+
+    for _ in range(SILENCE_WRITES):
+        one_write()
+    # a call whose reply the capture missed, then nothing for 99 s
+    f.send(True, write_call(xid, 1, offset, SILENCE_COUNT), us)
+    lost_call = len(mc.record(write_call(xid, 1, offset, SILENCE_COUNT)))
+    last_seen = us
+    # meanwhile: SILENCE_XID_JUMP calls and their replies, never captured
+    reply_len = len(mc.record(write_reply(xid, SILENCE_COUNT)))
+    f.skip(True, (SILENCE_XID_JUMP - 1) * lost_call)
+    f.skip(False, SILENCE_XID_JUMP * reply_len)
+    xid += SILENCE_XID_JUMP
+    offset += SILENCE_XID_JUMP * SILENCE_COUNT
+    us = last_seen + SILENCE_US
+    # the capture resumes: a reply whose call it missed, then the writes go on
+    f.send(False, write_reply(xid - 1, SILENCE_COUNT), us)
+    us += SILENCE_TURN_US
+    for _ in range(SILENCE_WRITES):
+        one_write()
+    f.send(True, commit_call(xid, 1), us)
+    f.send(False, commit_reply(xid), us + 1_000)
+    return {"silence_99s": cap.write(out / "silence_99s.pcap")}
+
+
+# ---- 2. two mounts, one of them paused by its application ------------------------------
+
+MOUNT_SMALL_SERVER, MOUNT_BIG_SERVER = mc.SERVER, "10.0.0.3"
+MOUNT_SMALL, MOUNT_BIG = 32 * 1024, 512 * 1024
+MOUNT_SMALL_WRITES, MOUNT_BIG_WRITES = 64, 24
+MOUNT_PAUSED = 17  # big calls with a pause part-way through
+MOUNT_PAUSES_MS = [155 + (197 - 155) * i // (MOUNT_PAUSED - 1) for i in range(MOUNT_PAUSED)]
+MOUNT_REPLY_US = 4_600  # after the call's last byte
+MOUNT_SEGMENT_US = 50  # between a call's segments (1.3 Gbit/s)
+MOUNT_ACK_US = 30  # the server ACKs each segment this long after it
+MOUNT_SMALL_REPLY_US = 130  # call -> reply: a round trip and 30 µs at the server
+MOUNT_SMALL_TURN_US = 20  # reply -> the next call
+
+
+def build_two_mounts(out: Path) -> dict[str, Path]:
+    cap = mc.Capture(snaplen=SNAPLEN)
+    small = Flow(cap, mc.CLIENT, MOUNT_SMALL_SERVER, 870, 0)
+    big = Flow(cap, mc.CLIENT, MOUNT_BIG_SERVER, 871, 10)
+    # The two mounts' frames interleave: gather them, then play them in time
+    # order (a pure ACK acknowledges what was sent before it).
+    actions: list[tuple[float, int, tuple]] = []
+
+    def add(t: float, *action: object) -> None:
+        actions.append((t, len(actions), action))
+
+    # the small mount: one WRITE at a time, answered after 130 µs, 20 µs turnaround
+    us = 100.0
+    for i in range(MOUNT_SMALL_WRITES):
+        add(us, small, True, write_call(0x1000 + i, 1, i * MOUNT_SMALL, MOUNT_SMALL))
+        add(us + MOUNT_SMALL_REPLY_US, small, False, write_reply(0x1000 + i, MOUNT_SMALL))
+        us += MOUNT_SMALL_REPLY_US + MOUNT_SMALL_TURN_US
+    # the big mount: one WRITE at a time, every piece acknowledged; 17 of the calls
+    # stop half-way (everything sent so far acknowledged) for 155-197 ms
+    n = pieces(MOUNT_BIG)
+    us = 200.0
+    for i in range(MOUNT_BIG_WRITES):
+        pause = MOUNT_PAUSES_MS[i] * 1_000 if i < MOUNT_PAUSED else 0
+        times = [us + k * MOUNT_SEGMENT_US + (pause if k >= n // 2 else 0) for k in range(n)]
+        payload = mc.record(write_call(0x2000 + i, 2, i * MOUNT_BIG, MOUNT_BIG))
+        for k, t in enumerate(times):
+            add(t, big, True, payload[k * SEGMENT : (k + 1) * SEGMENT], "piece")
+            add(t + MOUNT_ACK_US, big, False, b"", "ack")
+        reply_at = times[-1] + MOUNT_REPLY_US
+        add(reply_at, big, False, write_reply(0x2000 + i, MOUNT_BIG))
+        us = reply_at + 100
+    for t, _, (flow, from_client, data, *how) in sorted(actions, key=lambda a: a[:2]):
+        if how == ["piece"]:
+            flow._frame(True, "PA", flow.cnext, flow.snext, data, t)
+            flow.cnext += len(data)
+        elif how == ["ack"]:
+            flow.ack(from_client, t)
+        else:
+            flow.send(from_client, data, t)
+    return {"two_mounts": cap.write(out / "two_mounts.pcap")}
+
+
+# ---- 3. a -s 256 capture that missed most WRITE calls ----------------------------------
+
+MISSED_WRITES = 16
+MISSED = (1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14)  # calls the capture did not record
+MISSED_COUNT = 1024 * 1024
+MISSED_SEGMENT_US = 60
+MISSED_REPLY_US = 1_500
+
+
+def build_missed_calls_s256(out: Path) -> dict[str, Path]:
+    cap = mc.Capture(snaplen=SNAPLEN)
+    f = Flow(cap, mc.CLIENT, mc.SERVER, 870, 0)
+    us = 100.0
+    n = pieces(MISSED_COUNT)
+    for i in range(MISSED_WRITES):
+        msg = write_call(0x3000 + i, 1, i * MISSED_COUNT, MISSED_COUNT)
+        last = us + (n - 1) * MISSED_SEGMENT_US
+        if i in MISSED:  # the capture dropped the call's frames; the server's ACK shows them
+            f.skip(True, len(mc.record(msg)))
+            f.ack(False, last + 30)
+        else:
+            f.send(True, msg, us, MISSED_SEGMENT_US)
+        f.send(False, write_reply(0x3000 + i, MISSED_COUNT), last + MISSED_REPLY_US)
+        us = last + MISSED_REPLY_US + 100
+    f.send(True, commit_call(0x3000 + MISSED_WRITES, 1), us)
+    f.send(False, commit_reply(0x3000 + MISSED_WRITES), us + 2_000)
+    return {"missed_calls_s256": cap.write(out / "missed_calls_s256.pcap")}
+
+
+BUILDERS = (build_silence_99s, build_two_mounts, build_missed_calls_s256)
+
+
+def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write every scenario into outdir; returns {name: path}."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for build in BUILDERS:
+        paths.update(build(out))
+    return paths
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/crafted/make_causes.py OUTDIR")
+    for name, path in build_all(sys.argv[1]).items():
+        print(f"{name}\t{path}")
