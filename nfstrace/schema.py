@@ -49,7 +49,8 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "truncated": "bool: some bytes of the message were not captured "
     "(snaplen, missing segments or lost fragments)",
     "acked_ns": "int64: TCP: capture time of the first ACK from the receiver covering the "
-    "message's last byte (-1: UDP, no such ACK captured, or the message was cut short)",
+    "message up to its last segment (a receiver may hold the ACK of a short last segment: "
+    "fast.ack_point) (-1: UDP, no such ACK captured, or the message was cut short)",
 }
 
 # Columns as (name, pandas dtype), in table order.

@@ -1,8 +1,9 @@
 """The report's figures (nfstrace/reports/figures.py) on hand-built tables with
 known answers, and on a real sample capture against its ground truth.
 
-The builders here (a study-like write trace, a diagnosis with every table)
-are also used by tests/test_report_browser.py.
+The builders here (a study-like write trace, its time budget, a diagnosis
+with every table) are also used by tests/test_report_browser.py; the time
+budget's figures are tested in tests/test_report_budget.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from conftest import SAMPLES, ground_truth
 
 import nfstrace
+from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
@@ -33,6 +35,9 @@ CYCLE_NS = 390_000  # the study's pace: call→reply 360 µs + 30 µs to the nex
 LATENCY_NS = 360_000
 STALL_NS = 2_266_000_000  # the study's gap: a COMMIT flushing 100 MB
 CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
+# The study's split of a WRITE's call→reply time (the model's terms, ns): 8 KiB
+# crossing at 1 Gbit/s, then the round trip, then the server (the rest).
+TRANSFER_NS, ROUND_TRIP_NS = 65_536, 192_680
 
 
 # ---- builders ---------------------------------------------------------------------------
@@ -139,6 +144,71 @@ def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
     )
 
 
+def study_budget(tx: pd.DataFrame) -> SimpleNamespace:
+    """The time budget of a write_trace of one client/server pair
+    (``Diagnosis.budget``'s pairs and intervals, duck-typed): each WRITE's
+    call→reply split into transfer (TRANSFER_NS), round_trip (ROUND_TRIP_NS)
+    and server (the rest), each COMMIT in flight commit, the time between them
+    client_idle.  Re-sends are left out: every WRITE is split as if sent once.
+    From the first WRITE call to the last reply; four intervals per WRITE (a
+    million WRITEs: four million)."""
+    w = tx[tx["op"] == "WRITE"]
+    client, server = str(w["client"].iloc[0]), str(w["server"].iloc[0])
+    t = w["t_call_ns"].to_numpy("int64")
+    reply = t + LATENCY_NS
+    cuts = [t, t + TRANSFER_NS, t + TRANSFER_NS + ROUND_TRIP_NS]
+    xids = np.char.mod("0x%08x", w["xid"].to_numpy("int64"))
+    starts = [*cuts]
+    ends = [*cuts[1:], reply]
+    causes = [np.full(len(t), c, dtype=object) for c in ("transfer", "round_trip", "server")]
+    evidence = [np.char.add("WRITE xid ", xids).astype(object)] * 3
+    c = tx[tx["op"] == "COMMIT"]
+    starts.append(c["t_call_ns"].to_numpy("int64"))
+    ends.append(c["t_reply_ns"].to_numpy("int64"))
+    causes.append(np.full(len(c), "commit", dtype=object))
+    evidence.append(np.full(len(c), "COMMIT in flight", dtype=object))
+    start, end = np.concatenate(starts), np.concatenate(ends)
+    cause, words = np.concatenate(causes), np.concatenate(evidence)
+    order = np.argsort(start, kind="stable")
+    start, end, cause, words = start[order], end[order], cause[order], words[order]
+    gap = np.flatnonzero(start[1:] > end[:-1])  # nothing outstanding: the client's time
+    start = np.r_[start, end[gap]]
+    end = np.r_[end, start[gap + 1]]
+    cause = np.r_[cause, np.full(len(gap), "client_idle", dtype=object)]
+    words = np.r_[words, np.full(len(gap), "nothing outstanding", dtype=object)]
+    order = np.argsort(start, kind="stable")
+    n = len(order)
+    intervals = pd.DataFrame(
+        {
+            "client": pd.Series([client], dtype="str").repeat(n).to_numpy(),
+            "server": pd.Series([server], dtype="str").repeat(n).to_numpy(),
+            "start_ns": start[order],
+            "end_ns": end[order],
+            "duration_ns": (end - start)[order],
+            "cause": pd.array(cause[order], dtype="str"),
+            "evidence": pd.array(words[order], dtype="str"),
+            "frame": np.full(n, -1, dtype="int64"),
+        }
+    )
+    per_cause = intervals.groupby("cause")["duration_ns"].sum()
+    elapsed = int(intervals["end_ns"].max() - intervals["start_ns"].min())
+    nbytes = int(w["write_bytes"].sum())
+    pairs = pd.DataFrame(
+        {
+            "client": pd.array([client], dtype="str"),
+            "server": pd.array([server], dtype="str"),
+            "start_ns": [int(intervals["start_ns"].min())],
+            "end_ns": [int(intervals["end_ns"].max())],
+            "elapsed_ns": [elapsed],
+            "bytes": [nbytes],
+            "mbit_s": [nbytes * 8e3 / elapsed],
+            "writes": [len(w)],
+            **{f"{c}_ns": [int(per_cause.get(c, 0))] for c in CAUSES},
+        }
+    )
+    return SimpleNamespace(pairs=pairs, intervals=intervals)
+
+
 def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
     """A diagnosis with every table the report uses, built from the study's numbers
     (the interface of nfstrace.analysis.diagnosis.Diagnosis, duck-typed)."""
@@ -218,7 +288,16 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
         slope=6e-5,
     )
     resent = tx[tx["n_calls"] > 1]
+    budget = study_budget(tx)
+    row = budget.pairs.iloc[0]
+    said = f"COMMITs held the writes for {row['commit_ns'] / row['elapsed_ns']:.0%} of the time"
+    verdict = SimpleNamespace(  # Diagnosis.verdict, duck-typed
+        primary="commit",
+        text=said,
+        pairs=[SimpleNamespace(client=CLIENT, server=SERVER, primary="commit")],
+    )
     findings = [
+        Finding(kind="verdict", title=said, severity="problem"),  # repeats the verdict
         Finding(
             kind="commit_stall",
             title="1 commit stall cost 2.266 s of the transfer",
@@ -236,6 +315,8 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
     ]
     return SimpleNamespace(
         findings=findings,
+        verdict=verdict,
+        budget=budget,
         quality=SimpleNamespace(capture_point="client"),
         progress=write_progress(tx),
         stalls=SimpleNamespace(stalls=stalls, segments=segments),

@@ -168,6 +168,11 @@ def test_sample_capture_report_in_chromium(tmp_path: Path) -> None:
         assert "No diagnosis was run" in dom or "Nothing abnormal found" in dom
     # capture facts of this capture
     assert "169.254.77.1" in dom and "169.254.77.2" in dom and "NFSv3" in dom
+    # the verdict leads; the time budget (a figure that must draw, a table) follows
+    verdict = diagnosis.verdict
+    assert dom.index(in_dom(verdict.text[1:])) < dom.index('class="findings"')
+    assert 'data-figure="time budget"' in text and 'id="time-budget"' in dom
+    assert dom.index('data-figure="time budget"') < dom.index('id="capture"')
     screenshot(report, tmp_path)
 
 
@@ -196,7 +201,11 @@ def test_full_diagnosis_report_in_chromium(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     dom, console, _ = open_in_browser(report, tmp_path)
-    assert assert_all_drawn(text, dom, console) == 8  # figures 1-8, one section
+    assert assert_all_drawn(text, dom, console) == 9  # figures 1-8, one section; budget
+    assert text.count('data-figure="time budget"') == 1
+    assert in_dom(diagnosis.verdict.text) in dom and 'id="time-budget"' in dom
+    # the budget shades the cumulative transfer (layout shapes, drawn by plotly)
+    assert "time budget: commit (2.266 s)" in dom
     for i, finding in enumerate(diagnosis.findings):
         assert in_dom(finding.title) in dom
         if i:

@@ -1180,6 +1180,9 @@ impl Dissector {
         let wire = dg.wire_len - hl as i64;
         if wire > 0 {
             let hs = &mut self.arena[h];
+            if wire > hs.max_seg {
+                hs.max_seg = wire;
+            }
             let end = (seq + wire) & SEQ_MASK;
             if hs.gap_t >= 0 && ts - hs.gap_t >= self.send_gap_ns {
                 let before = (hs.rtt_hi - seq) & SEQ_MASK;

@@ -195,8 +195,12 @@ pub struct HalfStream {
     pub gap_mid: bool,
     pub gap_flight: i64,
     pub gap_acked: i64,
+    /// sequence number of the message's record mark
+    pub msg_start: i64,
     /// sequence number past the last message handed on (-1: cut short)
     pub msg_end: i64,
+    /// the longest data segment seen (bytes)
+    pub max_seg: i64,
     /// messages waiting for the peer's ACK: (sequence number past their last
     /// byte, row), oldest first
     pub ack_due: VecDeque<(i64, u64)>,
@@ -272,7 +276,9 @@ impl HalfStream {
             gap_mid: false,
             gap_flight: 0,
             gap_acked: -1,
+            msg_start: 0,
             msg_end: -1,
+            max_seg: 0,
             ack_due: VecDeque::new(),
             rev: None,
         }
@@ -709,6 +715,7 @@ impl TcpReassembler {
                     }
                     pos = hdr;
                     if start {
+                        hs.msg_start = (base + hdr - 4).rem_euclid(SEQ_MOD); // its record mark
                         hs.in_msg = true;
                         hs.head.clear();
                         hs.head_open = true;
@@ -864,9 +871,22 @@ impl TcpReassembler {
             if hs.ack_due.len() >= self.limits.max_ack_waiting.max(1) {
                 hs.ack_due.pop_front();
             }
-            hs.ack_due.push_back((end, row));
+            hs.ack_due
+                .push_back((ack_point(hs.msg_start, end, hs.max_seg), row));
         }
     }
+}
+
+/// The sequence number the receiver's ACK must reach for a message at [start,
+/// end) to count as received: all of it but its last segment (fast.ack_point).
+pub fn ack_point(start: i64, end: i64, max_seg: i64) -> i64 {
+    let length = (end - start).rem_euclid(SEQ_MOD);
+    let back = if length > max_seg {
+        max_seg
+    } else {
+        length - 1
+    };
+    (end - back).rem_euclid(SEQ_MOD)
 }
 
 /// Check the RPC header after a record mark, as far as it was captured.

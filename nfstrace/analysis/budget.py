@@ -140,6 +140,7 @@ PAIR_COLUMNS: dict[str, str] = {
     "held back behind a bottleneck)",
     "rtt_ns": "float: the round trip its waits were split with (NaN: unknown)",
     "capture_point": "str: client / server / between / unknown",
+    "transport": "str: tcp, udp, or tcp+udp: how its calls went",
     **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
 }
 
@@ -430,17 +431,27 @@ def _path_bytes(c: _PairCalls, rtt: float) -> float:
     return rate / 8 * rtt / 1e9 if rate > 0 else math.inf
 
 
-def _activity_end(c: _PairCalls, wc: np.ndarray, done: np.ndarray, orphans: np.ndarray) -> int:
-    """The last WRITE/COMMIT reply; when the capture missed the end of the
-    writes (WRITE/COMMIT calls left unanswered after it), the last reply without
-    its call that came before the client's next other call: their replies."""
+def _activity_end(
+    c: _PairCalls, wc: np.ndarray, done: np.ndarray, orphans: np.ndarray, orphan_xids: np.ndarray
+) -> int:
+    """The last WRITE/COMMIT reply; when the capture missed the end of the writes,
+    the last reply without its call that came before the client's next other
+    call: a reply to a WRITE or COMMIT the capture missed, when WRITE/COMMIT calls
+    were left unanswered or the reply's xid lies between the last WRITE/COMMIT
+    call's and the next call's (a client numbering its calls in order)."""
     end = int(c.rl[done].max())
-    last_call = int(c.cs[wc].max())
-    if not (wc & ~c.answered).any() or not len(orphans):
+    if not len(orphans):
         return end
-    later_other = c.cs[~wc & (c.cs > last_call)]
-    before = int(later_other.min()) if len(later_other) else np.iinfo("int64").max
-    theirs = orphans[(orphans > end) & (orphans < before)]
+    last = int(np.argmax(np.where(wc, c.cs, np.iinfo("int64").min)))
+    later_other = ~wc & (c.cs > c.cs[last])
+    before = int(c.cs[later_other].min()) if later_other.any() else np.iinfo("int64").max
+    after_end = (orphans > end) & (orphans < before)
+    if not (wc & ~c.answered).any():
+        next_xid = c.xid[later_other][np.argmin(c.cs[later_other])] if later_other.any() else None
+        after_end &= orphan_xids > c.xid[last]
+        if next_xid is not None:
+            after_end &= orphan_xids < next_xid
+    theirs = orphans[after_end]
     return int(max(end, theirs.max())) if len(theirs) else end
 
 
@@ -532,6 +543,7 @@ def _pair_budget(
     c: _PairCalls,
     ev: pd.DataFrame,
     orphans: np.ndarray,
+    orphan_xids: np.ndarray,
     client_xids: np.ndarray,
     client: str,
     server: str,
@@ -543,7 +555,7 @@ def _pair_budget(
     if not (is_write.any() and done.any()):
         return None
     start = int(c.cs[is_write].min())
-    end = _activity_end(c, wc, done, orphans)
+    end = _activity_end(c, wc, done, orphans, orphan_xids)
     if end <= start:
         return None
     rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
@@ -860,6 +872,9 @@ def _pair_budget(
         send_mbit_s=_sending_rate_bps(c) / 1e6,
         rtt_ns=options.rtt_ns,
         capture_point=options.capture_point,
+        transport="+".join(
+            t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
+        ),
         write_size=int(np.bincount(sizes).argmax())
         if len(sizes) and sizes.max() < 1 << 27
         else (int(pd.Series(sizes).mode().max()) if len(sizes) else -1),
@@ -896,6 +911,7 @@ def time_budget(
     by_pair = _indices(calls, "client", "server")
     orphans_of = _indices(orphan, "client", "server")
     orphan_t = _int(orphan["t_reply_ns"]) if len(orphan) else np.array([], "int64")
+    orphan_x = orphan["xid"].to_numpy("int64") if len(orphan) else np.array([], "int64")
     xids_of = {
         client: np.unique(calls["xid"].to_numpy("int64")[rows])
         for client, rows in (
@@ -914,7 +930,8 @@ def time_budget(
     )
     for client, server in pairs:
         part = calls.iloc[by_pair[(client, server)]]
-        orphans = orphan_t[orphans_of.get((client, server), np.array([], "int64"))]
+        mine_orphans = orphans_of.get((client, server), np.array([], "int64"))
+        orphans = orphan_t[mine_orphans]
         mine = [ev_of.get((client, server)), ev_of.get((server, client))]
         mine = [m for m in mine if m is not None]
         pair_ev = ev.iloc[np.sort(np.concatenate(mine))] if mine else no_events
@@ -922,6 +939,7 @@ def time_budget(
             _calls(part),
             pair_ev,
             orphans,
+            orphan_x[mine_orphans],
             xids_of.get(client, np.array([], "int64")),
             client,
             server,

@@ -10,11 +10,12 @@ spans it missed) lead and hedge the rest.
 
 Significance (``SIGNIFICANT``: a share of the pair's elapsed time) is set per
 cause by what a healthy transfer spends on it.  Measured on the lab's healthy
-captures (1 and 16 MiB, one CPU for client, server and bridge): the server's
-own time reaches 45% of a healthy write phase, the client's work between
-calls 26%, a COMMIT 23%; a round trip of 2 ms, which the lab counts as
-healthy ("costs little"), 17-44% (TCP slow start and the reply waits), 10 ms
-53-93%; injected causes cost 60-98%.  Loss recovery, a JUKEBOX back-off and a
+captures (1 to 16 MiB, one CPU for client, server and bridge): the server's
+own time reaches 54% of a healthy write phase (a server slowed 2-20 ms per
+WRITE, or syncing each: 75-98%), the client's work between calls 26%, a
+COMMIT 23%; a round trip of 2 ms, which the lab counts as healthy ("costs
+little"), 17-44% (TCP slow start and the reply waits), 10 ms 53-93%; other
+injected causes cost 60-98%.  Loss recovery, a JUKEBOX back-off and a
 capture gap cost nothing at all in a healthy transfer: a tenth (a twentieth
 for a gap, which also limits what can be concluded) is worth naming.
 
@@ -51,13 +52,13 @@ from nfstrace.analysis.writes import bytes_text, seconds_text
 # Share of a pair's elapsed time a cause must cost to be named (see the docstring).
 SIGNIFICANT: dict[str, float] = {
     "capture_gap": 0.05,
-    "loss_recovery": 0.1,
+    "loss_recovery": 0.05,
     "server_busy": 0.1,
     "window": 0.2,
     "round_trip": 0.5,
     "commit": 0.3,
     "client_idle": 0.3,
-    "server": 0.5,
+    "server": 0.6,
     "unknown": 0.3,
 }
 # ... and at least this long (a whole 1 MiB copy can take 3 ms: its one 1 ms COMMIT
@@ -237,11 +238,15 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
             "congested link)"
         )
     text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}") + f"; {head}"
+    if primary == "server" and row.get("transport") == "udp":
+        text += (
+            " (over UDP nothing shows where a call waited: a path slower than the server "
+            "would look the same from the client; a capture at the server tells them apart)"
+        )
     if primary == "client_idle" and row.get("capture_point") in ("server", "between"):
         unknown = not math.isfinite(float(row.get("rtt_ns", math.nan)))
-        text += (
-            " (seen from the server: the network round trip is part of it"
-            + (", and this capture cannot measure it)" if unknown else ")")
+        text += " (seen from the server: the network round trip is part of it" + (
+            ", and this capture cannot measure it)" if unknown else ")"
         )
     if primary == "capture_gap":  # what the captured part shows
         seen = {c: v for c, v in shares.items() if c != "capture_gap"}

@@ -360,13 +360,13 @@ class Dissector:
             row = col.message(
                 hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
             )
-            if row >= 0 and hs.msg_end >= 0:  # whole: wait for the ACK of its last byte
+            if row >= 0 and hs.msg_end >= 0:  # whole: wait for the ACK of its data
                 due = hs.ack_due
                 if due is None:
                     due = hs.ack_due = deque()
                 elif len(due) >= max_waiting:
                     due.popleft()
-                due.append((hs.msg_end, row))
+                due.append((ack_point(hs.msg_start, hs.msg_end, hs.max_seg), row))
 
         self.tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
         self.streams: dict[tuple, HalfStream] = {}
@@ -476,6 +476,8 @@ class Dissector:
                         _end_window_full(self.col, rev, ts)  # room for a full segment again
         wire = dg.wire_len - hl
         if wire > 0:
+            if wire > hs.max_seg:
+                hs.max_seg = wire
             end = (seq + wire) & SEQ_MASK
             if hs.gap_t >= 0 and ts - hs.gap_t >= self.send_gap_ns:
                 resent = hs.rtt_hi >= 0 and 0 < (hs.rtt_hi - seq) & SEQ_MASK < SEQ_HALF
@@ -923,6 +925,17 @@ def _ack_rtt_sample(hs: HalfStream, ts: int) -> None:
     sample = ts - hs.rtt_start[0]
     if sample >= 0 and (hs.rtt_best is None or sample < hs.rtt_best[0]):
         hs.rtt_best = (sample, *hs.rtt_start)
+
+
+def ack_point(start: int, end: int, max_seg: int) -> int:
+    """The sequence number the receiver's ACK must reach for a message at
+    [start, end) to count as received: all of it but its last segment (at most
+    max_seg bytes).  A receiver may hold the ACK of a short last segment (Linux's
+    delayed ACK, up to 40 ms, or until its reply) after the bytes arrived; a
+    one-segment message: any of its bytes."""
+    length = (end - start) & SEQ_MASK
+    back = max_seg if length > max_seg else length - 1
+    return (end - back) & SEQ_MASK
 
 
 def _send_gap(col: _Collector, hs: HalfStream, ts: int, seq: int, resent: bool) -> None:

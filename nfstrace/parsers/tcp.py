@@ -108,6 +108,7 @@ class HalfStream:
         "unsynced_bytes",
         # the message being assembled
         "in_msg",
+        "msg_start",
         "msg_end",
         "head",
         "head_open",
@@ -155,6 +156,7 @@ class HalfStream:
         "rtt_best",
         # send gaps (fast.py): see __init__
         "ack_hi",
+        "max_seg",
         "gap_t",
         "gap_frame",
         "gap_mid",
@@ -188,6 +190,7 @@ class HalfStream:
         self.synced = False
         self.unsynced_bytes = 0
         self.in_msg = False
+        self.msg_start = 0  # sequence number of the message's record mark
         self.msg_end = -1  # sequence number past the last message handed on (-1: cut short)
         self.head = bytearray()
         self.head_open = False
@@ -233,12 +236,13 @@ class HalfStream:
         # message part-sent, the bytes we then had unacknowledged, and when the
         # peer had acknowledged everything we had sent (-1: not yet).
         self.ack_hi = -1
+        self.max_seg = 0  # the longest data segment seen (bytes)
         self.gap_t = self.gap_frame = -1
         self.gap_mid = False
         self.gap_flight = 0
         self.gap_acked = -1
-        # Messages waiting for the peer's ACK: (sequence number past their last
-        # byte, row of the message), oldest first (fast._Collector.acked).
+        # Messages waiting for the peer's ACK: (the sequence number an ACK must
+        # reach, row of the message), oldest first (fast._Collector.acked).
         self.ack_due: deque[tuple[int, int]] | None = None  # made when first needed
         self.rev: HalfStream | None = None
 
@@ -513,6 +517,7 @@ class TcpReassembler:
                     continue
                 pos = hdr
                 if start:
+                    hs.msg_start = (base + hdr - 4) % SEQ_MOD  # its record mark
                     hs.in_msg = True
                     hs.head = bytearray()
                     hs.head_open = True

@@ -1,19 +1,37 @@
 """The report's figures: one function per figure, each returning a plotly ``go.Figure``.
 
+1. ``cumulative_transfer``: bytes acknowledged by WRITE replies vs time, with
+   stalls, segment slopes, re-sends and COMMITs marked, and optionally the time
+   budget's intervals shaded behind the curve in their cause's colour;
+2. ``transaction_throughput``: block / latency of each READ and WRITE;
+3. ``write_latency``: call→reply time of each WRITE, re-sent ones marked;
+4. ``outstanding_rpcs``: RPCs in flight vs time;
+5. ``latency_cdf``: call→reply time distribution per operation;
+6. ``operation_mix``: share of calls per category beside LADDIS;
+7. ``response_vs_throughput``: mean response time vs ops/s per time window;
+8. ``model_figure``: the transactional model's terms, predictions, what-ifs;
+9. ``time_budget``: one stacked bar per client→server pair, its write activity
+   split by cause (``nfstrace.analysis.budget``).
+
 Each function takes the documented tables (``nfstrace.schema`` transactions, or
 the tables of the analysis results: ``Diagnosis.progress``,
 ``stalls.stalls``/``stalls.segments``, ``writes.commits``, ``pace.outstanding``,
-``workload.op_mix``/``workload.windows``, ``model.terms``/``predictions``/``what_if``)
-and is usable as is from Jupyter::
+``workload.op_mix``/``workload.windows``, ``model.terms``/``predictions``/``what_if``,
+``budget.pairs``/``budget.intervals``) and is usable as is from Jupyter::
 
-    fig = cumulative_transfer(diagnosis.progress, diagnosis.stalls.stalls)
+    fig = cumulative_transfer(diagnosis.progress, diagnosis.stalls.stalls,
+                              budget_intervals=diagnosis.budget.intervals)
     fig.show()
+    time_budget(diagnosis.budget.pairs).show()
 
 Time axes are seconds since ``t0_ns`` (default: the first time in the data).
 Above ``point_budget`` points a figure is thinned (the minimum and maximum of
 each time bucket are kept, so spikes and stalls survive) and says so in its
 subtitle; above ``WEBGL_ABOVE`` points a trace is drawn with WebGL.  Strings
 from the capture are HTML-escaped: plotly renders a subset of HTML in labels.
+
+Each budget cause has one colour, ``CAUSE_COLOURS``, used by the budget bars,
+the budget shading and (through ``STALL_CAUSE``) the stall shading.
 """
 
 from __future__ import annotations
@@ -26,18 +44,52 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from nfstrace.analysis.budget import CAUSES
+
 POINT_BUDGET = 50_000  # points per figure before thinning
 WEBGL_ABOVE = 10_000  # points in one trace before it is drawn with WebGL (SVG is slow)
 MAX_LABELLED = 20  # stalls / segments labelled with text (the longest ones)
 HEIGHT = 420
 
+MAX_BUDGET_PAIRS = 30  # bars of the time-budget figure (the pairs with the longest activity)
+MAX_BUDGET_SHAPES = 300  # budget stretches shaded behind the cumulative transfer (the longest)
+BUDGET_MERGE_SHARE = 0.001  # same-cause stretches closer than this share of the span: merged
+SHADE_OPACITY = 0.25
+_LEGEND_ABOVE = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"}
+
+# One colour per time-budget cause (nfstrace.analysis.budget.CAUSES), everywhere.
+CAUSE_COLOURS: dict[str, str] = {
+    "transfer": "#2ca02c",
+    "round_trip": "#1f77b4",
+    "server": "#9467bd",
+    "commit": "#d62728",
+    "loss_recovery": "#ff7f0e",
+    "window": "#8c564b",
+    "server_busy": "#e377c2",
+    "client_idle": "#7f7f7f",
+    "capture_gap": "#17becf",
+    "unknown": "#bcbd22",
+}
+
+# The budget cause a stall cause (nfstrace.analysis.stalls) is a case of: its colour.
+STALL_CAUSE: dict[str, str] = {
+    "commit": "commit",
+    "retransmission": "loss_recovery",
+    "server_delay": "server_busy",
+    "zero_window": "window",
+    "client_idle": "client_idle",
+    "unknown": "unknown",
+}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """``#rrggbb`` with an alpha, as ``rgba(r, g, b, alpha)``."""
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
 STALL_COLOURS = {
-    "commit": "rgba(214, 39, 40, 0.22)",
-    "retransmission": "rgba(255, 127, 14, 0.25)",
-    "server_delay": "rgba(148, 103, 189, 0.25)",
-    "zero_window": "rgba(140, 86, 75, 0.25)",
-    "client_idle": "rgba(127, 127, 127, 0.2)",
-    "unknown": "rgba(188, 189, 34, 0.25)",
+    stall: _rgba(CAUSE_COLOURS[cause], SHADE_OPACITY) for stall, cause in STALL_CAUSE.items()
 }
 
 
@@ -91,7 +143,7 @@ def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Fi
         "height": HEIGHT,
         "margin": {"l": 70, "r": 30, "t": 90 if notes else 70, "b": 55},
         "template": "plotly_white",
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"},
+        "legend": _LEGEND_ABOVE,
         "meta": {"notes": notes},
     }
     fig.update_layout({**layout, **kw})
@@ -144,6 +196,7 @@ def cumulative_transfer(
     *,
     t0_ns: int | None = None,
     point_budget: int = POINT_BUDGET,
+    budget_intervals: pd.DataFrame | None = None,
 ) -> go.Figure:
     """Bytes acknowledged by WRITE replies vs time (the study's main plot).
 
@@ -152,7 +205,12 @@ def cumulative_transfer(
     one legend entry per cause); segments: start_ns, end_ns, mbit_s (slope of
     each stretch between stalls, written on the curve); retransmissions: rows
     with t_call_ns / call_times_ns (each re-send marked); commits: t_call_ns,
-    t_reply_ns, duration_ns (COMMIT calls marked).
+    t_reply_ns, duration_ns (COMMIT calls marked); budget_intervals: the time
+    budget's intervals (``budget.INTERVAL_COLUMNS``: start_ns, end_ns,
+    duration_ns, cause, evidence; one pair's, or several pairs' shaded over each
+    other), shaded behind the curve in ``CAUSE_COLOURS`` (not ``transfer``:
+    data moving is the normal state), one legend entry per cause; see
+    ``_add_budget_shading`` for how thousands of intervals stay cheap.
     """
     title = "Cumulative transfer: bytes acknowledged by WRITE replies"
     if progress is None or progress.empty:
@@ -190,6 +248,9 @@ def cumulative_transfer(
     order = np.argsort(all_x, kind="stable")
     all_x, all_mb = all_x[order], np.maximum.accumulate(np.concatenate(curve_mb)[order])
     top = float(all_mb.max()) if len(all_mb) else 1.0
+    shaded = budget_intervals is not None and not budget_intervals.empty
+    if shaded:
+        shaded = _add_budget_shading(fig, budget_intervals, t0, all_x, notes)
     if stalls is not None and not stalls.empty:
         _add_stalls(fig, stalls, t0, top)
     if segments is not None and not segments.empty:
@@ -221,12 +282,24 @@ def cumulative_transfer(
                 hovertemplate="COMMIT at %{x:.6f} s, %{customdata:.3f} ms<extra></extra>",
             )
         )
+    # with the budget's causes the legend is long: below the plot (not over the title,
+    # and not beside it: the time axis keeps the width of the other figures')
+    below = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0.01}
     return _layout(
         fig,
         title,
         notes,
         xaxis_title="time since start of capture (s)",
         yaxis_title="MB acknowledged (10^6 bytes)",
+        **(
+            {
+                "legend": {**below, "yanchor": "bottom"},
+                "height": HEIGHT + 80,
+                "margin": {"l": 70, "r": 30, "t": 90 if notes else 70, "b": 150},
+            }
+            if shaded
+            else {}
+        ),
     )
 
 
@@ -242,6 +315,142 @@ def _resend_times(retransmissions: pd.DataFrame) -> np.ndarray:
         elif not pd.isna(first):
             times.append(float(first))
     return np.asarray(times, dtype="float64")
+
+
+def _budget_stretches(intervals: pd.DataFrame, merge_ns: float) -> pd.DataFrame:
+    """The budget's intervals other than ``transfer``, with the intervals of one
+    cause merged where one starts at most ``merge_ns`` after the previous one
+    ended (whatever lies between: below a pixel, stretches cannot be told apart).
+
+    Columns: cause, start_ns, end_ns (floats), seconds (the cause's own time in
+    the stretch), intervals (merged), evidence (of the longest of them)."""
+    cause = intervals["cause"].astype(str).to_numpy(dtype=object)
+    evidence = (
+        intervals["evidence"].astype(str).to_numpy(dtype=object)
+        if "evidence" in intervals
+        else np.full(len(intervals), "", dtype=object)
+    )
+    start = intervals["start_ns"].to_numpy(dtype="float64")
+    end = intervals["end_ns"].to_numpy(dtype="float64")
+    present = set(cause) - {"transfer"}
+    order = [c for c in CAUSES if c in present] + sorted(present - set(CAUSES))
+    parts = []
+    for name in order:
+        rows = np.flatnonzero(cause == name)
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        s, e = start[rows], end[rows]
+        d = np.maximum(e - s, 0.0)
+        reach = np.maximum.accumulate(e)  # intervals of several pairs may overlap
+        new = np.r_[True, s[1:] - reach[:-1] > merge_ns]  # starts a stretch
+        first, group = np.flatnonzero(new), np.cumsum(new) - 1
+        by_length = np.lexsort((d, group))  # within each group, the longest last
+        longest = by_length[np.r_[first[1:] - 1, len(rows) - 1]]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "cause": name,
+                    "start_ns": s[first],
+                    "end_ns": np.maximum.reduceat(e, first),
+                    "seconds": np.add.reduceat(d, first) / 1e9,
+                    "intervals": np.diff(np.r_[first, len(rows)]),
+                    "evidence": evidence[rows[longest]],
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(
+            columns=["cause", "start_ns", "end_ns", "seconds", "intervals", "evidence"]
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def _add_budget_shading(
+    fig: go.Figure, intervals: pd.DataFrame, t0: int, curve_x: np.ndarray, notes: list[str]
+) -> bool:
+    """The budget's intervals as translucent rectangles the plot's height (layout
+    shapes below the traces, one legend entry per cause), and a rug of markers
+    on the time axis whose hover gives each stretch's cause, time and evidence.
+
+    Thousands of intervals stay cheap: same-cause intervals closer than
+    ``BUDGET_MERGE_SHARE`` of the plot's time span are merged, and at most
+    ``MAX_BUDGET_SHAPES`` stretches are drawn (the longest), with a note.
+    False when there was nothing to shade (only ``transfer``)."""
+    ends = intervals["end_ns"].to_numpy(dtype="float64")
+    starts = intervals["start_ns"].to_numpy(dtype="float64")
+    lo = min(float(np.nanmin(starts)), float(curve_x.min()) if len(curve_x) else np.inf)
+    hi = max(float(np.nanmax(ends)), float(curve_x.max()) if len(curve_x) else -np.inf)
+    stretches = _budget_stretches(intervals, BUDGET_MERGE_SHARE * max(hi - lo, 0.0))
+    if stretches.empty:
+        return False
+    total = len(stretches)
+    if total > MAX_BUDGET_SHAPES:
+        length = (stretches["end_ns"] - stretches["start_ns"]).to_numpy()
+        keep = np.sort(np.argsort(-length, kind="stable")[:MAX_BUDGET_SHAPES])
+        notes.append(
+            f"time budget: {MAX_BUDGET_SHAPES:,} of {total:,} stretches shaded (the longest; "
+            f"{len(intervals):,} intervals, same-cause neighbours merged)"
+        )
+        stretches = stretches.iloc[keep]
+    x0 = _seconds(stretches["start_ns"], t0)
+    x1 = _seconds(stretches["end_ns"], t0)
+    causes = stretches["cause"].to_numpy(dtype=object)
+    all_causes = intervals["cause"].astype(str).to_numpy(dtype=object)
+    seconds = pd.Series(np.maximum(ends - starts, 0.0)).groupby(all_causes).sum() / 1e9
+    shapes = list(fig.layout.shapes or ())
+    named: set[str] = set()
+    for a, b, cause in zip(x0, x1, causes, strict=True):
+        colour = CAUSE_COLOURS.get(cause, CAUSE_COLOURS["unknown"])
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": float(a),
+                "x1": float(b),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": colour,
+                "opacity": SHADE_OPACITY,
+                "line": {"width": 0},
+                "layer": "below",
+                "name": esc(f"time budget: {cause} ({float(seconds.get(cause, 0.0)):.3f} s)"),
+                "legendgroup": f"budget-{cause}",
+                "showlegend": cause not in named,
+            }
+        )
+        named.add(cause)
+    fig.update_layout(shapes=shapes)  # at once: add_shape is slow
+    hover = [
+        esc(f"{c}: {a:.6f} to {b:.6f} s ({s:.6f} s in {n:,} interval{'s' if n > 1 else ''})")
+        + "<br>"
+        + esc(ev)
+        for a, b, c, s, n, ev in zip(
+            x0,
+            x1,
+            causes,
+            stretches["seconds"],
+            stretches["intervals"],
+            stretches["evidence"],
+            strict=True,
+        )
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=(x0 + x1) / 2,
+            y=np.zeros(len(x0)),
+            mode="markers",
+            marker={
+                "symbol": "square",
+                "size": 6,
+                "color": [CAUSE_COLOURS.get(c, CAUSE_COLOURS["unknown"]) for c in causes],
+            },
+            name="time budget stretches",
+            hovertext=hover,
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
+    return True
 
 
 def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> None:
@@ -656,4 +865,81 @@ def model_figure(
         height=HEIGHT + 60,
         legend=below,  # above, it would cover the panel titles
         margin={"l": 70, "r": 30, "t": 90, "b": 90},
+    )
+
+
+# ---- 9. the time budget ------------------------------------------------------------------
+
+
+def time_budget(pairs: pd.DataFrame) -> go.Figure:
+    """Where each client→server pair's write activity went: one horizontal bar
+    per pair (the busiest on top), one segment per cause that took time, in
+    ``CAUSES`` order and ``CAUSE_COLOURS``; a segment's length is the cause's
+    seconds (hover: the cause, its seconds, its share of the pair's elapsed time).
+
+    pairs: client, server, elapsed_ns, mbit_s and ``<cause>_ns`` per cause
+    (``budget.pairs``, ``nfstrace.analysis.budget.PAIR_COLUMNS``).  Above
+    ``MAX_BUDGET_PAIRS`` pairs the ones with the longest write activity are
+    drawn, and the title says how many were left out."""
+    title = "Time budget: the write activity of each client/server pair, split by cause"
+    if pairs is None or pairs.empty:
+        return _empty(title, "no WRITE activity in the capture: no time budget")
+    notes: list[str] = []
+    shown = pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
+    if len(shown) > MAX_BUDGET_PAIRS:
+        notes.append(
+            f"the {MAX_BUDGET_PAIRS} pairs with the longest write activity drawn; "
+            f"{len(shown) - MAX_BUDGET_PAIRS:,} of {len(shown):,} pairs left out"
+        )
+        shown = shown.head(MAX_BUDGET_PAIRS)
+    labels = [
+        esc(_pair_label((str(c), str(s))))
+        for c, s in zip(shown["client"], shown["server"], strict=True)
+    ]
+    elapsed = shown["elapsed_ns"].to_numpy(dtype="float64")
+    fig = go.Figure()
+    for cause in CAUSES:
+        column = f"{cause}_ns"
+        if column not in shown:
+            continue
+        ns = shown[column].fillna(0).to_numpy(dtype="float64")
+        if not (ns > 0).any():
+            continue
+        share = np.divide(ns, elapsed, out=np.zeros(len(ns)), where=elapsed > 0)
+        fig.add_trace(
+            go.Bar(
+                x=np.where(ns > 0, ns / 1e9, np.nan),  # no segment where the cause took none
+                y=labels,
+                orientation="h",
+                name=cause,
+                marker={"color": CAUSE_COLOURS[cause], "line": {"width": 0}},
+                customdata=share,
+                hovertemplate="%{y}<br>" + cause + ": %{x:.6f} s, "
+                "%{customdata:.1%} of the pair's elapsed time<extra></extra>",
+            )
+        )
+    rates = shown["mbit_s"] if "mbit_s" in shown else pd.Series(np.nan, index=shown.index)
+    for label, seconds, rate in zip(
+        labels, elapsed / 1e9, rates.to_numpy(dtype="float64"), strict=True
+    ):
+        fig.add_annotation(
+            x=seconds,
+            y=label,
+            text=f"{seconds:,.3f} s" + (f", {rate:,.1f} Mbit/s" if np.isfinite(rate) else ""),
+            showarrow=False,
+            xanchor="left",
+            font={"size": 10},
+        )
+    return _layout(
+        fig,
+        title,
+        notes,
+        barmode="stack",
+        height=max(HEIGHT - 120, 170 + 34 * len(labels)),
+        xaxis={
+            "title": {"text": "seconds of write activity (first WRITE call to last reply)"},
+            "range": [0, 1.25 * float(elapsed.max()) / 1e9 or 1.0],  # room for the totals
+        },
+        yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
+        legend={**_LEGEND_ABOVE, "traceorder": "normal"},  # causes in CAUSES order
     )

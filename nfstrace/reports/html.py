@@ -3,14 +3,19 @@
 ``write_report(path, trace, diagnosis)`` writes it; ``render_report(trace, diagnosis)``
 returns the text.  plotly.js is inlined once (no CDN, no web fonts: the file
 opens offline from file://); every figure is a ``div`` drawn by that one copy.
-Order: the diagnosis in plain words (findings in the order given), capture
-facts, figures (per client/server pair when there are several), tables.
+Order: the diagnosis in plain words (the verdict, then the findings in the
+order given, then the time budget: a stacked bar per client/server pair and a
+table of each cause's share), capture facts, figures (per client/server pair
+when there are several; the cumulative transfer shaded by the budget's causes),
+tables.
 
 Any analysis result of the diagnosis may be None (the module did not run):
 the section it feeds is drawn from the transactions where that is a plain
 derivation (write progress, outstanding RPCs, COMMITs, re-sent calls), and
-otherwise left out with a note saying why.  Every string that comes from the
-capture (file names, hosts, paths, details) is HTML-escaped.
+otherwise left out with a note saying why; a diagnosis without a verdict or
+a time budget (or a budget without WRITE activity: metadata-only captures)
+shows the findings alone.  Every string that comes from the capture (file
+names, hosts, paths, details, the budget's evidence) is HTML-escaped.
 
 A small script records script errors and checks that every figure was drawn;
 it writes the result on ``<body data-figures=... data-figures-drawn=...
@@ -33,6 +38,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask
 from nfstrace.analysis.pace import outstanding_steps
 from nfstrace.analysis.writes import commit_table, write_progress
@@ -83,6 +89,7 @@ class _Inputs:
     stalls: pd.DataFrame | None
     segments: pd.DataFrame | None
     verifier_changes: pd.DataFrame | None
+    budget_intervals: pd.DataFrame | None = None  # the time budget's (shaded by cause)
     notes: list[str] = field(default_factory=list)
 
 
@@ -115,6 +122,7 @@ def _inputs(trace: Trace, diagnosis: Diagnosis | None) -> _Inputs:
         stalls=stalls,
         segments=_frame(diagnosis, "stalls", "segments"),
         verifier_changes=_frame(diagnosis, "writes", "verifier_changes"),
+        budget_intervals=_frame(diagnosis, "budget", "intervals"),
         notes=notes,
     )
 
@@ -173,9 +181,12 @@ def _table(
     tips: dict[str, str] | None = None,
     table_id: str,
     total: int | None = None,
+    digits: dict[str, int] | None = None,
 ) -> str:
-    """A sortable table (click a header); at most MAX_TABLE_ROWS rows, with a note."""
+    """A sortable table (click a header); at most MAX_TABLE_ROWS rows, with a note.
+    ``digits``: decimals of a column's floats (default 3)."""
     headers, tips = headers or {}, tips or {}
+    places = [(digits or {}).get(c, 3) for c in columns]
     shown = rows.head(MAX_TABLE_ROWS)
     total = len(rows) if total is None else total
     head = "".join(
@@ -184,8 +195,8 @@ def _table(
     body = []
     for values in shown[list(columns)].itertuples(index=False, name=None):
         cells = []
-        for v in values:
-            text, key = _cell(v)
+        for v, d in zip(values, places, strict=True):
+            text, key = _cell(v, d)
             cells.append(f'<td data-v="{_e(key)}">{_e(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = (
@@ -221,8 +232,106 @@ def _finding_html(finding: Any) -> str:
     return "".join(parts) + "</li>"
 
 
-def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _verdict_html(verdict: Any) -> str:
+    """The verdict's primary cause as a label (in its budget colour) and its text."""
+    primary = str(getattr(verdict, "primary", "") or "none")
+    colour = fg.CAUSE_COLOURS.get(primary, "#555555")  # bandwidth, none: grey
+    return (
+        f'<p class="verdict"><span class="primary" style="background:{colour}" '
+        f'title="the primary cause">{_e(primary)}</span> '
+        f'<span class="verdict-text">{_e(_sentence(str(getattr(verdict, "text", ""))))}</span></p>'
+    )
+
+
+def _is_verdict(finding: Any, verdict: Any) -> bool:
+    """The finding that repeats the verdict shown above the findings."""
+    return (
+        verdict is not None
+        and getattr(finding, "kind", "") == "verdict"
+        and str(getattr(finding, "title", "")).strip().lower()
+        == str(getattr(verdict, "text", "")).strip().lower()
+    )
+
+
+def _budget_table(pairs: pd.DataFrame, verdict: Any) -> str:
+    """Per pair (longest activity first): elapsed seconds, Mbit/s, the pair's
+    verdict and the share (%) of every cause that took time in any pair."""
+    causes = [c for c in CAUSES if f"{c}_ns" in pairs and (pairs[f"{c}_ns"].fillna(0) > 0).any()]
+    rows = pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
+    elapsed = rows["elapsed_ns"].astype("float64")
+    table = pd.DataFrame(
+        {
+            "client": rows["client"].astype(object),
+            "server": rows["server"].astype(object),
+            "elapsed_s": elapsed / 1e9,
+            "mbit_s": rows["mbit_s"].astype("float64"),
+        }
+    )
+    columns = ["client", "server"]
+    verdicts = getattr(verdict, "pairs", None) or []
+    by_pair = {(str(v.client), str(v.server)): str(v.primary) for v in verdicts}
+    if by_pair:
+        table["verdict"] = [
+            by_pair.get((str(c), str(s)), "")
+            for c, s in zip(table["client"], table["server"], strict=True)
+        ]
+        columns.append("verdict")
+    columns += ["elapsed_s", "mbit_s"]
+    shares = {c: f"{c}_share" for c in causes}  # not "server": that is the pair's server
+    for c, column in shares.items():
+        table[column] = (
+            rows[f"{c}_ns"].astype("float64") / elapsed.where(elapsed > 0) * 100
+        ).round(1)
+        columns.append(column)
+    headers = {
+        "elapsed_s": "elapsed (s)",
+        "mbit_s": "Mbit/s",
+        **{column: f"{c} %" for c, column in shares.items()},
+    }
+    tips = {
+        "elapsed_s": PAIR_COLUMNS.get("elapsed_ns", ""),
+        "mbit_s": PAIR_COLUMNS.get("mbit_s", ""),
+        "verdict": "the cause the pair's verdict names",
+        **{column: f"share of the elapsed time attributed to {c}" for c, column in shares.items()},
+    }
+    digits = {"elapsed_s": 6, "mbit_s": 1, **{column: 1 for column in shares.values()}}
+    return _table(table, columns, headers=headers, tips=tips, digits=digits, table_id="time-budget")
+
+
+def _budget_html(diagnosis: Diagnosis | None, figs: _Figures) -> str:
+    """The time-budget figure and table, or a note saying why there are none."""
+    if diagnosis is None:
+        return ""
+    budget = _attr(diagnosis, "budget")
+    pairs = _frame(budget, "pairs")
+    if budget is None or pairs is None:
+        return '<p class="note">Time budget: not computed for this capture.</p>'
+    if pairs.empty:
+        return (
+            '<p class="note">Time budget: no WRITE activity in the capture, '
+            "nothing to split by cause.</p>"
+        )
+    figs.add("time budget", fg.time_budget(pairs))
+    out = ['<h3 id="time-budget-title">Time budget</h3>', *figs.html]
+    figs.html = []
+    out.append(
+        '<p class="note">Each pair\'s write activity (first WRITE call to last WRITE/COMMIT '
+        "reply) cut into intervals, each attributed to one cause; the shares add up to "
+        "100%.</p>"
+    )
+    out.append(_budget_table(pairs, _attr(diagnosis, "verdict")))
+    return "".join(out)
+
+
+def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None, figs: _Figures) -> str:
     out = ['<section id="diagnosis"><h2>Diagnosis</h2>']
+    verdict = _attr(diagnosis, "verdict")
+    if verdict is not None:
+        out.append(_verdict_html(verdict))
     write = trace.overview.write
     if write is not None:
         headline = (
@@ -230,16 +339,17 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
             f"{write.seconds:.3f} s: {write.mbits_per_s:,.1f} Mbit/s."
         )
         out.append(f'<p class="headline">{_e(headline)}</p>')
-    findings = list(_attr(diagnosis, "findings") or [])
+    findings = [f for f in _attr(diagnosis, "findings") or [] if not _is_verdict(f, verdict)]
     if diagnosis is None:
         out.append(
             '<p class="note">No diagnosis was run (analysis modules not available): '
             "the report shows what the transactions say.</p>"
         )
-    elif not findings:
-        out.append("<p>Nothing abnormal found in this capture.</p>")
-    else:
+    elif findings:
         out.append('<ol class="findings">' + "".join(map(_finding_html, findings)) + "</ol>")
+    elif verdict is None:
+        out.append("<p>Nothing abnormal found in this capture.</p>")
+    out.append(_budget_html(diagnosis, figs))
     out.append("</section>")
     return "".join(out)
 
@@ -353,6 +463,7 @@ def _pair_figures(
                 sel(data.commits),
                 t0_ns=t0,
                 point_budget=budget,
+                budget_intervals=sel(data.budget_intervals),
             ),
         ),
         (
@@ -371,9 +482,8 @@ def _pair_figures(
 
 
 def _figures_section(
-    trace: Trace, diagnosis: Diagnosis | None, data: _Inputs, budget: int
-) -> tuple[str, _Figures]:
-    figs = _Figures()
+    trace: Trace, diagnosis: Diagnosis | None, data: _Inputs, budget: int, figs: _Figures
+) -> str:
     pairs = _pairs(trace.transactions)
     parts = ['<section id="figures"><h2>Figures</h2>']
     if len(pairs) <= 1:
@@ -425,8 +535,9 @@ def _figures_section(
     else:
         figs.skip("the transactional model", "the model module did not run")
     parts += figs.html
+    figs.html = []
     parts.append("</section>")
-    return "".join(parts), figs
+    return "".join(parts)
 
 
 def _status_name(vers: object, status: object) -> str:
@@ -629,6 +740,8 @@ font-size:.8em;text-transform:uppercase;font-weight:bold;border-radius:3px;paddi
 text-align:center;color:#fff;background:#888}.sev-problem .sev{background:#c62828}
 .sev-warning .sev{background:#ef6c00}.sev-info .sev{background:#1565c0}.lost{color:#c62828}
 .headline{font-size:1.1em}.note{color:#666;font-size:.9em}
+.verdict{font-size:1.15em;font-weight:600}.verdict .primary{display:inline-block;color:#fff;
+font-size:.75em;border-radius:3px;padding:2px 7px;margin-right:.4em;vertical-align:middle}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 table.sortable th{cursor:pointer;background:#f4f4f4}
@@ -717,7 +830,9 @@ def render_report(
 ) -> str:
     """The whole report as one HTML document (plotly.js inlined once)."""
     data = _inputs(trace, diagnosis)
-    figures_html, figs = _figures_section(trace, diagnosis, data, point_budget)
+    figs = _Figures()  # one numbering of the figure divs, the diagnosis's first
+    diagnosis_html = _diagnosis_section(trace, diagnosis, figs)
+    figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
     notes = data.notes + figs.notes
     title = "nfstrace report: " + ", ".join(os.path.basename(p) for p in trace.paths)
     from nfstrace import __version__  # here: nfstrace/__init__ imports the trace module
@@ -736,7 +851,7 @@ def render_report(
         f"RPC message ({_e(_when(trace.overview.start_ns))}; TCP events before it, such as "
         "handshakes, have negative times).</p>",
         '<div id="nfstrace-problems" role="alert"></div>',
-        _diagnosis_section(trace, diagnosis),
+        diagnosis_html,
         _capture_section(trace, diagnosis),
         figures_html,
         _tables_section(trace, diagnosis, data),
