@@ -879,6 +879,7 @@ class ModelResult:
             "dominant_text": self.dominant_text,
             "measured_mbit_s": json_number(self.measured_mbit_s),
             "predictions": json_records(self.predictions),
+            "inputs": self.inputs,
             "what_if": json_records(self.what_if),
         }
 

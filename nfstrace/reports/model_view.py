@@ -9,12 +9,11 @@ import math
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nfstrace.analysis.model import ModelResult
 from nfstrace.analysis.workload import LITTLE_TOLERANCE, WorkloadResult
-
-MAX_SEGMENT_ROWS = 15  # "segment k" rows of the predictions table (as terminal.MAX_STALL_ROWS)
 
 
 def _us(seconds: float) -> str:
@@ -65,11 +64,7 @@ def render_model(result: ModelResult, console: Console) -> None:
         ["scenario", "in flight", "predicted Mbit/s", "measured Mbit/s", "error %"],
         ("scenario",),
     )
-    # the four scenarios, then the first segments between stalls (thousands of
-    # rows would take seconds to lay out and bury the table)
-    segments = result.predictions["scenario"].astype(str).str.startswith("segment ")
-    shown = result.predictions[~segments | (segments.cumsum() <= MAX_SEGMENT_ROWS)]
-    for r in shown.itertuples(index=False):
+    for r in result.predictions.itertuples(index=False):
         preds.add_row(
             r.scenario,
             _num(r.outstanding, ".2f"),
@@ -78,9 +73,8 @@ def render_model(result: ModelResult, console: Console) -> None:
             _num(r.error_pct, "+.1f"),
         )
     say(preds)
-    if len(shown) < len(result.predictions):
-        more = len(result.predictions) - len(shown)
-        say(f"  ... {more:,} more segments in the JSON/HTML report")
+    if result.inputs:
+        say("  the prediction rests on: " + escape("; ".join(result.inputs)), soft_wrap=True)
 
     if not result.what_if.empty:
         table = _table(
