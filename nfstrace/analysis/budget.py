@@ -548,7 +548,7 @@ def _pair_budget(
     client: str,
     server: str,
     options: BudgetOptions,
-) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     is_write = c.op == WRITE_OP
     wc = is_write | (c.op == COMMIT_OP)
     done = wc & c.answered
@@ -819,44 +819,44 @@ def _pair_budget(
     label[idle] = np.where(mids[idle] - last_end[idle] < hidden, HIDDEN, IDLE)
     label[label < 0] = UNKNOWN
 
-    # merge runs of the same cause
+    # merge runs of the same cause (vectorised: a capture has tens of thousands)
     causes = cause_of[label]
     change = np.r_[True, causes[1:] != causes[:-1]]
     runs = np.flatnonzero(change)
     run_end = np.r_[runs[1:], n]
-    pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+    run_id = np.cumsum(change) - 1
     piece_ns = hi - lo
+    by_label = np.bincount(label, weights=piece_ns, minlength=len(cause_of)).astype("int64")
+    pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+    for k, ns in enumerate(by_label):
+        pair_row[f"{cause_of[k]}_ns"] += int(ns)
     named = [k for k, lay in enumerate(layers) if lay.name == "queued"]
-    pair_row["queued_ns"] = int(piece_ns[np.isin(label, named)].sum())
-    intervals = []
-    for a, b in zip(runs, run_end, strict=True):
-        cause = str(causes[a])
-        s0, e0 = int(lo[a]), int(hi[b - 1])
-        pair_row[f"{cause}_ns"] += e0 - s0
-        k = int(label[a])
-        # the evidence of the longest piece of the run
-        piece = a + int(np.argmax(hi[a:b] - lo[a:b]))
+    pair_row["queued_ns"] = int(by_label[named].sum()) if named else 0
+    # each run's evidence: that of its longest piece
+    order = np.lexsort((-piece_ns, run_id))
+    longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
+    texts, frames_out = [], []
+    fixed = {
+        IDLE: ("nothing outstanding: the client sent nothing", -1),
+        HIDDEN: ("a reply and the next call travelling (round trip not seen here)", -1),
+        UNKNOWN: ("no evidence", -1),
+    }
+    for piece in longest:
         k = int(label[piece])
-        if k < len(covers):
-            text, frame = covers[k].describe(piece)
-        elif k == IDLE:
-            text, frame = "nothing outstanding: the client sent nothing", -1
-        elif k == HIDDEN:
-            text, frame = "a reply and the next call travelling (round trip not seen here)", -1
-        else:
-            text, frame = "no evidence", -1
-        intervals.append(
-            {
-                "client": client,
-                "server": server,
-                "start_ns": s0,
-                "end_ns": e0,
-                "duration_ns": e0 - s0,
-                "cause": cause,
-                "evidence": text,
-                "frame": frame,
-            }
-        )
+        text, frame = covers[k].describe(int(piece)) if k < len(covers) else fixed[k]
+        texts.append(text)
+        frames_out.append(frame)
+    s0, e0 = lo[runs], hi[run_end - 1]
+    intervals = {
+        "client": np.full(len(runs), client, dtype=object),
+        "server": np.full(len(runs), server, dtype=object),
+        "start_ns": s0,
+        "end_ns": e0,
+        "duration_ns": e0 - s0,
+        "cause": causes[runs],
+        "evidence": np.array(texts, dtype=object),
+        "frame": np.array(frames_out, dtype="int64"),
+    }
     writes = int(is_write.sum())
     nbytes = int(c.write_bytes.sum())
     sizes = c.count[is_write & (c.count > 0)]
@@ -875,15 +875,30 @@ def _pair_budget(
         transport="+".join(
             t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
         ),
-        write_size=int(np.bincount(sizes).argmax())
-        if len(sizes) and sizes.max() < 1 << 27
-        else (int(pd.Series(sizes).mode().max()) if len(sizes) else -1),
+        write_size=_most_common(sizes),
     )
     return pair_row, intervals
 
 
+def _most_common(values: np.ndarray) -> int:
+    """The most common value (the largest of ties; -1: none)."""
+    if not len(values):
+        return -1
+    v, n = np.unique(values, return_counts=True)
+    return int(v[n == n.max()].max())
+
+
 def _empty(columns: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+# The transactions columns the budget reads (selected once: the table is wide).
+USED_COLUMNS = (
+    *("client", "server", "n_calls", "op", "xid", "fh", "status", "conn", "transport"),
+    *("t_call_ns", "t_call_end_ns", "t_call_last_ns", "t_call_last_end_ns", "t_call_acked_ns"),
+    *("t_reply_first_ns", "t_reply_ns", "call_frame_first", "call_frame", "reply_frame"),
+    *("call_bytes", "write_bytes", "count"),
+)
 
 
 def _indices(frame: pd.DataFrame, a: str, b: str) -> dict[tuple, np.ndarray]:
@@ -904,7 +919,7 @@ def time_budget(
     options: each pair's round trip and capture point)."""
     options = options or BudgetOptions()
     per_pair = per_pair or {}
-    tx = transactions
+    tx = transactions[[c for c in USED_COLUMNS if c in transactions.columns]]
     calls = tx[tx["n_calls"] > 0]
     orphan = tx[tx["n_calls"] == 0]
     writers = calls[calls["op"].astype(object).eq(WRITE_OP)]
@@ -949,10 +964,10 @@ def time_budget(
             continue
         row, ivs = got
         rows.append(row)
-        intervals += ivs
+        intervals.append(ivs)
     pairs_table = pd.DataFrame(rows, columns=list(PAIR_COLUMNS)) if rows else _empty(PAIR_COLUMNS)
     table = (
-        pd.DataFrame(intervals, columns=list(INTERVAL_COLUMNS))
+        pd.DataFrame({c: np.concatenate([iv[c] for iv in intervals]) for c in INTERVAL_COLUMNS})
         if intervals
         else _empty(INTERVAL_COLUMNS)
     )
