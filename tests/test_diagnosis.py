@@ -254,3 +254,21 @@ def test_every_second_has_evidence_frames() -> None:
     assert (framed["frame"] > 0).mean() > 0.95
     frames = np.asarray(framed["frame"])
     assert frames.max() <= trace(CAUSE_SAMPLES / "v41-tcp-nfsrs-w1m-d2-l0.5.pcap").stats.frames
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "v41-tcp-nfsrs-w1m-pause200ms-d0-l0",  # the client paused mid-call
+        "v41-tcp-nfsrs-w1m-d2-l0.5",  # silences ended by re-sent bytes
+        "v3-tcp-nfscp-w64k-d10-l0",  # waits for ACKs
+        "v3-udp-py-w32k-mtu1000-d2-l0.5.server-side",  # datagrams missing fragments
+    ],
+)
+def test_evidence_names_the_frame_it_points_at(name: str) -> None:
+    """An interval's words name the same frame as its ``frame`` column."""
+    iv = trace(CAUSE_SAMPLES / f"{name}.pcap").diagnosis.budget.intervals
+    named = iv["evidence"].str.extract(r"\(frame (\d+)\)")[0]
+    has = named.notna()
+    assert has.sum() >= 3
+    assert (named[has].astype("int64") == iv.loc[has, "frame"]).all()

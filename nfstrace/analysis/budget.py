@@ -578,8 +578,24 @@ def _pair_budget(
             m &= from_client == by_client
         return np.flatnonzero(m)
 
-    def event_words(label: str) -> Callable[[int], str]:
-        return lambda i: f"{label} (frame {ev_frame[i]})"
+    def add_events(
+        to: _Layer,
+        idx: np.ndarray,
+        text: str | Callable[[int], str],
+        ends: np.ndarray | None = None,
+        starts: np.ndarray | None = None,
+    ) -> None:
+        """Transport events idx as intervals of layer ``to`` (default: each event's
+        own span); ``text`` is a label or words for an event's index in the table."""
+        if isinstance(text, str):
+            label = text
+            text = lambda j: f"{label} (frame {ev_frame[j]})"  # noqa: E731
+        to.add(
+            ts[idx] if starts is None else starts,
+            ts[idx] + dur[idx] if ends is None else ends,
+            lambda i, w=text: w(int(idx[i])),
+            ev_frame[idx],
+        )
 
     # capture gaps
     activity = [c.cs, c.ce, c.ls, c.le, c.rf[c.answered], c.rl[c.answered], orphans, ts, ts + dur]
@@ -629,15 +645,13 @@ def _pair_budget(
     queued = length[gaps] >= path_bytes
 
     loss_gap = layer("loss_recovery")
-    lost = events("tcp_resend_gap")
-    loss_gap.add(
-        ts[lost],
-        ts[lost] + dur[lost],
-        lambda i: (
-            f"TCP silent {seconds_text(dur[lost[i]])}, then bytes of "
-            f"{'a call' if from_client[lost[i]] else 'a reply'} re-sent (frame {ev_frame[lost[i]]})"
+    add_events(
+        loss_gap,
+        events("tcp_resend_gap"),
+        lambda j: (
+            f"TCP silent {seconds_text(dur[j])}, then bytes of "
+            f"{'a call' if from_client[j] else 'a reply'} re-sent (frame {ev_frame[j]})"
         ),
-        ev_frame[lost],
     )
 
     # A full TCP window: too small for the round trip when it holds less than the
@@ -645,70 +659,57 @@ def _pair_budget(
     # read the calls more slowly than they came (its own doing: ``server``).
     window = layer("window")
     w = events("tcp_window_full", True)
-    small = w[length[w] < path_bytes]
-    window.add(
-        ts[small],
-        ts[small] + dur[small],
-        lambda i: (
-            f"the client filled the server's TCP window of {length[small[i]]:,} bytes, less "
-            f"than the path holds in a round trip (frame {ev_frame[small[i]]})"
+    add_events(
+        window,
+        w[length[w] < path_bytes],
+        lambda j: (
+            f"the client filled the server's TCP window of {length[j]:,} bytes, less "
+            f"than the path holds in a round trip (frame {ev_frame[j]})"
         ),
-        ev_frame[small],
     )
     slow_reader = layer("server", "reader")
-    big = w[length[w] >= path_bytes]
-    slow_reader.add(
-        ts[big],
-        ts[big] + dur[big],
-        lambda i: (
-            f"the client filled the server's TCP window of {length[big[i]]:,} bytes: the server "
-            f"read the calls more slowly than they came (frame {ev_frame[big[i]]})"
+    add_events(
+        slow_reader,
+        w[length[w] >= path_bytes],
+        lambda j: (
+            f"the client filled the server's TCP window of {length[j]:,} bytes: the server "
+            f"read the calls more slowly than they came (frame {ev_frame[j]})"
         ),
-        ev_frame[big],
     )
-    z = events("tcp_zero_window", False)
-    slow_reader.add(
-        ts[z],
-        ts[z] + dur[z],
-        event_words("the server advertised a zero TCP window: it stopped reading the calls"),
-        ev_frame[z],
+    add_events(
+        slow_reader,
+        events("tcp_zero_window", False),
+        "the server advertised a zero TCP window: it stopped reading the calls",
     )
 
     idle_gap = layer("client_idle")
     rtt_gap = layer("round_trip")
     s = events("tcp_send_idle", True)
     head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
-    rtt_gap.add(ts[s], head, event_words("the ACK travelling back to the client"), ev_frame[s])
-    idle_gap.add(
-        head,
-        ts[s] + dur[s],
-        event_words("the client paused part-way through a call, its data acknowledged"),
-        ev_frame[s],
+    add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
+    add_events(
+        idle_gap, s, "the client paused part-way through a call, its data acknowledged", starts=head
     )
-    short = gaps[~queued]
-    rtt_gap.add(
-        ts[short],
-        ts[short] + dur[short],
-        lambda i: (
-            f"{'client' if from_client[short[i]] else 'server'} waited for ACKs with "
-            f"{length[short[i]]:,} bytes in flight (frame {ev_frame[short[i]]})"
+    add_events(
+        rtt_gap,
+        gaps[~queued],
+        lambda j: (
+            f"{'client' if from_client[j] else 'server'} waited for ACKs with "
+            f"{length[j]:,} bytes in flight (frame {ev_frame[j]})"
         ),
-        ev_frame[short],
     )
 
     transfer = layer("transfer")
     transfer.add(c.cs, c.ce, lambda i: f"sending {words(i)}", frames)
     queue = layer("transfer", "queued")
-    deep = gaps[queued]
-    queue.add(
-        ts[deep],
-        ts[deep] + dur[deep],
-        lambda i: (
-            f"{'client' if from_client[deep[i]] else 'server'} waited for ACKs with "
-            f"{length[deep[i]]:,} bytes in flight, more than the path holds in a round trip: "
-            f"queued at a bottleneck (frame {ev_frame[deep[i]]})"
+    add_events(
+        queue,
+        gaps[queued],
+        lambda j: (
+            f"{'client' if from_client[j] else 'server'} waited for ACKs with "
+            f"{length[j]:,} bytes in flight, more than the path holds in a round trip: "
+            f"queued at a bottleneck (frame {ev_frame[j]})"
         ),
-        ev_frame[deep],
     )
     resent = np.flatnonzero(c.n_calls > 1)
     transfer.add(c.ls[resent], c.le[resent], lambda k: f"re-sending {words(resent[k])}")
@@ -731,14 +732,14 @@ def _pair_budget(
         order = np.sort(c.cs)
         nxt = np.searchsorted(order, ts[lost_dg], side="right")
         until = np.r_[order, end][nxt]
-        loss_wait.add(
-            ts[lost_dg],
-            until,
-            lambda i: (
-                f"a datagram from the client lost fragments (frame {ev_frame[lost_dg[i]]}): "
+        add_events(
+            loss_wait,
+            lost_dg,
+            lambda j: (
+                f"a datagram from the client lost fragments (frame {ev_frame[j]}): "
                 "the call never arrived; the client waited to re-send"
             ),
-            ev_frame[lost_dg],
+            ends=until,
         )
     commit = layer("commit")
     is_commit = np.flatnonzero(c.op == COMMIT_OP)
@@ -775,12 +776,7 @@ def _pair_budget(
         lambda i: f"{words(i)}: the server took {seconds_text(rf[i] - wait_from[i])} to answer",
         frames,
     )
-    served.add(
-        ts[srv_idle],
-        ts[srv_idle] + dur[srv_idle],
-        event_words("the server paused part-way through a reply"),
-        ev_frame[srv_idle],
-    )
+    add_events(served, srv_idle, "the server paused part-way through a reply")
     waited = layer("round_trip")
     waited.add(
         rt_from,
