@@ -620,3 +620,53 @@ def test_data_ack_t_prop_on_crafted_mid_stream_capture(tmp_path: Path) -> None:
     p = r.parameters.set_index("name").loc["T_prop"]
     assert p["value_s"] == pytest.approx(min(mf.ACK_RTT_CLIENT_US) * 1e-6 / 2, abs=1e-12)
     assert p["samples"] == 1 and p["method"].startswith("TCP data->ACK")
+
+
+CAUSES = SAMPLES / "causes"
+
+
+def test_model_that_misses_the_measured_rate_gives_no_advice() -> None:
+    """A slow server (8 ms in each WRITE) is outside the model's terms: its
+    prediction is far above the measured rate, so it says so and prices no remedy;
+    a rate-limited link is inside them: the prediction fits and the advice stands."""
+    slow = nfstrace.load(CAUSES / "v3-tcp-nfsrs-w64k-srv8ms-d0-l0.pcap").diagnosis
+    assert slow.model.prediction_ratio > 10 and not slow.model.fits
+    assert slow.model.dominant_text.startswith("the model does not account for the measured")
+    assert "help most" not in slow.model.dominant_text
+    link = nfstrace.load(CAUSES / "v3-tcp-nfsrs-w1m-rate50mbit-d0-l0.pcap").diagnosis
+    assert link.model.fits and link.model.prediction_ratio == pytest.approx(1.0, abs=0.1)
+    assert link.model.dominant == "T_ser" and "a faster link" in link.model.dominant_text
+    assert link.model.as_dict()["fits"] is True
+
+
+def test_round_trip_remedy_priced_by_the_model_only_where_it_fits() -> None:
+    """Both injected 10 ms: where the model's prediction is within a factor 2 of
+    the measured rate the remedy quotes its what-if; where it is not (a 1 MiB copy
+    over within TCP slow start), the bound from the budget instead."""
+    texts = {}
+    for name in ("v41-tcp-nfsrs-w64k-d10-l0", "v3-tcp-nfscp-w64k-d10-l0"):
+        d = nfstrace.load(CAUSES / f"{name}.pcap").diagnosis
+        assert d.verdict.primary == "round_trip"
+        texts[name] = (d.model.fits, next(f.title for f in d.findings if f.kind == "round_trip"))
+    fits, text = texts["v41-tcp-nfsrs-w64k-d10-l0"]
+    assert fits and "the model predicts" in text and "WRITEs in flight" in text
+    fits, text = texts["v3-tcp-nfscp-w64k-d10-l0"]
+    assert not fits and "the model predicts" not in text and "up to" in text
+
+
+def test_t_op_from_small_metadata_rpcs_without_trivial_ones() -> None:
+    """An NFSv4.1 client that sends two GETATTRs and no other trivial RPC: T_op
+    from its small metadata compounds (OPEN, LAYOUTGET, CLOSE ...), never from the
+    WRITEs or COMMITs being predicted."""
+    t = nfstrace.load(CAUSES / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
+    tx = t.transactions
+    trivial = tx[tx["op"].isin(["GETATTR", "SEQUENCE", "NULL", "ACCESS"])]
+    assert len(trivial) < 3
+    m = t.diagnosis.model
+    row = m.parameters.set_index("name").loc["T_op"]
+    assert "small metadata RPCs" in row["method"] and row["samples"] >= 3
+    assert 0 <= row["value_s"] < 2e-3
+    # the same capture with only its data operations left cannot estimate it
+    data = tx[tx["op"].isin(["WRITE", "COMMIT"]) | (tx["prog"] != tx["prog"].iloc[-1])]
+    again = fit_model(data, capture_point="client", overrides=ModelOverrides(rtt_s=1e-4))
+    assert math.isnan(again.parameter("T_op"))

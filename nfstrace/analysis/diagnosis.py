@@ -146,8 +146,8 @@ def _round_trip_ns(model: Any) -> tuple[float, float]:
 def _what_ifs(model: Any) -> dict[str, tuple[str, float]]:
     """The model's predicted speed-up for the remedies it can price: more WRITEs in
     flight (round trip), a faster disk (server, commit), a faster link (bandwidth)."""
-    if not math.isfinite(model.t_cycle_s):
-        return {}
+    if not (math.isfinite(model.t_cycle_s) and model.fits):
+        return {}  # a model far from the measured rate prices nothing
     n = max(int(model.outstanding_max), 1)
     more = max(16, 2 * n)
     changes = {
