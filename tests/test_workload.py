@@ -133,3 +133,18 @@ def test_outstanding_means_over_many_windows_equal_one_at_a_time() -> None:
     expected = [outstanding(tx, int(s), int(e))[0] for s, e in zip(starts, ends, strict=True)]
     assert np.array_equal(got, np.array(expected), equal_nan=True)
     assert np.isnan(got).sum() < 10 and not np.isnan(got).all()
+
+
+def test_re_sent_calls_are_not_load() -> None:
+    """UDP with loss: the calls re-sent after a timeout have the timeout as their
+    latency; counted as load they made a 'latency turns up' knee (issue 15). The
+    windows take calls sent once, so there is none; with the re-sent calls' times
+    put back, the knee returns (the test can fail)."""
+    t = nfstrace.load(SAMPLES / "causes" / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap")
+    tx = t.transactions
+    assert (tx["n_calls"] > 1).sum() >= 3
+    r = analyze_workload(tx)
+    assert r.saturation is None
+    assert "workload_saturation" not in [f.kind for f in r.findings()]
+    as_once = tx.assign(n_calls=np.minimum(tx["n_calls"], 1))
+    assert analyze_workload(as_once).saturation is not None

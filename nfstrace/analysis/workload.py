@@ -61,7 +61,8 @@ OP_MIX_COLUMNS: dict[str, str] = {
 
 WINDOW_COLUMNS: dict[str, str] = {
     "start_ns": "window start (int ns since epoch)",
-    "calls": "answered NFS calls whose call started in the window",
+    "calls": "answered NFS calls sent once whose call started in the window (a re-sent "
+    "call's latency is its timeout, not the server's load)",
     "ops_per_s": "calls / window length",
     "mbit_s": "bytes written + read by replies in the window, Mbit/s (10^6 bits)",
     "mean_latency_ms": "mean call->reply latency of the window's calls (NaN: none)",
@@ -362,7 +363,11 @@ def analyze_workload(
         window_ns = max(MIN_WINDOW_NS, math.ceil(span_ns / DEFAULT_WINDOWS))
     if window_ns <= 0:
         raise ValueError(f"window_ns must be positive, got {window_ns}")
-    windows = _windows(answered, window_ns)
+    once = answered[answered["n_calls"] == 1]
+    if once.empty:
+        windows = pd.DataFrame({c: pd.Series(dtype="float64") for c in WINDOW_COLUMNS})
+    else:
+        windows = _windows(once, window_ns)
     base_ms, slope, saturation = _signature(windows)
 
     source = "given"
