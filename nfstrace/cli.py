@@ -5,9 +5,11 @@ wrapper turns NfstraceError into a one-line message and its exit status.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -24,6 +26,7 @@ from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, Output
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
+from nfstrace.reports.files import check_outputs
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_summary
 from nfstrace.trace import AnalysisConfig, Trace, load
@@ -52,6 +55,37 @@ def _root(
     """nfstrace reads pcap/pcapng captures of NFS traffic."""
 
 
+class _Terminated(BaseException):
+    """SIGTERM (or SIGHUP) as an exception: outputs part-way are removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise _Terminated(signum)
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt even when the process started with it ignored
+    (a background job of a script), SIGTERM and SIGHUP raise _Terminated: either
+    way the stack unwinds and no partial output is left.  Restored afterwards."""
+    wanted = {signal.SIGINT: signal.default_int_handler}
+    wanted |= {sig: _raise_terminated for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        before = {sig: signal.signal(sig, handler) for sig, handler in wanted.items()}
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Map errors to one line on stderr and an exit status (httpie's habit)."""
 
@@ -59,7 +93,8 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         try:
-            return fn(*args, **kwargs)
+            with _signals_unwind():
+                return fn(*args, **kwargs)
         except typer.Exit:  # an exit status chosen on purpose (DAMAGED)
             raise
         except NfstraceError as e:
@@ -69,7 +104,10 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(int(e.exit_status)) from None
         except KeyboardInterrupt:
             err.print("nfstrace: interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(128 + signal.SIGINT) from None
+        except _Terminated as e:
+            err.print(f"nfstrace: terminated by {signal.Signals(e.signum).name}")
+            raise typer.Exit(128 + e.signum) from None
         except Exception as e:  # a bug: still one line unless --debug
             if debug:
                 traceback.print_exc()
@@ -305,6 +343,7 @@ def _damaged_exit(trace: Trace) -> None:
 
 @_errors_handled
 def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path | None) -> None:
+    check_outputs(captures, {"--json": json_out})
     trace = _loaded(captures, choices.config(), quiet)
     render_model(trace.diagnosis.model, _stdout())
     if json_out is not None:
@@ -314,6 +353,15 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
 
 @_errors_handled
 def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs) -> None:
+    check_outputs(
+        captures,
+        {
+            "-o" if outputs.report_explicit else "the report": outputs.report,
+            "--json": outputs.json,
+            "--csv": outputs.csv,
+            "--parquet": outputs.parquet,
+        },
+    )
     trace = _loaded(captures, choices.config(), quiet)
     out = _stdout()
     render_summary(trace, out)

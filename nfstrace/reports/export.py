@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from nfstrace import __version__
+from nfstrace.reports.files import write_atomically
 from nfstrace.trace import Trace
 
 SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
@@ -112,7 +113,8 @@ def summary(trace: Trace) -> dict:
 
 
 def write_json(trace: Trace, path: Path) -> None:
-    path.write_text(json.dumps(summary(trace), indent=1) + "\n")
+    text = json.dumps(summary(trace), indent=1) + "\n"
+    write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
 def _flat(tx: pd.DataFrame) -> pd.DataFrame:
@@ -125,15 +127,18 @@ def _flat(tx: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_csv(trace: Trace, path: Path) -> None:
-    _flat(trace.transactions).to_csv(path, index=False)
+    table = _flat(trace.transactions)
+    write_atomically(path, lambda temp: table.to_csv(temp, index=False))
 
 
 def write_parquet(trace: Trace, path: Path) -> None:
-    _flat(trace.transactions).to_parquet(path, index=False)
+    table = _flat(trace.transactions)
+    write_atomically(path, lambda temp: table.to_parquet(temp, index=False))
 
 
 def write_model_json(trace: Trace, path: Path) -> None:
     """``nfstrace model --json``: the model's parameters, predictions and what-ifs."""
     model = trace.diagnosis.model
     body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model.as_dict()}
-    path.write_text(json.dumps(_clean(body), indent=1) + "\n")
+    text = json.dumps(_clean(body), indent=1) + "\n"
+    write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))

@@ -46,6 +46,7 @@ from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
 from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
 from nfstrace.reports import figures as fg
+from nfstrace.reports.files import write_atomically
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
@@ -867,6 +868,7 @@ def render_report(
 def write_report(
     path: str | os.PathLike[str], trace: Trace, diagnosis: Diagnosis | None = None
 ) -> None:
-    """Write ``render_report(trace, diagnosis)`` to ``path`` (UTF-8)."""
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(render_report(trace, diagnosis))
+    """Write ``render_report(trace, diagnosis)`` to ``path`` (UTF-8), whole or not at
+    all: rendered first, then written beside it and renamed over it."""
+    text = render_report(trace, diagnosis)
+    write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))

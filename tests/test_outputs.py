@@ -1,0 +1,192 @@
+"""Outputs never replace the user's input and are written whole or not at all
+(issue 20, items 1 and 2): the refusals run before the capture is read; a
+failure or a signal part-way leaves the previous file and no temporary one."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nfstrace.cli import app
+from nfstrace.errors import ExitStatus, UsageError
+from nfstrace.reports.files import TEMP_SUFFIX, check_outputs, write_atomically
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+runner = CliRunner()
+
+
+@pytest.fixture
+def capture(tmp_path: Path) -> Path:
+    path = tmp_path / "x.pcap"
+    shutil.copyfile(SAMPLE, path)
+    return path
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(TEMP_SUFFIX))
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        ("analyze", "-o"),
+        ("analyze", "--json"),
+        ("analyze", "--csv"),
+        ("analyze", "--parquet"),
+        ("model", "--json"),
+    ],
+)
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "relative"])
+def test_output_over_the_input_is_refused(
+    capture: Path, command: str, option: str, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = capture.read_bytes()
+    target = str(capture)
+    if how == "symlink":
+        (capture.parent / "link.pcap").symlink_to(capture.name)
+        target = str(capture.parent / "link.pcap")
+    elif how == "hard link":
+        os.link(capture, capture.parent / "hard.pcap")
+        target = str(capture.parent / "hard.pcap")
+    elif how == "relative":
+        monkeypatch.chdir(capture.parent)
+        target = f"./sub/../{capture.name}"
+        (capture.parent / "sub").mkdir()
+    r = runner.invoke(app, [command, str(capture), option, target, "-q"])
+    assert r.exit_code == ExitStatus.USAGE, r.output
+    assert "is the input capture" in r.stderr and "not overwritten" in r.stderr
+    assert capture.read_bytes() == before
+    assert _leftovers(capture.parent) == []
+
+
+def test_refused_before_the_capture_is_read(tmp_path: Path) -> None:
+    """A file that is no capture at all: the usage error (2), not 'unreadable' (3),
+    shows the check came first."""
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture\n")
+    r = runner.invoke(app, ["analyze", str(junk), "--json", str(junk)])
+    assert r.exit_code == ExitStatus.USAGE, r.output
+    assert junk.read_text() == "not a capture\n"
+
+
+def test_output_over_another_input_or_output_is_refused(capture: Path, tmp_path: Path) -> None:
+    second = tmp_path / "y.pcap"
+    shutil.copyfile(SAMPLE, second)
+    r = runner.invoke(app, ["analyze", str(capture), str(second), "--csv", str(second)])
+    assert r.exit_code == ExitStatus.USAGE and "is the input capture" in r.stderr
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["analyze", str(capture), "--json", str(out), "--csv", str(out)])
+    assert r.exit_code == ExitStatus.USAGE
+    assert "--json and --csv name the same file" in r.stderr and not out.exists()
+    # the default report beside the first capture is the second capture
+    report = tmp_path / "x.pcap.report.html"
+    shutil.copyfile(SAMPLE, report)
+    r = runner.invoke(app, ["analyze", str(capture), str(report)])
+    assert r.exit_code == ExitStatus.USAGE and "the report" in r.stderr
+    assert report.read_bytes() == SAMPLE.read_bytes()
+
+
+def test_check_outputs_accepts_distinct_files(capture: Path, tmp_path: Path) -> None:
+    check_outputs([capture], {"-o": tmp_path / "r.html", "--json": tmp_path / "s.json"})
+    check_outputs([capture], {"-o": None, "--json": None})
+    with pytest.raises(UsageError):
+        check_outputs([capture], {"--json": capture})
+
+
+def test_failure_part_way_leaves_the_old_file(tmp_path: Path) -> None:
+    """A full disk in the middle of writing: the previous file stays as it was,
+    no temporary file is left, the error reaches the caller."""
+    target = tmp_path / "report.html"
+    target.write_text("the previous report")
+
+    def fill_the_disk(temp: Path) -> None:
+        temp.write_text("half a rep")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        write_atomically(target, fill_the_disk)
+    assert target.read_text() == "the previous report"
+    assert _leftovers(tmp_path) == []
+
+
+def test_modes_new_and_replaced(tmp_path: Path) -> None:
+    """A new file gets 0666 less the umask (not mkstemp's 0600); a replaced one
+    keeps its mode."""
+    umask = os.umask(0o022)
+    try:
+        new = tmp_path / "new.json"
+        write_atomically(new, lambda t: t.write_text("{}"))
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.json"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_atomically(kept, lambda t: t.write_text("new"))
+        assert kept.read_text() == "new" and stat.S_IMODE(kept.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)
+
+
+def test_unwritable_directory_is_an_output_error(capture: Path, tmp_path: Path) -> None:
+    r = runner.invoke(app, ["analyze", str(capture), "--json", str(tmp_path / "no" / "s.json")])
+    assert r.exit_code == ExitStatus.OUTPUT, r.output
+    assert r.stderr.startswith("nfstrace: error: cannot write")
+
+
+# A run whose report takes long to render: the signal arrives while it renders.
+SLOW_RENDER = """
+import pathlib, sys, time
+marker = pathlib.Path(sys.argv[1])
+import nfstrace.reports.html as html
+render = html.render_report
+def slow(*args, **kwargs):
+    text = render(*args, **kwargs)
+    marker.write_text("rendering")
+    time.sleep(60)
+    return text
+html.render_report = slow
+from nfstrace.cli import main
+sys.argv = ["nfstrace", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signal_while_rendering_leaves_the_previous_report(
+    capture: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C (SIGINT, also for a background job that started with it ignored),
+    SIGTERM, SIGHUP: exit 128 + the signal, the previous report untouched, no
+    temporary file."""
+    script = tmp_path / "slow_render.py"
+    script.write_text(SLOW_RENDER)
+    marker = tmp_path / "marker"
+    report = tmp_path / "r.html"
+    report.write_text("the previous report")
+    args = ["analyze", "-q", str(capture), "-o", str(report)]
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(marker), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        # as a shell starts a background job: SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert err.decode().strip().startswith(("nfstrace: interrupted", "nfstrace: terminated by"))
+    assert report.read_text() == "the previous report"
+    assert _leftovers(tmp_path) == []
