@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 
@@ -272,3 +273,21 @@ def test_evidence_names_the_frame_it_points_at(name: str) -> None:
     has = named.notna()
     assert has.sum() >= 3
     assert (named[has].astype("int64") == iv.loc[has, "frame"]).all()
+
+
+@pytest.mark.parametrize(
+    "capture",
+    [CAUSE_SAMPLES / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap", CRAFTED / "two_mounts.pcap"],
+)
+def test_client_pauses_counted_among_the_spans_named(capture: Path) -> None:
+    """'N spans of ..., M of them part-way through a call': M counts among the N
+    (it counted every short pause too: '3 spans of 202 ms, 15 of them')."""
+    titles = [f.title for f in trace(capture).diagnosis.findings if f.kind == "client_idle"]
+    assert titles
+    for title in titles:
+        spans = re.search(r"(\d+) spans?\b", title)
+        mid = re.search(r"(\d+) of them part-way", title)
+        assert spans
+        assert mid is None or int(mid.group(1)) <= int(spans.group(1))
+    if capture.name == "two_mounts.pcap":
+        assert "17 spans of 155 ms-197 ms, 17 of them part-way" in titles[0]

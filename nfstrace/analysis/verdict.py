@@ -328,6 +328,16 @@ class Context:
     what_if: dict[str, tuple[str, float]] = field(default_factory=dict)  # cause -> (change, x)
 
 
+def _long(iv: pd.DataFrame) -> np.ndarray:
+    """The intervals _spans counts: at least 1 ms and a tenth of the longest (all
+    of them when none is)."""
+    d = iv["duration_ns"].to_numpy()
+    if not len(d):
+        return np.zeros(0, bool)
+    big = d >= max(1_000_000, 0.1 * d.max())
+    return big if big.any() else np.ones(len(d), bool)
+
+
 def _spans(iv: pd.DataFrame) -> str:
     """'17 spans of 155-197 ms' for the longer intervals of a cause."""
     d = iv["duration_ns"].to_numpy()
@@ -442,7 +452,7 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
     if cause == "server_busy":
         return f"The server's JUKEBOX/DELAY answers made the client back off for {cost}"
     if cause == "client_idle":
-        mid = iv["evidence"].str.contains("part-way", regex=False)
+        mid = iv["evidence"].str.contains("part-way", regex=False).to_numpy() & _long(iv)
         how = f": {spans}" if spans else ""
         if mid.any():
             how += (
