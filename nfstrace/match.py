@@ -6,7 +6,9 @@ the same xid on a new connection after a reconnect.  Calls with the same key
 are one transaction re-sent (an RPC retransmission) while each follows the
 previous within ``MatchConfig.xid_reuse_ns``; further apart, the xid was
 reused and a new transaction starts.  A reply belongs to the latest
-transaction of its key that started before it; a second reply is a duplicate
+transaction of its key that started before it in the capture (frame order:
+a reply stamped before its call, by a clock stepped back, still answers it,
+with a negative latency); a second reply is a duplicate
 (the server's duplicate request cache answering a re-sent call, or a re-sent
 reply).  Calls without replies and replies without calls are kept.
 
@@ -216,15 +218,20 @@ def _attach_replies(
     ts_first = messages["ts_first_ns"].to_numpy("int64")
     ts_last = messages["ts_last_ns"].to_numpy("int64")
     xid = messages["xid"].to_numpy("int64")
-    # replies in time order (stable), transactions by first send (stable)
-    replies = replies[np.argsort(ts_last[replies], kind="stable")]
-    by_time = np.argsort(ts_first[groups.first], kind="stable")
+    # Capture order, not timestamps, says which call a reply follows (as tshark
+    # reads it): a clock stepped back, or interfaces merged with clocks apart,
+    # stamp a reply before its call; the capture still shows it after.
+    after = messages["frame_last"].to_numpy("int64")
+    before = messages["frame_first"].to_numpy("int64")
+    # replies in capture order (stable), transactions by first send (stable)
+    replies = replies[np.argsort(after[replies], kind="stable")]
+    by_time = np.argsort(before[groups.first], kind="stable")
     first = groups.first[by_time]
     hit = _asof_backward(
         (dst[replies], src[replies], xid[replies]),  # the reply's client, server, xid
-        ts_last[replies],
+        after[replies],
         (src[first], dst[first], xid[first]),
-        ts_first[first],
+        before[first],
     )
     if len(by_time) == 0:  # no calls: every reply is without one
         tx = np.full(len(replies), -1, "int64")
@@ -238,7 +245,7 @@ def _attach_replies(
     answered = tx >= 0
     answered_tx, first_of = np.unique(tx[answered], return_index=True)
     reply = np.full(n, -1, "int64")
-    reply[answered_tx] = replies[answered][first_of]  # the first reply in time order
+    reply[answered_tx] = replies[answered][first_of]  # the first reply in capture order
     n_replies = np.bincount(tx[answered], minlength=n)
     orphans = replies[~answered]
     k = len(orphans)

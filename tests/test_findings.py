@@ -10,6 +10,7 @@ transaction tables through the module that reports them.
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -20,16 +21,19 @@ from conftest import SAMPLES
 
 import nfstrace
 from nfstrace.analysis.stalls import CAUSES, UNKNOWN, find_stalls
+from nfstrace.analysis.workload import analyze_workload
 from nfstrace.analysis.writes import analyze_writes
 
 try:
     from crafted import make_backends as mb
     from crafted import make_crafted as mc
+    from crafted import make_damaged as md
     from crafted import make_frames as mf
     from crafted import make_writes as mw
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_backends as mb
     from tests.crafted import make_crafted as mc
+    from tests.crafted import make_damaged as md
     from tests.crafted import make_frames as mf
     from tests.crafted import make_writes as mw
 
@@ -76,7 +80,34 @@ def _offsets_writes(offsets: list[int]) -> frozenset[str]:
     return frozenset(f.kind for f in analyze_writes(mw.transactions_table(rows)).findings())
 
 
+def _saturating_load() -> frozenset[str]:
+    """Windows of 1 ms at growing load: latency flat at 0.2 ms up to 5 calls a
+    window, five times that above (test_workload.py has the numbers)."""
+    rows, t = [], 0
+    for load in range(1, 11):
+        latency = MS // 5 if load <= 5 else MS
+        rows += [
+            {"op": "WRITE", "t_call_ns": t + i * (MS // load), "t_reply_ns": t + i * (MS // load)
+             + latency, "count": 8}
+            for i in range(load)
+        ]  # fmt: skip
+        t += MS
+    return frozenset(
+        f.kind for f in analyze_workload(mw.transactions_table(rows), window_ns=MS).findings()
+    )
+
+
+def _clock_backwards() -> frozenset[str]:
+    """Every frame stamped 1 ms before the previous one (make_damaged)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "backwards.pcap"
+        path.write_bytes(md.pcap_bytes(md.clock_running_backwards()))
+        return _kinds_of_capture(path)
+
+
 TABLES: dict[str, Callable[[], frozenset[str]]] = {
+    "table:saturating_load": _saturating_load,
+    "table:clock_backwards": _clock_backwards,
     "table:unexplained_stall": _unexplained_stall,
     "table:random_offsets": lambda: _offsets_writes(
         [int(b) for b in np.random.default_rng(7).permutation(40)]
@@ -160,9 +191,14 @@ CASES: dict[str, tuple[str, str, str]] = {
     ),
     "workload_mix": ("sample:v3-tcp-nfscp-w1m-d0-l0.pcap", "crafted:merge_b", "no calls"),
     "workload_saturation": (
+        "table:saturating_load",
         "sample:v3-udp-py-w32k-mtu1000-d2-l0.5.pcap",
+        "the slow calls are re-sent ones: their latency is a timeout, not load",
+    ),
+    "clock_backwards": (
+        "table:clock_backwards",
         "sample:v3-udp-py-w32k-d2-l0.pcap",
-        "latency flat across the windows",
+        "every reply stamped after its call",
     ),
 }
 

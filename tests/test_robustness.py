@@ -564,3 +564,49 @@ def test_fuzz_regressions_end_in_a_result_or_an_nfstrace_error(path: Path, tmp_p
     outcome, seconds = run_pipeline(path.read_bytes(), tmp_path, html=True)
     assert outcome == "ok" or outcome.endswith("Error")
     assert seconds < 60
+
+
+# ---- the capture's clock running backwards (issue 20, item 3) --------------------------
+
+
+@pytest.mark.parametrize("parser", ["fast", "auto"])
+@pytest.mark.parametrize("transport", ["udp", "tcp"])
+def test_reply_stamped_before_its_call(tmp_path: Path, parser: str, transport: str) -> None:
+    """Two packets, the reply 1 µs before its WRITE call: once a TypeError (the
+    reply became a reply without call whose bytes reached the throughput code).
+    Matched in capture order, as tshark does; its latency negative in the table,
+    0 in the analyses; the capture fact said; the command line exits 0."""
+    path = tmp_path / f"back_{transport}.pcap"
+    path.write_bytes(md.pcap_bytes(md.reply_before_call(transport)))
+    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    w = t.transactions[t.transactions["op"] == "WRITE"]
+    assert len(w) == 1 and int(w["n_calls"].iloc[0]) == 1 and int(w["n_replies"].iloc[0]) == 1
+    assert int(w["latency_ns"].iloc[0]) == -1_000
+    assert int(w["write_bytes"].iloc[0]) == 4096
+    d = t.diagnosis
+    assert d.quality.replies_before_call == 1
+    kinds = [f.kind for f in d.findings]
+    assert "clock_backwards" in kinds
+    assert (d.pace.outstanding["outstanding"] >= 0).all()
+    r = runner.invoke(app, ["analyze", str(path), "--parser", parser, "-q", "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "reply stamped before its call" in r.stdout
+
+
+@pytest.mark.parametrize("parser", ["fast", "auto"])
+def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path, parser: str) -> None:
+    """Every frame stamped 1 ms before the previous one: all 50 WRITEs matched,
+    the diagnosis leads with the clock and the verdict is hedged."""
+    path = tmp_path / "backwards.pcap"
+    path.write_bytes(md.pcap_bytes(md.clock_running_backwards()))
+    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert answered(t) == [md.XID0 + i for i in range(50)]
+    q = t.diagnosis.quality
+    assert q.replies_before_call == 50 and q.messages_back_in_time == 99 and q.clock_limits
+    first = t.diagnosis.findings[0]
+    assert "clock ran backwards" in first.title
+    assert any("clock ran backwards" in limit for limit in t.diagnosis.verdict.limits)
+    out = tmp_path / "s.json"
+    r = runner.invoke(app, ["analyze", str(path), "--parser", parser, "-q", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert '"replies_before_call": 50' in out.read_text()

@@ -126,6 +126,8 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
             f"the snaplen cut {quality.truncated_writes:,} WRITE calls before their "
             "stable_how or count"
         )
+    if quality.clock_limits:
+        out.append(quality.clock_text())
     gap = budget.seconds().get("capture_gap", 0)
     if budget.elapsed_ns and gap / budget.elapsed_ns >= 0.05:
         out.append(

@@ -52,6 +52,10 @@ ACK_RATIO = 2.0
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
 GAP_NS = 1_000_000_000
+# Timestamps running backwards in more than this share of the answered calls
+# (replies stamped before their call) or of the messages (stamped before one
+# captured earlier) make the times and rates doubtful: that limits conclusions.
+CLOCK_BACK_SHARE = 0.02
 
 EVIDENCE_COLUMNS: dict[str, str] = {
     "method": "handshake / ttl / ack / pace",
@@ -84,6 +88,35 @@ class CaptureQuality:
     capture_missed_ranges: int
     gaps: pd.DataFrame  # GAP_COLUMNS
     warnings: list[str]
+    # the capture's clock ran backwards: replies stamped before their call (their
+    # latency is negative in the transactions table; analyses take it as 0) and
+    # messages stamped before one captured earlier (in frame order)
+    replies_before_call: int = 0
+    answered: int = 0
+    messages_back_in_time: int = 0
+    messages: int = 0
+
+    @property
+    def clock_limits(self) -> bool:
+        """Enough backwards time to doubt the times and rates (CLOCK_BACK_SHARE)."""
+        return self.replies_before_call > CLOCK_BACK_SHARE * max(self.answered, 1) or (
+            self.messages_back_in_time > CLOCK_BACK_SHARE * max(self.messages, 1)
+        )
+
+    def clock_text(self) -> str:
+        parts = []
+        if self.replies_before_call:
+            one = self.replies_before_call == 1
+            parts.append(
+                f"{self.replies_before_call:,} "
+                + ("reply stamped before its call" if one else "replies stamped before their call")
+            )
+        if self.messages_back_in_time:
+            parts.append(
+                f"{self.messages_back_in_time:,} of {self.messages:,} messages stamped "
+                "before one captured earlier"
+            )
+        return "the capture's clock ran backwards: " + ", ".join(parts) if parts else ""
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -156,6 +189,22 @@ class CaptureQuality:
                     },
                 )
             )
+        if self.replies_before_call or self.messages_back_in_time:
+            text = self.clock_text()
+            out.append(
+                Finding(
+                    kind="clock_backwards",
+                    title=f"{text[0].upper()}{text[1:]} (a clock stepped back, or captures "
+                    "of interfaces with clocks apart merged): calls are matched to replies in "
+                    "capture order; a negative latency counts as 0 in the analyses",
+                    severity="warning",
+                    limits_conclusions=self.clock_limits,
+                    details={
+                        "replies_before_call": self.replies_before_call,
+                        "messages_back_in_time": self.messages_back_in_time,
+                    },
+                )
+            )
         if len(self.gaps):
             out.append(
                 Finding(
@@ -187,6 +236,8 @@ class CaptureQuality:
             "capture_missed_ranges": self.capture_missed_ranges,
             "gaps": len(self.gaps),
             "warnings": self.warnings,
+            "replies_before_call": self.replies_before_call,
+            "messages_back_in_time": self.messages_back_in_time,
         }
 
 
@@ -443,4 +494,17 @@ def assess_capture(
         capture_missed_ranges=int(stats.tcp.get("holes_acked", 0)),
         gaps=_gaps(messages, transactions, events),
         warnings=list(stats.warnings),
+        replies_before_call=int((calls["t_reply_ns"] < calls["t_call_ns"]).fillna(False).sum()),
+        answered=int(calls["t_reply_ns"].notna().sum()),
+        messages_back_in_time=_back_in_time(messages),
+        messages=len(messages),
     )
+
+
+def _back_in_time(messages: pd.DataFrame) -> int:
+    """Messages stamped earlier than one captured before them (frame order)."""
+    if messages.empty:
+        return 0
+    order = np.argsort(messages["frame_first"].to_numpy("int64"), kind="stable")
+    ts = messages["ts_first_ns"].to_numpy("int64")[order]
+    return int((ts[1:] < np.maximum.accumulate(ts)[:-1]).sum())

@@ -110,11 +110,21 @@ def prepared(transactions: pd.DataFrame) -> pd.DataFrame:
     """The transactions' ``USED_COLUMNS``, with the most used strings (client,
     server, op) as categories and an integer ``pair`` code per client/server:
     converted once here, so the analyses compare, group and merge integers.
-    Idempotent; the analyses call it on entry."""
+    A reply stamped before its call (a clock stepped back: the table keeps the
+    negative latency, as tshark does) is taken as answered the moment it was
+    sent: no analysis sees time run backwards.  Idempotent; the analyses call
+    it on entry."""
     tx = transactions
     if "pair" in tx.columns:
         return tx
     tx = tx[[c for c in USED_COLUMNS if c in tx.columns]]  # filtering copies every column
+    if {"t_call_ns", "t_reply_ns", "latency_ns"} <= set(tx.columns):
+        early = (tx["t_reply_ns"] < tx["t_call_ns"]).fillna(False).to_numpy(dtype=bool)
+        if early.any():
+            tx = tx.assign(
+                t_reply_ns=tx["t_reply_ns"].mask(early, tx["t_call_ns"]),
+                latency_ns=tx["latency_ns"].mask(early, 0),
+            )
     columns = {c: tx[c].astype("category") for c in ("client", "server", "op")}
     client = columns["client"].cat.codes.to_numpy("int64")
     server = columns["server"].cat.codes.to_numpy("int64")

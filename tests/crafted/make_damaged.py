@@ -248,6 +248,39 @@ def repeated_fragment(n: int) -> mc.Capture:
     return cap
 
 
+T_CLOCK = 1_700_000_000_000_000_000  # ns
+
+
+def reply_before_call(transport: str = "udp", back_ns: int = 1_000) -> mc.Capture:
+    """A WRITE call, then its reply stamped ``back_ns`` before it (a clock step)."""
+    cap = mc.Capture()
+    call, reply = mc.write_call(XID0, 4096), mc.write_reply(XID0, 4096)
+    if transport == "udp":
+        port = mc.NFS_PORT
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, port, call)), T_CLOCK)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, port, 800, reply)), T_CLOCK - back_ns)
+        return cap
+    conn = mc.TcpConn(cap, cport=CPORT)
+    conn.handshake()
+    conn.client_send(mc.record(call))
+    conn.server_send(mc.record(reply))
+    # restamp: the reply (the last frame) before the call (the one before it)
+    t_call = cap.frames[-2][0]
+    cap.frames[-1] = (t_call - back_ns, *cap.frames[-1][1:])
+    return cap
+
+
+def clock_running_backwards(n: int = 50, step_ns: int = 1_000_000) -> mc.Capture:
+    """n WRITEs over UDP, each frame stamped ``step_ns`` before the previous one."""
+    cap = mc.Capture()
+    for i in range(n):
+        call, reply = mc.write_call(XID0 + i, 4096), mc.write_reply(XID0 + i, 4096)
+        t = T_CLOCK - 2 * i * step_ns
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, call)), t)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, reply)), t - step_ns)
+    return cap
+
+
 def raw_tcp(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes) -> bytes:
     return bytes(
         Ether(src=mc.MAC_C, dst=mc.MAC_S)
