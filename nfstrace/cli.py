@@ -29,6 +29,7 @@ from nfstrace.reports.export import write_csv, write_json, write_model_json, wri
 from nfstrace.reports.files import check_outputs
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_summary
+from nfstrace.text import printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 app = typer.Typer(
@@ -100,7 +101,7 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
         except NfstraceError as e:
             if debug:
                 traceback.print_exc()
-            err.print(f"nfstrace: error: {e}", markup=False)
+            err.print(f"nfstrace: error: {printable(str(e))}", markup=False)
             raise typer.Exit(int(e.exit_status)) from None
         except KeyboardInterrupt:
             err.print("nfstrace: interrupted")
@@ -112,7 +113,8 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
             if debug:
                 traceback.print_exc()
             err.print(
-                f"nfstrace: internal error: {type(e).__name__}: {e} (run with --debug for details)",
+                f"nfstrace: internal error: {type(e).__name__}: {printable(str(e))} "
+                "(run with --debug for details)",
                 markup=False,
             )
             raise typer.Exit(int(ExitStatus.ERROR)) from None
@@ -310,7 +312,7 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
     trace = _load_with_progress([str(p) for p in captures], config, quiet)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in trace.stats.warnings:
-        err.print(f"nfstrace: warning: {warning}", markup=False)
+        err.print(f"nfstrace: warning: {printable(warning)}", markup=False)
     if trace.messages.empty:
         what = "matching the filters" if config.clients or config.servers or config.ports else ""
         raise NoRpcTrafficError(
@@ -389,12 +391,12 @@ def _write_report(trace: Trace, path: Path, explicit: bool, out: Console) -> Non
         # The default place (beside the capture) may be read-only: still a good analysis.
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         err.print(
-            f"nfstrace: warning: no HTML report: cannot write {path}: {e.strerror} "
+            f"nfstrace: warning: no HTML report: cannot write {printable(str(path))}: {e.strerror} "
             "(choose a place with -o)",
             markup=False,
         )
         return
-    out.print(f"\nHTML report: {path}", soft_wrap=True, markup=False)
+    out.print(f"\nHTML report: {printable(str(path))}", soft_wrap=True, markup=False)
 
 
 def main() -> NoReturn:

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -190,3 +191,52 @@ def test_signal_while_rendering_leaves_the_previous_report(
     assert err.decode().strip().startswith(("nfstrace: interrupted", "nfstrace: terminated by"))
     assert report.read_text() == "the previous report"
     assert _leftovers(tmp_path) == []
+
+
+# ---- text from the capture or the user (issue 20, item 8) ----------------------------
+
+NASTY = '=HYPERLINK("http://x")\x1b[31m\x07\x00'
+
+
+def _lookup_capture(path: Path) -> Path:
+    try:
+        from crafted import make_crafted as mc
+    except ImportError:  # tests/ not on sys.path: import as a package
+        from tests.crafted import make_crafted as mc
+    cap = mc.Capture()
+    for i, name in enumerate((NASTY, "-2+3", "@SUM(A1)", "plain.txt")):
+        call = mc.rpc_call(0x700 + i, mc.LOOKUP, mc.fhandle(1) + mc.opaque(name.encode()))
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, call)))
+        reply = mc.lookup_reply(0x700 + i)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, reply)))
+    return cap.write(path)
+
+
+def test_csv_neutralises_formulas_and_control_characters(tmp_path: Path) -> None:
+    """OWASP's rule: a cell starting with = + - @ gets a leading quote; ESC, BEL,
+    NUL as \\xNN.  Parquet keeps the names exact."""
+    capture = _lookup_capture(tmp_path / "names.pcap")
+    csv, parquet = tmp_path / "t.csv", tmp_path / "t.parquet"
+    r = runner.invoke(
+        app, ["analyze", str(capture), "-q", "--no-report", "--csv", str(csv),
+              "--parquet", str(parquet)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    raw = csv.read_bytes()
+    assert not any(c in raw for c in (b"\x1b", b"\x07", b"\x00"))
+    names = pd.read_csv(csv)["name"].tolist()
+    assert '\'=HYPERLINK("http://x")\\x1b[31m\\x07\\x00' in names
+    assert "'-2+3" in names and "'@SUM(A1)" in names and "plain.txt" in names
+    exact = pd.read_parquet(parquet)["name"].tolist()
+    assert NASTY in exact and "-2+3" in exact
+
+
+def test_terminal_escapes_control_characters_of_a_file_name(tmp_path: Path) -> None:
+    capture = tmp_path / "a\x1b[2Jb.pcap"
+    shutil.copyfile(SAMPLE, capture)
+    r = runner.invoke(app, ["analyze", str(capture), "-q", "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.stdout and "a\\x1b[2Jb.pcap" in r.stdout
+    r = runner.invoke(app, ["analyze", str(tmp_path / "gone\x1b[2J.pcap")])
+    assert r.exit_code == ExitStatus.UNREADABLE
+    assert "\x1b" not in r.stderr and "gone\\x1b[2J.pcap" in r.stderr

@@ -11,6 +11,7 @@ import pandas as pd
 
 from nfstrace import __version__
 from nfstrace.reports.files import write_atomically
+from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
 
 SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
@@ -126,8 +127,37 @@ def _flat(tx: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP's CSV
+# injection): such text gets a leading single quote in the CSV.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """Text cells a spreadsheet would not run or mangle: formula prefixes quoted,
+    control characters (ESC, NUL, BEL, newlines ...) as \\xNN.  For CSV only: JSON
+    and Parquet keep the text exact (a file name is whatever bytes the client sent)."""
+    out = table
+    for column in table.columns:
+        values = table[column]
+        if isinstance(values.dtype, pd.CategoricalDtype) or not (
+            pd.api.types.is_string_dtype(values.dtype) or values.dtype == object
+        ):
+            continue
+        text = values.astype("string")
+        risky = (text.str.startswith(FORMULA_STARTS) | text.str.contains(CONTROL)).fillna(False)
+        if not risky.any():
+            continue
+        fixed = text[risky].map(
+            lambda v: ("'" if v.startswith(FORMULA_STARTS) else "") + printable(v)
+        )
+        if out is table:
+            out = table.copy()
+        out[column] = text.mask(risky, fixed)
+    return out
+
+
 def write_csv(trace: Trace, path: Path) -> None:
-    table = _flat(trace.transactions)
+    table = spreadsheet_safe(_flat(trace.transactions))
     write_atomically(path, lambda temp: table.to_csv(temp, index=False))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from nfstrace.analysis.budget import CAUSES
@@ -15,7 +15,14 @@ from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.overview import Throughput
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
+from nfstrace.text import printable
 from nfstrace.trace import Trace
+
+
+def escape(text: str) -> str:
+    """Text from the capture or the user, safe in rich markup and in a terminal."""
+    return _markup_escape(printable(text))
+
 
 MAX_LATENCY_ROWS = 25
 MAX_FINDINGS = 5  # the diagnosis on one screen; the rest in the JSON/HTML report

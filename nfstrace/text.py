@@ -1,0 +1,15 @@
+"""Text from a capture or a user made safe to show: control characters (ESC,
+NUL, BEL, newlines ...) as ``\\xNN``.  A file name in an NFS call is whatever
+bytes the client sent, and a capture's path whatever the user typed: written
+raw, an escape sequence in either would drive the reader's terminal."""
+
+from __future__ import annotations
+
+import re
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character as ``\\xNN``."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
