@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import struct
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -610,3 +612,21 @@ def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path, parser: 
     r = runner.invoke(app, ["analyze", str(path), "--parser", parser, "-q", "--json", str(out)])
     assert r.exit_code == 0, r.output
     assert '"replies_before_call": 50' in out.read_text()
+
+
+def test_throughput_of_replies_without_their_call() -> None:
+    """An NFSv4 WRITE reply decoded without its call carries bytes but no call
+    time: the throughput's span starts at its reply (int(NA) once crashed)."""
+    from nfstrace.analysis.overview import _throughput
+
+    tx = pd.DataFrame(
+        {
+            "write_bytes": [4096, 4096],
+            "t_call_ns": pd.array([None, 5_000], dtype="Int64"),
+            "t_reply_ns": pd.array([1_005_000, 9_000], dtype="Int64"),
+        }
+    )
+    t = _throughput(tx, "write_bytes")
+    assert t is not None and t.bytes == 8192 and t.seconds == pytest.approx(0.001)
+    alone = _throughput(tx.iloc[:1], "write_bytes")
+    assert alone is not None and alone.seconds == 0 and math.isnan(alone.mbits_per_s)

@@ -47,7 +47,10 @@ def _throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
     if done.empty:
         return None
     total = int(done[column].sum())
-    seconds = (int(done["t_reply_ns"].max()) - int(done["t_call_ns"].min())) / 1e9
+    # a reply without its call (or a call without reply) still marks the span
+    start = done["t_call_ns"].fillna(done["t_reply_ns"]).min()
+    end = done["t_reply_ns"].fillna(done["t_call_ns"]).max()
+    seconds = (int(end) - int(start)) / 1e9 if pd.notna(start) and pd.notna(end) else 0.0
     rate = total / seconds if seconds > 0 else float("nan")
     return Throughput(total, len(done), seconds, rate / 1e6, rate * 8 / 1e6)
 
