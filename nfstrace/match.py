@@ -5,10 +5,13 @@ program, xid) -- not the TCP connection: a Linux client re-sends a call with
 the same xid on a new connection after a reconnect.  Calls with the same key
 are one transaction re-sent (an RPC retransmission) while each follows the
 previous within ``MatchConfig.xid_reuse_ns``; further apart, the xid was
-reused and a new transaction starts.  A reply belongs to the latest
-transaction of its key that started before it in the capture (frame order:
-a reply stamped before its call, by a clock stepped back, still answers it,
-with a negative latency); a second reply is a duplicate
+reused and a new transaction starts.  A reply answers the latest send before
+it in the capture (frame order: a reply stamped before its call, by a clock
+stepped back, still answers it, with a negative latency) with its client,
+server and xid on the reversed port pair -- its TCP connection; a MOUNT reply
+on port 635 never answers an NFS call on 2049, nor a reply on one connection
+a call on another -- and so the transaction of that send (a call re-sent on
+a new connection is answered there); a second reply is a duplicate
 (the server's duplicate request cache answering a re-sent call, or a re-sent
 reply).  Calls without replies and replies without calls are kept.
 
@@ -124,6 +127,7 @@ class _Groups:
     n_calls: np.ndarray
     call_conns: np.ndarray
     call_times: np.ndarray  # object: tuple of send times when re-sent, else NaN
+    of_send: np.ndarray  # per message position: the group a call message sends (-1: none)
 
 
 def _group_calls(
@@ -160,7 +164,9 @@ def _group_calls(
         times = np.split(ts[rows], np.cumsum(n_calls[resent])[:-1])
         for k, t in zip(resent, times, strict=True):  # element-wise: a list of equal-length
             call_times[k] = tuple(t)  # tuples would be taken for a 2-D array
-    return _Groups(pos[starts], pos[ends - 1], n_calls, call_conns, call_times)
+    of_send = np.full(len(messages), -1, "int64")
+    of_send[pos] = np.cumsum(new) - 1
+    return _Groups(pos[starts], pos[ends - 1], n_calls, call_conns, call_times, of_send)
 
 
 def _asof_backward(
@@ -223,20 +229,26 @@ def _attach_replies(
     # stamp a reply before its call; the capture still shows it after.
     after = messages["frame_last"].to_numpy("int64")
     before = messages["frame_first"].to_numpy("int64")
-    # replies in capture order (stable), transactions by first send (stable)
+    sport = messages["sport"].to_numpy("int64")
+    dport = messages["dport"].to_numpy("int64")
+    # replies in capture order (stable); the sends they can answer: each call
+    # message, its transaction known (a re-send on a new connection after a
+    # reconnect is answered there, on its own ports)
     replies = replies[np.argsort(after[replies], kind="stable")]
-    by_time = np.argsort(before[groups.first], kind="stable")
-    first = groups.first[by_time]
+    sends = np.flatnonzero(groups.of_send >= 0)
+    sends = sends[np.argsort(before[sends], kind="stable")]
     hit = _asof_backward(
-        (dst[replies], src[replies], xid[replies]),  # the reply's client, server, xid
+        # the reply's client, server, their ports and xid: a reply answers a call
+        # on the reversed address and port pair (its connection, for TCP)
+        (dst[replies], src[replies], dport[replies], sport[replies], xid[replies]),
         after[replies],
-        (src[first], dst[first], xid[first]),
-        before[first],
+        (src[sends], dst[sends], sport[sends], dport[sends], xid[sends]),
+        before[sends],
     )
-    if len(by_time) == 0:  # no calls: every reply is without one
+    if len(sends) == 0:  # no calls: every reply is without one
         tx = np.full(len(replies), -1, "int64")
     else:  # the transaction each reply answers (-1: none)
-        tx = np.where(hit >= 0, by_time[hit], -1)
+        tx = np.where(hit >= 0, groups.of_send[sends[np.maximum(hit, 0)]], -1)
         # A reply long after the last send answers a later, unseen call (xid reuse).
         last_send = ts_first[groups.last[tx]]
         tx[(tx >= 0) & (ts_last[replies] - last_send > config.xid_reuse_ns)] = -1

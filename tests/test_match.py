@@ -115,3 +115,61 @@ def test_no_messages_no_calls_no_replies() -> None:
     assert only_replies[["n_calls", "n_replies"]].values.tolist() == [[0, 1]]
     only_calls = match(messages([{"msgtype": "call", "t": 0, "xid": 1}]))
     assert only_calls[["n_calls", "n_replies"]].values.tolist() == [[1, 0]]
+
+
+def test_reply_answers_the_call_on_its_connection() -> None:
+    """The same xid on two TCP connections of one client/server pair (a WRITE on
+    one, a GETATTR on the other): each reply answers the call on its own
+    connection (by (client, server, xid) alone the WRITE's reply went to the
+    later GETATTR: a false duplicate, the WRITE unanswered)."""
+    tx = match(
+        messages(
+            [
+                {"msgtype": "call", "t": 0, "xid": 5, "conn": 1, "sport": 800},
+                {"msgtype": "call", "t": 1 * MS, "xid": 5, "conn": 2, "sport": 801,
+                 "proc": 1, "op": "GETATTR"},
+                {"msgtype": "reply", "t": 2 * MS, "xid": 5, "conn": 1, "dport": 800},
+                {"msgtype": "reply", "t": 3 * MS, "xid": 5, "conn": 2, "dport": 801},
+            ]
+        )
+    )  # fmt: skip
+    by_op = tx.set_index(tx["op"].astype(object))
+    assert by_op.loc["WRITE", "latency_ns"] == 2 * MS + 10
+    assert by_op.loc["GETATTR", "latency_ns"] == 2 * MS + 10
+    assert tx["n_replies"].tolist() == [1, 1] and (tx["n_calls"] == 1).all()
+
+
+def test_reply_answers_a_call_of_its_port_only() -> None:
+    """A MOUNT call to port 635 and an NFS call to 2049 with one xid: the reply from
+    635 answers the MOUNT call, and the NFS call stays unanswered."""
+    tx = match(
+        messages(
+            [
+                {"msgtype": "call", "t": 0, "xid": 9, "dport": 635, "prog": 100005,
+                 "proc": 0, "op": "NULL", "transport": "udp"},
+                {"msgtype": "call", "t": 1 * MS, "xid": 9, "transport": "udp"},
+                {"msgtype": "reply", "t": 2 * MS, "xid": 9, "sport": 635, "transport": "udp"},
+            ]
+        )
+    )  # fmt: skip
+    assert tx["prog"].tolist() == [100005, 100003]
+    assert tx["n_replies"].tolist() == [1, 0]
+    assert tx["latency_ns"].tolist() == [2 * MS + 10, pd.NA]
+
+
+def test_call_re_sent_on_a_new_connection_is_answered_there() -> None:
+    """A Linux client re-sends a call with its xid on a new connection after a
+    reconnect: one transaction sent twice, answered on the new connection."""
+    tx = match(
+        messages(
+            [
+                {"msgtype": "call", "t": 0, "xid": 7, "conn": 1, "sport": 800},
+                {"msgtype": "call", "t": 1_000 * MS, "xid": 7, "conn": 2, "sport": 801},
+                {"msgtype": "reply", "t": 1_001 * MS, "xid": 7, "conn": 2, "dport": 801},
+            ]
+        )
+    )
+    assert len(tx) == 1
+    row = tx.iloc[0]
+    assert row["n_calls"] == 2 and row["n_replies"] == 1 and row["call_conns"] == 2
+    assert row["latency_ns"] == 1_001 * MS + 10
