@@ -149,3 +149,30 @@ def test_every_call_whose_fragment_was_dropped_is_a_retransmission() -> None:
     # on the server side the lost first sends never arrived: those are not re-sends there
     server = repeats(LOSSY_UDP.with_name(LOSSY_UDP.name.replace(".pcap", ".server-side.pcap")))
     assert not dropped_xids & set(server.retransmissions.xid)
+
+
+def test_a_call_re_sent_100_000_times_is_one_line() -> None:
+    """One xid re-sent 100,000 times (issue 20, item 7): the finding names the
+    first intervals and how many more, its details keep a bounded list; the
+    table keeps them all."""
+    import pandas as pd
+
+    try:
+        from crafted import make_writes as mw
+    except ImportError:  # tests/ not on sys.path: import as a package
+        from tests.crafted import make_writes as mw
+    from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, MAX_LISTED, listed
+    from nfstrace.parsers.fast import ParseStats
+
+    sends = tuple(range(0, 100_001 * 1_000_000, 1_000_000))
+    tx = mw.transactions_table(
+        [{"op": "GETATTR", "t_call_ns": 0, "t_reply_ns": sends[-1] + 500_000,
+          "n_calls": len(sends), "call_times_ns": sends}]
+    )  # fmt: skip
+    r = analyze_repeats(tx, pd.DataFrame(columns=["kind"]), ParseStats())
+    assert len(r.retransmissions["intervals_ms"].iloc[0]) == 100_000
+    (f,) = [f for f in r.findings() if f.kind == "rpc_retransmission"]
+    assert len(f.title) < 500 and "... and 99,990 more" in f.title
+    assert len(f.details["worst_intervals_ms"]) == MAX_DETAIL_ITEMS
+    assert f.details["worst_resends"] == 100_000
+    assert listed(["a"] * MAX_LISTED) == ", ".join(["a"] * MAX_LISTED)

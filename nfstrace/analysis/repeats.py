@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, Finding, listed
 
 RETRANSMISSION_COLUMNS: dict[str, str] = {
     "client": "client address",
@@ -82,7 +82,7 @@ class RepeatsResult:
         out: list[Finding] = []
         if self.retransmitted_calls:
             worst = self.retransmissions.sort_values("time_lost_ns", ascending=False).iloc[0]
-            intervals = ", ".join(f"{v:.0f} ms" for v in worst["intervals_ms"])
+            intervals = listed([f"{v:.0f} ms" for v in worst["intervals_ms"]])
             title = (
                 f"{self.retransmitted_calls} RPC calls were re-sent ({self.resends} re-sends), "
                 f"costing {self.time_lost_ns / 1e9:.3f} s; the worst, {worst['op']} "
@@ -102,7 +102,10 @@ class RepeatsResult:
                         "unanswered": self.unanswered_retransmitted,
                         "first_timeout_ms_median": self.first_timeout_ms_median,
                         "worst_xid": int(worst["xid"]),
-                        "worst_intervals_ms": [float(v) for v in worst["intervals_ms"]],
+                        "worst_intervals_ms": [
+                            float(v) for v in worst["intervals_ms"][:MAX_DETAIL_ITEMS]
+                        ],
+                        "worst_resends": len(worst["intervals_ms"]),
                     },
                 )
             )

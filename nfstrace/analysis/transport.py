@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.findings import Finding, listed
 from nfstrace.analysis.grouping import sorted_codes
 
 # events.kind values this module reports
@@ -76,7 +76,7 @@ class TransportResult:
         ev = self.events
         if self.zero_windows:
             zw = ev[ev["kind"] == "tcp_zero_window"]
-            who = ", ".join(sorted(zw["src"].astype(str).unique()))
+            who = listed(sorted(zw["src"].astype(str).unique()))
             out.append(
                 Finding(
                     kind="tcp_zero_window",
