@@ -630,3 +630,24 @@ def test_throughput_of_replies_without_their_call() -> None:
     assert t is not None and t.bytes == 8192 and t.seconds == pytest.approx(0.001)
     alone = _throughput(tx.iloc[:1], "write_bytes")
     assert alone is not None and alone.seconds == 0 and math.isnan(alone.mbits_per_s)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path, parser: str) -> None:
+    """60 WRITE calls outstanding with room for 50 (issue 20, item 6): the 10
+    oldest are forgotten; the replies to 5 of them cannot be decoded (no bytes
+    written). Once silent: now a warning naming the limit. Calls answered
+    before being forgotten are no loss and no warning."""
+    path = md.outstanding_calls(60, answered=5).write(tmp_path / "outstanding.pcap")
+    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_pending_calls=50), parser=parser))
+    assert t.stats.anomalies.get("calls_forgotten") == 10
+    assert "max_pending_calls" in warnings_of(t)
+    assert t.stats.replies_without_call_info == 5
+    roomy = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert "calls_forgotten" not in roomy.stats.anomalies and not roomy.stats.warnings
+    assert int(roomy.transactions["write_bytes"].sum()) == 5 * 512
+    answered_first = md.exchange(60).write(tmp_path / "answered.pcap")
+    quiet = nfstrace.load(
+        answered_first, AnalysisConfig(limits=ParseLimits(max_pending_calls=50), parser=parser)
+    )
+    assert "calls_forgotten" not in quiet.stats.anomalies

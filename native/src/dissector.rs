@@ -231,35 +231,43 @@ type CallKey = (Addr, Addr, u32);
 type CallInfo = (i64, i64, i64, i64, i64);
 
 /// Calls remembered to name replies, oldest forgotten first past a bound
-/// (a Python dict re-inserted on use).
+/// (a Python dict re-inserted on use); each with whether a reply came.
 struct Calls {
-    map: HashMap<CallKey, (CallInfo, u64)>,
+    map: HashMap<CallKey, (CallInfo, u64, bool)>,
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
+    /// calls forgotten before any reply came (fast._Collector.calls_forgotten)
+    forgotten: i64,
 }
 
 impl Calls {
     fn insert(&mut self, key: CallKey, info: CallInfo) {
         if !self.map.contains_key(&key) && self.map.len() >= self.max {
             while let Some((k, s)) = self.order.pop_front() {
-                if matches!(self.map.get(&k), Some((_, t)) if *t == s) {
-                    self.map.remove(&k);
+                if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
+                    if let Some((_, _, answered)) = self.map.remove(&k) {
+                        self.forgotten += i64::from(!answered);
+                    }
                     break;
                 }
             }
         }
         self.stamp += 1;
-        self.map.insert(key, (info, self.stamp));
+        self.map.insert(key, (info, self.stamp, false));
         self.order.push_back((key, self.stamp));
         if self.order.len() > 2 * self.map.len() + 1024 {
             let map = &self.map;
             self.order
-                .retain(|(k, s)| matches!(map.get(k), Some((_, t)) if t == s));
+                .retain(|(k, s)| matches!(map.get(k), Some((_, t, _)) if t == s));
         }
     }
-    fn get(&self, key: &CallKey) -> Option<&CallInfo> {
-        self.map.get(key).map(|(i, _)| i)
+    /// The call a reply answers, marked answered.
+    fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
+        self.map.get_mut(key).map(|(i, _, answered)| {
+            *answered = true;
+            *i
+        })
     }
 }
 
@@ -305,6 +313,7 @@ impl Collector {
                 order: VecDeque::new(),
                 stamp: 0,
                 max: max_calls.max(1),
+                forgotten: 0,
             },
             stats: MsgStats::default(),
             addrs: Interner::new(Addr::default()),
@@ -405,8 +414,8 @@ impl Collector {
             )
         } else {
             st.replies += 1;
-            match self.calls.get(&(dst, src, xid)) {
-                Some(&(prog, vers, proc_, gss_service, gss_proc)) => {
+            match self.calls.answer(&(dst, src, xid)) {
+                Some((prog, vers, proc_, gss_service, gss_proc)) => {
                     hdr.prog = prog;
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
@@ -1518,6 +1527,7 @@ impl Dissector {
                 "events_not_recorded",
                 self.col.events_dropped + fs.incomplete - self.lost_listed,
             ),
+            ("calls_forgotten", self.col.calls.forgotten),
         ];
         all.into_iter().filter(|(_, n)| *n != 0).collect()
     }

@@ -164,6 +164,11 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
         "{n:,} RPC calls or replies with a credential or verifier longer than 400 bytes: "
         "kept without their procedure's arguments/results",
     ),
+    "calls_forgotten": (
+        True,
+        "{n:,} calls still waiting for their reply were forgotten to bound memory "
+        "(ParseLimits.max_pending_calls): a reply to one of them is not decoded",
+    ),
     "connections_forgotten": (
         False,
         "{n:,} idle connections forgotten to bound memory (ParseLimits.max_connections)",
@@ -209,9 +214,11 @@ class _Collector:
         self.event_counts: dict[str, int] = {}  # recorded events by kind
         self.max_events = limits.max_events_per_kind
         self.events_dropped = 0
-        # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc) of the last call
-        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int]] = {}
+        # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc, answered)
+        # of the last call
+        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]] = {}
         self.max_calls = limits.max_pending_calls
+        self.calls_forgotten = 0  # unanswered calls forgotten past max_calls
         self.stats = stats
 
     def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
@@ -280,14 +287,18 @@ class _Collector:
             if key in calls:
                 del calls[key]  # re-insert: keep the dict ordered by last use
             elif len(calls) >= self.max_calls:
-                del calls[next(iter(calls))]
-            calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9])
+                oldest = next(iter(calls))
+                self.calls_forgotten += not calls[oldest][5]
+                del calls[oldest]
+            calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9], False)
             nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
         else:
             st.replies += 1
             info = self.calls.get((dst, src, xid))
             if info is not None:
-                prog, vers, proc, gss_service, gss_proc = info
+                prog, vers, proc, gss_service, gss_proc, answered = info
+                if not answered:  # in place: the order stays that of the calls
+                    self.calls[(dst, src, xid)] = (*info[:5], True)
                 hdr = (*hdr[:2], prog, vers, proc, *hdr[5:])
                 nfs = decode_procedure(
                     False, prog, vers, proc, head, hdr[14], gss_service, gss_proc
@@ -670,6 +681,7 @@ class Dissector:
             ("ip_datagrams_given_up", fs.given_up),
             ("directions_untracked", self.facts.overflow[F_PACKETS]),
             ("events_not_recorded", col.events_dropped + fs.incomplete - len(reasm.lost)),
+            ("calls_forgotten", col.calls_forgotten),
         ):
             if n:
                 a[name] = a.get(name, 0) + n

@@ -281,6 +281,20 @@ def clock_running_backwards(n: int = 50, step_ns: int = 1_000_000) -> mc.Capture
     return cap
 
 
+def outstanding_calls(n: int, answered: int) -> mc.Capture:
+    """n WRITE calls over UDP, none answered, then the replies to the first
+    ``answered`` of them."""
+    cap = mc.Capture()
+    port = mc.NFS_PORT
+    for i in range(n):
+        call = mc.write_call(XID0 + i, 512)
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, port, call)))
+    for i in range(answered):
+        reply = mc.write_reply(XID0 + i, 512)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, port, 800, reply)))
+    return cap
+
+
 def raw_tcp(src: str, dst: str, sport: int, dport: int, seq: int, payload: bytes) -> bytes:
     return bytes(
         Ether(src=mc.MAC_C, dst=mc.MAC_S)
