@@ -25,6 +25,7 @@ from nfstrace.analysis.model import overrides_from_options, parse_duration, pars
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
+from nfstrace.parsers.capture import STDIN
 from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
 from nfstrace.reports.files import check_outputs
 from nfstrace.reports.model_view import render_model
@@ -137,7 +138,10 @@ def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -
         return load(paths, config, progress=lambda n: bar.update(task, frames=n))
 
 
-Captures = Annotated[list[Path], typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too)")]
+Captures = Annotated[
+    list[Path],
+    typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too); - for standard input"),
+]
 ClientOpt = Annotated[
     list[str] | None, typer.Option("--client", help="Only traffic of this client address.")
 ]
@@ -263,12 +267,22 @@ def analyze(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
     )
     if report is None and not no_report:
-        report = captures[0].with_name(captures[0].name + ".report.html") if captures else None
+        report = _default_report(captures[0]) if captures else None
         explicit = False
     else:
         explicit = True
     outputs = _Outputs(None if no_report else report, explicit, json_out, csv_out, parquet_out)
     _analyze(captures, choices, quiet, outputs, debug=debug)
+
+
+def _default_report(capture: Path) -> Path:
+    """Beside the capture; for standard input (``-``) or a pipe, in the current
+    directory (stdin.report.html, <name>.report.html)."""
+    if str(capture) == STDIN:
+        return Path("stdin.report.html")
+    if capture.exists() and not capture.is_file():  # a FIFO, /dev/stdin, /dev/fd/N
+        return Path(capture.name + ".report.html")
+    return capture.with_name(capture.name + ".report.html")
 
 
 @app.command()

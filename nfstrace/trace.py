@@ -12,9 +12,9 @@ from nfstrace.analysis.diagnosis import Diagnosis, DiagnosisOptions, diagnose
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import Overview, overview
 from nfstrace.config import ParseLimits
-from nfstrace.errors import UsageError
+from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
-from nfstrace.parsers import backends
+from nfstrace.parsers import backends, capture
 from nfstrace.parsers.fast import ParseStats
 
 
@@ -88,7 +88,14 @@ def load(
     if not plist:
         raise UsageError("no capture file given")
     parse = backends.get(config.parser)
-    messages, events, stats = parse(plist, config.limits, progress)
+    with capture.regular_files(plist) as readable:
+        try:
+            messages, events, stats = parse(readable, config.limits, progress)
+        except CaptureError as e:  # named as the user gave it, not its temporary copy
+            e.path = dict(zip(readable, plist, strict=True)).get(e.path, e.path)
+            raise
+    for info, path in zip(stats.files, plist, strict=False):
+        info.path = path  # a pipe read through its temporary copy: named as given
     messages = _select(messages, config)
     transactions = match(messages, config.match)
     return Trace(

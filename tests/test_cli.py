@@ -238,3 +238,36 @@ def test_entry_point_reader_gone_is_not_a_traceback() -> None:
         done = _entry_point("analyze", str(SAMPLE), "--no-report", stdout=closed_pipe)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
+
+
+def test_standard_input_and_a_pipe_are_read(tmp_path: Path, monkeypatch) -> None:
+    """`tcpdump -w - | nfstrace analyze -` and `nfstrace analyze <(...)` (issue 20,
+    item 10): once refused as "not seekable"; read through a temporary copy that
+    is gone afterwards, named as given, the default report in the current
+    directory."""
+    import tempfile
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    data = SAMPLE.read_bytes()
+    r = runner.invoke(app, ["analyze", "-", "-q", "--json", "s.json"], input=data)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("nfstrace -\n")
+    assert "16 transactions (32 RPC messages): 16 answered" in r.stdout
+    assert (tmp_path / "stdin.report.html").stat().st_size > 1_000_000
+    assert json.loads((tmp_path / "s.json").read_text())["captures"][0]["path"] == "-"
+    fifo = tmp_path / "capture.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data))
+    writer.start()
+    r = runner.invoke(app, ["analyze", str(fifo), "-q", "--no-report"])
+    writer.join()
+    assert r.exit_code == 0, r.output
+    assert "16 transactions (32 RPC messages): 16 answered" in r.stdout
+    assert list(spool.iterdir()) == []  # the temporary copies are gone
+    r = runner.invoke(app, ["analyze", "-", "-q", "--no-report"], input=b"not a capture")
+    assert r.exit_code == ExitStatus.UNREADABLE
+    assert r.stderr.strip() == "nfstrace: error: not a pcap or pcapng capture file (-)"

@@ -36,11 +36,16 @@ as one warning with its count, where it was first seen and the bytes skipped.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import heapq
 import lzma
 import os
+import shutil
+import stat
 import struct
+import sys
+import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -200,6 +205,52 @@ class CaptureInfo:
                         what=d.what,
                     )
                 )
+
+
+STDIN = "-"  # the capture path that means standard input
+SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
+
+
+def _needs_spooling(path: str) -> bool:
+    if path == STDIN:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # missing or unreadable: opening it says why
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+@contextlib.contextmanager
+def regular_files(paths: list[str]) -> Iterator[list[str]]:
+    """The captures as files that can be read twice: standard input (``-``) and
+    pipes, FIFOs or devices (``<(tcpdump -w - ...)``, ``/dev/stdin``) are copied
+    once into a temporary file (as large as the capture; under $TMPDIR),
+    deleted afterwards; regular files are read where they are."""
+    spooled: list[str] = []
+    try:
+        out = []
+        for path in paths:
+            if not _needs_spooling(path):
+                out.append(path)
+                continue
+            fd, name = tempfile.mkstemp(prefix="nfstrace-input-", suffix=".capture")
+            spooled.append(name)
+            try:
+                with os.fdopen(fd, "wb") as copy:
+                    if path == STDIN:
+                        shutil.copyfileobj(sys.stdin.buffer, copy, SPOOL_CHUNK)
+                    else:
+                        with open(path, "rb") as source:
+                            shutil.copyfileobj(source, copy, SPOOL_CHUNK)
+            except OSError as e:
+                raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+            out.append(name)
+        yield out
+    finally:
+        for name in spooled:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
 
 
 def open_stream(path: str) -> tuple[BinaryIO, str]:
