@@ -25,7 +25,7 @@ import nfstrace
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, ExitStatus
-from nfstrace.parsers import fast, native
+from nfstrace.parsers import capture, fast, native
 from nfstrace.trace import AnalysisConfig
 
 try:
@@ -651,3 +651,24 @@ def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path, parse
         answered_first, AnalysisConfig(limits=ParseLimits(max_pending_calls=50), parser=parser)
     )
     assert "calls_forgotten" not in quiet.stats.anomalies
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str) -> None:
+    """An interface statistics block with a drop count of all ones (issue 20, item
+    10: once summed into 9.2e18 drops): left out and said; a real count beside it
+    (interface 0's OS drops) is kept."""
+    blob = md.pcapng_bytes(md.exchange())
+    isb = mc.pcapng_isb(
+        0,
+        0,
+        (mc.ISB_IFDROP, struct.pack("<Q", 2**64 - 1)),
+        (capture.ISB_OSDROP, struct.pack("<Q", 7)),
+    )
+    path = tmp_path / "drops.pcapng"
+    path.write_bytes(blob + isb)
+    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert answered(t) == XIDS
+    assert t.stats.interface_drops == 7
+    assert "impossible drop count" in warnings_of(t)
+    assert "18,446,744,073,709,551,615" in warnings_of(t)

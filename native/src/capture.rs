@@ -244,6 +244,17 @@ fn interface(body: &[u8], big: bool) -> Interface {
     iface
 }
 
+/// `n` with commas between thousands (Python's `f"{n:,}"`).
+fn fmt_thousands(n: u64) -> String {
+    let digits = n.to_string().into_bytes();
+    let groups: Vec<&[u8]> = digits.rchunks(3).rev().collect();
+    groups
+        .iter()
+        .map(|g| String::from_utf8_lossy(g).into_owned())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A chunked reader over one capture (capture.py's _Buffer and read_frames).
 pub struct Reader {
     src: Box<dyn Read + Send>,
@@ -252,13 +263,19 @@ pub struct Reader {
     consumed: u64,
     eof: bool,
     max_frame: u64,
+    max_drops: u64,
     section: Section,
     pub info: FileInfo,
 }
 
 impl Reader {
     /// Open a capture on `src`; Err(message) when it is not a pcap/pcapng file.
-    pub fn open(src: Box<dyn Read + Send>, max_frame: usize) -> Result<Reader, String> {
+    /// `max_drops`: capture.MAX_INTERFACE_DROPS (a drop count above it is no count).
+    pub fn open(
+        src: Box<dyn Read + Send>,
+        max_frame: usize,
+        max_drops: u64,
+    ) -> Result<Reader, String> {
         let mut r = Reader {
             src,
             buf: Vec::new(),
@@ -266,6 +283,7 @@ impl Reader {
             consumed: 0,
             eof: false,
             max_frame: max_frame as u64,
+            max_drops,
             section: Section::Done,
             info: FileInfo::default(),
         };
@@ -891,19 +909,20 @@ impl Reader {
                     if !known {
                         continue; // statistics of no interface: nothing to count them for
                     }
-                    let found: Vec<(u64, u64)> = options(&b[12..], big)
-                        .into_iter()
-                        .filter(|(code, value)| {
-                            (*code == ISB_IFDROP || *code == ISB_OSDROP) && value.len() >= 8
-                        })
-                        .map(|(code, value)| {
-                            // Statistics are cumulative: keep the latest per interface.
-                            (
-                                (iface_id << 1) | (code == ISB_OSDROP) as u64,
-                                rd64(value, 0, big),
-                            )
-                        })
-                        .collect();
+                    let mut found: Vec<(u64, u64)> = Vec::new();
+                    for (code, value) in options(&b[12..], big) {
+                        if (code != ISB_IFDROP && code != ISB_OSDROP) || value.len() < 8 {
+                            continue;
+                        }
+                        let count = rd64(value, 0, big);
+                        if count > self.max_drops {
+                            let detail = fmt_thousands(count);
+                            self.info.note("bad_drop_count", at, 0, detail, "");
+                            continue;
+                        }
+                        // Statistics are cumulative: keep the latest per interface.
+                        found.push(((iface_id << 1) | (code == ISB_OSDROP) as u64, count));
+                    }
                     if let Section::Pcapng { drops, .. } = &mut self.section {
                         for (k, v) in found {
                             drops.insert(k, v);

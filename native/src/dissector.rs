@@ -38,6 +38,8 @@ fn well_known(port: i32) -> bool {
 pub struct Settings {
     pub tcp: Limits,
     pub max_frame_bytes: usize,
+    /// capture.MAX_INTERFACE_DROPS
+    pub max_interface_drops: u64,
     pub ip_reassembly_timeout_ns: i64,
     pub max_ip_reassemblies: usize,
     pub max_ip_reassembly_bytes: i64,

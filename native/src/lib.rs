@@ -29,7 +29,10 @@ pub fn parse_sources(
 ) -> Result<(Dissector, Vec<capture::FileInfo>), (usize, String)> {
     let mut readers = Vec::with_capacity(sources.len());
     for (i, s) in sources.into_iter().enumerate() {
-        readers.push(capture::Reader::open(s, settings.max_frame_bytes).map_err(|e| (i, e))?);
+        readers.push(
+            capture::Reader::open(s, settings.max_frame_bytes, settings.max_interface_drops)
+                .map_err(|e| (i, e))?,
+        );
     }
     let mut merge = capture::Merge::new(readers);
     let mut d = Dissector::new(settings);
@@ -53,6 +56,7 @@ pub fn default_settings() -> Settings {
             max_ack_waiting: 4096,
         },
         max_frame_bytes: 262_144,
+        max_interface_drops: 1 << 48,
         ip_reassembly_timeout_ns: 30_000_000_000,
         max_ip_reassemblies: 65536,
         max_ip_reassembly_bytes: 64 * 1024 * 1024,

@@ -60,6 +60,7 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
             max_ack_waiting: get(d, "max_ack_waiting")?,
         },
         max_frame_bytes: get(d, "max_frame_bytes")?,
+        max_interface_drops: get(d, "max_interface_drops")?,
         ip_reassembly_timeout_ns: get(d, "ip_reassembly_timeout_ns")?,
         max_ip_reassemblies: get(d, "max_ip_reassemblies")?,
         max_ip_reassembly_bytes: get(d, "max_ip_reassembly_bytes")?,

@@ -147,6 +147,8 @@ DAMAGE = {
     "first at byte {offset}): their frames read on",
     "lost_tail": "no plausible record after the damage at byte {offset}: the last "
     "{skipped:,} bytes skipped",
+    "bad_drop_count": "{count} interface statistics with an impossible drop count (first at "
+    "byte {offset}: {detail}): left out of the drops",
 }
 
 
@@ -208,7 +210,10 @@ class CaptureInfo:
 
 
 STDIN = "-"  # the capture path that means standard input
-SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
+SPOOL_CHUNK = 1024 * 1024
+# A pcapng interface-statistics drop count above this is no count (some writers
+# fill an unknown one with all ones): left out (noted as damage), never summed.
+MAX_INTERFACE_DROPS = 1 << 48  # bytes copied at a time from a pipe to its temporary file
 
 
 def _needs_spooling(path: str) -> bool:
@@ -750,7 +755,11 @@ def _pcapng(buf: _Buffer, index: int, info: CaptureInfo, max_frame: int) -> Iter
                 if code in (ISB_IFDROP, ISB_OSDROP) and len(value) >= 8:
                     # Statistics are cumulative: keep the latest per interface.
                     key = (iface_id << 1) | (code == ISB_OSDROP)
-                    drops[key] = struct.unpack_from(e + "Q", value, 0)[0]
+                    (count,) = struct.unpack_from(e + "Q", value, 0)
+                    if count > MAX_INTERFACE_DROPS:
+                        info.note("bad_drop_count", at, detail=f"{count:,}")
+                        continue
+                    drops[key] = count
             info.interface_drops = sum(drops.values())
         # other blocks (name resolution, decryption secrets, custom) are skipped
 

@@ -84,6 +84,7 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "max_hole_age_ns": limits.max_hole_age_ns,
         "max_unsynced_bytes": limits.max_unsynced_bytes,
         "max_frame_bytes": limits.max_frame_bytes,
+        "max_interface_drops": capture.MAX_INTERFACE_DROPS,
         "ip_reassembly_timeout_ns": limits.ip_reassembly_timeout_ns,
         "max_ip_reassemblies": limits.max_ip_reassemblies,
         "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
