@@ -280,6 +280,26 @@ _ORPHAN_SOURCE = {
 }  # fmt: skip
 
 
+def reply_count_bound(tx: Any) -> np.ndarray:
+    """Most bytes a WRITE or READ reply can say it moved: what its call asked
+    for (``count``), and no more than the record that carried the data (the
+    WRITE call's, the READ reply's); unbounded (int64 max) where neither is
+    known.  ``tx``: the transactions table, or its columns by name."""
+    huge = np.iinfo("int64").max
+
+    def known(name: str) -> np.ndarray:
+        values = pd.Series(tx[name]).astype("Int64").fillna(-1).to_numpy("int64")
+        return np.where(values >= 0, values, huge)
+
+    op = pd.Series(tx["op"]).astype(object)
+    record = np.where(
+        op.eq("WRITE").to_numpy(bool),
+        known("call_bytes"),
+        np.where(op.eq("READ").to_numpy(bool), known("reply_bytes"), huge),
+    )
+    return np.minimum(known("count"), record)
+
+
 def _take(column: pd.Series, pos: np.ndarray, dtype: str) -> Any:
     """column[pos] as ``dtype``, missing where pos < 0."""
     if not isinstance(column.dtype, np.dtype):  # strings, categories: their own take
@@ -349,6 +369,9 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
     ok = pd.Series(cols["status"]).eq(0).fillna(False).to_numpy(dtype=bool)
     op = pd.Series(cols["op"])
     counted = pd.Series(cols["reply_count"]).fillna(0).to_numpy(dtype="int64")
+    # a reply claiming more than its call asked for or its record carried counts
+    # what it could have moved (quality counts such replies: reply_count_bound)
+    counted = np.minimum(counted, reply_count_bound(cols))
     for column, name in (("write_bytes", "WRITE"), ("read_bytes", "READ")):
         is_op = op.eq(name).fillna(False).to_numpy(dtype=bool)
         cols[column] = np.where(is_op & ok, counted, 0)

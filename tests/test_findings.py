@@ -105,7 +105,18 @@ def _clock_backwards() -> frozenset[str]:
         return _kinds_of_capture(path)
 
 
+def _garbage_reply_count() -> frozenset[str]:
+    """A 512-byte WRITE whose reply claims 4,000,000,000 bytes written."""
+    cap = mc.Capture()
+    cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, mc.write_call(9, 512))))
+    reply = mc.write_reply(9, 4_000_000_000)
+    cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, reply)))
+    with tempfile.TemporaryDirectory() as tmp:
+        return _kinds_of_capture(cap.write(Path(tmp) / "garbage.pcap"))
+
+
 TABLES: dict[str, Callable[[], frozenset[str]]] = {
+    "table:garbage_reply_count": _garbage_reply_count,
     "table:saturating_load": _saturating_load,
     "table:clock_backwards": _clock_backwards,
     "table:unexplained_stall": _unexplained_stall,
@@ -194,6 +205,11 @@ CASES: dict[str, tuple[str, str, str]] = {
         "table:saturating_load",
         "sample:v3-udp-py-w32k-mtu1000-d2-l0.5.pcap",
         "the slow calls are re-sent ones: their latency is a timeout, not load",
+    ),
+    "implausible_reply_count": (
+        "table:garbage_reply_count",
+        "sample:v3-tcp-nfscp-w1m-d0-l0.pcap",
+        "every reply counts what its call carried",
     ),
     "clock_backwards": (
         "table:clock_backwards",

@@ -64,9 +64,10 @@ def test_resends_reuse_duplicates_and_stale_replies() -> None:
     reuse = MatchConfig(xid_reuse_ns=100 * MS)
     rows = [
         # xid 1: sent three times (the third on a new connection), answered twice
-        {"msgtype": "call", "t": 0, "xid": 1},
-        {"msgtype": "call", "t": 10 * MS, "xid": 1},
-        {"msgtype": "call", "t": 30 * MS, "xid": 1, "conn": 2},
+        # (a WRITE of 512 bytes: a call record of 700 bytes)
+        {"msgtype": "call", "t": 0, "xid": 1, "rpc_len": 700},
+        {"msgtype": "call", "t": 10 * MS, "xid": 1, "rpc_len": 700},
+        {"msgtype": "call", "t": 30 * MS, "xid": 1, "conn": 2, "rpc_len": 700},
         {"msgtype": "reply", "t": 31 * MS, "xid": 1, "conn": 2, "count": 512},
         {"msgtype": "reply", "t": 32 * MS, "xid": 1, "nfs_status": 70},
         # xid 1 again, 200 ms later: reused, a new transaction; its reply is stale
@@ -76,11 +77,12 @@ def test_resends_reuse_duplicates_and_stale_replies() -> None:
         {"msgtype": "call", "t": 40 * MS, "xid": 2, "client": "10.0.0.3", "op": "READ"},
         {"msgtype": "call", "t": 40 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
         {"msgtype": "call", "t": 41 * MS, "xid": 2, "op": "GETATTR", "proc": 1},
-        {"msgtype": "reply", "t": 45 * MS, "xid": 2, "client": "10.0.0.3", "count": 4096},
+        {"msgtype": "reply", "t": 45 * MS, "xid": 2, "client": "10.0.0.3", "count": 4096,
+         "rpc_len": 4200},
         # xid 3: the reply comes before any call (the call is another transaction)
         {"msgtype": "reply", "t": 50 * MS, "xid": 3, "op": "?", "proc": -1},
         {"msgtype": "call", "t": 60 * MS, "xid": 3},
-    ]
+    ]  # fmt: skip
     tx = match(messages(rows), reuse)
     cols = ["client", "xid", "op", "n_calls", "call_conns", "n_replies", "t_call_ns"]
     got = [
@@ -173,3 +175,27 @@ def test_call_re_sent_on_a_new_connection_is_answered_there() -> None:
     row = tx.iloc[0]
     assert row["n_calls"] == 2 and row["n_replies"] == 1 and row["call_conns"] == 2
     assert row["latency_ns"] == 1_001 * MS + 10
+
+
+def test_reply_counts_beyond_what_the_call_carried_are_bounded() -> None:
+    """Garbage reply counts (issue 20, item 10: 11 RPCs once reported as 43 GB):
+    a WRITE reply counts at most its call's count and the call's record; a READ
+    reply at most the count asked for and its own record."""
+    tx = match(
+        messages(
+            [
+                {"msgtype": "call", "t": 0, "xid": 1, "count": 4096, "rpc_len": 4300},
+                {"msgtype": "reply", "t": MS, "xid": 1, "count": 4_000_000_000},
+                {"msgtype": "call", "t": 2 * MS, "xid": 2, "rpc_len": 300},  # count not captured
+                {"msgtype": "reply", "t": 3 * MS, "xid": 2, "count": 65536},
+                {"msgtype": "call", "t": 4 * MS, "xid": 3, "op": "READ", "proc": 6,
+                 "count": 65536},
+                {"msgtype": "reply", "t": 5 * MS, "xid": 3, "count": 65536, "rpc_len": 1000},
+                {"msgtype": "call", "t": 6 * MS, "xid": 4, "count": 512, "rpc_len": 700},
+                {"msgtype": "reply", "t": 7 * MS, "xid": 4, "count": 512},
+            ]
+        )
+    )  # fmt: skip
+    assert tx["write_bytes"].tolist() == [4096, 300, 0, 512]
+    assert tx["read_bytes"].tolist() == [0, 0, 1000, 0]
+    assert tx["reply_count"].tolist() == [4_000_000_000, 65536, 65536, 512]  # as sent

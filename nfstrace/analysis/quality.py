@@ -38,6 +38,7 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.writes import bytes_text
+from nfstrace.match import reply_count_bound
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 # A handshake interval this many times the other one decides a vote.
@@ -95,6 +96,9 @@ class CaptureQuality:
     answered: int = 0
     messages_back_in_time: int = 0
     messages: int = 0
+    # WRITE/READ replies claiming more bytes than their call asked for or their
+    # record carried (match counts what the call carried: reply_count_bound)
+    implausible_reply_counts: int = 0
 
     @property
     def clock_limits(self) -> bool:
@@ -205,6 +209,18 @@ class CaptureQuality:
                     },
                 )
             )
+        if self.implausible_reply_counts:
+            n = self.implausible_reply_counts
+            out.append(
+                Finding(
+                    kind="implausible_reply_count",
+                    title=f"{n:,} WRITE or READ repl{'ies' if n > 1 else 'y'} claimed more bytes "
+                    "than the call asked for or the record carried (damaged, or a faulty "
+                    "server): counted as what the call carried",
+                    severity="warning",
+                    details={"replies": n},
+                )
+            )
         if len(self.gaps):
             out.append(
                 Finding(
@@ -238,6 +254,7 @@ class CaptureQuality:
             "warnings": self.warnings,
             "replies_before_call": self.replies_before_call,
             "messages_back_in_time": self.messages_back_in_time,
+            "implausible_reply_counts": self.implausible_reply_counts,
         }
 
 
@@ -498,7 +515,17 @@ def assess_capture(
         answered=int(calls["t_reply_ns"].notna().sum()),
         messages_back_in_time=_back_in_time(messages),
         messages=len(messages),
+        implausible_reply_counts=_implausible_counts(transactions),
     )
+
+
+def _implausible_counts(transactions: pd.DataFrame) -> int:
+    """WRITE/READ replies whose count is beyond reply_count_bound."""
+    tx = transactions[transactions["reply_count"].notna()]
+    if tx.empty:
+        return 0
+    counts = tx["reply_count"].astype("int64").to_numpy()
+    return int((counts > reply_count_bound(tx)).sum())
 
 
 def _back_in_time(messages: pd.DataFrame) -> int:
