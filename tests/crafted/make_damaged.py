@@ -281,6 +281,33 @@ def clock_running_backwards(n: int = 50, step_ns: int = 1_000_000) -> mc.Capture
     return cap
 
 
+def zero_windows(n: int) -> mc.Capture:
+    """n TCP connections between one client and one server, one after another:
+    the server acknowledges a GETATTR call closing its window for good (a zero
+    window that never reopens: each says so again at the end of the capture),
+    then answers it."""
+    cap = mc.Capture()
+    conns = []
+    for i in range(n):
+        conn = mc.TcpConn(cap, cport=1000 + i % 60000)
+        conn.handshake()
+        conn.client_send(mc.record(mc.getattr_call(XID0 + i)))
+        closed = conn.pkt(False, "A", conn.snext, conn.cnext)
+        closed[TCP].window = 0
+        cap.add(closed)
+        reply = mc.record(mc.getattr_reply(XID0 + i))
+        answer = conn.pkt(False, "PA", conn.snext, conn.cnext, reply)
+        answer[TCP].window = 0  # the window stays closed
+        cap.add(answer)
+        conn.snext += len(reply)
+        conns.append(conn)
+    for conn in conns:  # still closed at the end
+        closed = conn.pkt(False, "A", conn.snext, conn.cnext)
+        closed[TCP].window = 0
+        cap.add(closed)
+    return cap
+
+
 def outstanding_calls(n: int, answered: int) -> mc.Capture:
     """n WRITE calls over UDP, none answered, then the replies to the first
     ``answered`` of them."""
