@@ -5,7 +5,35 @@ Every limit says what happens when it is hit; none is a silent cap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+
+# What one RPC message costs through the analysis (its row in the messages and
+# transactions tables and the analyses' columns; measured ~0.7 KB, rounded up).
+MESSAGE_BYTES = 1024
+# ... and the share of the memory available at start-up the messages may take.
+MEMORY_SHARE = 0.5
+CHECK_EVERY_FRAMES = 4096  # the message count is checked this often
+
+
+def memory_available() -> int:
+    """Bytes of memory available now (Linux MemAvailable; else physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return 8 << 30
+
+
+def default_max_messages() -> int:
+    """Messages that fit in MEMORY_SHARE of the memory available (at least 1M)."""
+    return max(1_000_000, int(memory_available() * MEMORY_SHARE) // MESSAGE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,13 @@ class ParseLimits:
     # byte (messages.acked_ns).  Past it the oldest is given up (its acked_ns
     # stays -1): a capture that sees one direction only never shows the ACKs.
     max_ack_waiting: int = 4096
+    # RPC messages read before the parser stops (checked every
+    # CHECK_EVERY_FRAMES frames): the tables grow ~MESSAGE_BYTES per message,
+    # so a capture of millions of tiny RPCs (or a small file decompressing to
+    # gigabytes of them) would exhaust memory.  Past it the rest of the capture
+    # is not read: a warning (exit 6).  Default: MEMORY_SHARE of the memory
+    # available at start-up.
+    max_messages: int = field(default_factory=default_max_messages)
 
 
 @dataclass(frozen=True)

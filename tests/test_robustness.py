@@ -672,3 +672,24 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str
     assert t.stats.interface_drops == 7
     assert "impossible drop count" in warnings_of(t)
     assert "18,446,744,073,709,551,615" in warnings_of(t)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None:
+    """Millions of tiny RPCs would fill memory (issue 20, item 4: ~1 KB per
+    message through the analysis): past ParseLimits.max_messages (checked every
+    CHECK_EVERY_FRAMES frames) the parser stops, says where, and what it read is
+    analysed."""
+    from nfstrace.config import CHECK_EVERY_FRAMES, default_max_messages
+
+    path = md.exchange(3000).write(tmp_path / "many.pcap")  # 6,003 frames
+    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_messages=1000), parser=parser))
+    assert t.stats.anomalies["messages_limit"] == CHECK_EVERY_FRAMES
+    assert t.stats.frames == CHECK_EVERY_FRAMES - 1
+    assert len(t.messages) == CHECK_EVERY_FRAMES - 1 - 3  # after the handshake
+    assert "max_messages" in warnings_of(t) and "not analysed" in warnings_of(t)
+    assert len(answered(t)) == (CHECK_EVERY_FRAMES - 1 - 3) // 2
+    whole = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert "messages_limit" not in whole.stats.anomalies and len(whole.messages) == 6000
+    assert ParseLimits().max_messages == pytest.approx(default_max_messages(), rel=0.2)
+    assert ParseLimits().max_messages >= 1_000_000

@@ -40,6 +40,9 @@ pub struct Settings {
     pub max_frame_bytes: usize,
     /// capture.MAX_INTERFACE_DROPS
     pub max_interface_drops: u64,
+    /// ParseLimits.max_messages, checked every config.CHECK_EVERY_FRAMES frames
+    pub max_messages: i64,
+    pub check_every_frames: i64,
     pub ip_reassembly_timeout_ns: i64,
     pub max_ip_reassemblies: usize,
     pub max_ip_reassembly_bytes: i64,
@@ -644,6 +647,10 @@ pub struct Dissector {
     pub n_tcp_conns: i64,
     pub n_dup: i64,
     pub n_frames: i64,
+    max_messages: i64,
+    check_every_frames: i64,
+    /// the frame not read: max_messages reached (0: read to the end)
+    pub stopped_at: i64,
     ts: i64,
     pub counts: FrameCounts,
     // the last two frames (time, fingerprint, bytes) for mirror-duplicate checks
@@ -945,6 +952,9 @@ impl Dissector {
             n_tcp_conns: 0,
             n_dup: 0,
             n_frames: 0,
+            max_messages: s.max_messages,
+            check_every_frames: s.check_every_frames.max(1),
+            stopped_at: 0,
             ts: 0,
             counts: FrameCounts::default(),
             last1: (0, -1, Vec::new()),
@@ -952,10 +962,15 @@ impl Dissector {
         }
     }
 
-    /// Read every frame of the merged captures.
+    /// Read every frame of the merged captures (until max_messages is reached).
     pub fn run(&mut self, merge: &mut Merge, progress: &mut dyn FnMut(i64)) {
         let mut last: Option<usize> = None;
         while let Some((i, f)) = merge.next_frame(last) {
+            let next = self.n_frames + 1;
+            if next % self.check_every_frames == 0 && self.col.stats.messages >= self.max_messages {
+                self.stopped_at = next;
+                break;
+            }
             last = Some(i);
             let data = merge.readers[i].data(&f);
             self.frame(&f, data, progress);
@@ -1530,6 +1545,7 @@ impl Dissector {
                 self.col.events_dropped + fs.incomplete - self.lost_listed,
             ),
             ("calls_forgotten", self.col.calls.forgotten),
+            ("messages_limit", self.stopped_at),
         ];
         all.into_iter().filter(|(_, n)| *n != 0).collect()
     }

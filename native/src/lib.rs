@@ -57,6 +57,8 @@ pub fn default_settings() -> Settings {
         },
         max_frame_bytes: 262_144,
         max_interface_drops: 1 << 48,
+        max_messages: i64::MAX,
+        check_every_frames: 4096,
         ip_reassembly_timeout_ns: 30_000_000_000,
         max_ip_reassemblies: 65536,
         max_ip_reassembly_bytes: 64 * 1024 * 1024,

@@ -61,6 +61,8 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
         },
         max_frame_bytes: get(d, "max_frame_bytes")?,
         max_interface_drops: get(d, "max_interface_drops")?,
+        max_messages: get(d, "max_messages")?,
+        check_every_frames: get(d, "check_every_frames")?,
         ip_reassembly_timeout_ns: get(d, "ip_reassembly_timeout_ns")?,
         max_ip_reassemblies: get(d, "max_ip_reassemblies")?,
         max_ip_reassembly_bytes: get(d, "max_ip_reassembly_bytes")?,

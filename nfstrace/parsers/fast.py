@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from nfstrace.config import ParseLimits
+from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import CaptureInfo, Frame, read_many
 from nfstrace.parsers.decoders import decode as decode_procedure
@@ -163,6 +163,12 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
         False,
         "{n:,} RPC calls or replies with a credential or verifier longer than 400 bytes: "
         "kept without their procedure's arguments/results",
+    ),
+    "messages_limit": (
+        True,
+        "stopped reading at frame {n:,}: the RPC messages read reached "
+        "ParseLimits.max_messages (half the memory available at start): the rest of "
+        "the capture is not analysed",
     ),
     "calls_forgotten": (
         True,
@@ -387,6 +393,7 @@ class Dissector:
         self.tracked_conns: set[int] = set()  # TCP connections with both window scales known
         self.n_forgotten = self.n_cut = 0
         self.n_conns = self.n_tcp_conns = self.n_dup = self.n_frames = 0
+        self.stopped_at = 0  # the frame not read: max_messages reached
         self.ts = 0
 
     def frames(
@@ -401,6 +408,7 @@ class Dissector:
         add_event = self.col.add_event
         conns = self.conns
         frame_no = n_dup = ts = 0
+        stats, max_messages = self.stats, self.limits.max_messages
         # The last two frames (time, data) and a fingerprint of two of their
         # bytes: a cheap filter before comparing all bytes.
         data1 = data2 = b""
@@ -408,6 +416,10 @@ class Dissector:
         last1 = last2 = -1
         for ts, linktype, data, origlen, _file_index in frames:
             frame_no += 1
+            if not frame_no % CHECK_EVERY_FRAMES and stats.messages >= max_messages:
+                self.stopped_at = frame_no
+                frame_no -= 1
+                break
             if progress is not None and not frame_no & 0x3FFF:
                 progress(frame_no)
             try:
@@ -682,6 +694,7 @@ class Dissector:
             ("directions_untracked", self.facts.overflow[F_PACKETS]),
             ("events_not_recorded", col.events_dropped + fs.incomplete - len(reasm.lost)),
             ("calls_forgotten", col.calls_forgotten),
+            ("messages_limit", self.stopped_at),
         ):
             if n:
                 a[name] = a.get(name, 0) + n

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.config import ParseLimits
+from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import capture, fast, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Damage
@@ -85,6 +85,8 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "max_unsynced_bytes": limits.max_unsynced_bytes,
         "max_frame_bytes": limits.max_frame_bytes,
         "max_interface_drops": capture.MAX_INTERFACE_DROPS,
+        "max_messages": limits.max_messages,
+        "check_every_frames": CHECK_EVERY_FRAMES,
         "ip_reassembly_timeout_ns": limits.ip_reassembly_timeout_ns,
         "max_ip_reassemblies": limits.max_ip_reassemblies,
         "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
