@@ -64,16 +64,9 @@ BUILDERS = (build_mirror, build_xid_reuse)
 
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for build in BUILDERS:
-        paths.update(build(out))
-    return paths
+    """Write every capture into outdir; returns {name: path}."""
+    return mc.run_builders(BUILDERS, outdir)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python tests/crafted/make_backends.py OUTDIR")
-    for name, path in build_all(sys.argv[1]).items():
-        print(f"{name}\t{path}")
+    mc.script(build_all, __file__)

@@ -276,16 +276,8 @@ BUILDERS = (build_silence_99s, build_two_mounts, build_missed_calls_s256)
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write every scenario into outdir; returns {name: path}."""
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for build in BUILDERS:
-        paths.update(build(out))
-    return paths
+    return mc.run_builders(BUILDERS, outdir)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python tests/crafted/make_causes.py OUTDIR")
-    for name, path in build_all(sys.argv[1]).items():
-        print(f"{name}\t{path}")
+    mc.script(build_all, __file__)

@@ -18,7 +18,7 @@ import lzma
 import os
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from scapy.layers.inet import IP, TCP, UDP
@@ -784,20 +784,33 @@ BUILDERS = (
 )
 
 
-def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write every crafted capture into outdir; returns {name: path}."""
+def run_builders(
+    builders: Iterable[Callable[[Path], dict[str, Path]]], outdir: str | os.PathLike[str]
+) -> dict[str, Path]:
+    """Run each builder into outdir (made if needed); returns {name: path}, every
+    name once.  (Every make_*.py script's build_all.)"""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
-    for build in BUILDERS:
+    for build in builders:
         made = build(out)
         assert not made.keys() & paths.keys()
         paths.update(made)
     return paths
 
 
-if __name__ == "__main__":
+def script(build_all: Callable[[str], dict[str, Path]], script_path: str) -> None:
+    """A make_*.py script run as a program: ``python SCRIPT OUTDIR``."""
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/crafted/make_crafted.py OUTDIR")
+        sys.exit(f"usage: python tests/crafted/{Path(script_path).name} OUTDIR")
     for name, path in build_all(sys.argv[1]).items():
         print(f"{name}\t{path}")
+
+
+def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write every crafted capture into outdir; returns {name: path}."""
+    return run_builders(BUILDERS, outdir)
+
+
+if __name__ == "__main__":
+    script(build_all, __file__)

@@ -418,18 +418,8 @@ BUILDERS = (
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write every capture into outdir; returns {name: path}."""
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for build in BUILDERS:
-        made = build(out)
-        assert not made.keys() & paths.keys()
-        paths.update(made)
-    return paths
+    return mc.run_builders(BUILDERS, outdir)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python tests/crafted/make_frames.py OUTDIR")
-    for name, path in build_all(sys.argv[1]).items():
-        print(f"{name}\t{path}")
+    mc.script(build_all, __file__)
