@@ -41,6 +41,7 @@ REGRESSIONS = Path(__file__).resolve().parent / "fuzz" / "regressions"
 SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
 runner = CliRunner()
 XIDS = [md.XID0 + i for i in range(md.N)]
+PARSERS = ["fast", "native"] if native.available() else ["fast"]
 
 
 def load_bytes(tmp_path: Path, blob: bytes, name: str = "damaged.pcap") -> nfstrace.Trace:
@@ -113,6 +114,73 @@ def test_gzip_corrupt_in_the_middle(tmp_path: Path) -> None:
     t = load_bytes(tmp_path, bytes(packed), "corrupt.pcap.gz")
     assert len(answered(t)) > 20
     assert "decompression stopped" in warnings_of(t)
+
+
+def _zero_frames(n: int, *, varying: bool) -> bytes:
+    """n pcap records of 1,514-byte frames (little-endian, microseconds): all
+    zeros and one timestamp (a bomb), or zero-filled TCP segments with their
+    timestamps, IP ids and sequence numbers moving as in a real transfer."""
+    out = []
+    for i in range(n):
+        if varying:
+            head = bytes(12) + b"\x08\x00\x45\x00\x05\xdc" + struct.pack(">H", i & 0xFFFF)
+            head += b"\x40\x00\x40\x06\x00\x00\x0a\x00\x00\x01\x0a\x00\x00\x02"
+            head += struct.pack(">HHIIHHHH", 800, 2049, 1000 + 1448 * i, 5000, 0x5010, 65535, 0, 0)
+            frame = head + bytes(1514 - len(head))
+            ts = (1_700_000_000 + i // 1000, (i * 37) % 1_000_000)
+        else:
+            frame, ts = bytes(1514), (1_700_000_000, 0)
+        out.append(struct.pack("<IIII", *ts, 1514, 1514) + frame)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
+    """A small .xz that unpacks to gigabytes (issue 20, item 4): past
+    RATIO_CHECK_BYTES at more than MAX_DECOMPRESSION_RATIO bytes out per byte
+    in, reading stops with a warning (exit 6); what came before is analysed."""
+    import lzma
+
+    pack = lzma.LZMACompressor(preset=0)
+    parts = [pack.compress(md.pcap_bytes(md.exchange()))]
+    bomb = _zero_frames(4096, varying=False)  # 6.2 MB, packed to almost nothing
+    for _ in range(2 * capture.RATIO_CHECK_BYTES // len(bomb)):
+        parts.append(pack.compress(bomb))
+    parts.append(pack.flush())
+    path = tmp_path / "bomb.pcap.xz"
+    path.write_bytes(b"".join(parts))
+    assert path.stat().st_size < 100_000  # 134 MB unpacked
+    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert answered(t) == XIDS
+    assert "decompression bomb" in warnings_of(t)
+    unpacked = t.stats.files[0].bytes
+    assert capture.RATIO_CHECK_BYTES <= unpacked < capture.RATIO_CHECK_BYTES + 8 * capture.CHUNK
+    result = runner.invoke(app, ["analyze", str(path), "--quiet"])
+    assert result.exit_code == ExitStatus.DAMAGED, result.output
+
+
+def test_highly_compressible_real_traffic_is_not_a_bomb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Zero-filled TCP segments (the most compressible real traffic) pack far
+    below the bomb ratio with every compressor, and are read whole; the same
+    frames with nothing changing between them are a bomb.  (The check starts
+    at 2 MB here instead of 64 MB, to keep the test small.)"""
+    import bz2
+    import lzma
+
+    monkeypatch.setattr(capture, "RATIO_CHECK_BYTES", 2 * 1024 * 1024)
+    real = md.pcap_bytes(md.exchange()) + _zero_frames(4000, varying=True)
+    frames = load_bytes(tmp_path, real, "zeros.pcap").stats.frames
+    for name, pack in (("gz", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress)):
+        packed = pack(real)
+        assert len(real) / len(packed) < capture.MAX_DECOMPRESSION_RATIO / 3, name
+        t = load_bytes(tmp_path, packed, f"zeros.pcap.{name}")
+        assert "decompression" not in warnings_of(t), name
+        assert t.stats.frames == frames > 4000, name
+    bomb = md.pcap_bytes(md.exchange()) + _zero_frames(4000, varying=False)
+    t = load_bytes(tmp_path, lzma.compress(bomb), "same.pcap.xz")
+    assert "decompression bomb" in warnings_of(t)
 
 
 # ---- corrupt records and blocks --------------------------------------------------------
@@ -344,7 +412,6 @@ def sizes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 # The reference parser's tables are looked into; the native one (its port) is
 # run too, on what it gives back (tests/test_native.py compares the two).
-PARSERS = ["fast", "native"] if native.available() else ["fast"]
 
 
 @pytest.mark.parametrize("parser", PARSERS)

@@ -64,6 +64,15 @@ COMPRESSED_PIECE = 256 * 1024
 # The largest frame libpcap and wiretap accept (WTAP_MAX_PACKET_SIZE_STANDARD);
 # the default of ParseLimits.max_frame_bytes.
 MAX_CAPLEN = 262144
+# A compressed capture that has unpacked to more than RATIO_CHECK_BYTES at more
+# than this many bytes out per byte in is not a capture but a decompression
+# bomb: reading stops there (a warning, exit 6; what was read is analysed).
+# Real captures stay far below it: gzip cannot pass ~1,030:1 at all, and a
+# capture of zero-filled 1,448-byte TCP segments (the most compressible real
+# traffic: headers and timestamps change in every frame) packs 107:1 with
+# gzip, 246:1 with bzip2 and 283:1 with xz.
+MAX_DECOMPRESSION_RATIO = 1000
+RATIO_CHECK_BYTES = 64 * 1024 * 1024
 # A pcapng block longer than this is damage (bounds what one block may pin in
 # memory; packet blocks are bounded by the frame limit as well).
 MAX_BLOCK = 32 * 1024 * 1024
@@ -210,10 +219,10 @@ class CaptureInfo:
 
 
 STDIN = "-"  # the capture path that means standard input
-SPOOL_CHUNK = 1024 * 1024
+SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
 # A pcapng interface-statistics drop count above this is no count (some writers
 # fill an unknown one with all ones): left out (noted as damage), never summed.
-MAX_INTERFACE_DROPS = 1 << 48  # bytes copied at a time from a pipe to its temporary file
+MAX_INTERFACE_DROPS = 1 << 48
 
 
 def _needs_spooling(path: str) -> bool:
@@ -274,13 +283,76 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     except OSError as e:  # a device, a pipe, an I/O error
         raw.close()
         raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+    counted = _Counted(raw)
     if magic[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw), "gzip"  # type: ignore[return-value]
+        return _Gzip(counted), "gzip"  # type: ignore[return-value]
     if magic[:3] == b"BZh":
-        return bz2.BZ2File(raw), "bzip2"  # type: ignore[return-value]
+        return _Bzip2(counted), "bzip2"  # type: ignore[return-value]
     if magic == b"\xfd7zXZ\x00":
-        return lzma.LZMAFile(raw), "xz"  # type: ignore[return-value]
+        return _Xz(counted), "xz"  # type: ignore[return-value]
     return raw, ""
+
+
+class _Counted:
+    """A file read by a decompressor, counting the compressed bytes it took."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.taken = 0
+        self.name = getattr(raw, "name", "")
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.taken += len(data)
+        return data
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class _Gzip(gzip.GzipFile):
+    def __init__(self, counted: _Counted) -> None:
+        super().__init__(fileobj=counted)  # type: ignore[arg-type]
+        self.counted = counted
+
+    def close(self) -> None:
+        super().close()  # GzipFile leaves a fileobj it was given open
+        self.counted.close()
+
+
+class _Bzip2(bz2.BZ2File):
+    def __init__(self, counted: _Counted) -> None:
+        super().__init__(counted)  # type: ignore[arg-type]
+        self.counted = counted
+
+    def close(self) -> None:
+        super().close()
+        self.counted.close()
+
+
+class _Xz(lzma.LZMAFile):
+    def __init__(self, counted: _Counted) -> None:
+        super().__init__(counted)  # type: ignore[arg-type]
+        self.counted = counted
+
+    def close(self) -> None:
+        super().close()
+        self.counted.close()
+
+
+def _bomb(stream: BinaryIO) -> str:
+    """Why reading this decompressing stream must stop as a decompression bomb
+    ('' if it need not): see MAX_DECOMPRESSION_RATIO."""
+    out = stream.tell()
+    taken = getattr(stream, "counted", None)
+    if taken is None or out < RATIO_CHECK_BYTES:
+        return ""
+    if out > MAX_DECOMPRESSION_RATIO * max(taken.taken, 1):
+        return (
+            f"{out:,} bytes unpacked from {taken.taken:,}, above "
+            f"{MAX_DECOMPRESSION_RATIO:,}:1: a decompression bomb, not a capture"
+        )
+    return ""
 
 
 def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
@@ -300,6 +372,9 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
                 break
             parts.append(piece)
             got += len(piece)
+            bomb = _bomb(stream)
+            if bomb:
+                return b"".join(parts), bomb
     except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
         return b"".join(parts), str(e) or type(e).__name__
     return b"".join(parts), ""
