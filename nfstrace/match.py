@@ -5,7 +5,15 @@ program, xid) -- not the TCP connection: a Linux client re-sends a call with
 the same xid on a new connection after a reconnect.  Calls with the same key
 are one transaction re-sent (an RPC retransmission) while each follows the
 previous within ``MatchConfig.xid_reuse_ns``; further apart, the xid was
-reused and a new transaction starts.  A reply answers the latest send before
+reused and a new transaction starts.  A client re-sends only while it has no
+reply, so a send after a reply it heard starts a new transaction too: after a
+reply its TCP acknowledged, or after ``MatchConfig.max_unheard_replies``
+captured replies of the same call (each can have been lost past the capture
+point, as seen from the server's side, but not time after time: an xid
+reused every second for a day is many calls, not one re-sent for a day).
+Time alone cannot tell them apart: a client that lost a reply re-sends about
+a second after it (UDP) -- as often as a busy client may reuse an xid.
+A reply answers the latest send before
 it in the capture (frame order: a reply stamped before its call, by a clock
 stepped back, still answers it, with a negative latency) with its client,
 server and xid on the reversed port pair -- its TCP connection; a MOUNT reply
@@ -28,6 +36,7 @@ Times (int64 ns; <NA> where absent):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +53,10 @@ class MatchConfig:
     # transactions (xid reuse), not a retransmission.  NFS over TCP re-sends
     # after 60 s by default (timeo=600), with back-off: stay well above it.
     xid_reuse_ns: int = 300 * 1_000_000_000
+    # Replies of one call captured before it was sent again: past this many,
+    # the next send is a new call (its xid reused).  One reply lost after the
+    # capture point is common on a lossy path, four in a row are not.
+    max_unheard_replies: int = 3
 
 
 # message column -> transaction column, taken from the first call
@@ -105,7 +118,11 @@ def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataF
     replies = np.flatnonzero((messages["msgtype"] == "reply").to_numpy(dtype=bool))
     src, dst = _host_codes(messages)
     groups = _group_calls(messages, calls, src, dst, config)
-    rows = _attach_replies(messages, groups, replies, src, dst, config)
+    rows, answers = _attach_replies(messages, groups, replies, src, dst, config)
+    heard = _sends_after_heard_replies(messages, groups, answers, config)
+    if len(heard):  # those sends start transactions of their own: group again
+        groups = _group_calls(messages, calls, src, dst, config, heard)
+        rows, _ = _attach_replies(messages, groups, replies, src, dst, config)
     return _finish(messages, rows)
 
 
@@ -128,11 +145,20 @@ class _Groups:
     call_conns: np.ndarray
     call_times: np.ndarray  # object: tuple of send times when re-sent, else NaN
     of_send: np.ndarray  # per message position: the group a call message sends (-1: none)
+    sends: np.ndarray  # message positions of the sends, by group, each group's in time order
+    start: np.ndarray  # where each group's sends start in ``sends``
 
 
 def _group_calls(
-    messages: pd.DataFrame, calls: np.ndarray, src: np.ndarray, dst: np.ndarray, config: MatchConfig
+    messages: pd.DataFrame,
+    calls: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    config: MatchConfig,
+    new_calls: np.ndarray | None = None,
 ) -> _Groups:
+    """Calls grouped into transactions; ``new_calls``: message positions of
+    sends that start a transaction whatever came before them."""
     ts = messages["ts_first_ns"].to_numpy("int64")[calls]
     prog = messages["prog"].to_numpy("int64")[calls]
     xid = messages["xid"].to_numpy("int64")[calls]
@@ -145,6 +171,8 @@ def _group_calls(
     same_key &= (xid[1:] == xid[:-1]) & (proc[1:] == proc[:-1])
     near = (ts[1:] - ts[:-1]) <= config.xid_reuse_ns
     new = np.r_[True, ~(same_key & near)] if len(pos) else np.zeros(0, bool)
+    if new_calls is not None and len(pos):
+        new |= np.isin(pos, new_calls)
     starts = np.flatnonzero(new)
     ends = np.r_[starts[1:], len(pos)].astype("int64") if len(starts) else starts
     n_calls = ends - starts
@@ -166,7 +194,9 @@ def _group_calls(
             call_times[k] = tuple(t)  # tuples would be taken for a 2-D array
     of_send = np.full(len(messages), -1, "int64")
     of_send[pos] = np.cumsum(new) - 1
-    return _Groups(pos[starts], pos[ends - 1], n_calls, call_conns, call_times, of_send)
+    return _Groups(
+        pos[starts], pos[ends - 1], n_calls, call_conns, call_times, of_send, pos, starts
+    )
 
 
 def _asof_backward(
@@ -220,7 +250,9 @@ def _attach_replies(
     src: np.ndarray,
     dst: np.ndarray,
     config: MatchConfig,
-) -> _Rows:
+) -> tuple[_Rows, tuple[np.ndarray, np.ndarray]]:
+    """The transactions, and (replies in capture order, the group each answers
+    or -1)."""
     ts_first = messages["ts_first_ns"].to_numpy("int64")
     ts_last = messages["ts_last_ns"].to_numpy("int64")
     xid = messages["xid"].to_numpy("int64")
@@ -269,7 +301,54 @@ def _attach_replies(
         n_replies=np.r_[n_replies, np.ones(k, "int64")],
         call_conns=np.r_[groups.call_conns, np.full(k, -1)].astype("int64"),
         call_times=np.r_[groups.call_times, np.full(k, np.nan, dtype=object)],
+    ), (replies, tx)
+
+
+def _sends_after_heard_replies(
+    messages: pd.DataFrame,
+    groups: _Groups,
+    answers: tuple[np.ndarray, np.ndarray],
+    config: MatchConfig,
+) -> np.ndarray:
+    """Message positions of re-sends that cannot be re-sends: the client had
+    heard a reply before them (its TCP acknowledged one), or more than
+    ``max_unheard_replies`` replies were captured since the transaction began.
+    Empty in the common case (no reply captured before a later send)."""
+    replies, tx = answers
+    after = messages["frame_last"].to_numpy("int64")
+    before = messages["frame_first"].to_numpy("int64")
+    answered = tx >= 0
+    replies, tx = replies[answered], tx[answered]
+    # only groups with a reply captured before their last send need a look
+    early = after[replies] < before[groups.last[tx]]
+    if not early.any():
+        return np.zeros(0, "int64")
+    acked = (
+        messages["acked_ns"].to_numpy("int64")
+        if "acked_ns" in messages
+        else np.full(len(messages), -1, "int64")
     )
+    ts_first = messages["ts_first_ns"].to_numpy("int64")
+    replies, tx = replies[early], tx[early]
+    by_group = np.argsort(tx, kind="stable")  # each group's replies, in capture order
+    replies, tx = replies[by_group], tx[by_group]
+    bounds = np.flatnonzero(np.r_[True, tx[1:] != tx[:-1], True])
+    cuts: list[int] = []
+    for a, b in itertools.pairwise(bounds):  # groups with early replies
+        g = tx[a]
+        sends = groups.sends[groups.start[g] : groups.start[g] + groups.n_calls[g]]
+        heard = replies[a:b]
+        k = 0  # replies heard so far in the current transaction
+        count, was_acked = 0, False
+        for send in sends[1:]:
+            while k < len(heard) and after[heard[k]] < before[send]:
+                count += 1
+                was_acked |= 0 <= acked[heard[k]] <= ts_first[send]
+                k += 1
+            if was_acked or count > config.max_unheard_replies:
+                cuts.append(int(send))
+                count, was_acked = 0, False
+    return np.asarray(cuts, "int64")
 
 
 # For a reply without call, the transaction columns its own message fills.

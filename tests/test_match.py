@@ -199,3 +199,45 @@ def test_reply_counts_beyond_what_the_call_carried_are_bounded() -> None:
     assert tx["write_bytes"].tolist() == [4096, 300, 0, 512]
     assert tx["read_bytes"].tolist() == [0, 0, 1000, 0]
     assert tx["reply_count"].tolist() == [4_000_000_000, 65536, 65536, 512]  # as sent
+
+
+def test_a_send_after_a_reply_the_client_acknowledged_is_a_new_call() -> None:
+    """A client re-sends only while it has no reply (issue 20, item 7): once its
+    TCP acknowledged a reply, the same xid again is a new call (the xid reused),
+    however soon; a reply it never acknowledged (the connection broke) leaves
+    the next send a re-send."""
+    rows = [
+        {"msgtype": "call", "t": 0, "xid": 1},
+        {"msgtype": "reply", "t": 2 * MS, "xid": 1, "acked_ns": T0 + 3 * MS},
+        {"msgtype": "call", "t": 900 * MS, "xid": 1},
+        {"msgtype": "reply", "t": 902 * MS, "xid": 1, "acked_ns": T0 + 903 * MS},
+        {"msgtype": "call", "t": 2000 * MS, "xid": 2},
+        {"msgtype": "reply", "t": 2002 * MS, "xid": 2},  # never acknowledged
+        {"msgtype": "call", "t": 3000 * MS, "xid": 2, "conn": 2},
+        {"msgtype": "reply", "t": 3002 * MS, "xid": 2, "conn": 2, "acked_ns": T0 + 3003 * MS},
+    ]
+    tx = match(messages(rows))
+    assert tx["xid"].tolist() == [1, 1, 2]
+    assert tx["n_calls"].tolist() == [1, 1, 2]
+    assert tx["n_replies"].tolist() == [1, 1, 2]
+    assert tx["latency_ns"].tolist() == [2 * MS + 10, 2 * MS + 10, 2 * MS + 10]
+
+
+def test_an_xid_reused_every_second_is_many_calls_not_one_re_sent_for_a_day() -> None:
+    """The same xid, answered each time, every second for 28 hours (issue 20,
+    item 7: once chained into one call "costing 99,999 s"): a reply lost past
+    the capture point explains a re-send or three, not 100,000, so a call is
+    re-sent at most ``max_unheard_replies`` times after captured replies."""
+    n = 100_000
+    t = np.arange(n, dtype="int64") * 1_000 * MS
+    rows = [{"msgtype": m, "t": int(x) + d, "xid": 7, "transport": "udp"}
+            for x in t for m, d in (("call", 0), ("reply", 2 * MS))]  # fmt: skip
+    limit = MatchConfig().max_unheard_replies
+    tx = match(messages(rows))
+    assert len(tx) == n // (limit + 1)
+    assert tx["n_calls"].max() == limit + 1 and tx["n_calls"].sum() == n
+    span = tx["call_times_ns"].map(lambda c: c[-1] - c[0])
+    assert span.max() == limit * 1_000 * MS  # re-sent for 3 s at most, not a day
+    # a reply or two lost past a server-side capture point: still one re-sent call
+    tx = match(messages(rows[: 2 * (limit + 1)]))
+    assert tx["n_calls"].tolist() == [limit + 1]
