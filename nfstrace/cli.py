@@ -189,6 +189,14 @@ WhatIfOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+FullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Every finding and table in the terminal: latency per operation and per "
+        "client/server pair, stalls, the model, the workload (default: one screen).",
+    ),
+]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 
 
@@ -258,6 +266,7 @@ def analyze(
     disk_rate: DiskOpt = None,
     block: BlockOpt = None,
     what_if: WhatIfOpt = None,
+    full: FullOpt = False,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -272,7 +281,7 @@ def analyze(
     else:
         explicit = True
     outputs = _Outputs(None if no_report else report, explicit, json_out, csv_out, parquet_out)
-    _analyze(captures, choices, quiet, outputs, debug=debug)
+    _analyze(captures, choices, quiet, outputs, full, debug=debug)
 
 
 def _default_report(capture: Path) -> Path:
@@ -336,10 +345,13 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
     return trace
 
 
+WIDTH = 100  # columns of the text written to a file or a pipe
+
+
 def _stdout() -> Console:
     out = Console(highlight=False)
     if not out.is_terminal:
-        out = Console(highlight=False, width=140)  # files and pipes: no squeezed tables
+        out = Console(highlight=False, width=WIDTH)  # files and pipes: a steady width
     return out
 
 
@@ -368,7 +380,9 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
 
 
 @_errors_handled
-def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs) -> None:
+def _analyze(
+    captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs, full: bool
+) -> None:
     check_outputs(
         captures,
         {
@@ -380,7 +394,7 @@ def _analyze(captures: list[Path], choices: _Choices, quiet: bool, outputs: _Out
     )
     trace = _loaded(captures, choices.config(), quiet)
     out = _stdout()
-    render_summary(trace, out)
+    render_summary(trace, out, full)
     for path, writer in (
         (outputs.json, write_json),
         (outputs.csv, write_csv),

@@ -23,6 +23,7 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_writes as mw
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+SAMPLES = SAMPLE.parent
 runner = CliRunner()
 
 
@@ -49,12 +50,33 @@ def test_analyze_leads_with_the_diagnosis_and_writes_the_report(tmp_path: Path) 
     r = _run("analyze", str(SAMPLE), "-o", str(report), "--json", str(summary))
     assert r.exit_code == 0, r.output
     out = r.stdout
-    assert out.index("Diagnosis") < out.index("Transactions") < out.index("Latency per operation")
+    assert out.index("Diagnosis") < out.index("Transactions") < out.index("Operations by time")
     assert f"HTML report: {report}" in out
     assert report.stat().st_size > 1_000_000  # plotly.js inlined: opens offline
     d = json.loads(summary.read_text())["diagnosis"]
     assert d["findings"] and all(f["title"] for f in d["findings"])
     assert d["quality"]["capture_point"] == "client"  # the lab captured on the client
+
+
+def test_default_is_one_screen_and_full_adds_the_tables(tmp_path: Path) -> None:
+    """The default terminal view fits a screen (issue 18): the verdict, the budget,
+    the busiest operations with their server time and errors by name, the
+    capture's limits, tables in 100 columns; --full adds every latency table, the
+    model and the workload."""
+    capture = SAMPLES / "causes" / "v3-tcp-nfsrs-w1m-d0-l0.pcap"  # a LOOKUP gets NOENT
+    short = _run("analyze", str(capture), "--no-report")
+    assert short.exit_code == 0, short.output
+    lines = short.stdout.splitlines()
+    assert len(lines) <= 45  # sentences wrap at the terminal; tables fit 100 columns:
+    assert max(len(line) for line in lines if "━" in line or "│" in line) <= 100
+    assert "Time budget of the writes" in short.stdout and "NOENT ×1" in short.stdout
+    assert "server p50" in short.stdout and "tshark's rpc.time" in short.stdout
+    assert "Transactional latency model" not in short.stdout and "LADDIS" not in short.stdout
+    full = _run("analyze", str(capture), "--no-report", "--full")
+    assert full.exit_code == 0, full.output
+    for section in ("Latency per operation", "Transactional latency model", "Workload"):
+        assert section in full.stdout and section not in short.stdout
+    assert len(full.stdout.splitlines()) > len(lines) + 30
 
 
 def _diagnosis_lines(stdout: str) -> list[str]:
@@ -219,7 +241,7 @@ def _entry_point(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProc
 
 def test_entry_point_keeps_exit_status_and_output(tmp_path: Path) -> None:
     # main() ends with os._exit: the output must still be flushed, the status kept.
-    done = _entry_point("analyze", str(SAMPLE), "--no-report")
+    done = _entry_point("analyze", str(SAMPLE), "--no-report", "--full")
     assert done.returncode == 0, done.stderr
     assert "16 transactions (32 RPC messages)" in done.stdout
     assert "Workload" in done.stdout  # the last section: nothing lost at exit

@@ -75,3 +75,24 @@ def test_compound_operations_count_once_per_compound() -> None:
     assert compound_op_latency(twice).set_index("op")["calls"].to_dict() == dict.fromkeys(
         ["SEQUENCE", "PUTFH", "OPEN", "GETFH", "GETATTR"], 1
     )
+
+
+def test_errors_by_name_and_server_time() -> None:
+    """Errors are named (issue 18: ``NOENT ×7``), the most frequent first, by the
+    status table of the reply's NFS version; an RPC-level refusal by its RFC 5531
+    name.  The server's median time (tshark's rpc.time, from the call's last
+    packet) sits beside the first-packet latency."""
+    rows = [("10.0.0.1", "nfs", 3, "LOOKUP", "", 1, 1, 1.0, 2, i) for i in range(7)]
+    rows += [("10.0.0.1", "nfs", 3, "LOOKUP", "", 1, 1, 1.0, 13, 7)]  # ACCES
+    rows += [("10.0.0.1", "nfs", 4, "OPEN", "SEQUENCE PUTFH OPEN", 1, 1, 2.0, 10008, 8)]
+    rows += [("10.0.0.1", "nfs", 3, "WRITE", "", 1, 1, 3.0, 0, 9)]
+    t = tx(rows)
+    t.loc[9, "accept_stat"] = 3  # PROC_UNAVAIL: accepted, not run
+    t["srt_ns"] = t["latency_ns"] - MS // 2
+    out = latency_table(t).set_index("op")
+    assert out.loc["LOOKUP", "error_names"] == "NOENT ×7, ACCES ×1"
+    assert out.loc["OPEN", "error_names"] == "DELAY ×1"  # 10008 in NFSv4: NFS4ERR_DELAY
+    assert out.loc["WRITE", "error_names"] == "PROC_UNAVAIL ×1"
+    assert out["errors"].tolist() == [8, 1, 1]
+    assert out.loc["LOOKUP", "server_p50_ms"] == 0.5 and out.loc["WRITE", "server_p50_ms"] == 2.5
+    assert latency_table(tx(ROWS))["error_names"].tolist() == ["", "NOENT ×1", "", ""]

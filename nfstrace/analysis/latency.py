@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.grouping import group_codes, group_keys
+from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
+from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
 
 LATENCY_COLUMNS = {
     "program": "RPC program name",
@@ -28,8 +30,35 @@ LATENCY_COLUMNS = {
     "p90_ms": "90th percentile",
     "p99_ms": "99th percentile",
     "max_ms": "maximum",
+    "server_p50_ms": "median server time: from the call's last packet to the reply "
+    "(tshark's rpc.time; below p50_ms by the time the call took to cross)",
+    "error_names": "the errors by name, most frequent first (NOENT ×7, ACCES ×1)",
 }
-_ERROR_COLUMNS = ("status", "reply_stat", "accept_stat")
+_ERROR_COLUMNS = ("status", "reply_stat", "accept_stat", "vers")
+# accept_stat (RFC 5531): why an accepted call was not run
+_ACCEPT_NAMES = {1: "PROG_UNAVAIL", 2: "PROG_MISMATCH", 3: "PROC_UNAVAIL", 4: "GARBAGE_ARGS",
+                 5: "SYSTEM_ERR"}  # fmt: skip
+
+
+def status_name(status: int, vers: int) -> str:
+    """An NFS status by its RFC name (NFS3ERR_NOENT, NFS4ERR_DELAY); the number if unknown."""
+    names = NFS4_STATUS_NAMES if vers == 4 else NFS3_STATUS_NAMES
+    return names.get(status, str(status))
+
+
+def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> pd.Series:
+    """Per error row, its short name: NOENT, JUKEBOX, RPC denied, PROC_UNAVAIL."""
+    e = t[errors.to_numpy(dtype=bool)]
+    status = e["status"].fillna(0).astype("int64").to_numpy()
+    vers = e["vers"].fillna(0).astype("int64").to_numpy()
+    accept = e["accept_stat"].fillna(0).astype("int64").to_numpy()
+    denied = (e["reply_stat"] == "denied").to_numpy(dtype=bool)
+    names = [
+        "RPC denied" if d else _ACCEPT_NAMES.get(a, f"RPC {a}") if a else
+        status_name(int(s), int(v)).removeprefix("NFS3ERR_").removeprefix("NFS4ERR_")
+        for s, v, a, d in zip(status, vers, accept, denied, strict=True)
+    ]  # fmt: skip
+    return pd.Series(names, index=e.index, dtype=object)
 
 
 def error_mask(tx: pd.DataFrame) -> pd.Series:
@@ -46,14 +75,18 @@ def latency_table(
     called = (tx["n_calls"] > 0).to_numpy(dtype=bool)
     if not called.any():
         return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
-    t = tx.loc[called, [*dict.fromkeys([*keys, column, "n_calls", "n_replies"]), *_ERROR_COLUMNS]]
+    srt = ["srt_ns"] if "srt_ns" in tx and column == "latency_ns" else []
+    wanted = [*keys, column, *srt, "n_calls", "n_replies", *_ERROR_COLUMNS]
+    t = tx.loc[called, list(dict.fromkeys(wanted))]
     group, parts = group_codes([t[k] for k in keys])  # integers, not strings
+    errors = error_mask(t)
     work = pd.DataFrame(
         {
             "lat_ms": t[column].astype("Float64") / 1e6,
+            "srt_ms": t[srt[0]].astype("Float64") / 1e6 if srt else pd.NA,
             "replied": t["n_replies"] > 0,
             "retransmitted": t["n_calls"] > 1,
-            "errors": error_mask(t),
+            "errors": errors,
         }
     )
     g = work.groupby(group, sort=True)
@@ -68,9 +101,21 @@ def latency_table(
             "p90_ms": g["lat_ms"].quantile(0.9),
             "p99_ms": g["lat_ms"].quantile(0.99),
             "max_ms": g["lat_ms"].max(),
+            "server_p50_ms": g["srt_ms"].median() if srt else np.nan,
         }
     )
     out["no_reply"] = out["calls"] - out["replied"]
+    out["error_names"] = ""
+    if errors.any():
+        names = _short_error_names(t, errors)
+        counts = (
+            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": names.to_numpy()})
+            .value_counts(sort=True)
+            .reset_index()
+        )
+        text = counts["name"] + " ×" + counts["count"].map("{:,}".format)
+        out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
+        out["error_names"] = out["error_names"].fillna("")
     out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
     return out[[*(by or []), *LATENCY_COLUMNS]].sort_values(
         ["calls", *keys], ascending=[False, *[True] * len(keys)], ignore_index=True
@@ -96,6 +141,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     call = group_codes([v4[c] for c in ("client", "server", "xid", "t_call_ns")])[0]
     first = ~pd.Series(call[row] * len(names) + op).duplicated().to_numpy()
     row, op = row[first], op[first]
-    exploded = v4[["program", "vers", column, "n_calls", "n_replies", *_ERROR_COLUMNS]].iloc[row]
+    wanted = ["program", "vers", column, "n_calls", "n_replies", *_ERROR_COLUMNS]
+    exploded = v4[list(dict.fromkeys(wanted))].iloc[row]
     exploded = exploded.assign(op=pd.Index(names.astype(object))[op])
     return latency_table(exploded, column=column)

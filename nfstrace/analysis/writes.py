@@ -26,9 +26,8 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.latency import status_name
 from nfstrace.parsers.nfs3 import STABLE_NAMES, UNSTABLE
-from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
-from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
 
 WRITE_OP = "WRITE"
 COMMIT_OP = "COMMIT"
@@ -333,11 +332,6 @@ def _files(writes: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["client", "server", "fh"], ignore_index=True)[list(FILE_COLUMNS)]
 
 
-def _status_name(status: int, vers: int) -> str:
-    names = NFS4_STATUS_NAMES if vers == 4 else NFS3_STATUS_NAMES
-    return names.get(status, str(status))
-
-
 def bytes_text(n: float) -> str:
     """Bytes in words for findings: 32 KiB, 1.5 MiB (binary units, as NFS sizes are)."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -496,7 +490,7 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
         .size()
         .items()
     ):
-        name = _status_name(int(st), int(vers))
+        name = status_name(int(st), int(vers))
         failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
     ok_writes = w[w["write_bytes"] > 0]
     files = _files(w)

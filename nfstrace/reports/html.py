@@ -39,12 +39,10 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
-from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask
+from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask, status_name
 from nfstrace.analysis.pace import outstanding_steps
 from nfstrace.analysis.writes import commit_table, write_progress
 from nfstrace.parsers.link import LINKTYPE_NAMES
-from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
-from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
 
@@ -544,8 +542,7 @@ def _figures_section(
 def _status_name(vers: object, status: object) -> str:
     if pd.isna(status):
         return ""
-    names = NFS4_STATUS_NAMES if not pd.isna(vers) and int(vers) == 4 else NFS3_STATUS_NAMES
-    return names.get(int(status), str(int(status)))
+    return status_name(int(status), 0 if pd.isna(vers) else int(vers))
 
 
 def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:

@@ -5,6 +5,7 @@ Console; prints nothing else.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape as _markup_escape
@@ -68,44 +69,48 @@ def latency_rich_table(latency: pd.DataFrame, title: str) -> Table:
     return table
 
 
-def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
-    """The findings in plain words, ranked (capture limits first, then by time lost)."""
+def render_diagnosis(diagnosis: Diagnosis, console: Console, full: bool = False) -> None:
+    """The findings in plain words, ranked (capture limits first, then by time
+    lost): the first MAX_FINDINGS, or all with ``full``."""
     findings = diagnosis.findings
     console.print("[bold]Diagnosis[/bold]")
     if not findings:
         console.print("  nothing notable found")
-    for i, f in enumerate(findings[:MAX_FINDINGS], 1):
+    shown = findings if full else findings[:MAX_FINDINGS]
+    for i, f in enumerate(shown, 1):
         style = _SEVERITY_STYLE.get(f.severity, "default")
         console.print(f"  {i:>2}. [{style}]{escape(f.title)}[/{style}]", soft_wrap=True)
-    if len(findings) > MAX_FINDINGS:
-        console.print(f"      ... {len(findings) - MAX_FINDINGS} more in the JSON/HTML report")
+    if len(findings) > len(shown):
+        console.print(
+            f"      ... {len(findings) - len(shown)} more with --full and in the JSON/HTML report"
+        )
 
 
 def render_budget(diagnosis: Diagnosis, console: Console) -> None:
-    """Where each pair's write time went: one row per client/server pair, one
-    column per cause that cost any time (shares of the pair's elapsed time)."""
+    """Where each pair's write time went: a line per client/server pair (the
+    busiest MAX_PAIR_TABLES), its causes by share of its elapsed time, largest
+    first; causes that cost nothing are left out."""
     budget = diagnosis.budget
     if budget is None or budget.pairs.empty:
         return
-    pairs = budget.pairs
-    used = [c for c in CAUSES if pairs[f"{c}_ns"].sum() > 0]
-    table = Table(
-        title="Time budget of the writes (share of each pair's write activity)",
-        show_edge=False,
-        header_style="bold",
-        title_justify="left",
-    )
-    for h in ("client → server", "elapsed s", "Mbit/s", *used):
-        table.add_column(h.replace("_", " "), justify="left" if "→" in h else "right")
-    for r in pairs.itertuples(index=False):
+    pairs = budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
+    console.print("[bold]Time budget of the writes[/bold] (share of each pair's write activity)")
+    for r in pairs.head(MAX_PAIR_TABLES).itertuples(index=False):
         elapsed = r.elapsed_ns
-        table.add_row(
-            f"{r.client} → {r.server}",
-            f"{elapsed / 1e9:,.3f}",
-            f"{r.mbit_s:,.1f}",
-            *(f"{getattr(r, f'{c}_ns') / elapsed:.0%}" if elapsed else "-" for c in used),
+        shares = sorted(
+            ((getattr(r, f"{c}_ns") / elapsed, c) for c in CAUSES if elapsed),
+            key=lambda x: -x[0],
         )
-    console.print(table)
+        text = ", ".join(
+            f"{c.replace('_', ' ')} {share:.0%}" for share, c in shares if share >= 0.005
+        )
+        console.print(
+            f"  {escape(str(r.client))} → {escape(str(r.server))}  {elapsed / 1e9:,.3f} s "
+            f"at {r.mbit_s:,.1f} Mbit/s: {text or '-'}",
+            soft_wrap=True,
+        )
+    if len(pairs) > MAX_PAIR_TABLES:
+        console.print(f"  ... {len(pairs) - MAX_PAIR_TABLES:,} more pairs in the JSON/HTML report")
 
 
 def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
@@ -133,7 +138,42 @@ def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
     console.print(table)
 
 
-def render_summary(trace: Trace, console: Console) -> None:
+MAX_OPERATION_ROWS = 8  # the default view: the busiest operations
+
+
+def operations_rich_table(latency: pd.DataFrame) -> Table:
+    """The default view of latency: the operations that took the most time
+    (calls x mean latency), one compact row each (calls, median and p99 from
+    the first packet of the call, the server's median time from its last
+    packet, re-sends, errors by name)."""
+    spent = (latency["replied"] * latency["mean_ms"].astype("float64").fillna(0)).to_numpy()
+    latency = latency.iloc[np.argsort(-spent, kind="stable")]
+    table = Table(
+        title="Operations by time spent (ms)",
+        show_edge=False,
+        header_style="bold",
+        title_justify="left",
+    )
+    for h in ("op", "calls", "p50", "p99", "server p50", "no reply", "resent", "errors"):
+        table.add_column(h, justify="left" if h in ("op", "errors") else "right")
+    nfs = latency["program"].astype(str).eq("nfs")
+    for r in latency.head(MAX_OPERATION_ROWS).itertuples(index=False):
+        name = str(r.op) if nfs.all() else f"{r.program} {r.op}"
+        errors = str(getattr(r, "error_names", "") or "") or (f"{r.errors:,}" if r.errors else "")
+        table.add_row(
+            escape(name),
+            f"{r.calls:,}",
+            _ms(r.p50_ms),
+            _ms(r.p99_ms),
+            _ms(getattr(r, "server_p50_ms", float("nan"))),
+            f"{r.no_reply:,}" if r.no_reply else "",
+            f"{r.retransmitted:,}" if r.retransmitted else "",
+            escape(errors),
+        )
+    return table
+
+
+def render_header(trace: Trace, console: Console) -> None:
     ov = trace.overview
     st = trace.stats
     say = console.print
@@ -146,16 +186,23 @@ def render_summary(trace: Trace, console: Console) -> None:
     )
     versions = ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
     say(
-        f"  clients {', '.join(ov.clients) or '-'}  servers {', '.join(ov.servers) or '-'}"
+        f"  clients {_listed(ov.clients)}  servers {_listed(ov.servers)}"
         f"  ({versions} over {'/'.join(ov.transports).upper()})",
         soft_wrap=True,
     )
-    say()
-    render_diagnosis(trace.diagnosis, console)
-    say()
-    if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
-        render_budget(trace.diagnosis, console)
-        say()
+
+
+def _listed(items: list[str], most: int = 4) -> str:
+    """A few addresses, and how many more."""
+    if not items:
+        return "-"
+    more = f" and {len(items) - most:,} more" if len(items) > most else ""
+    return escape(", ".join(items[:most])) + more
+
+
+def render_transactions(trace: Trace, console: Console) -> None:
+    ov = trace.overview
+    say = console.print
     say("[bold]Transactions[/bold]")
     say(
         f"  {ov.transactions:,} transactions ({ov.messages:,} RPC messages): "
@@ -171,7 +218,11 @@ def render_summary(trace: Trace, console: Console) -> None:
     for line in (_rate("written", ov.write), _rate("read", ov.read)):
         if line:
             say("  " + line, soft_wrap=True)
-    say()
+
+
+def render_latency_tables(trace: Trace, console: Console) -> None:
+    """--full: every operation, per client/server pair, NFSv4 ops in COMPOUNDs."""
+    say = console.print
     say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
     pairs = trace.latency_by_pair
     if len(pairs) and pairs[["client", "server"]].drop_duplicates().shape[0] > 1:
@@ -190,7 +241,11 @@ def render_summary(trace: Trace, console: Console) -> None:
         say(
             latency_rich_table(trace.compound_latency, "NFSv4: COMPOUNDs containing each operation")
         )
-    say()
+
+
+def render_capture(trace: Trace, console: Console) -> None:
+    """What the capture holds and what it missed or damaged."""
+    st = trace.stats
     tcp = st.tcp
     lines = [
         f"IP fragments {st.ip_fragments:,}: {st.ip_datagrams_reassembled:,} datagrams reassembled, "
@@ -208,11 +263,42 @@ def render_summary(trace: Trace, console: Console) -> None:
     damage += [f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n]
     if damage:
         lines.append("damage: " + ", ".join(damage))
-    say("[bold]Capture[/bold]")
+    console.print("[bold]Capture[/bold]")
     for line in lines:
-        say("  " + escape(line), soft_wrap=True)
+        console.print("  " + escape(line), soft_wrap=True)
+
+
+def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
+    """One screen by default: the capture, the diagnosis, the time budget, the
+    transactions, the busiest operations, the capture's limits.  ``full`` adds
+    every latency table (per operation, per pair, NFSv4 ops), the stalls, the
+    model and the workload."""
+    say = console.print
+    render_header(trace, console)
     say()
-    render_diagnosis_sections(trace.diagnosis, console)
+    render_diagnosis(trace.diagnosis, console, full)
+    say()
+    if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
+        render_budget(trace.diagnosis, console)
+        say()
+    render_transactions(trace, console)
+    say()
+    if full:
+        render_latency_tables(trace, console)
+    elif len(trace.latency):
+        say(operations_rich_table(trace.latency))
+        more = len(trace.latency) - MAX_OPERATION_ROWS
+        say(
+            "  p50/p99: first packet of the call to the reply, as the client waits; server: "
+            "from the call's last packet (tshark's rpc.time)"
+            + (f"; {more:,} more operations with --full" if more > 0 else ""),
+            soft_wrap=True,
+        )
+    say()
+    render_capture(trace, console)
+    if full:
+        say()
+        render_diagnosis_sections(trace.diagnosis, console)
 
 
 def render_diagnosis_sections(diagnosis: Diagnosis, console: Console) -> None:

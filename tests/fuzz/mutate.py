@@ -142,7 +142,7 @@ def run_pipeline(
     signal.alarm(limit_s)
     try:
         trace = nfstrace.load(path)
-        render_summary(trace, Console(file=io.StringIO(), width=120))
+        render_summary(trace, Console(file=io.StringIO(), width=120), full=True)
         write_json(trace, workdir / "fuzz.json")
         if html:
             render_report(trace, trace.diagnosis)
