@@ -4,6 +4,7 @@ wrapper turns NfstraceError into a one-line message and its exit status.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import sys
@@ -217,10 +218,14 @@ class _Choices:
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
+        stall = self.stall_threshold
         try:
-            stall = self.stall_threshold
+            stall_ns = None if stall is None else round(parse_duration(stall) * 1e9)
+        except ValueError as e:
+            raise UsageError(f"--stall-threshold: {e}") from None
+        try:
             options = DiagnosisOptions(
-                stall_threshold_ns=None if stall is None else round(parse_duration(stall) * 1e9),
+                stall_threshold_ns=stall_ns,
                 model=overrides_from_options(self.rtt, self.link_rate, self.disk_rate, self.block),
                 what_if=tuple(parse_what_if(spec) for spec in self.what_if or ()),
             )
@@ -228,13 +233,30 @@ class _Choices:
             raise UsageError(str(e)) from None
         if self.parser not in PARSERS:
             raise UsageError(f"unknown parser {self.parser!r}: choose one of {', '.join(PARSERS)}")
+        for port in self.port or ():
+            if not 0 <= port <= 65535:
+                raise UsageError(f"--port {port}: a port is 0 to 65535")
         return AnalysisConfig(
-            clients=tuple(self.client or ()),
-            servers=tuple(self.server or ()),
+            clients=_addresses("--client", self.client),
+            servers=_addresses("--server", self.server),
             ports=tuple(self.port or ()),
             parser=self.parser,
             diagnosis=options,
         )
+
+
+def _addresses(option: str, given: list[str] | None) -> tuple[str, ...]:
+    """IPv4/IPv6 addresses as the tables write them (2001:DB8::1 -> 2001:db8::1);
+    anything else is a usage error (a host name is not looked up)."""
+    out = []
+    for text in given or ():
+        try:
+            out.append(str(ipaddress.ip_address(text.strip())))
+        except ValueError:
+            raise UsageError(
+                f"{option} {printable(text)!r}: not an IP address (give 10.0.0.5 or 2001:db8::5)"
+            ) from None
+    return tuple(out)
 
 
 @app.command()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nfstrace.analysis.diagnosis import rank
@@ -77,6 +78,35 @@ def test_default_is_one_screen_and_full_adds_the_tables(tmp_path: Path) -> None:
     for section in ("Latency per operation", "Transactional latency model", "Workload"):
         assert section in full.stdout and section not in short.stdout
     assert len(full.stdout.splitlines()) > len(lines) + 30
+
+
+@pytest.mark.parametrize(
+    ("option", "text"),
+    [
+        (["--stall-threshold", "200"], "--stall-threshold: a duration needs a unit: 200ms or 200s"),
+        (["--server", "notanip"], "--server 'notanip': not an IP address"),
+        (["--client", "10.0.0.300"], "--client '10.0.0.300': not an IP address"),
+        (["--port", "99999"], "--port 99999: a port is 0 to 65535"),
+    ],
+)
+def test_option_values_are_checked_before_reading(
+    tmp_path: Path, option: list[str], text: str
+) -> None:
+    """Malformed filters and a duration without its unit are usage errors (issue 18:
+    ``--stall-threshold 200`` meant 200 s), said before the capture is read (an
+    unreadable capture is not even opened)."""
+    r = _run("analyze", str(tmp_path / "absent.pcap"), "--no-report", *option)
+    assert r.exit_code == ExitStatus.USAGE, r.output
+    assert r.stderr.strip() == f"nfstrace: error: {text}" or f"error: {text}" in r.stderr
+
+
+def test_addresses_are_compared_as_addresses(tmp_path: Path) -> None:
+    """--client 2001:DB8::1 and 2001:db8:0::1 are the same address (normalised)."""
+    from nfstrace.cli import _addresses
+
+    assert _addresses("--client", ["2001:DB8:0::1", " 10.0.0.1 "]) == ("2001:db8::1", "10.0.0.1")
+    r = _run("analyze", str(SAMPLE), "--no-report", "--server", "169.254.77.2", "--port", "2049")
+    assert r.exit_code == 0 and "transactions" in r.stdout
 
 
 def _diagnosis_lines(stdout: str) -> list[str]:

@@ -176,7 +176,9 @@ def test_what_if_changes_move_the_right_terms() -> None:
 def test_parsers_accept_human_units() -> None:
     assert parse_duration("1ms") == pytest.approx(1e-3)
     assert parse_duration("250us") == parse_duration("250 µs") == pytest.approx(250e-6)
-    assert parse_duration("0.5s") == parse_duration("0.5") == 0.5
+    assert parse_duration("0.5s") == 0.5
+    with pytest.raises(ValueError, match="needs a unit: 200ms or 200s"):
+        parse_duration("200")  # issue 18: silently 200 s before
     assert parse_rate("10G") == parse_rate("10Gbit/s") == 10e9
     assert parse_rate("100Mbps") == 100e6
     assert parse_rate("200MB/s") == 1.6e9  # bytes

@@ -126,16 +126,20 @@ _TERM_ADVICE = {
 # --------------------------------------------------------------------------- units
 
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0}
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _DECIMAL = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 
 
 def parse_duration(text: str) -> float:
-    """'1ms', '250us', '250µs', '0.5s', '100ns' -> seconds (a bare number is seconds)."""
-    m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s|)", text.strip().lower())
+    """'1ms', '250us', '250µs', '0.5s', '100ns' -> seconds.  The unit is required:
+    a bare '200' could mean 200 ms as easily as 200 s."""
+    m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s)", text.strip().lower())
     if not m:
+        if re.fullmatch(_NUMBER, text.strip()):
+            n = text.strip()
+            raise ValueError(f"a duration needs a unit: {n}ms or {n}s, not {text!r}")
         raise ValueError(f"not a duration: {text!r} (examples: 1ms, 250us, 0.5s)")
     return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
 
