@@ -42,6 +42,7 @@ def quick_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     return json.loads((results / "benchmark.json").read_text()), results
 
 
+@pytest.mark.slow
 def test_quick_run_reports_every_tool_with_positive_numbers(quick_report):
     report, results = quick_report
     absent = {a["name"] for a in report["absent"]}
@@ -68,6 +69,7 @@ def test_quick_run_reports_every_tool_with_positive_numbers(quick_report):
     assert report["load_average"]["start"] and report["load_average"]["end"]
 
 
+@pytest.mark.slow
 def test_quick_run_counts_the_same_nfs_calls_as_tshark(quick_report):
     report, _ = quick_report
     for entry in report["inputs"]:
@@ -76,6 +78,7 @@ def test_quick_run_counts_the_same_nfs_calls_as_tshark(quick_report):
         assert calls["nfstrace"] == calls["tshark"], entry["name"]
 
 
+@pytest.mark.slow
 def test_streaming_memory_pairs_full_and_s256(quick_report):
     report, _ = quick_report
     pairs = {p["full"]: p for p in report["streaming_memory"]}
@@ -84,6 +87,7 @@ def test_streaming_memory_pairs_full_and_s256(quick_report):
         assert p["rss_full_mb"] > 0 and p["rss_s256_mb"] > 0 and p["ratio"] >= 1
 
 
+@pytest.mark.slow
 def test_profile_is_written(quick_report):
     report, results = quick_report
     text = (results / report["profile"]["text"]).read_text()
@@ -177,6 +181,7 @@ def test_parser_backends_are_discovered_from_the_cli(tmp_path):
     assert bench.nfstrace_parsers(bench.nfstrace_env(tmp_path)) == (None, [])
 
 
+@pytest.mark.slow
 def test_missing_epam_nfstrace_is_reported_absent(tmp_path, monkeypatch):
     bench = _bench_module()
     monkeypatch.setattr(bench, "EPAM_NFSTRACE", tmp_path / "no-such-nfstrace")

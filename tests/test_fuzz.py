@@ -48,6 +48,8 @@ except ImportError:  # tests/ not on sys.path: import as a package
 from nfstrace.errors import NfstraceError
 from nfstrace.parsers import fast
 
+pytestmark = pytest.mark.slow  # the fast loop (-m 'not slow') skips this module
+
 EXAMPLES = int(os.environ.get("NFSTRACE_FUZZ_EXAMPLES", "2000"))
 PIPELINE_EXAMPLES = int(os.environ.get("NFSTRACE_FUZZ_PIPELINE_EXAMPLES", str(EXAMPLES // 8)))
 # One example (a capture of at most ~60 frames) through the whole pipeline:

@@ -255,6 +255,7 @@ def _mutations(data: bytes, rng: random.Random) -> bytes:
     return bytes(buf)
 
 
+@pytest.mark.slow
 def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
     """Damaged input takes both parsers down the same paths (fixed seed).
     Where the Python reference itself fails on an input, that input says

@@ -27,6 +27,8 @@ from test_figures import full_diagnosis, synthetic_trace, write_trace
 import nfstrace
 from nfstrace.reports.html import render_report, write_report
 
+pytestmark = pytest.mark.slow  # the fast loop (-m 'not slow') skips this module
+
 try:
     from crafted import make_crafted as mc
 except ImportError:  # tests/ not on sys.path: import as a package
