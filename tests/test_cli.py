@@ -53,7 +53,8 @@ def test_analyze_leads_with_the_diagnosis_and_writes_the_report(tmp_path: Path) 
     out = r.stdout
     assert out.index("Diagnosis") < out.index("Transactions") < out.index("Operations by time")
     assert f"HTML report: {report}" in out
-    assert report.stat().st_size > 1_000_000  # plotly.js inlined: opens offline
+    # plotly.js inlined (opens offline), gzip-packed: 2.1 MB, not 5 MB (issue 18)
+    assert 1_500_000 < report.stat().st_size < 2_300_000
     d = json.loads(summary.read_text())["diagnosis"]
     assert d["findings"] and all(f["title"] for f in d["findings"])
     assert d["quality"]["capture_point"] == "client"  # the lab captured on the client
