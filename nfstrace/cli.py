@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import signal
+import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -18,7 +19,15 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from nfstrace import __version__
 from nfstrace.analysis.diagnosis import DiagnosisOptions
@@ -125,18 +134,34 @@ def _errors_handled(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -> Trace:
+    """load() with a progress bar on stderr when it is a terminal: the share of
+    the files' bytes read (compressed files by their packed bytes) and the time
+    left; frames only when the size is unknown (standard input, a pipe)."""
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
         return load(paths, config)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("reading {task.fields[frames]:,} frames"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("read", frames=0)
-        return load(paths, config, progress=lambda n: bar.update(task, frames=n))
+    total = _total_size(paths)
+    columns = [SpinnerColumn(), TextColumn("reading {task.fields[frames]:,} frames")]
+    if total:
+        columns += [BarColumn(), TaskProgressColumn(), TimeRemainingColumn()]
+    with Progress(*columns, TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("read", total=total or None, frames=0)
+
+        def update(frames: int, done: int) -> None:
+            bar.update(task, frames=frames, completed=max(done, 0))
+
+        return load(paths, config, progress=update)
+
+
+def _total_size(paths: list[str]) -> int:
+    """The files' size on disk; 0 when one is not a regular file (unknown)."""
+    try:
+        sizes = [os.stat(p) for p in paths]
+    except OSError:
+        return 0
+    if not all(stat.S_ISREG(s.st_mode) for s in sizes):
+        return 0
+    return sum(s.st_size for s in sizes)
 
 
 Captures = Annotated[

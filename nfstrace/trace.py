@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,6 +15,7 @@ from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import backends, capture
+from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.fast import ParseStats
 
 
@@ -78,9 +79,11 @@ def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:
 def load(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     config: AnalysisConfig | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Trace:
-    """Read one or more capture files (merged in time order) into a Trace."""
+    """Read one or more capture files (merged in time order) into a Trace;
+    ``progress(frames, file bytes read)`` is called while parsing (see
+    ``nfstrace.parsers.capture.Progress``)."""
     config = config or AnalysisConfig()
     if isinstance(paths, str | os.PathLike):
         paths = [paths]

@@ -226,12 +226,26 @@ def test_cut_off_files_same_result_and_warning(tmp_path: Path, long_capture: Pat
     assert len(got[0]) > 0
 
 
-def test_progress_reported_and_interrupt_raised(long_capture: Path) -> None:
-    seen: list[int] = []
-    native.parse([str(long_capture)], progress=seen.append)
-    assert seen == [0x4000, 0x8000]
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_progress_reported_and_interrupt_raised(
+    tmp_path: Path, long_capture: Path, packed: bool
+) -> None:
+    """Both parsers report (frames, bytes read from the file on disk) every
+    16,384 frames: the frames alike, the bytes growing, within the file (of a
+    compressed file its packed bytes: the progress bar's share and ETA)."""
+    path = long_capture
+    if packed:
+        path = tmp_path / "long.pcap.gz"
+        path.write_bytes(gzip.compress(long_capture.read_bytes(), mtime=0))
+    size = path.stat().st_size
+    for parse in (native.parse, fast.parse):
+        seen: list[tuple[int, int]] = []
+        parse([str(path)], progress=lambda n, b: seen.append((n, b)))  # noqa: B023
+        assert [n for n, _ in seen] == [0x4000, 0x8000], parse
+        done = [b for _, b in seen]
+        assert 0 < done[0] <= done[1] <= size, (parse, done, size)
 
-    def interrupt(n: int) -> None:
+    def interrupt(n: int, done: int) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

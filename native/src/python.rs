@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::fs::File;
 use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A Python callable `read(n) -> bytes` as a Read (decompressing streams:
 /// Python's gzip/bz2/lzma say best what went wrong with a damaged file).
@@ -37,6 +39,20 @@ impl Read for PyRead {
         let n = out.len().min(self.pending.len() - self.at);
         out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
         self.at += n;
+        Ok(n)
+    }
+}
+
+/// A capture file read here, counting the bytes taken from it (for progress).
+struct Counted {
+    file: File,
+    taken: Arc<AtomicU64>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(out)?;
+        self.taken.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -314,7 +330,8 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
 ///
 /// paths: capture files; readers: per file None (read the file here) or a
 /// callable read(n) -> bytes (a decompressing stream); settings: the
-/// ParseLimits values and nfs3_procs; progress: None or callable(frames).
+/// ParseLimits values and nfs3_procs; progress: None or callable(frames,
+/// bytes read here from the files it opened itself: not those of ``readers``).
 /// Raises ValueError("<index>:<message>") when a file is not a capture.
 #[pyfunction]
 #[pyo3(signature = (paths, readers, settings, progress=None))]
@@ -327,6 +344,7 @@ fn parse(
 ) -> PyResult<PyObject> {
     let settings = self::settings(settings)?;
     let mut sources: Vec<Box<dyn Read + Send>> = Vec::with_capacity(paths.len());
+    let taken = Arc::new(AtomicU64::new(0));
     for (path, reader) in paths.iter().zip(readers) {
         match reader {
             Some(r) => sources.push(Box::new(PyRead {
@@ -337,7 +355,10 @@ fn parse(
             None => {
                 let f = File::open(path)
                     .map_err(|e| PyValueError::new_err(format!("cannot open: {e}")))?;
-                sources.push(Box::new(f));
+                sources.push(Box::new(Counted {
+                    file: f,
+                    taken: Arc::clone(&taken),
+                }));
             }
         }
     }
@@ -348,7 +369,8 @@ fn parse(
         let mut tick = |n: i64| {
             if let (Some(cb), None) = (&progress, &interrupted) {
                 Python::with_gil(|py| {
-                    if let Err(e) = cb.call1(py, (n,)) {
+                    let bytes = taken.load(Ordering::Relaxed);
+                    if let Err(e) = cb.call1(py, (n, bytes)) {
                         interrupted = Some(e);
                     }
                 });

@@ -23,10 +23,11 @@ import pandas as pd
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
 from nfstrace.parsers import fast, native
+from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.fast import ParseStats
 
 Parser = Callable[
-    [list[str], ParseLimits | None, Callable[[int], None] | None],
+    [list[str], ParseLimits | None, Progress | None],
     tuple[pd.DataFrame, pd.DataFrame, ParseStats],
 ]
 
@@ -40,7 +41,7 @@ def _lazy(name: str, module: str) -> Parser:
     def parse(
         paths: list[str],
         limits: ParseLimits | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: Progress | None = None,
     ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
         why = available()[name]
         if why is not None:
@@ -59,7 +60,7 @@ def auto_choice() -> str:
 def _auto(
     paths: list[str],
     limits: ParseLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """The native parser when it is built, else the pure-Python one."""
     return PARSERS[auto_choice()](paths, limits, progress)

@@ -47,7 +47,7 @@ import struct
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -56,6 +56,9 @@ import numpy as np
 from nfstrace.errors import CaptureError
 
 Frame = tuple[int, int, memoryview, int, int]
+# progress(frames read, bytes read from the capture files on disk, or -1 when
+# the reader does not count them): called every 16,384 frames while parsing.
+Progress = Callable[[int, int], None]
 
 CHUNK = 4 * 1024 * 1024
 # Compressed streams are read in pieces of this size: a read that fails (data
@@ -183,6 +186,7 @@ class CaptureInfo:
     snaplen: int = 0
     frames: int = 0
     bytes: int = 0  # file bytes (uncompressed) consumed
+    read_bytes: int = 0  # bytes read from the file on disk so far (packed), for progress
     truncated_frames: int = 0  # caplen < orig_len
     interface_drops: int = 0  # from pcapng interface statistics blocks
     damage: dict[str, Damage] = field(default_factory=dict)
@@ -340,6 +344,13 @@ class _Xz(lzma.LZMAFile):
         self.counted.close()
 
 
+def file_bytes_read(stream: BinaryIO, unpacked: int) -> int:
+    """Bytes taken from the file on disk so far: of a decompressing stream (from
+    ``open_stream``) the packed bytes its decompressor took, else ``unpacked``."""
+    counted = getattr(stream, "counted", None)
+    return unpacked if counted is None else counted.taken
+
+
 def _bomb(stream: BinaryIO) -> str:
     """Why reading this decompressing stream must stop as a decompression bomb
     ('' if it need not): see MAX_DECOMPRESSION_RATIO."""
@@ -383,11 +394,14 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
 class _Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
-    __slots__ = ("buf", "compressed", "consumed", "eof", "error", "pos", "stream")
+    __slots__ = ("buf", "compressed", "consumed", "eof", "error", "info", "pos", "stream")
 
-    def __init__(self, stream: BinaryIO, compressed: bool = False) -> None:
+    def __init__(
+        self, stream: BinaryIO, compressed: bool = False, info: CaptureInfo | None = None
+    ) -> None:
         self.stream = stream
         self.compressed = compressed
+        self.info = info  # its read_bytes kept current
         self.buf = b""
         self.pos = 0
         self.consumed = 0
@@ -419,6 +433,8 @@ class _Buffer:
         self.consumed += self.pos
         self.buf = b"".join(parts)
         self.pos = 0
+        if self.info is not None:
+            self.info.read_bytes = file_bytes_read(self.stream, self.consumed + len(self.buf))
         return have >= n
 
     def at(self) -> int:
@@ -464,7 +480,7 @@ def read_frames(
     """Frames of one file, in file order; frames above max_frame bytes are damage."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = _Buffer(stream, compressed=bool(info.compression))
+        buf = _Buffer(stream, compressed=bool(info.compression), info=info)
         if not buf.fill(4):
             if buf.error:
                 raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)

@@ -28,7 +28,7 @@ import heapq
 import lzma
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import dpkt
@@ -38,7 +38,14 @@ from dpkt import ethernet, ip6, loopback, pcap, pcapng, sll, sll2
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import link
-from nfstrace.parsers.capture import MAX_FRAME, CaptureInfo, Frame, open_stream
+from nfstrace.parsers.capture import (
+    MAX_FRAME,
+    CaptureInfo,
+    Frame,
+    Progress,
+    file_bytes_read,
+    open_stream,
+)
 from nfstrace.parsers.fast import Dissector, FrameCounts, ParseStats
 from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
 
@@ -90,7 +97,9 @@ def read_frames(path: str, index: int, info: CaptureInfo) -> Iterator[Frame]:
 
 def _read(stream: BinaryIO, n: int, info: CaptureInfo) -> bytes:
     try:
-        return stream.read(n)
+        data = stream.read(n)
+        info.read_bytes = file_bytes_read(stream, stream.tell())
+        return data
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:  # corrupt or cut-off data
         info.warnings.append(f"decompression stopped: {e}")
         return b""
@@ -389,7 +398,7 @@ def ipv6_datagram(
 def parse(
     paths: list[str],
     limits: ParseLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Read capture files with dpkt; return (messages, transport events, stats),
     the contract of ``nfstrace.parsers.fast.parse``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +18,7 @@ import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.parsers import rpc
-from nfstrace.parsers.capture import CaptureInfo, Frame, read_many
+from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
     F_FRAGMENTS,
@@ -399,11 +399,14 @@ class Dissector:
     def frames(
         self,
         frames: Iterable[Frame],
-        progress: Callable[[int], None] | None = None,
+        progress: Progress | None = None,
     ) -> Iterator[tuple[int, int, int, memoryview | bytes, int]]:
         """The capture's frames numbered from 1, as (frame number, ts, link type,
         data, wire length), without the mirror/SPAN copies of one of the two
-        frames before (counted and recorded as events)."""
+        frames before (counted and recorded as events).  ``progress(frames,
+        file bytes read)`` every 16,384 frames (bytes: of the files' ``read_bytes``;
+        -1 when the reader does not count them)."""
+        files = self.stats.files
         window_ns = self.limits.duplicate_window_ns
         add_event = self.col.add_event
         conns = self.conns
@@ -421,7 +424,7 @@ class Dissector:
                 frame_no -= 1
                 break
             if progress is not None and not frame_no & 0x3FFF:
-                progress(frame_no)
+                progress(frame_no, sum(f.read_bytes for f in files) if files else -1)
             try:
                 # Ethernet/IPv4: byte 19 is the IP id's low byte, which differs
                 # between packets a host sends; the last byte is payload.
@@ -719,7 +722,7 @@ class FrameCounts:
 def parse(
     paths: list[str],
     limits: ParseLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Read capture files; return (messages, transport events, stats)."""
     limits = limits or ParseLimits()

@@ -110,6 +110,10 @@ class _Decompressed:
         self.stream = stream
         self.error = ""
 
+    def taken(self) -> int:
+        """Bytes taken from the file on disk so far (packed)."""
+        return capture.file_bytes_read(self.stream, 0)
+
     def __call__(self, n: int) -> bytes:
         if self.error:
             return b""
@@ -408,7 +412,7 @@ def _stats(
 def parse(
     paths: list[str],
     limits: ParseLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: capture.Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Read capture files; return (messages, transport events, stats), as
     ``nfstrace.parsers.fast.parse`` does."""
@@ -429,8 +433,14 @@ def parse(
             else:
                 stream.close()  # Rust reads plain files itself
                 readers.append(None)
+        packed = [r for r in readers if r is not None]
+
+        def tick(frames: int, plain: int) -> None:  # Rust counts the files it reads itself
+            assert progress is not None
+            progress(frames, plain + sum(r.taken() for r in packed))
+
         try:
-            out = _native.parse(paths, readers, _settings(limits), progress)
+            out = _native.parse(paths, readers, _settings(limits), progress and tick)
         except ValueError as e:  # "<file index>:<why>": not readable as a capture
             index, _, why = str(e).partition(":")
             raise CaptureError(why, paths[int(index)] if index.isdigit() else None) from None

@@ -34,7 +34,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pandas as pd
@@ -42,7 +42,7 @@ import pandas as pd
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import nfs4, rpc
-from nfstrace.parsers.capture import CaptureInfo, open_stream, read_frames
+from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
 from nfstrace.parsers.fast import _ROW_COLUMNS, ParseStats, _events_frame, _messages_frame
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
 from nfstrace.parsers.procnames import procedure_name
@@ -472,7 +472,7 @@ class _Rows:
 def parse(
     paths: list[str],
     limits: ParseLimits | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Dissect capture files with tshark; return (messages, events, stats), the
     contract of ``nfstrace.parsers.fast.parse``.  ``limits`` do not apply
@@ -490,7 +490,7 @@ def parse(
     for f in frames:
         number = rows.frame(f)
         if progress is not None and not number & 0x3FFF:
-            progress(number)
+            progress(number, -1)  # tshark reads the files: their bytes are not counted
         if "rpc.xid" not in f:
             continue
         for i, msg in enumerate(split.get(number) or [f]):
