@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from nfstrace.analysis.budget import CAUSES as BUDGET_CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis, DiagnosisOptions, diagnose
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import Overview, overview
@@ -17,6 +19,7 @@ from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.fast import ParseStats
+from nfstrace.text import printable
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class AnalysisConfig:
     diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Trace:
     """Everything nfstrace learned from a set of capture files.
 
@@ -59,6 +62,49 @@ class Trace:
     stats: ParseStats
     overview: Overview
     diagnosis: Diagnosis
+
+    def _facts(self) -> tuple[str, str, str]:
+        """(the files, what they hold, the verdict) in a few words each."""
+        names = ", ".join(os.path.basename(p) for p in self.paths[:3])
+        names += f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else ""
+        ov = self.overview
+        versions = "/".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
+        held = (
+            f"{self.stats.frames:,} frames, {ov.transactions:,} transactions, "
+            f"{versions} over {'/'.join(ov.transports).upper() or '-'}"
+        )
+        verdict = self.diagnosis.verdict
+        said = f"{verdict.primary}: {verdict.text}" if verdict is not None else "no verdict"
+        return printable(names), held, printable(said)
+
+    def __repr__(self) -> str:
+        """One line (the tables are attributes: print them one at a time)."""
+        names, held, said = self._facts()
+        said = said if len(said) <= 160 else said[:157] + "..."
+        return f"<Trace {names}: {held}; {said}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the files, what they hold, the verdict, the first findings
+        and each pair's time budget."""
+        names, held, said = self._facts()
+        rows = [("capture", names), ("holds", held), ("verdict", said)]
+        rows += [(f"finding {i}", printable(f.title)) for i, f in
+                 enumerate(self.diagnosis.findings[:5], 1)]  # fmt: skip
+        budget = self.diagnosis.budget
+        if budget is not None:
+            for r in budget.pairs.head(8).itertuples(index=False):
+                share = r.elapsed_ns and {
+                    c: getattr(r, f"{c}_ns") / r.elapsed_ns for c in BUDGET_CAUSES
+                }
+                top = sorted((share or {}).items(), key=lambda x: -x[1])
+                words = ", ".join(f"{c} {v:.0%}" for c, v in top if v >= 0.005)
+                rows.append((f"budget {r.client} → {r.server}", printable(words or "-")))
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table>{cells}</table>"
 
 
 def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:

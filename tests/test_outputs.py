@@ -240,3 +240,22 @@ def test_terminal_escapes_control_characters_of_a_file_name(tmp_path: Path) -> N
     r = runner.invoke(app, ["analyze", str(tmp_path / "gone\x1b[2J.pcap")])
     assert r.exit_code == ExitStatus.UNREADABLE
     assert "\x1b" not in r.stderr and "gone\\x1b[2J.pcap" in r.stderr
+
+
+def test_a_trace_shows_itself_in_a_line_and_in_jupyter(tmp_path: Path) -> None:
+    """repr(trace) was 25,656 characters of nested tables (issue 18): now one
+    line with the verdict; Jupyter gets a small table (files, verdict, findings,
+    budget), escaped."""
+    import nfstrace
+
+    hostile = tmp_path / "<b>x\x1b[31m.pcap"
+    shutil.copy(SAMPLE.parent / "causes" / "v3-tcp-nfscp-w64k-d10-l0.pcap", hostile)
+    t = nfstrace.load(hostile)
+    line = repr(t)
+    assert line.startswith("<Trace <b>x\\x1b[31m.pcap: 1,120 frames, 31 transactions, NFSv3 over")
+    assert "round_trip: the writes waited on the network round trip" in line
+    assert "\n" not in line and len(line) < 300
+    page = t._repr_html_()
+    assert "&lt;b&gt;x\\x1b[31m.pcap" in page and "<b>" not in page
+    assert "round trip 62%" in page.replace("round_trip", "round trip")
+    assert page.count("<tr>") == 3 + min(5, len(t.diagnosis.findings)) + 1  # + one pair
