@@ -431,3 +431,26 @@ def test_report_of_hundreds_of_pairs() -> None:
     assert table.index("10.2.1.39") < table.index("10.2.0.0")  # the busiest first
     assert text.count('data-figure="cumulative transfer"') == report.MAX_PAIR_SECTIONS
     assert plotly_copies(text) == 1
+
+
+def test_events_are_grouped_by_kind_with_the_stalls_first() -> None:
+    """The events (issue 18: 153 tcp_window_full rows with the stalls buried among
+    them): a summary by kind -- what cost time first, then the parser's events,
+    busiest first -- and each kind's rows in a collapsed block, the stalls open."""
+    t = nfstrace.load(SAMPLES / "causes" / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
+    text = render_report(t, t.diagnosis)
+    start = text.index('<table class="sortable" id="events"')
+    summary = text[start : text.index("</table>", start)]
+    kinds = re.findall(r'<tr><td data-v="([^"]*)">', summary)
+    assert kinds[:2] == ["stall", "error reply"]
+    parser_kinds = set(t.events["kind"].astype(str))
+    assert set(kinds[2:]) == parser_kinds  # named as the parser names them
+    counts = t.events["kind"].astype(str).value_counts()
+    assert [counts[k] for k in kinds[2:]] == sorted(counts, reverse=True)
+    blocks = re.findall(r"<details( open)?><summary>([^<:]*): ([\d,]+)</summary>", text)
+    assert [(opened, kind) for opened, kind, _ in blocks][:2] == [
+        (" open", "stall"),
+        ("", "error reply"),
+    ]
+    assert [k for _, k, _ in blocks] == kinds
+    assert all(opened == "" for opened, _, _ in blocks[1:])
