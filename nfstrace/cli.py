@@ -38,6 +38,7 @@ from nfstrace.parsers.backends import PARSERS
 from nfstrace.parsers.capture import STDIN
 from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
 from nfstrace.reports.files import check_outputs
+from nfstrace.reports.markdown import write_markdown
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_summary
 from nfstrace.text import printable
@@ -303,6 +304,14 @@ def analyze(
     parquet_out: Annotated[
         Path | None, typer.Option("--parquet", help="Write the transactions table as Parquet.")
     ] = None,
+    markdown_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            help="Write the diagnosis, the time budget and the key numbers as Markdown "
+            "(for a ticket's body).",
+        ),
+    ] = None,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -327,7 +336,9 @@ def analyze(
         explicit = False
     else:
         explicit = True
-    outputs = _Outputs(None if no_report else report, explicit, json_out, csv_out, parquet_out)
+    outputs = _Outputs(
+        None if no_report else report, explicit, json_out, csv_out, parquet_out, markdown_out
+    )
     _analyze(captures, choices, quiet, outputs, full, debug=debug)
 
 
@@ -375,6 +386,7 @@ class _Outputs:
     json: Path | None
     csv: Path | None
     parquet: Path | None
+    markdown: Path | None = None
 
 
 def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
@@ -437,6 +449,7 @@ def _analyze(
             "--json": outputs.json,
             "--csv": outputs.csv,
             "--parquet": outputs.parquet,
+            "--markdown": outputs.markdown,
         },
     )
     trace = _loaded(captures, choices.config(), quiet)
@@ -446,6 +459,7 @@ def _analyze(
         (outputs.json, write_json),
         (outputs.csv, write_csv),
         (outputs.parquet, write_parquet),
+        (outputs.markdown, write_markdown),
     ):
         if path is not None:
             _write(path, writer, trace)

@@ -259,3 +259,27 @@ def test_a_trace_shows_itself_in_a_line_and_in_jupyter(tmp_path: Path) -> None:
     assert "&lt;b&gt;x\\x1b[31m.pcap" in page and "<b>" not in page
     assert "round trip 62%" in page.replace("round_trip", "round trip")
     assert page.count("<tr>") == 3 + min(5, len(t.diagnosis.findings)) + 1  # + one pair
+
+
+def test_markdown_for_a_ticket(tmp_path: Path) -> None:
+    """--markdown (issue 18): the verdict, the findings, the budget and the
+    busiest operations as Markdown, written whole like every output; text from
+    the capture cannot make markup (a file name with ``*``, ``|`` or ``<``)."""
+    from nfstrace.reports.markdown import md
+
+    out = tmp_path / "ticket.md"
+    capture = SAMPLE.parent / "causes" / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap"
+    r = CliRunner().invoke(app, ["analyze", str(capture), "--no-report", "--markdown", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("## nfstrace: v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap\n")
+    assert "**Verdict (`client_idle`):** the client itself sent nothing for 47%" in text
+    budget = text.split("### Time budget", 1)[1].split("\n\n")[1].splitlines()
+    assert budget[0] == (
+        "| client → server | elapsed s | Mbit/s | transfer | round trip | server | commit "
+        "| client idle |"
+    )
+    assert budget[2].endswith("| 45% | 47% |")
+    assert "| nfs LAYOUTGET | 8 |" in text and "LAYOUTUNAVAILABLE ×8" in text
+    assert md("a|b *x* <i>\x1b") == "a\\|b \\*x\\* &lt;i&gt;\\\\x1b"
+    assert not list(tmp_path.glob(".*part*"))

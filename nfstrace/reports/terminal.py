@@ -5,7 +5,6 @@ Console; prints nothing else.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape as _markup_escape
@@ -13,6 +12,7 @@ from rich.table import Table
 
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
+from nfstrace.analysis.latency import by_time_spent
 from nfstrace.analysis.overview import Throughput
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
@@ -146,8 +146,7 @@ def operations_rich_table(latency: pd.DataFrame) -> Table:
     (calls x mean latency), one compact row each (calls, median and p99 from
     the first packet of the call, the server's median time from its last
     packet, re-sends, errors by name)."""
-    spent = (latency["replied"] * latency["mean_ms"].astype("float64").fillna(0)).to_numpy()
-    latency = latency.iloc[np.argsort(-spent, kind="stable")]
+    latency = by_time_spent(latency)
     table = Table(
         title="Operations by time spent (ms)",
         show_edge=False,
