@@ -183,7 +183,8 @@ ParserOpt = Annotated[
     typer.Option(
         "--parser",
         help=f"How captures are dissected: {', '.join(PARSERS)} (auto: native if built, "
-        "else fast, the pure-Python reference).",
+        "else fast, the pure-Python reference; dpkt and pyshark need their extra: "
+        "pip install 'nfstrace[dpkt]' or 'nfstrace[pyshark]', and pyshark needs tshark).",
     ),
 ]
 StallOpt = Annotated[
