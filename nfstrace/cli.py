@@ -45,7 +45,7 @@ from nfstrace.text import printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     help="NFS / ONC-RPC packet-trace analysis: where did the time go?",
 )
@@ -62,7 +62,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+        bool,
+        typer.Option(
+            "--version", metavar="", callback=_version, is_eager=True, help="Show the version."
+        ),
     ] = False,
 ) -> None:
     """nfstrace reads pcap/pcapng captures of NFS traffic."""
@@ -167,65 +170,83 @@ def _total_size(paths: list[str]) -> int:
 
 Captures = Annotated[
     list[Path],
-    typer.Argument(help="pcap/pcapng files (.gz/.bz2/.xz too); - for standard input"),
+    typer.Argument(
+        help="pcap/pcapng files (.gz/.bz2/.xz too); - for standard input", metavar="CAPTURE"
+    ),
 ]
 ClientOpt = Annotated[
-    list[str] | None, typer.Option("--client", help="Only traffic of this client address.")
+    list[str] | None,
+    typer.Option("--client", metavar="ADDRESS", help="Only traffic of this client address."),
 ]
 ServerOpt = Annotated[
-    list[str] | None, typer.Option("--server", help="Only traffic of this server address.")
+    list[str] | None,
+    typer.Option("--server", metavar="ADDRESS", help="Only traffic of this server address."),
 ]
 PortOpt = Annotated[
-    list[int] | None, typer.Option("--port", help="Only traffic to or from this port.")
+    list[int] | None,
+    typer.Option("--port", metavar="PORT", help="Only traffic to or from this port."),
 ]
 ParserOpt = Annotated[
     str,
     typer.Option(
         "--parser",
+        metavar="NAME",
         help=f"How captures are dissected: {', '.join(PARSERS)} (auto: native if built, "
         "else fast, the pure-Python reference; dpkt and pyshark need their extra: "
-        "pip install 'nfstrace[dpkt]' or 'nfstrace[pyshark]', and pyshark needs tshark).",
+        "pip install 'nfstrace\\[dpkt]' or 'nfstrace\\[pyshark]', and pyshark needs tshark).",
     ),
 ]
 StallOpt = Annotated[
     str | None,
     typer.Option(
         "--stall-threshold",
+        metavar="DURATION",
         help="No write progress for longer than this is a stall (e.g. 200ms; "
         "default: from the trace's own pace).",
     ),
 ]
 RttOpt = Annotated[
     str | None,
-    typer.Option("--rtt", help="Model: network round trip, e.g. 0.2ms (default: estimated)."),
+    typer.Option(
+        "--rtt",
+        metavar="DURATION",
+        help="Model: network round trip, e.g. 0.2ms (default: estimated).",
+    ),
 ]
 LinkOpt = Annotated[
-    str | None, typer.Option("--link-rate", help="Model: link rate, e.g. 1G, 10Gbit/s.")
+    str | None,
+    typer.Option("--link-rate", metavar="RATE", help="Model: link rate, e.g. 1G, 10Gbit/s."),
 ]
 DiskOpt = Annotated[
-    str | None, typer.Option("--disk-rate", help="Model: server disk rate, e.g. 200MB/s.")
+    str | None,
+    typer.Option("--disk-rate", metavar="RATE", help="Model: server disk rate, e.g. 200MB/s."),
 ]
 BlockOpt = Annotated[
-    str | None, typer.Option("--block", help="Model: bytes per WRITE, e.g. 64K (default: seen).")
+    str | None,
+    typer.Option(
+        "--block", metavar="SIZE", help="Model: bytes per WRITE, e.g. 64K (default: seen)."
+    ),
 ]
 WhatIfOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--what-if",
+        metavar="CHANGE",
         help="Model: predict a change, e.g. rtt=+5ms, link=10G, disk=2x, outstanding=16, "
         "block=1M (comma-separated to combine; repeat for several).",
     ),
 ]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No progress display.")]
 FullOpt = Annotated[
     bool,
     typer.Option(
         "--full",
+        metavar="",
         help="Every finding and table in the terminal: latency per operation and per "
         "client/server pair, stalls, the model, the workload (default: one screen).",
     ),
 ]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show tracebacks.")]
 
 
 @dataclass(frozen=True)
@@ -292,23 +313,32 @@ def analyze(
     report: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Write the HTML report here (default: <capture>.report.html)."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the HTML report here (default: <capture>.report.html).",
         ),
     ] = None,
-    no_report: Annotated[bool, typer.Option("--no-report", help="Write no HTML report.")] = False,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", metavar="", help="Write no HTML report.")
+    ] = False,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the summary as JSON to this file.")
+        Path | None,
+        typer.Option("--json", metavar="FILE", help="Write the summary as JSON to this file."),
     ] = None,
     csv_out: Annotated[
-        Path | None, typer.Option("--csv", help="Write the transactions table as CSV.")
+        Path | None,
+        typer.Option("--csv", metavar="FILE", help="Write the transactions table as CSV."),
     ] = None,
     parquet_out: Annotated[
-        Path | None, typer.Option("--parquet", help="Write the transactions table as Parquet.")
+        Path | None,
+        typer.Option("--parquet", metavar="FILE", help="Write the transactions table as Parquet."),
     ] = None,
     markdown_out: Annotated[
         Path | None,
         typer.Option(
             "--markdown",
+            metavar="FILE",
             help="Write the diagnosis, the time budget and the key numbers as Markdown "
             "(for a ticket's body).",
         ),
@@ -328,7 +358,18 @@ def analyze(
     debug: DebugOpt = False,
 ) -> None:
     """Analyse NFS/RPC traffic in one or more captures (merged in time order): a diagnosis
-    in the terminal and an HTML report."""
+    in the terminal and an HTML report.
+
+    Examples:
+
+      nfstrace analyze capture.pcap                  (report: capture.pcap.report.html)
+
+      nfstrace analyze rotated-*.pcap.gz --full      (several files; every table)
+
+      tcpdump -i eth0 -w - port 2049 | nfstrace analyze -
+
+      nfstrace analyze x.pcap --server 10.0.0.5 --markdown ticket.md --json x.json
+    """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
     )
@@ -357,7 +398,8 @@ def _default_report(capture: Path) -> Path:
 def model(
     captures: Captures,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the model as JSON to this file.")
+        Path | None,
+        typer.Option("--json", metavar="FILE", help="Write the model as JSON to this file."),
     ] = None,
     client: ClientOpt = None,
     server: ServerOpt = None,
@@ -373,7 +415,14 @@ def model(
     debug: DebugOpt = False,
 ) -> None:
     """Fit the transactional latency model (T_cycle = 2·T_prop + T_ser + T_B + T_op) to the
-    WRITEs of a capture, compare it with the measured throughput, and answer what-ifs."""
+    WRITEs of a capture, compare it with the measured throughput, and answer what-ifs.
+
+    Examples:
+
+      nfstrace model x.pcap --what-if rtt=+5ms --what-if link=10G,outstanding=16
+
+      nfstrace model x.pcap --rtt 0.2ms --link-rate 1G --disk-rate 200MB/s --block 64K
+    """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
     )

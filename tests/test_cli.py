@@ -324,3 +324,18 @@ def test_standard_input_and_a_pipe_are_read(tmp_path: Path, monkeypatch) -> None
     r = runner.invoke(app, ["analyze", "-", "-q", "--no-report"], input=b"not a capture")
     assert r.exit_code == ExitStatus.UNREADABLE
     assert r.stderr.strip() == "nfstrace: error: not a pcap or pcapng capture file (-)"
+
+
+def test_help_has_examples_and_plain_value_names() -> None:
+    """--help (issue 18): examples, value names (FILE, ADDRESS, DURATION) instead
+    of <bool>/<list[str]>, the extras a parser needs, shell completion offered."""
+    r = _run("analyze", "--help")
+    assert r.exit_code == 0, r.output
+    assert "Examples:" in r.stdout and "nfstrace analyze capture.pcap" in r.stdout
+    ours = [line for line in r.stdout.splitlines() if "--" in line and "--help" not in line]
+    assert ours and not [line for line in ours if "<" in line.split("--", 1)[1][:40]], ours
+    for name in ("FILE", "ADDRESS", "PORT", "DURATION", "RATE", "SIZE", "CHANGE"):
+        assert name in r.stdout, name
+    assert "nfstrace[dpkt]" in r.stdout.replace("\n", " ").replace("│", "")
+    root = _run("--help")
+    assert "--install-completion" in root.stdout
