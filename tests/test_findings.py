@@ -20,6 +20,7 @@ import pytest
 from conftest import SAMPLES
 
 import nfstrace
+from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.stalls import CAUSES, UNKNOWN, find_stalls
 from nfstrace.analysis.workload import analyze_workload
 from nfstrace.analysis.writes import analyze_writes
@@ -244,3 +245,12 @@ def test_every_kind_of_finding_is_covered() -> None:
     literal = set(re.findall(r'^\s+kind="(\w+)",\s*$', source, re.MULTILINE))
     per_cause = {f"{cause}_stall" for cause in (*CAUSES, UNKNOWN)}
     assert literal | per_cause == {*CASES, "capture_point", "littles_law_mismatch", "verdict"}
+
+
+def test_a_finding_says_which_frames_to_open() -> None:
+    """Findings name frame numbers (issue 18), in frame order, once each; none
+    when the finding has no frames."""
+    f = Finding("loss_recovery", "x", details={"frames": [921, 197, 751, 197, -1]})
+    assert f.evidence() == "frames 197, 751, 921"
+    assert Finding("k", "x", details={"frames": [5]}).evidence() == "frame 5"
+    assert Finding("k", "x").evidence() == ""

@@ -43,3 +43,11 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def evidence(self) -> str:
+        """Where to look in Wireshark: "frames 12, 40, 77" (the frames of the
+        costliest intervals behind it, in frame order), or ''."""
+        frames = sorted({int(f) for f in self.details.get("frames") or () if int(f) > 0})
+        if not frames:
+            return ""
+        return ("frame " if len(frames) == 1 else "frames ") + ", ".join(map(str, frames))

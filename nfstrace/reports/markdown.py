@@ -54,7 +54,10 @@ def render_markdown(trace: Trace) -> str:
     if d.verdict is not None:
         out += [f"**Verdict (`{d.verdict.primary}`):** {md(d.verdict.text)}", ""]
     out += ["### Diagnosis", ""]
-    out += [f"{i}. {md(f.title)}" for i, f in enumerate(d.findings, 1)] or ["Nothing notable."]
+    out += [
+        f"{i}. {md(f.title)}" + (f" ({f.evidence()})" if f.evidence() else "")
+        for i, f in enumerate(d.findings, 1)
+    ] or ["Nothing notable."]
     out.append("")
     if d.budget is not None and not d.budget.pairs.empty:
         pairs = d.budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")

@@ -79,7 +79,8 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console, full: bool = False)
     shown = findings if full else findings[:MAX_FINDINGS]
     for i, f in enumerate(shown, 1):
         style = _SEVERITY_STYLE.get(f.severity, "default")
-        console.print(f"  {i:>2}. [{style}]{escape(f.title)}[/{style}]", soft_wrap=True)
+        where = f" [dim]({escape(f.evidence())})[/dim]" if f.evidence() else ""
+        console.print(f"  {i:>2}. [{style}]{escape(f.title)}[/{style}]{where}", soft_wrap=True)
     if len(findings) > len(shown):
         console.print(
             f"      ... {len(findings) - len(shown)} more with --full and in the JSON/HTML report"
