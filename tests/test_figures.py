@@ -535,3 +535,65 @@ def test_point_budget_holds_for_outstanding() -> None:
     tx = write_trace(200_000)
     fig = fg.outstanding_rpcs(outstanding_steps(tx), point_budget=10_000)
     assert points(fig) <= 10_000 and max(fig.data[0].y) == 1
+
+
+# ---- legibility (issue 18) -----------------------------------------------------------------
+
+
+def test_log_axes_are_labelled_in_full() -> None:
+    """plotly writes 200 and 300 ms on a log axis as "2" and "3": the axes carry
+    their own labels at 1, 2 and 5 of each decade the values span."""
+    axis = fg.log_axis(np.array([0.15, 3.0, 260.0]), "ms")
+    assert axis["type"] == "log"
+    assert axis["ticktext"] == ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50", "100",
+                                "200", "500"]  # fmt: skip
+    assert axis["tickvals"][-2] == 200
+    wide = fg.log_axis(np.array([1e-3, 1e6]), "ms")  # 9 decades: the powers of ten
+    assert wide["ticktext"][:3] == ["0.001", "0.01", "0.1"] and "1,000,000" in wide["ticktext"]
+    fig = fg.write_latency(write_trace(50))
+    assert fig.layout.yaxis.ticktext and fig.layout.yaxis.exponentformat == "none"
+
+
+def test_latency_cdf_draws_the_busiest_operations_and_the_rest_as_one() -> None:
+    """18 operations gave 18 lines in reused colours: the 7 busiest and "other"."""
+    ops = [f"OP{i:02d}" for i in range(18)]
+    counts = np.arange(18, 0, -1)  # OP00 the busiest
+    n = int(counts.sum())
+    tx = transactions(
+        {
+            "program": "nfs", "vers": 3, "op": np.repeat(ops, counts), "n_calls": 1,
+            "n_replies": 1, "latency_ns": np.arange(1, n + 1) * 1_000_000,
+        },
+        n,
+    )  # fmt: skip
+    fig = fg.latency_cdf(tx)
+    names = [t.name for t in fig.data]
+    assert len(names) == fg.MAX_CDF_LINES
+    assert names[0].startswith("nfsv3 OP00 (18)") and names[-2].startswith("nfsv3 OP06 (12)")
+    assert names[-1] == f"other (11 operations) ({int(counts[7:].sum())})"
+
+
+def test_response_fit_line_never_goes_below_zero() -> None:
+    """A falling fit (-50 ms predicted at the busiest window) stops at zero."""
+    windows = pd.DataFrame(
+        {"ops_per_s": [100.0, 1000.0], "mbit_s": [1.0, 10.0], "mean_latency_ms": [40.0, 5.0],
+         "calls": [10, 100]}
+    )  # fmt: skip
+    fig = fg.response_vs_throughput(windows, base_ms=50.0, slope=-0.1)
+    fit = fig.data[1]
+    assert min(fit.y) == pytest.approx(0) and list(fit.x) == pytest.approx([0, 500])
+    fig = fg.response_vs_throughput(windows, base_ms=-5.0, slope=0.01)
+    assert list(fig.data[1].x) == pytest.approx([500, 1000]) and min(fig.data[1].y) >= 0
+
+
+def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
+    """A 1 s burst of writes 99 s into the capture was a step at the edge of the
+    plot: the time axis zooms to the write activity and says so."""
+    t = START_NS + 99_000_000_000 + np.arange(100) * 10_000_000
+    progress = pd.DataFrame({"t_ns": t, "client": "c", "server": "s", "bytes": 65_536})
+    fig = fg.cumulative_transfer(progress, t0_ns=START_NS)
+    lo, hi = fig.layout.xaxis.range
+    assert 98.9 < lo < 99.0 and 99.99 < hi < 100.1
+    assert "zoomed to the write activity (99.000-99.990 s" in fig.layout.meta["notes"][0]
+    steady = progress.assign(t_ns=START_NS + np.arange(100) * 10_000_000)
+    assert fg.cumulative_transfer(steady, t0_ns=START_NS).layout.xaxis.range is None

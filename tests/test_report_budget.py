@@ -209,7 +209,11 @@ def test_shading_of_a_real_capture(round_trip: Trace) -> None:
     assert max(s.x1 for s in shapes) == pytest.approx((slow["end_ns"].max() - t0) / 1e9)
     # the round trips between a call's 5 µs bursts are one stretch, not 52 shapes
     assert len(shapes) < len(slow) / 2
-    assert not fig.layout.meta["notes"]  # no cap hit: nothing to say
+    # no cap hit: nothing to say but the zoom to the writes (after 0.19 s of mounting)
+    (note,) = fig.layout.meta["notes"]
+    assert note.startswith("zoomed to the write activity (0.190-0.289 s since the start")
+    lo, hi = fig.layout.xaxis.range
+    assert lo < (slow["start_ns"].min() - t0) / 1e9 and hi > (iv["end_ns"].max() - t0) / 1e9
     # the stretches' evidence is in the hover of the rug under the plot, escaped
     rug = next(t for t in fig.data if t.name == "time budget stretches")
     assert len(rug.x) == len(shapes)
@@ -454,3 +458,16 @@ def test_events_are_grouped_by_kind_with_the_stalls_first() -> None:
     ]
     assert [k for _, k, _ in blocks] == kinds
     assert all(opened == "" for opened, _, _ in blocks[1:])
+
+
+def test_every_figure_has_a_caption_and_time_axes_share_the_zoom(round_trip: Trace) -> None:
+    """Each figure says what to look for (issue 18); the time figures share the
+    cumulative transfer's zoom to the write activity."""
+    text = render_report(round_trip, round_trip.diagnosis)
+    names = re.findall(r'<div class="figure" data-figure="([^"]*)">', text)
+    assert names and set(names) <= set(report.CAPTIONS)
+    assert text.count('<p class="caption">') == len(names)
+    ranges = re.findall(r'"range":\[([-\d.e]+),([-\d.e]+)\]', text)
+    zoom = max(set(ranges), key=ranges.count)
+    assert ranges.count(zoom) == 4  # one zoom for the four time figures
+    assert float(zoom[0]) > 0.15  # past the mount, to the writes

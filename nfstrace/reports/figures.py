@@ -49,6 +49,9 @@ from nfstrace.analysis.budget import CAUSES
 POINT_BUDGET = 50_000  # points per figure before thinning
 WEBGL_ABOVE = 10_000  # points in one trace before it is drawn with WebGL (SVG is slow)
 MAX_LABELLED = 20  # stalls / segments labelled with text (the longest ones)
+MAX_CDF_LINES = 8  # latency CDF: the busiest operations, the rest as one line
+# cumulative transfer: writes spanning less than this share of the plotted time are zoomed to
+ZOOM_BELOW = 0.5
 HEIGHT = 420
 
 MAX_BUDGET_PAIRS = 30  # bars of the time-budget figure (the pairs with the longest activity)
@@ -147,7 +150,28 @@ def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Fi
         "meta": {"notes": notes},
     }
     fig.update_layout({**layout, **kw})
+    # numbers in full: an axis of 12e-6 MB reads "12µ" with plotly's SI prefixes
+    fig.update_xaxes(exponentformat="none")
+    fig.update_yaxes(exponentformat="none")
     return fig
+
+
+def log_axis(values: np.ndarray, title: str) -> dict[str, object]:
+    """A log axis labelled in full at 1, 2 and 5 of each decade the values span
+    (plotly alone writes 200 and 300 ms as "2" and "3")."""
+    v = np.asarray(values, dtype="float64")
+    v = v[np.isfinite(v) & (v > 0)]
+    axis: dict[str, object] = {"type": "log", "title": {"text": title}}
+    if not len(v):
+        return axis
+    lo, hi = int(np.floor(np.log10(v.min()))), int(np.ceil(np.log10(v.max())))
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if v.min() / 2.5 <= t <= v.max() * 2.5]
+    if len(ticks) > 12:  # many decades: the powers of ten only
+        ticks = [t for t in ticks if round(t / 10 ** np.floor(np.log10(t))) == 1]
+    text = [f"{t:,.0f}" if t >= 1 else f"{t:.10g}" for t in ticks]
+    axis |= {"tickvals": ticks, "ticktext": text}
+    return axis
 
 
 def _thinned_note(what: str, shown: int, total: int) -> str:
@@ -282,6 +306,21 @@ def cumulative_transfer(
                 hovertemplate="COMMIT at %{x:.6f} s, %{customdata:.3f} ms<extra></extra>",
             )
         )
+    xaxis: dict[str, object] = {"title": {"text": "time since start of capture (s)"}}
+    # the write activity: the budget's span (first WRITE call to last WRITE or
+    # COMMIT reply) and the WRITE replies
+    first, last = float(all_x[1]) if len(all_x) > 1 else float(all_x[0]), float(all_x[-1])
+    if budget_intervals is not None and not budget_intervals.empty:
+        first = min(first, float(budget_intervals["start_ns"].min()))
+        last = max(last, float(budget_intervals["end_ns"].max()))
+    if last - first < ZOOM_BELOW * (last - float(all_x[0])):
+        # a short burst in a long capture would be a step at the edge: zoom to it
+        margin = max(0.05 * (last - first), 1e6)
+        xaxis["range"] = [(first - margin - t0) / 1e9, (last + margin - t0) / 1e9]
+        notes.append(
+            f"zoomed to the write activity ({(first - t0) / 1e9:,.3f}-{(last - t0) / 1e9:,.3f} s "
+            f"since the start; double-click to see all)"
+        )
     # with the budget's causes the legend is long: below the plot (not over the title,
     # and not beside it: the time axis keeps the width of the other figures')
     below = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0.01}
@@ -289,7 +328,7 @@ def cumulative_transfer(
         fig,
         title,
         notes,
-        xaxis_title="time since start of capture (s)",
+        xaxis=xaxis,
         yaxis_title="MB acknowledged (10^6 bytes)",
         **(
             {
@@ -597,7 +636,7 @@ def write_latency(
         title,
         notes,
         xaxis_title="call time since start of capture (s)",
-        yaxis={"type": "log", "title": {"text": "call→reply (ms, log)"}},
+        yaxis=log_axis(w["latency_ns"].to_numpy("float64") / 1e6, "call→reply (ms, log)"),
     )
 
 
@@ -655,6 +694,12 @@ def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET)
         return _empty(title, "no answered call in the capture")
     labels = tx["program"].astype(str) + "v" + tx["vers"].astype(str) + " " + tx["op"].astype(str)
     groups = labels.groupby(labels, sort=False).size().sort_values(ascending=False)
+    if len(groups) > MAX_CDF_LINES:  # one colour each: the busiest, the rest together
+        rest = groups.index[MAX_CDF_LINES - 1 :]
+        other = f"other ({len(rest)} operations)"
+        labels = labels.where(~labels.isin(rest), other)
+        groups = labels.groupby(labels, sort=False).size()
+        groups = pd.concat([groups.drop(other).sort_values(ascending=False), groups[[other]]])
     per_op = max(50, point_budget // len(groups))
     fig = go.Figure()
     notes: list[str] = []
@@ -679,7 +724,7 @@ def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET)
         fig,
         title,
         notes[:5] + ([f"and {len(notes) - 5} more thinned"] if len(notes) > 5 else []),
-        xaxis={"type": "log", "title": {"text": "call→reply (ms, log)"}},
+        xaxis=log_axis(tx["latency_ns"].to_numpy("float64") / 1e6, "call→reply (ms, log)"),
         yaxis={"title": {"text": "fraction of calls"}, "tickformat": ".0%"},
         legend={"orientation": "v"},
     )
@@ -751,10 +796,15 @@ def response_vs_throughput(
     )
     if base_ms is not None and slope is not None and np.isfinite([base_ms, slope]).all():
         line_x = np.array([0.0, float(np.nanmax(x)) if len(x) else 1.0])
+        if slope != 0:  # a time is never negative: the line stops where it reaches zero
+            zero = -base_ms / slope
+            lo, hi = (max(0.0, zero), line_x[1]) if slope > 0 else (0.0, min(line_x[1], zero))
+            line_x = np.array([lo, hi]) if lo < hi else np.zeros(0)
+        line_y = base_ms + slope * line_x
         fig.add_trace(
             go.Scatter(
                 x=line_x,
-                y=base_ms + slope * line_x,
+                y=line_y,
                 mode="lines",
                 line={"dash": "dash"},
                 name=f"fit: {base_ms:.3f} ms + {slope:.3g} ms per op/s",

@@ -414,6 +414,29 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
     return f'<section id="capture"><h2>Capture</h2>{_facts(facts)}</section>'
 
 
+# What to look for in each figure, one line under it.
+CAPTIONS = {
+    "time budget": "Where each pair's write time went, by cause: the largest part "
+    "beyond transfer is the one to fix.",
+    "cumulative transfer": "Bytes acknowledged over time: the slope is the rate, flat "
+    "stretches are time lost, the shading names their cause.",
+    "per-transaction throughput": "Each WRITE's bytes over its call→reply time: dips are "
+    "slow calls.",
+    "WRITE call→reply": "Each WRITE's wait (log scale): a band above the rest or red "
+    "crosses (re-sent calls) are the slow ones.",
+    "outstanding RPCs": "Calls in flight: flat at a small number, the client limits "
+    "concurrency; at zero, it sent nothing.",
+    "latency CDF": "Share of calls answered within a time (log scale): a tail to the right "
+    "is a slow minority.",
+    "operation mix": "The calls by kind beside the LADDIS reference mix: what sort of "
+    "workload this is.",
+    "response time vs throughput": "Mean response per time window against its load: a "
+    "rise with load is saturation.",
+    "model": "One WRITE cycle's terms and the throughput they predict: the largest term "
+    "limits the writes.",
+}
+
+
 @dataclass
 class _Figures:
     html: list[str] = field(default_factory=list)
@@ -432,7 +455,9 @@ class _Figures:
         )
         # run once plotly.js is unpacked (see _UNPACK_SCRIPT), in document order
         div = _FIGURE_SCRIPT.sub(f'<script type="{DEFERRED}">', div)
-        self.html.append(f'<div class="figure" data-figure="{_e(name)}">{div}</div>')
+        caption = CAPTIONS.get(name)
+        caption_html = f'<p class="caption">{_e(caption)}</p>' if caption else ""
+        self.html.append(f'<div class="figure" data-figure="{_e(name)}">{div}{caption_html}</div>')
         meta = fig.layout.meta
         for note in (meta or {}).get("notes", []) if isinstance(meta, dict) else []:
             self.notes.append(f"{name}: {note}")
@@ -457,6 +482,7 @@ def _pair_figures(
     if pair is not None and segments is not None and "client" not in segments:
         segments = None  # slopes of the whole trace: not one pair's
     span_s = (trace.overview.end_ns - t0) / 1e9
+    zoom: list[float] | None = None
     for name, fig in (
         (
             "cumulative transfer",
@@ -481,8 +507,12 @@ def _pair_figures(
             fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
         ),
     ):
-        if span_s > 0 and fig.data:  # one time axis for all: the capture's span
-            fig.update_xaxes(range=[-0.01 * span_s, 1.01 * span_s])
+        if zoom is None and name == "cumulative transfer":
+            # a short burst in a long capture: the transfer plot zooms to the writes
+            zoom = fig.layout.xaxis.range
+            zoom = list(zoom) if zoom else [-0.01 * span_s, 1.01 * span_s]
+        if span_s > 0 and fig.data:  # one time axis for all: the writes', or the capture's
+            fig.update_xaxes(range=zoom)
         figs.add(name, fig)
 
 
@@ -780,7 +810,7 @@ h1{font-size:1.5em;margin:.8em 0 .2em}h2{border-bottom:2px solid #ddd;margin-top
 font-size:.8em;text-transform:uppercase;font-weight:bold;border-radius:3px;padding:1px 5px;
 text-align:center;color:#fff;background:#888}.sev-problem .sev{background:#c62828}
 .sev-warning .sev{background:#ef6c00}.sev-info .sev{background:#1565c0}.lost{color:#c62828}
-.headline{font-size:1.1em}.note{color:#666;font-size:.9em}
+.headline{font-size:1.1em}.note{color:#666;font-size:.9em}.caption{color:#444;margin:.2em 0 1.2em}
 .verdict{font-size:1.15em;font-weight:600}.verdict .primary{display:inline-block;color:#fff;
 font-size:.75em;border-radius:3px;padding:2px 7px;margin-right:.4em;vertical-align:middle}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
