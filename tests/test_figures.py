@@ -597,3 +597,22 @@ def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
     assert "zoomed to the write activity (99.000-99.990 s" in fig.layout.meta["notes"][0]
     steady = progress.assign(t_ns=START_NS + np.arange(100) * 10_000_000)
     assert fg.cumulative_transfer(steady, t0_ns=START_NS).layout.xaxis.range is None
+
+
+def test_tcp_retransmissions_are_marked_on_the_transfer() -> None:
+    """TCP retransmissions were on no time plot (issue 18): each is marked on the
+    cumulative transfer, at the curve's height at its time."""
+    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    from nfstrace.analysis.writes import write_progress
+
+    ev = t.events[t.events["kind"].astype(str) == "tcp_retransmission"]
+    assert len(ev) == t.stats.tcp["retransmitted"] == 4
+    fig = fg.cumulative_transfer(
+        write_progress(t.transactions), tcp_resends=ev, t0_ns=t.overview.start_ns
+    )
+    (marks,) = [d for d in fig.data if d.name.startswith("TCP retransmissions")]
+    assert marks.name == "TCP retransmissions (4)" and len(marks.x) == 4
+    expect = (np.sort(ev["ts_ns"].to_numpy("float64")) - t.overview.start_ns) / 1e9
+    assert list(marks.x) == pytest.approx(list(expect))
+    curve = fig.data[0]
+    assert all(0 <= y <= max(curve.y) for y in marks.y)

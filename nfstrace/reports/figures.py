@@ -221,6 +221,7 @@ def cumulative_transfer(
     t0_ns: int | None = None,
     point_budget: int = POINT_BUDGET,
     budget_intervals: pd.DataFrame | None = None,
+    tcp_resends: pd.DataFrame | None = None,
 ) -> go.Figure:
     """Bytes acknowledged by WRITE replies vs time (the study's main plot).
 
@@ -234,7 +235,9 @@ def cumulative_transfer(
     duration_ns, cause, evidence; one pair's, or several pairs' shaded over each
     other), shaded behind the curve in ``CAUSE_COLOURS`` (not ``transfer``:
     data moving is the normal state), one legend entry per cause; see
-    ``_add_budget_shading`` for how thousands of intervals stay cheap.
+    ``_add_budget_shading`` for how thousands of intervals stay cheap;
+    tcp_resends: TCP retransmission events (ts_ns; marked on the curve, at most
+    POINT_BUDGET // 10 of them, evenly chosen).
     """
     title = "Cumulative transfer: bytes acknowledged by WRITE replies"
     if progress is None or progress.empty:
@@ -289,6 +292,22 @@ def cumulative_transfer(
                 marker={"symbol": "x", "size": 9, "color": "#d62728"},
                 name=f"RPC re-sends ({len(resend_ns):,})",
                 hovertemplate="re-send at %{x:.6f} s<extra></extra>",
+            )
+        )
+    if tcp_resends is not None and not tcp_resends.empty:
+        ts = np.sort(tcp_resends["ts_ns"].to_numpy(dtype="float64"))
+        keep = np.unique(np.linspace(0, len(ts) - 1, min(len(ts), point_budget // 10)).round())
+        if len(keep) < len(ts):
+            notes.append(_thinned_note("TCP retransmissions", len(keep), len(ts)))
+        ts = ts[keep.astype(int)]
+        fig.add_trace(
+            go.Scatter(
+                x=_seconds(ts, t0),
+                y=_interp(ts, all_x, all_mb),
+                mode="markers",
+                marker={"symbol": "line-ns-open", "size": 12, "color": "#9467bd"},
+                name=f"TCP retransmissions ({len(tcp_resends):,})",
+                hovertemplate="TCP retransmission at %{x:.6f} s<extra></extra>",
             )
         )
     if commits is not None and not commits.empty:

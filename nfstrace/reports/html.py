@@ -477,6 +477,14 @@ def _pair_figures(
         return table if pair is None else _of_pair(table, pair)
 
     tx = sel(trace.transactions)  # once: two figures draw the pair's transactions
+    ev = trace.events
+    tcp_resends = ev[ev["kind"].astype(str) == "tcp_retransmission"] if len(ev) else None
+    if tcp_resends is not None and pair is not None:  # either direction of the pair
+        hosts = tcp_resends["src"].astype(str), tcp_resends["dst"].astype(str)
+        mine = ((hosts[0] == pair[0]) & (hosts[1] == pair[1])) | (
+            (hosts[0] == pair[1]) & (hosts[1] == pair[0])
+        )
+        tcp_resends = tcp_resends[mine.to_numpy(dtype=bool)]
 
     segments = data.segments
     if pair is not None and segments is not None and "client" not in segments:
@@ -495,6 +503,7 @@ def _pair_figures(
                 t0_ns=t0,
                 point_budget=budget,
                 budget_intervals=sel(data.budget_intervals),
+                tcp_resends=tcp_resends,
             ),
         ),
         (
