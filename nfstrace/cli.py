@@ -32,15 +32,22 @@ from rich.progress import (
 from nfstrace import __version__
 from nfstrace.analysis.diagnosis import DiagnosisOptions
 from nfstrace.analysis.model import overrides_from_options, parse_duration, parse_what_if
+from nfstrace.comparison import compare as compare_traces
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.parsers.capture import STDIN
-from nfstrace.reports.export import write_csv, write_json, write_model_json, write_parquet
+from nfstrace.reports.export import (
+    write_comparison_json,
+    write_csv,
+    write_json,
+    write_model_json,
+    write_parquet,
+)
 from nfstrace.reports.files import check_outputs
 from nfstrace.reports.markdown import write_markdown
 from nfstrace.reports.model_view import render_model
-from nfstrace.reports.terminal import render_summary
+from nfstrace.reports.terminal import render_comparison, render_summary
 from nfstrace.text import printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 
@@ -427,6 +434,92 @@ def model(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
     )
     _model(captures, choices, quiet, json_out, debug=debug)
+
+
+@app.command()
+def compare(
+    before: Annotated[
+        Path, typer.Argument(help="The capture before the change.", metavar="BEFORE")
+    ],
+    after: Annotated[Path, typer.Argument(help="The capture after it.", metavar="AFTER")],
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the HTML comparison here (default: <after>.compare.html).",
+        ),
+    ] = None,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", metavar="", help="Write no HTML report.")
+    ] = False,
+    json_out: Annotated[
+        Path | None,
+        typer.Option("--json", metavar="FILE", help="Write the comparison as JSON to this file."),
+    ] = None,
+    client: ClientOpt = None,
+    server: ServerOpt = None,
+    port: PortOpt = None,
+    parser: ParserOpt = "auto",
+    stall_threshold: StallOpt = None,
+    quiet: QuietOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare two captures, before and after a change: the time budgets side by side
+    per client/server pair, throughput and per-operation latency, what got better or
+    worse and by how much.
+
+    Examples:
+
+      nfstrace compare before.pcap after.pcap
+
+      nfstrace compare slow.pcap fixed.pcap --server 10.0.0.5 --json change.json
+    """
+    choices = _Choices(client, server, port, parser, stall_threshold, None, None, None, None, None)
+    if report is None and not no_report:
+        report, explicit = after.with_name(after.name + ".compare.html"), False
+    else:
+        explicit = True
+    _compare(before, after, choices, quiet, None if no_report else report, explicit, json_out,
+             debug=debug)  # fmt: skip
+
+
+@_errors_handled
+def _compare(
+    before: Path,
+    after: Path,
+    choices: _Choices,
+    quiet: bool,
+    report: Path | None,
+    explicit: bool,
+    json_out: Path | None,
+) -> None:
+    check_outputs([before, after], {"-o" if explicit else "the report": report, "--json": json_out})
+    config = choices.config()
+    traces = [_loaded([p], config, quiet) for p in (before, after)]
+    cmp = compare_traces(*traces)
+    out = _stdout()
+    render_comparison(cmp, out)
+    if json_out is not None:
+        _write(json_out, lambda _t, path: write_comparison_json(cmp, path), traces[1])
+    if report is not None:
+        from nfstrace.reports.html import write_comparison  # plotly only for the report
+
+        try:
+            write_comparison(report, cmp)
+        except OSError as e:
+            if explicit:
+                raise OutputError(f"cannot write: {e.strerror}", str(report)) from None
+            Console(stderr=True, highlight=False, soft_wrap=True).print(
+                f"nfstrace: warning: no HTML report: cannot write {printable(str(report))}: "
+                f"{e.strerror} (choose a place with -o)",
+                markup=False,
+            )
+        else:
+            out.print(f"\nHTML report: {printable(str(report))}", soft_wrap=True, markup=False)
+    for t in traces:
+        _damaged_exit(t)
 
 
 @dataclass(frozen=True)

@@ -347,3 +347,39 @@ def test_several_pairs_one_section_each(tmp_path: Path) -> None:
     assert assert_all_drawn(text, dom, console) == 2 * 4 + 1  # figures 1-4 per pair, CDF
     # the re-sent WRITE is in the first pair's figure only
     assert text.count("WRITE re-sent (") == 1 and text.count("WRITE re-sent (1)") == 1
+
+
+def test_comparison_report_in_chromium(tmp_path: Path) -> None:
+    """nfstrace compare's report (issue 18): offline, drawn, the changes in words;
+    a lossy capture against a healthy one, screenshot kept."""
+    from nfstrace.comparison import compare
+    from nfstrace.reports.html import write_comparison
+
+    before = nfstrace.load(SAMPLE.parent / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    after = nfstrace.load(SAMPLE.parent / "v3-tcp-nfscp-w64k-d2-l0.pcap")
+    cmp = compare(before, after)
+    report = tmp_path / "compare.html"
+    write_comparison(report, cmp)
+    text = report.read_text(encoding="utf-8")
+    assert_offline(text)
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert_all_drawn(text, dom, console)
+    assert in_dom(cmp.changes[0]) in dom and cmp.changes[0].startswith("Writes ran")
+    screenshot(report, tmp_path)
+
+
+def test_lossy_capture_report_in_chromium(tmp_path: Path) -> None:
+    """A lossy capture's report (issue 18: a screenshot of a lossy and a healthy
+    one kept): drawn offline, the loss named first, its retransmissions marked."""
+    lossy = SAMPLE.parent / "v3-tcp-nfscp-w64k-d2-l0.5.pcap"
+    trace = nfstrace.load(lossy)
+    assert trace.diagnosis.verdict.primary == "loss_recovery"
+    report = tmp_path / "lossy.report.html"
+    write_report(report, trace, trace.diagnosis)
+    text = report.read_text(encoding="utf-8")
+    assert_offline(text)
+    dom, console, _ = open_in_browser(report, tmp_path)
+    assert_all_drawn(text, dom, console)
+    assert dom.index(in_dom(trace.diagnosis.verdict.text[1:])) < dom.index('id="capture"')
+    assert "TCP retransmissions (4)" in text
+    screenshot(report, tmp_path)

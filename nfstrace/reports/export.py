@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from nfstrace import __version__
+from nfstrace.comparison import Comparison
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
@@ -171,4 +172,12 @@ def write_model_json(trace: Trace, path: Path) -> None:
     model = trace.diagnosis.model
     body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model.as_dict()}
     text = json.dumps(_clean(body), indent=1) + "\n"
+    write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
+
+
+def write_comparison_json(cmp: Comparison, path: Path) -> None:
+    """``nfstrace compare --json``: both verdicts, the changes in words, the
+    pairs and operations tables (``nfstrace.comparison``)."""
+    data = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, **cmp.as_dict()}
+    text = json.dumps(_clean(data), indent=1) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))

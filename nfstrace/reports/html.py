@@ -52,6 +52,7 @@ from nfstrace.reports.files import write_atomically
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
+    from nfstrace.comparison import Comparison
     from nfstrace.trace import Trace
 
 MAX_PAIR_SECTIONS = 6  # client/server pairs drawn one section each (the busiest)
@@ -960,8 +961,23 @@ def render_report(
     figs = _Figures()  # one numbering of the figure divs, the diagnosis's first
     diagnosis_html = _diagnosis_section(trace, diagnosis, figs)
     figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
-    notes = data.notes + figs.notes
     title = "nfstrace report: " + ", ".join(os.path.basename(p) for p in trace.paths)
+    when = (
+        f"times are seconds since the first RPC message ({_when(trace.overview.start_ns)}; "
+        "TCP events before it, such as handshakes, have negative times)"
+    )
+    body = [
+        diagnosis_html,
+        _capture_section(trace, diagnosis),
+        figures_html,
+        _tables_section(trace, diagnosis, data),
+    ]
+    return _page(title, when, body, data.notes + figs.notes)
+
+
+def _page(title: str, subtitle: str, body: list[str], notes: list[str]) -> str:
+    """One offline HTML document: the styles, the error recorder, the body, the
+    notes, plotly.js packed and the scripts that unpack it and run the page."""
     from nfstrace import __version__  # here: nfstrace/__init__ imports the trace module
 
     parts = [
@@ -973,14 +989,9 @@ def render_report(
         f"<script>{_ERROR_RECORDER}</script>",
         "</head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="note">nfstrace {_e(__version__)}; times are seconds since the first '
-        f"RPC message ({_e(_when(trace.overview.start_ns))}; TCP events before it, such as "
-        "handshakes, have negative times).</p>",
+        f'<p class="note">nfstrace {_e(__version__)}; {_e(subtitle)}.</p>',
         '<div id="nfstrace-problems" role="alert"></div>',
-        diagnosis_html,
-        _capture_section(trace, diagnosis),
-        figures_html,
-        _tables_section(trace, diagnosis, data),
+        *body,
     ]
     if notes:
         parts.append('<section id="notes"><h2>Notes</h2><ul>')
@@ -995,6 +1006,42 @@ def render_report(
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def render_comparison(cmp: Comparison) -> str:
+    """``nfstrace compare``: what changed in words, the two budgets as bars (each
+    pair before and after), the pairs and the operations side by side."""
+    names = [", ".join(os.path.basename(p) for p in t.paths) for t in (cmp.before, cmp.after)]
+    title = f"nfstrace compare: {names[0]} → {names[1]}"
+    figs = _Figures()
+    body = ['<section id="diagnosis"><h2>What changed</h2><ol>']
+    body += [f"<li>{_e(line)}</li>" for line in cmp.changes]
+    body.append("</ol>")
+    for label, t in (("before", cmp.before), ("after", cmp.after)):
+        v = t.diagnosis.verdict
+        if v is not None:
+            body.append(f"<p><b>{label}</b> ({_e(v.primary)}): {_e(v.text)}</p>")
+    bars = []
+    for label, t in (("before", cmp.before), ("after", cmp.after)):
+        budget = t.diagnosis.budget
+        if budget is not None and len(budget.pairs):
+            client = label + ": " + budget.pairs["client"].astype(str)
+            bars.append(budget.pairs.assign(client=client))
+    if bars:
+        figs.add("time budget", fg.time_budget(pd.concat(bars, ignore_index=True)))
+        body += figs.html
+    body.append("</section>")
+    body.append('<section id="tables"><h2>Tables</h2><h3>Client/server pairs</h3>')
+    body.append(_table(cmp.pairs, list(cmp.pairs.columns), table_id="pairs"))
+    body.append("<h3>Operations (latency in ms)</h3>")
+    body.append(_table(cmp.operations, list(cmp.operations.columns), table_id="operations"))
+    body.append("</section>")
+    return _page(title, "before and after, side by side", body, figs.notes)
+
+
+def write_comparison(path: str | os.PathLike[str], cmp: Comparison) -> None:
+    text = render_comparison(cmp)
+    write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
 def write_report(

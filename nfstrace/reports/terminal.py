@@ -5,6 +5,7 @@ Console; prints nothing else.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape as _markup_escape
@@ -14,6 +15,7 @@ from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent
 from nfstrace.analysis.overview import Throughput
+from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.text import printable
@@ -311,3 +313,65 @@ def render_diagnosis_sections(diagnosis: Diagnosis, console: Console) -> None:
         console.print()
     if diagnosis.workload is not None:
         render_workload(diagnosis.workload, console)
+
+
+def _two(before: float, after: float, fmt: str) -> str:
+    """'before → after', each formatted, '-' where missing."""
+    return " → ".join("-" if pd.isna(x) else format(x, fmt) for x in (before, after))
+
+
+def render_comparison(cmp: Comparison, console: Console) -> None:
+    """``nfstrace compare``: the two captures, what changed in words, each pair's
+    budget before and after, the busiest operations' latency before and after."""
+    say = console.print
+    say("[bold]nfstrace compare[/bold]")
+    for label, t in (("before", cmp.before), ("after", cmp.after)):
+        v = t.diagnosis.verdict
+        say(
+            f"  {label:<6} {escape(', '.join(t.paths))}: {t.stats.frames:,} frames, "
+            f"{t.overview.transactions:,} transactions; verdict {v.primary if v else '-'}",
+            soft_wrap=True,
+        )
+    say()
+    say("[bold]What changed[/bold]")
+    for i, line in enumerate(cmp.changes, 1):
+        say(f"  {i:>2}. {escape(line)}", soft_wrap=True)
+    if not cmp.changes:
+        say("  nothing to compare: no writes and no operations in common")
+    say()
+    if len(cmp.pairs):
+        say("[bold]Time budget of the writes[/bold] (share of each pair's write activity)")
+        for r in cmp.pairs.head(MAX_PAIR_TABLES).itertuples(index=False):
+            say(
+                f"  {escape(str(r.client))} → {escape(str(r.server))}  "
+                f"{_two(r.elapsed_s_before, r.elapsed_s_after, ',.3f')} s, "
+                f"{_two(r.mbit_s_before, r.mbit_s_after, ',.1f')} Mbit/s",
+                soft_wrap=True,
+            )
+            shares = []
+            for c in CAUSES:
+                b, a = getattr(r, f"{c}_share_before"), getattr(r, f"{c}_share_after")
+                if max(np.nan_to_num(b), np.nan_to_num(a)) >= 0.005:
+                    shares.append(f"{c.replace('_', ' ')} {_two(b, a, '.0%')}")
+            say("     " + ", ".join(shares), soft_wrap=True)
+        say()
+    ops = cmp.operations.head(MAX_OPERATION_ROWS)
+    if len(ops):
+        table = Table(
+            title="Operations, before → after (ms)",
+            show_edge=False,
+            header_style="bold",
+            title_justify="left",
+        )
+        for h in ("op", "calls", "p50", "p99", "p50 change", "errors"):
+            table.add_column(h, justify="left" if h == "op" else "right")
+        for r in ops.itertuples(index=False):
+            table.add_row(
+                escape(str(r.op) if r.program == "nfs" else f"{r.program} {r.op}"),
+                f"{r.calls_before:,} → {r.calls_after:,}",
+                f"{_ms(r.p50_ms_before)} → {_ms(r.p50_ms_after)}",
+                f"{_ms(r.p99_ms_before)} → {_ms(r.p99_ms_after)}",
+                "-" if not r.p50_change > -1 else speed_words(1 + r.p50_change),
+                f"{r.errors_before:,} → {r.errors_after:,}",
+            )
+        say(table)
