@@ -100,6 +100,7 @@ _REPLY_COLUMNS = {
     "committed": "committed",
     "verifier": "verifier",
     "eof": "eof",
+    "fh": "reply_fh",
     "rpc_len": "reply_bytes",
     "frame_last": "reply_frame",
     "nfs_decode": "reply_decode",

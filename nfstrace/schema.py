@@ -136,6 +136,11 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "op_status": ("string", "NFSv4: per-operation status codes"),
     "fh": ("string", "file handle (hex)"),
     "name": ("string", "file name argument"),
+    "reply_fh": (
+        "string",
+        "file handle (hex) the reply hands back: NFSv3 LOOKUP, CREATE, MKDIR, SYMLINK, "
+        "MKNOD; NFSv4 GETFH (the last) -- with name, what the file is called",
+    ),
     "offset": ("Int64", "READ/WRITE/COMMIT offset"),
     "count": ("Int64", "READ/WRITE/COMMIT count asked for"),
     "stable": ("Int32", "WRITE stable_how asked for"),

@@ -13,6 +13,7 @@ from nfstrace.analysis.budget import CAUSES as BUDGET_CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis, DiagnosisOptions, diagnose
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import Overview, overview
+from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
@@ -62,6 +63,16 @@ class Trace:
     stats: ParseStats
     overview: Overview
     diagnosis: Diagnosis
+
+    @property
+    def files(self) -> pd.DataFrame:
+        """The files written, the slowest first: name (from the LOOKUP/CREATE/OPEN
+        replies in the capture), bytes, seconds, rate, sequential share
+        (``nfstrace.analysis.writes.FILE_COLUMNS``)."""
+        writes = self.diagnosis.writes
+        if writes is None:
+            return pd.DataFrame(columns=list(FILE_COLUMNS))
+        return writes.files
 
     def _facts(self) -> tuple[str, str, str]:
         """(the files, what they hold, the verdict) in a few words each."""

@@ -79,6 +79,8 @@ def test_default_is_one_screen_and_full_adds_the_tables(tmp_path: Path) -> None:
     for section in ("Latency per operation", "Transactional latency model", "Workload"):
         assert section in full.stdout and section not in short.stdout
     assert len(full.stdout.splitlines()) > len(lines) + 30
+    files = full.stdout.split("Files written (the slowest first)", 1)[1]
+    assert "w-v3-tcp-nfsrs-w1m-d0-l0" in files.split("\n\n")[0]  # named from CREATE
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from nfstrace.analysis.writes import (
     analyze_writes,
     write_progress,
 )
+from nfstrace.parsers import native
 
 try:
     from crafted import make_writes as mw
@@ -199,3 +200,45 @@ def test_large_table_in_seconds() -> None:
     assert progress["cum_bytes"].iloc[-1] == 200_000 * 32768
     assert len(result.commits) == 200_000 // 3200 and result.sequential_share == 1.0
     assert elapsed < 30  # seconds; measured about 1 s
+
+
+V3_NAMED = [
+    SAMPLES / "causes" / "v3-tcp-nfsrs-w1m-d0-l0.pcap",
+    SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap",
+]
+
+
+@pytest.mark.parametrize("parser", ["fast", "native"] if native.available() else ["fast"])
+@pytest.mark.parametrize("capture", V3_NAMED, ids=lambda p: p.stem)
+def test_files_are_named_from_the_replies_that_handed_out_their_handles(
+    capture: Path, parser: str
+) -> None:
+    """Per-file view (issue 18): the handle an NFSv3 LOOKUP/CREATE reply hands out
+    is decoded (as tshark's nfs.fhandle in those replies), and the file written
+    through it is named by the call's name; both parsers alike."""
+    import tshark_ref
+
+    from nfstrace.trace import AnalysisConfig
+
+    t = nfstrace.load(capture, AnalysisConfig(parser=parser))
+    tx = t.transactions
+    rows = tshark_ref.fields(
+        str(capture),
+        ["frame.number", "nfs.fhandle"],
+        "rpc.msgtyp==1 && nfs.status3==0 && "
+        "(nfs.procedure_v3==3 || nfs.procedure_v3>=8 && nfs.procedure_v3<=11)",
+    )
+    truth = {int(f[0]): f[1] for f in rows}
+    ours = tx[tx["reply_frame"].isin(list(truth))]
+    assert len(ours) == len(truth) >= 2
+    assert dict(zip(ours["reply_frame"].astype(int), ours["reply_fh"], strict=True)) == truth
+    (written,) = t.files.itertuples(index=False)
+    create = tx[tx["op"] == "CREATE"].iloc[0]
+    assert written.fh == create["reply_fh"] and written.name == create["name"] != ""
+    assert written.name == ground_truth(capture)["workload"]["file_name"]
+    assert written.bytes == 1_048_576 and written.seconds > 0
+    from nfstrace.reports.html import render_report
+
+    page = render_report(t, t.diagnosis)
+    table = page[page.index('id="files"') : page.index("</table>", page.index('id="files"'))]
+    assert f">{written.name}<" in table

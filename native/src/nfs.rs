@@ -125,6 +125,13 @@ fn is_dirop(proc_: i64) -> bool {
     matches!(proc_, 3 | 8 | 9 | 10 | 11 | 12 | 13 | 14)
 }
 
+const NFS3_LOOKUP: i64 = 3;
+
+/// CREATE, MKDIR, SYMLINK, MKNOD: their reply's post_op_fh3 (nfs3.NEW_OBJECT_PROCS).
+fn makes_object(proc_: i64) -> bool {
+    matches!(proc_, 8..=11)
+}
+
 fn outcome(x: &Xdr) -> u8 {
     if x.ok {
         DECODE_OK
@@ -221,6 +228,18 @@ fn nfs3_reply(buf: &[u8], off: usize, proc_: i64, nprocs: i64) -> Fields<'_> {
     }
     let mut f = Fields::named(DECODE_OK);
     f.nfs_status = Some(status);
+    if status == 0 && (proc_ == NFS3_LOOKUP || makes_object(proc_)) {
+        // the handle of the object looked up or made (post_op_fh3: if it follows)
+        let follows = proc_ == NFS3_LOOKUP || x.boolean();
+        if follows && x.ok {
+            let v = x.opaque(FHSIZE3);
+            if x.ok {
+                f.fh = Some(v);
+            }
+        }
+        f.decode = outcome(&x);
+        return f;
+    }
     if status != 0 || !(proc_ == NFS3_WRITE || proc_ == NFS3_READ || proc_ == NFS3_COMMIT) {
         return f;
     }

@@ -84,8 +84,12 @@ FILE_COLUMNS: dict[str, str] = {
     "client": "str: client address",
     "server": "str: server address",
     "fh": "str: file handle (hex)",
+    "name": "str: the file's name, from the LOOKUP/CREATE/OPEN reply that handed its "
+    "handle out in this capture ('' if none did)",
     "writes": "int64: WRITE calls with a decoded offset and count",
     "bytes": "int64: bytes acknowledged",
+    "seconds": "float: first WRITE call to last WRITE reply of the file",
+    "mbit_s": "float: bytes over those seconds (10^6 bit/s; NaN when no time passed)",
     "sequential": "int64: WRITEs whose offset == previous offset + count (call order)",
     "sequential_share": "float: sequential / (writes - 1); NaN for a single WRITE",
 }
@@ -94,7 +98,7 @@ FILE_COLUMNS: dict[str, str] = {
 USED_COLUMNS = (
     *("client", "server", "xid", "vers", "op", "fh", "n_calls", "n_replies"),
     *("t_call_ns", "t_reply_ns", "latency_ns", "status", "offset", "count", "stable"),
-    *("reply_count", "committed", "verifier", "write_bytes"),
+    *("reply_count", "committed", "verifier", "write_bytes", "name", "reply_fh"),
 )
 
 # A workload is called random below this share of sequential WRITEs.
@@ -297,8 +301,21 @@ def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
     return at[list(VERIFIER_CHANGE_COLUMNS)].reset_index(drop=True)
 
 
-def _files(writes: pd.DataFrame) -> pd.DataFrame:
-    """Sequential vs random per file handle, in call order (``writes`` prepared)."""
+def file_names(tx: pd.DataFrame) -> dict[str, str]:
+    """File handle (hex) -> name, from the successful replies that handed a handle
+    out for a name (LOOKUP, CREATE, MKDIR, OPEN with GETFH ...); the latest wins."""
+    if "reply_fh" not in tx or "name" not in tx:
+        return {}
+    fh, name = tx["reply_fh"].fillna(""), tx["name"].fillna("")
+    ok = (fh != "") & (name != "") & tx["status"].fillna(-1).eq(0)
+    named = pd.DataFrame({"fh": fh[ok], "name": name[ok], "t": tx["t_call_ns"][ok]})
+    named = named.sort_values("t", kind="stable").drop_duplicates("fh", keep="last")
+    return dict(zip(named["fh"].astype(str), named["name"].astype(str), strict=True))
+
+
+def _files(writes: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per file handle: its name, bytes, time and rate, sequential vs random in
+    call order; the files that took longest first (``writes`` prepared)."""
     offset, count = _int(writes["offset"]), write_sizes(writes)
     fh_code, fh_names = pd.factorize(writes["fh"])  # <NA>: -1
     known = (offset >= 0) & (count >= 0) & (fh_code >= 0)
@@ -311,6 +328,7 @@ def _files(writes: pd.DataFrame) -> pd.DataFrame:
             "offset": offset[known],
             "end": offset[known] + count[known],
             "bytes": writes["write_bytes"].to_numpy(dtype="int64")[known],
+            "t_reply": writes["t_reply_ns"].astype("Int64").fillna(-1).to_numpy("int64")[known],
         }
     )
     if w.empty:
@@ -320,8 +338,19 @@ def _files(writes: pd.DataFrame) -> pd.DataFrame:
     w["sequential"] = same_file & (w["offset"].to_numpy() == w["end"].shift().to_numpy())
     g = w.groupby(["pair", "fh"], sort=True)
     out = pd.DataFrame(
-        {"writes": g.size(), "bytes": g["bytes"].sum(), "sequential": g["sequential"].sum()}
+        {
+            "writes": g.size(),
+            "bytes": g["bytes"].sum(),
+            "sequential": g["sequential"].sum(),
+            "first": g["t"].min(),
+            "last": g["t_reply"].max(),
+        }
     ).reset_index()
+    spent = (out["last"] - out["first"]).where(out["last"] >= 0).astype("float64") / 1e9
+    out["seconds"] = spent.clip(lower=0)
+    out["mbit_s"] = (out["bytes"] * 8 / 1e6 / out["seconds"].where(out["seconds"] > 0)).astype(
+        "float64"
+    )
     labels = writes.groupby("pair", sort=True)[["client", "server"]].first()
     out["client"] = labels["client"].astype(object).reindex(out["pair"]).to_numpy()
     out["server"] = labels["server"].astype(object).reindex(out["pair"]).to_numpy()
@@ -329,7 +358,15 @@ def _files(writes: pd.DataFrame) -> pd.DataFrame:
     out["sequential"] = out["sequential"].astype("int64")
     follow = out["writes"] - 1
     out["sequential_share"] = (out["sequential"] / follow.where(follow > 0)).astype("float64")
-    return out.sort_values(["client", "server", "fh"], ignore_index=True)[list(FILE_COLUMNS)]
+    names = names or {}
+    out["name"] = pd.Series([names.get(fh, "") for fh in out["fh"]], dtype=object)
+    out = out.sort_values(
+        ["seconds", "client", "server", "fh"],
+        ascending=[False, True, True, True],
+        na_position="last",
+        ignore_index=True,
+    )
+    return out[list(FILE_COLUMNS)]
 
 
 def bytes_text(n: float) -> str:
@@ -493,7 +530,7 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
         name = status_name(int(st), int(vers))
         failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
     ok_writes = w[w["write_bytes"] > 0]
-    files = _files(w)
+    files = _files(w, file_names(tx))
     follow = int((files["writes"] - 1).clip(lower=0).sum()) if len(files) else 0
     seq = int(files["sequential"].sum()) if len(files) else 0
     return WritesResult(

@@ -186,7 +186,8 @@ class CaptureInfo:
     snaplen: int = 0
     frames: int = 0
     bytes: int = 0  # file bytes (uncompressed) consumed
-    read_bytes: int = 0  # bytes read from the file on disk so far (packed), for progress
+    # bytes read from the file on disk so far (packed): progress only, not a fact of the file
+    read_bytes: int = field(default=0, compare=False)
     truncated_frames: int = 0  # caplen < orig_len
     interface_drops: int = 0  # from pcapng interface statistics blocks
     damage: dict[str, Damage] = field(default_factory=dict)

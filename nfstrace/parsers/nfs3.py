@@ -21,6 +21,11 @@ LINK = 15
 COMMIT = 21
 # procedures whose arguments start with diropargs3 (dir handle, then a name)
 DIROP_PROCS = frozenset((3, 8, 9, 10, 11, 12, 13, 14))
+LOOKUP = 3
+# Procedures whose reply hands back the file handle of a (new) object: LOOKUP's
+# nfs_fh3, and the post_op_fh3 of CREATE, MKDIR, SYMLINK, MKNOD.  A reply's
+# ``fh`` column holds it: with the call's name it names the file.
+NEW_OBJECT_PROCS = frozenset((8, 9, 10, 11))
 
 # stable_how
 UNSTABLE = 0
@@ -135,6 +140,10 @@ def decode_reply(buf: bytes, off: int, proc: int) -> tuple:
     status = x.u32()
     if not x.ok:
         return fields(op=name, nfs_decode=DECODE_TRUNCATED)
+    if status == NFS3_OK and (proc == LOOKUP or proc in NEW_OBJECT_PROCS):
+        follows = proc == LOOKUP or x.boolean()  # post_op_fh3: handle_follows
+        fh = x.opaque(FHSIZE3).hex() if follows and x.ok else ""
+        return fields(op=name, nfs_status=status, fh=fh if x.ok else "", nfs_decode=_outcome(x))
     if status != NFS3_OK or proc not in (WRITE, READ, COMMIT):
         return fields(op=name, nfs_status=status, nfs_decode=DECODE_OK)
     if proc == WRITE:

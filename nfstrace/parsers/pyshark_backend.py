@@ -41,7 +41,7 @@ import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
-from nfstrace.parsers import nfs4, rpc
+from nfstrace.parsers import nfs3, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
 from nfstrace.parsers.fast import _ROW_COLUMNS, ParseStats, _events_frame, _messages_frame
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
@@ -321,6 +321,8 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
         else:
             out["nfs_status"] = _int(f, "nfs.status")
             ok = out["nfs_status"] == 0
+            if ok and vers == 3 and (proc == nfs3.LOOKUP or proc in nfs3.NEW_OBJECT_PROCS):
+                out["fh"] = _hex(f, "nfs.fhandle")  # the handle handed out
             out["count"] = _int(f, "nfs.count3") if ok else -1
             out["committed"] = _int(f, "nfs.write.committed") if ok else -1
             out["verifier"] = _hex(f, "nfs.verifier") if ok else ""

@@ -45,7 +45,7 @@ from plotly.offline import get_plotlyjs
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask, status_name
 from nfstrace.analysis.pace import outstanding_steps
-from nfstrace.analysis.writes import commit_table, write_progress
+from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
@@ -778,6 +778,17 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis | None, data: _Inputs) ->
         out.append("<h3>Latency per operation and client/server pair</h3>")
         out.append(
             _table(by_pair, ["client", "server", *lat_cols], tips=lat_tips, table_id="latency-pair")
+        )
+    files = trace.files
+    if len(files):
+        out.append("<h3>Files written (the slowest first; names from the capture)</h3>")
+        out.append(
+            _table(
+                files,
+                list(files.columns),
+                tips=dict(FILE_COLUMNS),
+                table_id="files",
+            )
         )
     events, total, notes = _events(trace, data)
     out.append("<h3>Events</h3>")

@@ -245,6 +245,38 @@ def render_latency_tables(trace: Trace, console: Console) -> None:
         )
 
 
+MAX_FILE_ROWS = 15
+
+
+def render_files(trace: Trace, console: Console) -> None:
+    """--full: the files written, the slowest first, by name where the capture
+    shows it (else the handle)."""
+    files = trace.files
+    if files.empty:
+        return
+    table = Table(
+        title="Files written (the slowest first)",
+        show_edge=False,
+        header_style="bold",
+        title_justify="left",
+    )
+    for h in ("file", "writes", "MB", "seconds", "Mbit/s", "sequential"):
+        table.add_column(h, justify="left" if h == "file" else "right")
+    for r in files.head(MAX_FILE_ROWS).itertuples(index=False):
+        label = str(r.name) if r.name else f"fh {str(r.fh)[:16]}..."
+        table.add_row(
+            escape(label),
+            f"{r.writes:,}",
+            f"{r.bytes / 1e6:,.3f}",
+            "-" if pd.isna(r.seconds) else f"{r.seconds:,.3f}",
+            "-" if pd.isna(r.mbit_s) else f"{r.mbit_s:,.1f}",
+            "-" if pd.isna(r.sequential_share) else f"{r.sequential_share:.0%}",
+        )
+    console.print(table)
+    if len(files) > MAX_FILE_ROWS:
+        console.print(f"  ... {len(files) - MAX_FILE_ROWS:,} more files in the JSON/HTML report")
+
+
 def render_capture(trace: Trace, console: Console) -> None:
     """What the capture holds and what it missed or damaged."""
     st = trace.stats
@@ -287,6 +319,9 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     say()
     if full:
         render_latency_tables(trace, console)
+        if not trace.files.empty:
+            say()
+            render_files(trace, console)
     elif len(trace.latency):
         say(operations_rich_table(trace.latency))
         more = len(trace.latency) - MAX_OPERATION_ROWS
