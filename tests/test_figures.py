@@ -616,3 +616,24 @@ def test_tcp_retransmissions_are_marked_on_the_transfer() -> None:
     assert list(marks.x) == pytest.approx(list(expect))
     curve = fig.data[0]
     assert all(0 <= y <= max(curve.y) for y in marks.y)
+
+
+def test_close_stall_labels_do_not_print_over_each_other() -> None:
+    """Stalls side by side: their labels step down instead of overlapping."""
+    ms = 1_000_000
+    stalls = pd.DataFrame(
+        {
+            "start_ns": START_NS + np.array([100, 110, 120, 900]) * ms,
+            "duration_ns": np.array([5, 6, 7, 8]) * ms,
+            "cause": ["commit", "server", "commit", "commit"],
+            "detail": "",
+        }
+    )
+    stalls["end_ns"] = stalls["start_ns"] + stalls["duration_ns"]
+    progress = pd.DataFrame(
+        {"t_ns": START_NS + np.arange(1, 11) * 100 * ms, "client": "c", "server": "s",
+         "bytes": 65_536}
+    )  # fmt: skip
+    fig = fg.cumulative_transfer(progress, stalls, t0_ns=START_NS)
+    shifts = [(a.x, a.yshift) for a in fig.layout.annotations if "s" in a.text]
+    assert [y for _, y in sorted(shifts)] == [0, -14, -28, 0]

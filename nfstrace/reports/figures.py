@@ -532,16 +532,24 @@ def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> No
                 hoverinfo="name",
             )
         )
-    longest = stalls.nlargest(MAX_LABELLED, "duration_ns")
-    for row in longest.itertuples(index=False):
+    longest = stalls.nlargest(MAX_LABELLED, "duration_ns").sort_values("start_ns")
+    mid = _seconds(longest["start_ns"] + longest["duration_ns"] / 2, t0)
+    span = max(float(mid.max() - mid.min()), 1e-9) if len(mid) else 1.0
+    level = 0
+    for i, row in enumerate(longest.itertuples(index=False)):
+        # labels closer than 4% of the labelled span step down (three levels, then
+        # back up): side by side they would print over each other
+        level = (level + 1) % 3 if i and mid[i] - mid[i - 1] < 0.04 * span else 0
         fig.add_annotation(
-            x=float(_seconds(np.array([row.start_ns + row.duration_ns / 2]), t0)[0]),
+            x=float(mid[i]),
             y=top,
             yanchor="bottom",
+            yshift=-14 * level if len(longest) <= 4 else 0,
             text=esc(f"{row.cause} {row.duration_ns / 1e9:.3f} s"),
             showarrow=False,
             font={"size": 10},
             textangle=-90 if len(longest) > 4 else 0,
+            xshift=9 * level if len(longest) > 4 else 0,
         )
 
 
