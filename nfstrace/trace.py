@@ -11,7 +11,7 @@ import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES as BUDGET_CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis, DiagnosisOptions, diagnose
-from nfstrace.analysis.latency import compound_op_latency, latency_table
+from nfstrace.analysis.latency import compound_op_latency, latency_table, status_name
 from nfstrace.analysis.overview import Overview, overview
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
@@ -73,6 +73,27 @@ class Trace:
         if writes is None:
             return pd.DataFrame(columns=list(FILE_COLUMNS))
         return writes.files
+
+    def readable(self) -> pd.DataFrame:
+        """The transactions for reading (Jupyter): call and reply times as UTC
+        Timestamps, latencies as Timedeltas, the NFS status by name beside its
+        code.  A copy: the ``*_ns`` integer columns stay the exact values."""
+        tx = self.transactions
+        out = pd.DataFrame(
+            {
+                "t_call": pd.to_datetime(tx["t_call_ns"], unit="ns", utc=True),
+                "t_reply": pd.to_datetime(tx["t_reply_ns"], unit="ns", utc=True),
+                "latency": pd.to_timedelta(tx["latency_ns"], unit="ns"),
+                "server_time": pd.to_timedelta(tx["srt_ns"], unit="ns"),
+            }
+        )
+        names = [
+            status_name(int(st), int(v)) if prog == "nfs" and not pd.isna(st) and st >= 0 else ""
+            for st, v, prog in zip(tx["status"], tx["vers"], tx["program"].astype(str), strict=True)
+        ]
+        out["status_name"] = pd.Series(names, index=tx.index, dtype="string")
+        keep = ["client", "server", "xid", "program", "vers", "op", "name", "status"]
+        return pd.concat([tx[keep], out, tx.drop(columns=keep)], axis=1)
 
     def _facts(self) -> tuple[str, str, str]:
         """(the files, what they hold, the verdict) in a few words each."""

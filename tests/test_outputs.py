@@ -283,3 +283,20 @@ def test_markdown_for_a_ticket(tmp_path: Path) -> None:
     assert "| nfs LAYOUTGET | 8 |" in text and "LAYOUTUNAVAILABLE ×8" in text
     assert md("a|b *x* <i>\x1b") == "a\\|b \\*x\\* &lt;i&gt;\\\\x1b"
     assert not list(tmp_path.glob(".*part*"))
+
+
+def test_readable_transactions_for_jupyter() -> None:
+    """Times as Timestamps/Timedeltas and status names beside codes (issue 18);
+    the exact integer columns kept."""
+    import nfstrace
+
+    t = nfstrace.load(SAMPLE.parent / "causes" / "v3-tcp-nfsrs-w1m-d0-l0.pcap")
+    r = t.readable()
+    tx = t.transactions
+    assert len(r) == len(tx) and set(tx.columns) <= set(r.columns)
+    lookup = r[(r["op"] == "LOOKUP") & (r["status"] == 2)].iloc[0]
+    assert lookup["status_name"] == "NFS3ERR_NOENT"
+    assert (r.loc[r["program"] != "nfs", "status_name"] == "").all()
+    first = tx.iloc[0]
+    assert r["t_call"].iloc[0] == pd.Timestamp(int(first["t_call_ns"]), unit="ns", tz="UTC")
+    assert r["latency"].iloc[0] == pd.Timedelta(int(first["latency_ns"]), unit="ns")
