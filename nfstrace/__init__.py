@@ -2,11 +2,48 @@
 
 >>> import nfstrace
 >>> t = nfstrace.load("capture.pcap")
->>> t.messages.head()
+>>> t                                  # the verdict in one line
+>>> print(nfstrace.summary(t))         # the terminal's summary, as text
+>>> nfstrace.report(t, "x.html")       # the HTML report
+
+``report`` and ``summary`` are functions of the package, not methods of
+``Trace``: a Trace is what the analysis produced, and the reports sit above it
+(they import it); the package is where the layers meet.
 """
+
+from __future__ import annotations
+
+import io
+import os
 
 from nfstrace.errors import NfstraceError
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 __version__ = "0.1.0"
-__all__ = ["AnalysisConfig", "NfstraceError", "Trace", "__version__", "load"]
+__all__ = [
+    "AnalysisConfig",
+    "NfstraceError",
+    "Trace",
+    "__version__",
+    "load",
+    "report",
+    "summary",
+]
+
+
+def report(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write the HTML report of ``trace`` to ``path`` (whole or not at all)."""
+    from nfstrace.reports.html import write_report  # plotly only when a report is written
+
+    write_report(path, trace, trace.diagnosis)
+
+
+def summary(trace: Trace, full: bool = False, width: int = 100) -> str:
+    """The terminal summary as plain text (``full``: every table, as ``--full``)."""
+    from rich.console import Console
+
+    from nfstrace.reports.terminal import render_summary
+
+    out = io.StringIO()
+    render_summary(trace, Console(file=out, width=width, highlight=False), full)
+    return out.getvalue()

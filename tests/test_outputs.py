@@ -300,3 +300,18 @@ def test_readable_transactions_for_jupyter() -> None:
     first = tx.iloc[0]
     assert r["t_call"].iloc[0] == pd.Timestamp(int(first["t_call_ns"]), unit="ns", tz="UTC")
     assert r["latency"].iloc[0] == pd.Timedelta(int(first["latency_ns"]), unit="ns")
+
+
+def test_report_and_summary_from_python(tmp_path: Path) -> None:
+    """nfstrace.report(t, path) and nfstrace.summary(t) (issue 18): the same
+    report and text the command writes."""
+    import nfstrace
+
+    t = nfstrace.load(SAMPLE)
+    text = nfstrace.summary(t)
+    assert text.startswith("nfstrace ") and "Diagnosis" in text and "\x1b" not in text
+    assert "Transactional latency model" in nfstrace.summary(t, full=True)
+    assert "Transactional latency model" not in text
+    path = tmp_path / "x.html"
+    nfstrace.report(t, path)
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
