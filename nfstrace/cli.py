@@ -350,6 +350,14 @@ def analyze(
             "(for a ticket's body).",
         ),
     ] = None,
+    png_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--png",
+            metavar="FILE",
+            help="Draw the cumulative-transfer plot as a PNG (needs Chromium or Chrome).",
+        ),
+    ] = None,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -386,7 +394,13 @@ def analyze(
     else:
         explicit = True
     outputs = _Outputs(
-        None if no_report else report, explicit, json_out, csv_out, parquet_out, markdown_out
+        None if no_report else report,
+        explicit,
+        json_out,
+        csv_out,
+        parquet_out,
+        markdown_out,
+        png_out,
     )
     _analyze(captures, choices, quiet, outputs, full, debug=debug)
 
@@ -530,6 +544,7 @@ class _Outputs:
     csv: Path | None
     parquet: Path | None
     markdown: Path | None = None
+    png: Path | None = None
 
 
 def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
@@ -593,6 +608,7 @@ def _analyze(
             "--csv": outputs.csv,
             "--parquet": outputs.parquet,
             "--markdown": outputs.markdown,
+            "--png": outputs.png,
         },
     )
     trace = _loaded(captures, choices.config(), quiet)
@@ -606,6 +622,10 @@ def _analyze(
     ):
         if path is not None:
             _write(path, writer, trace)
+    if outputs.png is not None:
+        from nfstrace.reports.png import write_png  # plotly only for a figure
+
+        _write(outputs.png, write_png, trace)
     if outputs.report is not None:
         _write_report(trace, outputs.report, outputs.report_explicit, out)
     _damaged_exit(trace)

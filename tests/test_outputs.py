@@ -315,3 +315,16 @@ def test_report_and_summary_from_python(tmp_path: Path) -> None:
     path = tmp_path / "x.html"
     nfstrace.report(t, path)
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_png_without_a_browser_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--png with no Chromium/Chrome found: a one-line error naming what to
+    install, before anything is left behind."""
+    monkeypatch.setenv("NFSTRACE_BROWSER", "no-such-browser-here")
+    png = tmp_path / "t.png"
+    r = CliRunner().invoke(app, ["analyze", str(SAMPLE), "--no-report", "--png", str(png)])
+    assert r.exit_code == ExitStatus.OUTPUT, r.output
+    assert "--png needs Chromium or Chrome" in r.stderr and "Traceback" not in r.output
+    assert not png.exists() and not list(tmp_path.iterdir())

@@ -15,6 +15,7 @@ import html
 import os
 import re
 import shutil
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -383,3 +384,24 @@ def test_lossy_capture_report_in_chromium(tmp_path: Path) -> None:
     assert dom.index(in_dom(trace.diagnosis.verdict.text[1:])) < dom.index('id="capture"')
     assert "TCP retransmissions (4)" in text
     screenshot(report, tmp_path)
+
+
+def test_png_of_the_transfer_plot(tmp_path: Path) -> None:
+    """--png (issue 18): the cumulative-transfer plot drawn by the installed
+    Chromium into a PNG, written whole; kept as an artifact."""
+    from typer.testing import CliRunner
+
+    from nfstrace.cli import app
+
+    chromium()  # installed, or the test fails saying so
+    png = tmp_path / "transfer.png"
+    lossy = SAMPLE.parent / "v3-tcp-nfscp-w64k-d2-l0.5.pcap"
+    r = CliRunner().invoke(app, ["analyze", str(lossy), "--no-report", "--png", str(png)])
+    assert r.exit_code == 0, r.output
+    data = png.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1200, 620)
+    artifacts = Path(os.environ.get("NFSTRACE_ARTIFACTS") or ROOT / "test-artifacts")
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(png, artifacts / png.name)

@@ -471,7 +471,16 @@ class _Figures:
 def _pair_figures(
     figs: _Figures, trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
 ) -> None:
-    """Figures 1-4 for one client/server pair (None: the whole trace)."""
+    """Figures 1-4 for one client/server pair (None: the whole trace), added."""
+    for name, fig in _pair_figure_list(trace, data, pair, budget):
+        figs.add(name, fig)
+
+
+def _pair_figure_list(
+    trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
+) -> list[tuple[str, go.Figure]]:
+    """Figures 1-4 for one client/server pair (None: the whole trace), on one
+    time axis."""
     t0 = trace.overview.start_ns
 
     def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -492,6 +501,7 @@ def _pair_figures(
         segments = None  # slopes of the whole trace: not one pair's
     span_s = (trace.overview.end_ns - t0) / 1e9
     zoom: list[float] | None = None
+    out: list[tuple[str, go.Figure]] = []
     for name, fig in (
         (
             "cumulative transfer",
@@ -523,7 +533,8 @@ def _pair_figures(
             zoom = list(zoom) if zoom else [-0.01 * span_s, 1.01 * span_s]
         if span_s > 0 and fig.data:  # one time axis for all: the writes', or the capture's
             fig.update_xaxes(range=zoom)
-        figs.add(name, fig)
+        out.append((name, fig))
+    return out
 
 
 def _figures_section(
@@ -962,6 +973,13 @@ _PAGE_SCRIPT = """
   });
 })();
 """
+
+
+def transfer_figure(trace: Trace, point_budget: int = fg.POINT_BUDGET) -> go.Figure:
+    """The whole capture's cumulative transfer as the report draws it (the
+    budget's shading, stalls, re-sends, COMMITs, TCP retransmissions)."""
+    figures = _pair_figure_list(trace, _inputs(trace, trace.diagnosis), None, point_budget)
+    return dict(figures)["cumulative transfer"]
 
 
 def render_report(
