@@ -244,6 +244,7 @@ WhatIfOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No progress display.")]
+NoReportOpt = Annotated[bool, typer.Option("--no-report", metavar="", help="Write no HTML report.")]
 FullOpt = Annotated[
     bool,
     typer.Option(
@@ -326,9 +327,7 @@ def analyze(
             help="Write the HTML report here (default: <capture>.report.html).",
         ),
     ] = None,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", metavar="", help="Write no HTML report.")
-    ] = False,
+    no_report: NoReportOpt = False,
     json_out: Annotated[
         Path | None,
         typer.Option("--json", metavar="FILE", help="Write the summary as JSON to this file."),
@@ -465,9 +464,7 @@ def compare(
             help="Write the HTML comparison here (default: <after>.compare.html).",
         ),
     ] = None,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", metavar="", help="Write no HTML report.")
-    ] = False,
+    no_report: NoReportOpt = False,
     json_out: Annotated[
         Path | None,
         typer.Option("--json", metavar="FILE", help="Write the comparison as JSON to this file."),
@@ -520,18 +517,7 @@ def _compare(
     if report is not None:
         from nfstrace.reports.html import write_comparison  # plotly only for the report
 
-        try:
-            write_comparison(report, cmp)
-        except OSError as e:
-            if explicit:
-                raise OutputError(f"cannot write: {e.strerror}", str(report)) from None
-            Console(stderr=True, highlight=False, soft_wrap=True).print(
-                f"nfstrace: warning: no HTML report: cannot write {printable(str(report))}: "
-                f"{e.strerror} (choose a place with -o)",
-                markup=False,
-            )
-        else:
-            out.print(f"\nHTML report: {printable(str(report))}", soft_wrap=True, markup=False)
+        _write_report(lambda path: write_comparison(path, cmp), report, explicit, out)
     for t in traces:
         _damaged_exit(t)
 
@@ -627,16 +613,23 @@ def _analyze(
 
         _write(outputs.png, write_png, trace)
     if outputs.report is not None:
-        _write_report(trace, outputs.report, outputs.report_explicit, out)
+        # imported here: plotly is needed only for the report
+        from nfstrace.reports.html import write_report
+
+        _write_report(
+            lambda path: write_report(path, trace, trace.diagnosis),
+            outputs.report,
+            outputs.report_explicit,
+            out,
+        )
     _damaged_exit(trace)
 
 
-def _write_report(trace: Trace, path: Path, explicit: bool, out: Console) -> None:
-    # imported here: plotly is needed only for the report
-    from nfstrace.reports.html import write_report
-
+def _write_report(write: Callable[[Path], None], path: Path, explicit: bool, out: Console) -> None:
+    """Write an HTML report; failing at the default place (beside the capture,
+    perhaps read-only) is a warning, at a place given with -o an error."""
     try:
-        write_report(path, trace, trace.diagnosis)
+        write(path)
     except OSError as e:
         if explicit:
             raise OutputError(f"cannot write: {e.strerror}", str(path)) from None

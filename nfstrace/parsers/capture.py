@@ -315,34 +315,34 @@ class _Counted:
         self.raw.close()
 
 
-class _Gzip(gzip.GzipFile):
+class _ClosesItsFile:
+    """Mixin for a decompressing stream over a ``_Counted`` file: keeps it as
+    ``counted`` and closes it too (gzip, bz2 and lzma leave a file object they
+    were given open)."""
+
+    counted: _Counted
+
+    def close(self) -> None:
+        super().close()  # type: ignore[misc]
+        self.counted.close()
+
+
+class _Gzip(_ClosesItsFile, gzip.GzipFile):
     def __init__(self, counted: _Counted) -> None:
         super().__init__(fileobj=counted)  # type: ignore[arg-type]
         self.counted = counted
 
-    def close(self) -> None:
-        super().close()  # GzipFile leaves a fileobj it was given open
-        self.counted.close()
 
-
-class _Bzip2(bz2.BZ2File):
+class _Bzip2(_ClosesItsFile, bz2.BZ2File):
     def __init__(self, counted: _Counted) -> None:
         super().__init__(counted)  # type: ignore[arg-type]
         self.counted = counted
 
-    def close(self) -> None:
-        super().close()
-        self.counted.close()
 
-
-class _Xz(lzma.LZMAFile):
+class _Xz(_ClosesItsFile, lzma.LZMAFile):
     def __init__(self, counted: _Counted) -> None:
         super().__init__(counted)  # type: ignore[arg-type]
         self.counted = counted
-
-    def close(self) -> None:
-        super().close()
-        self.counted.close()
 
 
 def file_bytes_read(stream: BinaryIO, unpacked: int) -> int:

@@ -282,34 +282,31 @@ def cumulative_transfer(
         _add_stalls(fig, stalls, t0, top)
     if segments is not None and not segments.empty:
         _add_segment_slopes(fig, segments, t0, all_x, all_mb)
-    if retransmissions is not None and not retransmissions.empty:
-        resend_ns = _resend_times(retransmissions)
+
+    def mark(times_ns: np.ndarray, marker: dict, name: str, what: str) -> None:
+        """Events at their times, on the curve (its height then)."""
         fig.add_trace(
             go.Scatter(
-                x=_seconds(resend_ns, t0),
-                y=_interp(resend_ns, all_x, all_mb),
+                x=_seconds(times_ns, t0),
+                y=_interp(times_ns, all_x, all_mb),
                 mode="markers",
-                marker={"symbol": "x", "size": 9, "color": "#d62728"},
-                name=f"RPC re-sends ({len(resend_ns):,})",
-                hovertemplate="re-send at %{x:.6f} s<extra></extra>",
+                marker=marker,
+                name=name,
+                hovertemplate=f"{what} at %{{x:.6f}} s<extra></extra>",
             )
         )
+
+    if retransmissions is not None and not retransmissions.empty:
+        resend_ns = _resend_times(retransmissions)
+        mark(resend_ns, {"symbol": "x", "size": 9, "color": "#d62728"},
+             f"RPC re-sends ({len(resend_ns):,})", "re-send")  # fmt: skip
     if tcp_resends is not None and not tcp_resends.empty:
         ts = np.sort(tcp_resends["ts_ns"].to_numpy(dtype="float64"))
         keep = np.unique(np.linspace(0, len(ts) - 1, min(len(ts), point_budget // 10)).round())
         if len(keep) < len(ts):
             notes.append(_thinned_note("TCP retransmissions", len(keep), len(ts)))
-        ts = ts[keep.astype(int)]
-        fig.add_trace(
-            go.Scatter(
-                x=_seconds(ts, t0),
-                y=_interp(ts, all_x, all_mb),
-                mode="markers",
-                marker={"symbol": "line-ns-open", "size": 12, "color": "#9467bd"},
-                name=f"TCP retransmissions ({len(tcp_resends):,})",
-                hovertemplate="TCP retransmission at %{x:.6f} s<extra></extra>",
-            )
-        )
+        mark(ts[keep.astype(int)], {"symbol": "line-ns-open", "size": 12, "color": "#9467bd"},
+             f"TCP retransmissions ({len(tcp_resends):,})", "TCP retransmission")  # fmt: skip
     if commits is not None and not commits.empty:
         c = commits.dropna(subset=["t_call_ns"])
         call_ns = c["t_call_ns"].to_numpy(dtype="float64")

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from nfstrace.analysis.model import ModelResult
 from nfstrace.analysis.workload import LITTLE_TOLERANCE, WorkloadResult
+from nfstrace.reports.style import titled_table
 
 
 def _us(seconds: float) -> str:
@@ -25,7 +26,7 @@ def _num(value: object, fmt: str = ",.1f") -> str:
 
 
 def _table(title: str, heads: list[str], left: tuple[str, ...] = ()) -> Table:
-    table = Table(title=title, show_edge=False, header_style="bold", title_justify="left")
+    table = titled_table(title)
     for h in heads:
         table.add_column(h, justify="left" if h in left else "right")
     return table

@@ -18,6 +18,7 @@ from nfstrace.analysis.overview import Throughput
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
+from nfstrace.reports.style import titled_table
 from nfstrace.text import printable
 from nfstrace.trace import Trace
 
@@ -52,7 +53,7 @@ def _ms(v: object) -> str:
 
 
 def latency_rich_table(latency: pd.DataFrame, title: str) -> Table:
-    table = Table(title=title, show_edge=False, header_style="bold", title_justify="left")
+    table = titled_table(title)
     heads = ["program", "vers", "op", "calls", "no reply", "resent", "errors"]
     heads += ["mean ms", "p50", "p90", "p99", "max ms"]
     for h in heads:
@@ -120,12 +121,8 @@ def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
     stalls = diagnosis.stalls
     if stalls is None or stalls.stalls.empty:
         return
-    table = Table(
-        title=f"Stalls (no write progress for more than {stalls.threshold_ns / 1e6:,.1f} ms)",
-        show_edge=False,
-        header_style="bold",
-        title_justify="left",
-    )
+    limit = f"{stalls.threshold_ns / 1e6:,.1f} ms"
+    table = titled_table(f"Stalls (no write progress for more than {limit})")
     for h in ("start s", "duration ms", "cause", "client → server", "evidence"):
         table.add_column(h, justify="right" if h.endswith(("s", "ms")) else "left")
     start = diagnosis.stalls.stalls["start_ns"].min()
@@ -150,12 +147,7 @@ def operations_rich_table(latency: pd.DataFrame) -> Table:
     the first packet of the call, the server's median time from its last
     packet, re-sends, errors by name)."""
     latency = by_time_spent(latency)
-    table = Table(
-        title="Operations by time spent (ms)",
-        show_edge=False,
-        header_style="bold",
-        title_justify="left",
-    )
+    table = titled_table("Operations by time spent (ms)")
     for h in ("op", "calls", "p50", "p99", "server p50", "no reply", "resent", "errors"):
         table.add_column(h, justify="left" if h in ("op", "errors") else "right")
     nfs = latency["program"].astype(str).eq("nfs")
@@ -254,12 +246,7 @@ def render_files(trace: Trace, console: Console) -> None:
     files = trace.files
     if files.empty:
         return
-    table = Table(
-        title="Files written (the slowest first)",
-        show_edge=False,
-        header_style="bold",
-        title_justify="left",
-    )
+    table = titled_table("Files written (the slowest first)")
     for h in ("file", "writes", "MB", "seconds", "Mbit/s", "sequential"):
         table.add_column(h, justify="left" if h == "file" else "right")
     for r in files.head(MAX_FILE_ROWS).itertuples(index=False):
@@ -392,12 +379,7 @@ def render_comparison(cmp: Comparison, console: Console) -> None:
         say()
     ops = cmp.operations.head(MAX_OPERATION_ROWS)
     if len(ops):
-        table = Table(
-            title="Operations, before → after (ms)",
-            show_edge=False,
-            header_style="bold",
-            title_justify="left",
-        )
+        table = titled_table("Operations, before → after (ms)")
         for h in ("op", "calls", "p50", "p99", "p50 change", "errors"):
             table.add_column(h, justify="left" if h == "op" else "right")
         for r in ops.itertuples(index=False):
