@@ -21,7 +21,10 @@ on port 635 never answers an NFS call on 2049, nor a reply on one connection
 a call on another -- and so the transaction of that send (a call re-sent on
 a new connection is answered there); a second reply is a duplicate
 (the server's duplicate request cache answering a re-sent call, or a re-sent
-reply).  Calls without replies and replies without calls are kept.
+reply).  A reply just before the first captured send of its xid answered a
+send made before the capture began: when the captured (re-)send is answered
+too, it is that call's duplicate reply (``_replies_before_first_send``).
+Calls without replies and replies without calls are kept.
 
 Times (int64 ns; <NA> where absent):
 - ``t_call_ns``: first packet of the first call (client-perceived start);
@@ -292,7 +295,11 @@ def _attach_replies(
     reply = np.full(n, -1, "int64")
     reply[answered_tx] = replies[answered][first_of]  # the first reply in capture order
     n_replies = np.bincount(tx[answered], minlength=n)
-    orphans = replies[~answered]
+    early = _replies_before_first_send(
+        messages, groups, replies, tx, reply, sends, src, dst, config
+    )
+    n_replies += np.bincount(early[early >= 0], minlength=n)
+    orphans = replies[~answered & (early < 0)]
     k = len(orphans)
     return _Rows(
         call=np.r_[groups.first, np.full(k, -1)].astype("int64"),
@@ -303,6 +310,66 @@ def _attach_replies(
         call_conns=np.r_[groups.call_conns, np.full(k, -1)].astype("int64"),
         call_times=np.r_[groups.call_times, np.full(k, np.nan, dtype=object)],
     ), (replies, tx)
+
+
+def _replies_before_first_send(
+    messages: pd.DataFrame,
+    groups: _Groups,
+    replies: np.ndarray,
+    tx: np.ndarray,
+    reply: np.ndarray,
+    sends: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    config: MatchConfig,
+) -> np.ndarray:
+    """Per reply (``replies``, capture order), the transaction it answered before
+    the capture saw its call, else -1.  A reply that answers no captured send
+    but comes just before the first captured send of its xid (same client,
+    server and reversed ports, within ``MatchConfig.xid_reuse_ns``, not heard by
+    the client before that send: its TCP had not acknowledged it) answered a
+    send made before the capture began; the captured send is a re-send, and
+    when the server answers it too that is a second, duplicate reply of the
+    same call (as the server's duplicate request cache gives it) -- not a reply
+    without call beside a call answered once.  Only transactions with a reply
+    after their captured send take such a reply: else the earlier reply would
+    be their only answer, given before the call the capture shows."""
+    out = np.full(len(replies), -1, "int64")
+    lone = np.flatnonzero(tx < 0)
+    if not len(lone) or not len(sends):
+        return out
+    after = messages["frame_last"].to_numpy("int64")
+    before = messages["frame_first"].to_numpy("int64")
+    xid = messages["xid"].to_numpy("int64")
+    sport = messages["sport"].to_numpy("int64")
+    dport = messages["dport"].to_numpy("int64")
+    r = replies[lone]
+    # the first send after each lone reply: a backward as-of on negated frame numbers
+    hit = _asof_backward(
+        (dst[r], src[r], dport[r], sport[r], xid[r]),
+        -after[r],
+        (src[sends], dst[sends], sport[sends], dport[sends], xid[sends]),
+        -before[sends],
+    )
+    send = sends[np.maximum(hit, 0)]
+    group = groups.of_send[send]
+    ts_first = messages["ts_first_ns"].to_numpy("int64")
+    ts_last = messages["ts_last_ns"].to_numpy("int64")
+    acked = (
+        messages["acked_ns"].to_numpy("int64")
+        if "acked_ns" in messages
+        else np.full(len(messages), -1, "int64")
+    )
+    heard = (acked[r] >= 0) & (acked[r] <= ts_first[send])
+    take = (
+        (hit >= 0)
+        & (groups.first[group] == send)
+        & (ts_first[send] - ts_last[r] <= config.xid_reuse_ns)
+        & (reply[group] >= 0)
+        & ~heard
+    )
+    out[lone[take]] = group[take]
+    return out
 
 
 def _sends_after_heard_replies(

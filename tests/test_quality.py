@@ -13,6 +13,7 @@ import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
+from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.quality import (
     ACK_RTT_COLUMNS,
     GAP_NS,
@@ -164,13 +165,17 @@ def test_gaps_count_the_calls_outstanding_through_them(consistent: bool) -> None
     messages = pd.DataFrame({"ts_first_ns": first, "ts_last_ns": last})
     a, b = np.sort(rng.choice(times, (2, 150)), axis=0)
     reply = pd.array(b, dtype="Int64")
-    reply[rng.random(150) < 0.2] = pd.NA  # never answered: outstanding to the end
+    reply[rng.random(150) < 0.2] = pd.NA  # never answered
     if not consistent:  # a call time inside a gap (a hand-made table): still counted right
         pause = int(np.flatnonzero(np.diff(times) >= GAP_NS)[0])
         a[0], b[0] = times[pause] + 1, times[-1]
-    tx = pd.DataFrame({"n_calls": 1, "t_call_ns": pd.array(a, dtype="Int64"), "t_reply_ns": reply})
+    call = pd.array(a, dtype="Int64")
+    tx = pd.DataFrame(
+        {"n_calls": 1, "t_call_ns": call, "t_call_last_end_ns": call, "t_reply_ns": reply}
+    )
     got = _gaps(messages, tx, pd.DataFrame())
-    end = reply.fillna(np.iinfo("int64").max).to_numpy("int64")
+    # an unanswered call is outstanding until UNANSWERED_HORIZON_NS after its send
+    end = reply.fillna(pd.Series(a + UNANSWERED_HORIZON_NS)).to_numpy("int64")
     expected = _brute_force_gaps(times, a, end)
     assert len(expected) > 3
     assert [tuple(r) for r in got.itertuples(index=False)] == expected

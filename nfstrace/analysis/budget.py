@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.parsers.nfs3 import NFS3ERR_JUKEBOX
 
@@ -604,9 +605,10 @@ def _pair_budget(
         c, orphans, holes, np.concatenate(activity), start, end, client_xids
     )
     # An unanswered call is outstanding until the next capture gap (its reply was
-    # in it) or the end of the activity.
+    # in it) or the end of the activity, at most UNANSWERED_HORIZON_NS after its
+    # last send (given up: pace.call_ends_ns).
     nxt = np.searchsorted(gap_s, c.cs, side="left")
-    open_end = np.r_[gap_s, end][nxt]
+    open_end = np.minimum(np.r_[gap_s, end][nxt], c.le + UNANSWERED_HORIZON_NS)
     rf = np.where(c.answered, c.rf, np.maximum(open_end, c.le))
     rl = np.where(c.answered, c.rl, rf)
 

@@ -4,8 +4,9 @@ WRITEs ran one at a time ("sequential mode").
 
 An RPC is outstanding from the first packet of its first call (``t_call_ns``)
 to its reply (``t_reply_ns``): what the client waits.  A call never answered
-in the capture stays outstanding to the end of the trace (the last call or
-reply seen).  Replies without a call are left out.
+in the capture stays outstanding for ``UNANSWERED_HORIZON_NS`` after its last
+send, or to the end of the trace (the last call or reply seen) if that comes
+first (``call_ends_ns``).  Replies without a call are left out.
 
 Time shares are per client/server pair, pooled: the WRITE figures over each
 pair's write activity (``writes.write_activity``: first WRITE call to last
@@ -84,10 +85,34 @@ def _empty(columns: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
 
 
+# An unanswered call counts as outstanding for at most this long after the last
+# packet of its last send.  A client still waiting for its reply sends the call
+# again within this time (the longest default retransmission interval of common
+# clients is Linux's over TCP, timeo=600: 60 s; over UDP it is seconds), so a
+# call neither answered nor re-sent for this long was given up (a soft mount, an
+# rpcbind query that timed out, a client that went away) or its reply fell
+# outside the capture: it no longer holds anything up.
+UNANSWERED_HORIZON_NS = 60_000_000_000
+
+
 def trace_end_ns(tx: pd.DataFrame) -> int:
     """The last call or reply of the trace: where unanswered calls stop being outstanding."""
     ends = [tx[c].max() for c in ("t_call_ns", "t_reply_ns")]
     return int(max(e for e in ends if not pd.isna(e)))
+
+
+def call_ends_ns(calls: pd.DataFrame, trace_end: int | None = None) -> np.ndarray:
+    """Per call (rows of ``calls``, transactions with a call), when it stopped
+    being outstanding: the last packet of its reply; for an unanswered call the
+    last packet of its last send plus ``UNANSWERED_HORIZON_NS``, at most
+    ``trace_end`` (default: the trace's end, ``trace_end_ns``)."""
+    if not len(calls):
+        return np.zeros(0, "int64")
+    end = trace_end_ns(calls) if trace_end is None else int(trace_end)
+    last = calls["t_call_last_end_ns"].astype("Int64").fillna(calls["t_call_ns"].astype("Int64"))
+    given_up = np.minimum(last.to_numpy("int64") + UNANSWERED_HORIZON_NS, end)
+    reply = calls["t_reply_ns"].astype("Int64")
+    return np.where(reply.notna().to_numpy(), reply.fillna(0).to_numpy("int64"), given_up)
 
 
 def outstanding_steps(transactions: pd.DataFrame) -> pd.DataFrame:
@@ -103,7 +128,7 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     if tx.empty:
         return _empty({**OUTSTANDING_COLUMNS, "pair": ""})
     start = tx["t_call_ns"].to_numpy(dtype="int64")
-    end = tx["t_reply_ns"].astype("Int64").fillna(trace_end_ns(transactions)).to_numpy("int64")
+    end = call_ends_ns(tx, trace_end_ns(transactions))
     write = tx["op"].eq(WRITE_OP).to_numpy().astype("int64")
     pair = tx["pair"].to_numpy()
     labels = tx.groupby("pair", sort=True)[["client", "server"]].first()

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
 from nfstrace.match import reply_count_bound
 
@@ -227,7 +228,7 @@ class CaptureQuality:
                     kind="long_silence",
                     title=f"{len(self.gaps)} interval{'s' * (len(self.gaps) > 1)} of at least "
                     f"{GAP_NS / 1e9:.0f} s with "
-                    f"no packet while calls were outstanding "
+                    "no packet while calls were outstanding "
                     f"({self.gaps['duration_ns'].sum() / 1e9:.3f} s in all): a stalled "
                     "peer or a capture that stopped recording",
                     severity="info",
@@ -447,7 +448,8 @@ def _gaps(messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFra
     idx = np.flatnonzero(np.diff(t) >= GAP_NS)
     tx = transactions[transactions["n_calls"] > 0]
     start = tx["t_call_ns"].astype("int64").to_numpy()
-    end = tx["t_reply_ns"].fillna(np.iinfo("int64").max).astype("int64").to_numpy()
+    # an unanswered call holds nothing up past UNANSWERED_HORIZON_NS after its last send
+    end = call_ends_ns(tx, np.iinfo("int64").max)
     s, e = t[idx], t[idx + 1]
     outstanding = _outstanding_through(start, end, s, e)
     rows = [

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.pace import steps_with_pairs, trace_end_ns
+from nfstrace.analysis.pace import call_ends_ns, steps_with_pairs, trace_end_ns
 from nfstrace.analysis.writes import (
     COMMIT_OP,
     WRITE_OP,
@@ -187,7 +187,7 @@ class _Calls:
     rows: slice  # ... and this pair's (a frame for the rare JUKEBOX/DELAY retry lookup)
     ops: np.ndarray  # op names, "?" where unknown
     t_call: np.ndarray
-    t_reply: np.ndarray  # the end of the trace where unanswered
+    t_reply: np.ndarray  # unanswered: when it stopped being outstanding (call_ends_ns)
     answered: np.ndarray
     xids: np.ndarray
     n_calls: np.ndarray
@@ -209,7 +209,7 @@ class _ByPair:
             slice(0, len(calls)),
             calls["op"].astype(object).fillna("?").to_numpy(),
             calls["t_call_ns"].to_numpy("int64"),
-            calls["t_reply_ns"].astype("Int64").fillna(self.end_of_trace).to_numpy("int64"),
+            call_ends_ns(calls, self.end_of_trace),
             calls["t_reply_ns"].notna().to_numpy(),
             calls["xid"].to_numpy("int64"),
             calls["n_calls"].to_numpy("int64"),

@@ -97,7 +97,8 @@ FILE_COLUMNS: dict[str, str] = {
 # The transactions columns these analyses (writes, pace, stalls) read.
 USED_COLUMNS = (
     *("client", "server", "xid", "vers", "op", "fh", "n_calls", "n_replies"),
-    *("t_call_ns", "t_reply_ns", "latency_ns", "status", "offset", "count", "stable"),
+    *("t_call_ns", "t_call_last_end_ns", "t_reply_ns", "latency_ns", "status", "offset"),
+    *("count", "stable"),
     *("reply_count", "committed", "verifier", "write_bytes", "name", "reply_fh"),
 )
 
