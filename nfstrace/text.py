@@ -13,3 +13,9 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def printable(text: str) -> str:
     """``text`` with each control character as ``\\xNN``."""
     return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular for one: '1 call', '2 calls', '1,024 replies
+    without call' (``plural`` when adding 's' is wrong)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

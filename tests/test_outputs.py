@@ -328,3 +328,39 @@ def test_png_without_a_browser_is_a_one_line_error(
     assert r.exit_code == ExitStatus.OUTPUT, r.output
     assert "--png needs Chromium or Chrome" in r.stderr and "Traceback" not in r.output
     assert not png.exists() and not list(tmp_path.iterdir())
+
+
+def test_counts_and_rates_read_as_english() -> None:
+    """'1 call', not '1 calls'; a rate only over a time span, never 'nan MB/s'."""
+    from nfstrace.analysis.overview import Throughput, throughput_text
+    from nfstrace.text import count
+
+    assert count(1, "call") == "1 call" and count(2_000, "call") == "2,000 calls"
+    assert count(1, "reply", "replies") == "1 reply" and count(0, "reply", "replies") == "0 replies"
+    one = Throughput(4096, 1, 0.0, float("nan"), float("nan"))
+    assert throughput_text(one) == "0.004 MB in 1 RPC, all at one instant: no rate"
+    two = Throughput(2_000_000, 2, 0.5, 4.0, 32.0)
+    assert throughput_text(two) == "2.000 MB in 2 RPCs over 0.500 s: 4.00 MB/s (32.0 Mbit/s)"
+
+
+def test_csv_gives_the_xid_in_hex_and_unknowns_empty(tmp_path: Path) -> None:
+    """The CSV's xid also in hex (as the terminal, the report and Wireshark show
+    it), and a reply without its call has empty offset/count/stable, as its other
+    unknowns, not -1."""
+    from crafted import make_crafted as mc
+
+    cap = mc.Capture()
+    cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 900, mc.getattr_reply(0xBEEF))))
+    cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 900, mc.NFS_PORT, mc.write_call(0x51, 8))))
+    path = cap.write(tmp_path / "orphan.pcap")
+    csv = tmp_path / "t.csv"
+    r = CliRunner().invoke(app, ["analyze", str(path), "-q", "--no-report", "--csv", str(csv)])
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(csv, keep_default_na=False, dtype=str).set_index("xid_hex")
+    assert sorted(table.index) == ["0x00000051", "0x0000beef"]
+    assert table.loc["0x0000beef", "xid"] == str(0xBEEF)
+    orphan = table.loc["0x0000beef"]
+    for column in ("offset", "count", "stable", "slot", "seqid", "minor", "t_call_ns"):
+        assert orphan[column] == "", column
+    write = table.loc["0x00000051"]
+    assert (write["offset"], write["count"]) == ("0", "8")

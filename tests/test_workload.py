@@ -42,6 +42,23 @@ def test_op_mix_maps_v3_and_v4_operations_to_laddis() -> None:
     assert mix["share"].sum() == pytest.approx(1.0)
 
 
+def test_mix_finding_names_the_laddis_category_as_such() -> None:
+    """ACCESS counts in the LADDIS GETATTR category: a capture without a single
+    GETATTR call is not 'mostly GETATTR' but mostly ACCESS, in that category."""
+    mix = analyze_workload(make_tx(calls(["ACCESS"] * 2 + ["LOOKUP", "WRITE"])))
+    assert mix.op_mix.set_index("category").loc["GETATTR", "ops"] == "ACCESS"
+    title = next(f.title for f in mix.findings() if f.kind == "workload_mix")
+    assert title.startswith("4 NFS calls, mostly ACCESS (50%, the LADDIS GETATTR category);")
+    both = analyze_workload(make_tx(calls(["ACCESS"] * 2 + ["GETATTR"] * 3 + ["WRITE"])))
+    assert both.op_mix.set_index("category").loc["GETATTR", "ops"] == "GETATTR, ACCESS"
+    own = analyze_workload(make_tx(calls(["GETATTR"] * 3 + ["WRITE"])))
+    title = next(f.title for f in own.findings() if f.kind == "workload_mix")
+    assert title.startswith("4 NFS calls, mostly GETATTR (75%);")
+    one = analyze_workload(make_tx(calls(["COMMIT"])))
+    title = next(f.title for f in one.findings() if f.kind == "workload_mix")
+    assert title.startswith("1 NFS call, mostly COMMIT (100%, outside the LADDIS mix);")
+
+
 def test_outstanding_is_time_weighted() -> None:
     # two calls overlapping half of the 300 µs span: 0-200 and 100-300 -> mean 400/300
     tx = make_tx(calls(["WRITE", "WRITE"], spacing_ns=100 * US, latency_ns=200 * US))

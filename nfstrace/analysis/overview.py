@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from nfstrace.text import count
+
 
 @dataclass(frozen=True)
 class Throughput:
@@ -40,6 +42,36 @@ class Overview:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def counts_text(self) -> str:
+        """'12 transactions (23 RPC messages): 11 answered, 1 call without reply,
+        0 replies without call, 0 errors'."""
+        return (
+            f"{count(self.transactions, 'transaction')} "
+            f"({count(self.messages, 'RPC message')}): {self.answered:,} answered, "
+            f"{count(self.calls_without_reply, 'call without reply', 'calls without reply')}, "
+            f"{count(self.replies_without_call, 'reply without call', 'replies without call')}, "
+            f"{count(self.errors, 'error')}"
+        )
+
+    def repeats_text(self) -> str:
+        """'1 call re-sent (2 extra sends), 0 duplicate replies'."""
+        return (
+            f"{count(self.retransmitted_calls, 'call')} re-sent "
+            f"({count(self.call_resends, 'extra send')}), "
+            f"{count(self.duplicate_replies, 'duplicate reply', 'duplicate replies')}"
+        )
+
+
+def throughput_text(t: Throughput) -> str:
+    """'1.234 MB in 12 RPCs over 0.500 s: 2.47 MB/s (19.7 Mbit/s)'.  Without a
+    time span (one RPC, or all at one instant) there is no rate to give."""
+    head = f"{t.bytes / 1e6:,.3f} MB in {count(t.transactions, 'RPC')}"
+    if not t.seconds > 0:
+        return f"{head}, all at one instant: no rate"
+    return (
+        f"{head} over {t.seconds:.3f} s: {t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)"
+    )
 
 
 def _throughput(tx: pd.DataFrame, column: str) -> Throughput | None:

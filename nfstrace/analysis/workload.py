@@ -57,6 +57,8 @@ OP_MIX_COLUMNS: dict[str, str] = {
     "calls": "NFS calls in the capture of that category",
     "share": "calls / all NFS calls",
     "laddis_share": "share in the LADDIS default mix (NaN for 'other')",
+    "ops": "the capture's operations counted in the category, most calls first "
+    "('ACCESS, GETATTR'; empty when none)",
 }
 
 WINDOW_COLUMNS: dict[str, str] = {
@@ -155,12 +157,29 @@ def op_mix(nfs_calls: pd.DataFrame) -> pd.DataFrame:
     codes, names = pd.factorize(nfs_calls["op"].fillna("?"))
     categories = np.array([_category(str(op)) for op in names], dtype=object)
     counts = pd.Series(categories[codes], dtype="str").value_counts()
+    per_op = np.bincount(codes[codes >= 0], minlength=len(names))
+    ops: dict[str, list[tuple[int, str]]] = {}
+    for op, category, n in zip(names, categories, per_op, strict=True):
+        ops.setdefault(category, []).append((-int(n), str(op)))
     total = int(counts.sum())
     rows = [(c, int(counts.get(c, 0)), share) for c, share in LADDIS_MIX.items()]
     rows += [(c, int(n), math.nan) for c, n in counts.items() if c not in LADDIS_MIX]
     table = pd.DataFrame(rows, columns=["category", "calls", "laddis_share"])
     table["share"] = table["calls"] / total if total else math.nan
+    table["ops"] = [", ".join(op for _n, op in sorted(ops.get(c, []))) for c in table["category"]]
     return table[list(OP_MIX_COLUMNS)]
+
+
+def _mix_text(top: pd.Series) -> str:
+    """The largest category of the mix in words: its operations, and the LADDIS
+    category they fall in when that is not their own name (ACCESS counts as
+    GETATTR)."""
+    category, ops = str(top["category"]), str(top["ops"])
+    if category.startswith("other: "):
+        return f"{ops} ({top['share']:.0%}, outside the LADDIS mix)"
+    if ops == category:
+        return f"{ops} ({top['share']:.0%})"
+    return f"{ops} ({top['share']:.0%}, the LADDIS {category} category)"
 
 
 def _windows(answered: pd.DataFrame, window_ns: int) -> pd.DataFrame:
@@ -246,8 +265,8 @@ class WorkloadResult:
             Finding(
                 kind="workload_mix",
                 title=(
-                    f"{self.calls:,} NFS calls, mostly {top['category']} "
-                    f"({top['share']:.0%}); WRITE is {writes:.0%} of calls "
+                    f"{self.calls:,} NFS call{'s' * (self.calls != 1)}, mostly "
+                    f"{_mix_text(top)}; WRITE is {writes:.0%} of calls "
                     f"(LADDIS mix: {LADDIS_MIX['WRITE']:.0%})"
                 ),
                 details={"op_mix": json_records(mix)},

@@ -11,6 +11,7 @@ import pandas as pd
 
 from nfstrace import __version__
 from nfstrace.comparison import Comparison
+from nfstrace.parsers.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
@@ -119,12 +120,32 @@ def write_json(trace: Trace, path: Path) -> None:
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
+# NFS fields whose parser default (-1) says "not in this message": empty in the
+# CSV and null in Parquet, as every other unknown there (a reply without its
+# call has no offset to give, as it has no call time).
+NOT_GIVEN = tuple(
+    c
+    for c, (_dtype, default, _meaning) in NFS_FIELDS.items()
+    if default == -1 and c != "nfs_status"
+)
+
+
 def _flat(tx: pd.DataFrame) -> pd.DataFrame:
-    """Tuples of send times as space-separated text (CSV has no lists)."""
+    """The transactions for a flat file: tuples of send times as space-separated
+    text (CSV has no lists), the xid also in hex (``xid_hex``, as the terminal,
+    the report and Wireshark show it), the fields' "not given" -1 as empty."""
     out = tx.copy()
     out["call_times_ns"] = [
         " ".join(map(str, v)) if isinstance(v, tuple) else "" for v in tx["call_times_ns"]
     ]
+    out.insert(
+        out.columns.get_loc("xid") + 1,
+        "xid_hex",
+        pd.array([f"{x:#010x}" for x in tx["xid"].to_numpy("int64")], dtype="string"),
+    )
+    for column in NOT_GIVEN:
+        if column in out:
+            out[column] = out[column].mask(out[column].eq(-1).fillna(False))
     return out
 
 

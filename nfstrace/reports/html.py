@@ -44,11 +44,13 @@ from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask, status_name
+from nfstrace.analysis.overview import throughput_text
 from nfstrace.analysis.pace import outstanding_steps
 from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
+from nfstrace.text import count
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
@@ -339,7 +341,7 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None, figs: _Figures
     write = trace.overview.write
     if write is not None:
         headline = (
-            f"{write.bytes / 1e6:,.3f} MB written in {write.transactions:,} WRITEs over "
+            f"{write.bytes / 1e6:,.3f} MB written in {count(write.transactions, 'WRITE')} over "
             f"{write.seconds:.3f} s: {write.mbits_per_s:,.1f} Mbit/s."
         )
         out.append(f'<p class="headline">{_e(headline)}</p>')
@@ -381,8 +383,7 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
             throughput.append(
                 (
                     label,
-                    f"{t.bytes / 1e6:,.3f} MB in {t.transactions:,} RPCs over {t.seconds:.3f} s: "
-                    f"{t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)",
+                    throughput_text(t),
                 )
             )
     facts = [
@@ -394,11 +395,8 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
         ("versions", ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"),
         ("transports", "/".join(ov.transports).upper() or "-"),
         ("capture point", str(point) if point else "unknown (capture-quality module not run)"),
-        ("transactions", f"{ov.transactions:,} ({ov.messages:,} RPC messages): {ov.answered:,} "
-         f"answered, {ov.calls_without_reply:,} calls without reply, "
-         f"{ov.replies_without_call:,} replies without call, {ov.errors:,} errors"),
-        ("repeats", f"{ov.retransmitted_calls:,} calls re-sent ({ov.call_resends:,} extra "
-         f"sends), {ov.duplicate_replies:,} duplicate replies"),
+        ("transactions", ov.counts_text()),
+        ("repeats", ov.repeats_text()),
         *throughput,
         ("truncation", f"{st.truncated_frames:,} frames cut by the snaplen; "
          f"{st.truncated_messages:,} RPC messages cut short, "

@@ -103,9 +103,7 @@ def render_markdown(trace: Trace) -> str:
     out += [
         "### Capture",
         "",
-        f"- {ov.transactions:,} transactions: {ov.answered:,} answered, "
-        f"{ov.calls_without_reply:,} calls without reply, {ov.replies_without_call:,} replies "
-        f"without call, {ov.retransmitted_calls:,} re-sent",
+        f"- {ov.counts_text()}; {ov.repeats_text()}",
         f"- TCP segments {tcp.get('segments', 0):,}: {tcp.get('retransmitted', 0):,} "
         f"retransmitted; frames cut by snaplen {st.truncated_frames:,}; dropped by the "
         f"interface {st.interface_drops:,}",

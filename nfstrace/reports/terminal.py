@@ -14,7 +14,7 @@ from rich.table import Table
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent
-from nfstrace.analysis.overview import Throughput
+from nfstrace.analysis.overview import Throughput, throughput_text
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
@@ -42,10 +42,7 @@ def _when(ns: int) -> str:
 def _rate(label: str, t: Throughput | None) -> str | None:
     if t is None:
         return None
-    return (
-        f"{label} {t.bytes / 1e6:,.3f} MB in {t.transactions:,} RPCs over {t.seconds:.3f} s: "
-        f"{t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)"
-    )
+    return f"{label} {throughput_text(t)}"
 
 
 def _ms(v: object) -> str:
@@ -198,17 +195,8 @@ def render_transactions(trace: Trace, console: Console) -> None:
     ov = trace.overview
     say = console.print
     say("[bold]Transactions[/bold]")
-    say(
-        f"  {ov.transactions:,} transactions ({ov.messages:,} RPC messages): "
-        f"{ov.answered:,} answered, {ov.calls_without_reply:,} calls without reply, "
-        f"{ov.replies_without_call:,} replies without call, {ov.errors:,} errors",
-        soft_wrap=True,
-    )
-    say(
-        f"  {ov.retransmitted_calls:,} calls re-sent ({ov.call_resends:,} extra sends), "
-        f"{ov.duplicate_replies:,} duplicate replies",
-        soft_wrap=True,
-    )
+    say(f"  {ov.counts_text()}", soft_wrap=True)
+    say(f"  {ov.repeats_text()}", soft_wrap=True)
     for line in (_rate("written", ov.write), _rate("read", ov.read)):
         if line:
             say("  " + line, soft_wrap=True)
