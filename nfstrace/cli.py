@@ -48,7 +48,7 @@ from nfstrace.reports.files import check_outputs
 from nfstrace.reports.markdown import write_markdown
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_comparison, render_summary
-from nfstrace.text import printable
+from nfstrace.text import count, printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 app = typer.Typer(
@@ -542,7 +542,9 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
     if trace.messages.empty:
         what = "matching the filters" if config.clients or config.servers or config.ports else ""
         raise NoRpcTrafficError(
-            f"no ONC-RPC traffic {what} found in {trace.stats.frames:,} frames".replace("  ", " "),
+            f"no ONC-RPC traffic {what} found in {count(trace.stats.frames, 'frame')}".replace(
+                "  ", " "
+            ),
             ", ".join(trace.paths),
         )
     return trace

@@ -20,7 +20,7 @@ from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.fast import ParseStats
-from nfstrace.text import printable
+from nfstrace.text import count, printable
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class Trace:
         ov = self.overview
         versions = "/".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
         held = (
-            f"{self.stats.frames:,} frames, {ov.transactions:,} transactions, "
+            f"{count(self.stats.frames, 'frame')}, {count(ov.transactions, 'transaction')}, "
             f"{versions} over {'/'.join(ov.transports).upper() or '-'}"
         )
         verdict = self.diagnosis.verdict

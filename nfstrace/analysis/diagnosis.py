@@ -42,6 +42,7 @@ from nfstrace.analysis.verdict import (
 from nfstrace.analysis.workload import analyze_workload
 from nfstrace.analysis.writes import analyze_writes, bytes_text, prepared, write_progress
 from nfstrace.parsers.fast import ParseStats
+from nfstrace.text import count
 
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}
 # Module findings that are problems without a time cost: they join the diagnosis.
@@ -106,7 +107,7 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
     """What the capture missed, in words, when it is enough to limit the conclusions."""
     out = []
     if quality.interface_drops:
-        out.append(f"the capturing interface dropped {quality.interface_drops:,} packets")
+        out.append(f"the capturing interface dropped {count(quality.interface_drops, 'packet')}")
     if quality.capture_missed_bytes:
         out.append(
             f"the capture missed {bytes_text(quality.capture_missed_bytes)} of TCP data the "

@@ -15,7 +15,7 @@ import pandas as pd
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.latency import by_time_spent
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import printable
+from nfstrace.text import count, printable
 from nfstrace.trace import Trace
 
 MAX_OPERATIONS = 8
@@ -46,7 +46,7 @@ def render_markdown(trace: Trace) -> str:
     out = [
         f"## nfstrace: {md(names)}",
         "",
-        f"{st.frames:,} frames over {(ov.end_ns - ov.start_ns) / 1e9:.3f} s; "
+        f"{count(st.frames, 'frame')} over {(ov.end_ns - ov.start_ns) / 1e9:.3f} s; "
         f"clients {md(', '.join(ov.clients) or '-')}; servers {md(', '.join(ov.servers) or '-')}; "
         f"{md(versions)} over {md('/'.join(ov.transports).upper() or '-')}",
         "",

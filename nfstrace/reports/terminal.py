@@ -19,7 +19,7 @@ from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.reports.style import titled_table
-from nfstrace.text import printable
+from nfstrace.text import count, printable
 from nfstrace.trace import Trace
 
 
@@ -171,7 +171,7 @@ def render_header(trace: Trace, console: Console) -> None:
     say(f"[bold]nfstrace[/bold] {escape(', '.join(trace.paths))}", soft_wrap=True)
     links = sorted({LINKTYPE_NAMES.get(lt, str(lt)) for f in st.files for lt in f.linktypes})
     say(
-        f"  {st.frames:,} frames ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
+        f"  {count(st.frames, 'frame')} ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
         f"{(ov.end_ns - ov.start_ns) / 1e9:.3f} s",
         soft_wrap=True,
     )
@@ -338,8 +338,8 @@ def render_comparison(cmp: Comparison, console: Console) -> None:
     for label, t in (("before", cmp.before), ("after", cmp.after)):
         v = t.diagnosis.verdict
         say(
-            f"  {label:<6} {escape(', '.join(t.paths))}: {t.stats.frames:,} frames, "
-            f"{t.overview.transactions:,} transactions; verdict {v.primary if v else '-'}",
+            f"  {label:<6} {escape(', '.join(t.paths))}: {count(t.stats.frames, 'frame')}, "
+            f"{count(t.overview.transactions, 'transaction')}; verdict {v.primary if v else '-'}",
             soft_wrap=True,
         )
     say()
