@@ -31,7 +31,7 @@ from rich.progress import (
 
 from nfstrace import __version__
 from nfstrace.analysis.diagnosis import DiagnosisOptions
-from nfstrace.analysis.model import overrides_from_options, parse_duration, parse_what_if
+from nfstrace.analysis.model_inputs import overrides_from_options, parse_what_if
 from nfstrace.comparison import compare as compare_traces
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
@@ -50,6 +50,7 @@ from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_comparison, render_summary
 from nfstrace.text import count, printable
 from nfstrace.trace import AnalysisConfig, Trace, load
+from nfstrace.units import parse_duration
 
 app = typer.Typer(
     add_completion=True,

@@ -17,19 +17,15 @@ from conftest import SAMPLES, ground_truth
 import nfstrace
 from nfstrace.analysis.model import (
     PARAMETERS,
-    ModelOverrides,
     _commit_server_seconds_per_byte,
     cycle_throughput_bps,
     fit_model,
-    overrides_from_options,
-    parse_duration,
-    parse_rate,
-    parse_size,
-    parse_what_if,
     what_if,
 )
+from nfstrace.analysis.model_inputs import ModelOverrides, overrides_from_options, parse_what_if
 from nfstrace.analysis.quality import HANDSHAKE_KINDS, assess_capture
 from nfstrace.schema import TRANSACTION_DTYPES
+from nfstrace.units import parse_duration, parse_rate, parse_size
 
 try:
     from crafted import make_frames as mf

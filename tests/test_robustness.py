@@ -684,7 +684,7 @@ def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path, parser: 
 def test_throughput_of_replies_without_their_call() -> None:
     """An NFSv4 WRITE reply decoded without its call carries bytes but no call
     time: the throughput's span starts at its reply (int(NA) once crashed)."""
-    from nfstrace.analysis.overview import _throughput
+    from nfstrace.analysis.overview import throughput
 
     tx = pd.DataFrame(
         {
@@ -693,9 +693,9 @@ def test_throughput_of_replies_without_their_call() -> None:
             "t_reply_ns": pd.array([1_005_000, 9_000], dtype="Int64"),
         }
     )
-    t = _throughput(tx, "write_bytes")
+    t = throughput(tx, "write_bytes")
     assert t is not None and t.bytes == 8192 and t.seconds == pytest.approx(0.001)
-    alone = _throughput(tx.iloc[:1], "write_bytes")
+    alone = throughput(tx.iloc[:1], "write_bytes")
     assert alone is not None and alone.seconds == 0 and math.isnan(alone.mbits_per_s)
 
 

@@ -26,7 +26,8 @@ import pandas as pd
 from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.fragments import analyze_fragments
-from nfstrace.analysis.model import ModelOverrides, WhatIf, fit_model, what_if
+from nfstrace.analysis.model import fit_model, what_if
+from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
 from nfstrace.analysis.pace import analyze_pace
 from nfstrace.analysis.quality import assess_capture
 from nfstrace.analysis.repeats import analyze_repeats

@@ -42,7 +42,6 @@ A pure function of the tables; no I/O.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,7 +50,8 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.overview import _throughput as write_throughput
+from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf, parse_what_if
+from nfstrace.analysis.overview import throughput as write_throughput
 from nfstrace.analysis.quality import ack_round_trips, handshake_times
 from nfstrace.analysis.workload import (
     json_number,
@@ -121,159 +121,6 @@ _TERM_ADVICE = {
     "T_op": "per-transaction overhead (client, RPC and server processing) is {pct:.0%} of "
     "each cycle: larger blocks (fewer transactions) would help most",
 }
-
-
-# --------------------------------------------------------------------------- units
-
-
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-_DECIMAL = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-_BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
-
-
-def parse_duration(text: str) -> float:
-    """'1ms', '250us', '250µs', '0.5s', '100ns' -> seconds.  The unit is required:
-    a bare '200' could mean 200 ms as easily as 200 s."""
-    m = re.fullmatch(_NUMBER + r"\s*(ns|us|µs|ms|s)", text.strip().lower())
-    if not m:
-        if re.fullmatch(_NUMBER, text.strip()):
-            n = text.strip()
-            raise ValueError(f"a duration needs a unit: {n}ms or {n}s, not {text!r}")
-        raise ValueError(f"not a duration: {text!r} (examples: 1ms, 250us, 0.5s)")
-    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-
-
-def parse_rate(text: str) -> float:
-    """A rate -> bits per second.
-
-    Decimal prefixes (k, M, G, T = 10^3..10^12).  Bits: '10G', '10Gbit/s', '100Mbps',
-    '1e9' is not accepted (write 1G).  Bytes when a capital B follows the prefix:
-    '200MB/s', '1.5GB/s', '500 MBps' (x8).
-    """
-    m = re.fullmatch(
-        _NUMBER + r"\s*([kKmMgGtT]?)(B|b|bit|bits)?(?:/s|ps)?", text.strip().replace(" ", "")
-    )
-    if not m:
-        raise ValueError(f"not a rate: {text!r} (examples: 10G, 100Mbit/s, 200MB/s)")
-    value = float(m.group(1)) * _DECIMAL[m.group(2).lower()]
-    value *= 8 if m.group(3) == "B" else 1
-    if value <= 0:
-        raise ValueError(f"a rate must be positive: {text!r}")
-    return value
-
-
-def parse_size(text: str) -> int:
-    """A block size -> bytes.  K/M/G and KiB/MiB/GiB are binary ('64K' = 65536,
-    '1M' = 1048576); kB/MB/GB are decimal ('1MB' = 10^6); a bare number is bytes."""
-    m = re.fullmatch(_NUMBER + r"\s*(?:([kKmMgG])(iB|B|)|(B?))", text.strip())
-    if not m:
-        raise ValueError(f"not a size: {text!r} (examples: 8192, 64K, 1M, 1MiB)")
-    prefix, kind = (m.group(2) or "").lower(), m.group(3) or ""
-    scale = _DECIMAL[prefix] if kind == "B" else _BINARY[prefix]
-    size = float(m.group(1)) * scale
-    if size < 1 or size != int(size):
-        raise ValueError(f"a size must be a whole, positive number of bytes: {text!r}")
-    return int(size)
-
-
-@dataclass(frozen=True)
-class ModelOverrides:
-    """Values the user gives instead of estimates (None: estimate from the trace)."""
-
-    rtt_s: float | None = None  # round trip; T_prop = rtt / 2
-    link_rate_bps: float | None = None
-    disk_rate_Bps: float | None = None
-    block_bytes: int | None = None
-
-
-def overrides_from_options(
-    rtt: str | None = None,
-    link_rate: str | None = None,
-    disk_rate: str | None = None,
-    block: str | None = None,
-) -> ModelOverrides:
-    """``--rtt``, ``--link-rate``, ``--disk-rate``, ``--block`` strings -> ModelOverrides."""
-    return ModelOverrides(
-        rtt_s=None if rtt is None else parse_duration(rtt),
-        link_rate_bps=None if link_rate is None else parse_rate(link_rate),
-        disk_rate_Bps=None if disk_rate is None else parse_rate(disk_rate) / 8,
-        block_bytes=None if block is None else parse_size(block),
-    )
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    """One what-if spec: each change None when not asked for.
-
-    rtt: absolute round trip (rtt_s) or a change of it (rtt_delta_s, '+5ms' / '-1ms')
-    or a factor (rtt_factor, '2x'); link/disk: absolute rate or factor; outstanding: WRITEs
-    in flight; block_bytes: block size.
-    """
-
-    spec: str
-    rtt_s: float | None = None
-    rtt_delta_s: float | None = None
-    rtt_factor: float | None = None
-    link_rate_bps: float | None = None
-    link_factor: float | None = None
-    disk_rate_Bps: float | None = None
-    disk_factor: float | None = None
-    outstanding: float | None = None
-    block_bytes: int | None = None
-
-
-def _factor(value: str) -> float | None:
-    m = re.fullmatch(_NUMBER + r"\s*[x×]", value.strip().lower())
-    if not m:
-        return None
-    k = float(m.group(1))
-    if k <= 0:
-        raise ValueError(f"a factor must be positive: {value!r}")
-    return k
-
-
-def parse_what_if(spec: str) -> WhatIf:
-    """'rtt=+5ms', 'rtt=10ms', 'link=10G', 'disk=2x', 'outstanding=16', 'block=1M', or
-    several joined by commas ('rtt=+5ms,outstanding=16') -> WhatIf."""
-    changes: dict[str, Any] = {}
-    for part in spec.split(","):
-        key, sep, value = part.partition("=")
-        key, value = key.strip().lower(), value.strip()
-        if not sep or not value:
-            raise ValueError(f"what-if {part!r}: expected name=value, e.g. rtt=+5ms")
-        try:
-            factor = _factor(value)
-            if key == "rtt":
-                if factor is not None:
-                    changes["rtt_factor"] = factor
-                elif value[0] in "+-":
-                    sign = -1.0 if value[0] == "-" else 1.0
-                    changes["rtt_delta_s"] = sign * parse_duration(value[1:])
-                else:
-                    changes["rtt_s"] = parse_duration(value)
-            elif key == "link":
-                if factor is not None:
-                    changes["link_factor"] = factor
-                else:
-                    changes["link_rate_bps"] = parse_rate(value)
-            elif key == "disk":
-                if factor is not None:
-                    changes["disk_factor"] = factor
-                else:
-                    changes["disk_rate_Bps"] = parse_rate(value) / 8
-            elif key == "outstanding":
-                n = float(value)
-                if not n >= 1:
-                    raise ValueError("outstanding must be at least 1")
-                changes["outstanding"] = n
-            elif key == "block":
-                changes["block_bytes"] = parse_size(value)
-            else:
-                raise ValueError("known names: rtt, link, disk, outstanding, block")
-        except ValueError as e:
-            raise ValueError(f"what-if {part.strip()!r}: {e}") from None
-    return WhatIf(spec=spec, **changes)
 
 
 # --------------------------------------------------------------------- arithmetic

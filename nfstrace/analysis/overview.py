@@ -74,7 +74,7 @@ def throughput_text(t: Throughput) -> str:
     )
 
 
-def _throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
+def throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
     done = tx[tx[column] > 0]
     if done.empty:
         return None
@@ -120,6 +120,6 @@ def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
         call_resends=int((tx["n_calls"] - 1).clip(lower=0).sum()),
         duplicate_replies=int((tx["n_replies"] - 1).clip(lower=0).sum()),
         errors=int(errors.sum()),
-        write=_throughput(tx, "write_bytes"),
-        read=_throughput(tx, "read_bytes"),
+        write=throughput(tx, "write_bytes"),
+        read=throughput(tx, "read_bytes"),
     )
