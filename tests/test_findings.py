@@ -30,16 +30,18 @@ try:
     from crafted import make_crafted as mc
     from crafted import make_damaged as md
     from crafted import make_frames as mf
+    from crafted import make_nfs4_orphans as mo
     from crafted import make_writes as mw
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_backends as mb
     from tests.crafted import make_crafted as mc
     from tests.crafted import make_damaged as md
     from tests.crafted import make_frames as mf
+    from tests.crafted import make_nfs4_orphans as mo
     from tests.crafted import make_writes as mw
 
 MS = 1_000_000
-BUILDERS = {"frames": mf, "writes": mw, "crafted": mc, "backends": mb}
+BUILDERS = {"frames": mf, "writes": mw, "crafted": mc, "backends": mb, "nfs4": mo}
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +177,11 @@ CASES: dict[str, tuple[str, str, str]] = {
     "stable_writes": ("writes:verifier_change", "writes:commit_stall", "UNSTABLE only"),
     "commits": ("writes:commit_stall", "writes:window", "no COMMIT"),
     "random_writes": ("table:random_offsets", "table:sequential_offsets", "sequential"),
+    "writes_without_call": (
+        "nfs4:nfs40_orphans_s256",
+        "writes:commit_stall",
+        "every WRITE call captured",
+    ),
     # transport
     "tcp_zero_window": ("frames:zero_window", "frames:window_full", "a full, not a zero, window"),
     "tcp_window_full": ("frames:window_full", "frames:zero_window", "a zero, not a full, window"),

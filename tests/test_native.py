@@ -28,6 +28,7 @@ try:
         make_crafted,
         make_damaged,
         make_frames,
+        make_nfs4_orphans,
         make_unanswered,
         make_writes,
     )
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - run from the repository root
         make_crafted,
         make_damaged,
         make_frames,
+        make_nfs4_orphans,
         make_unanswered,
         make_writes,
     )
@@ -100,7 +102,14 @@ def test_fuzz_regressions_parse_alike(capture: Path) -> None:
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("crafted_native")
     captures: dict[str, Path] = {}
-    for module in (make_crafted, make_frames, make_writes, make_backends, make_unanswered):
+    for module in (
+        make_crafted,
+        make_frames,
+        make_writes,
+        make_backends,
+        make_nfs4_orphans,
+        make_unanswered,
+    ):
         captures.update(module.build_all(out))
     return captures
 

@@ -232,6 +232,10 @@ pub struct MsgStats {
 }
 
 type CallKey = (Addr, Addr, u32);
+/// (client, client port, server, server port) of a call
+type FlowKey = (Addr, i32, Addr, i32);
+/// Flows whose last call is remembered (decoders.MAX_FLOWS): all forgotten past it
+const MAX_FLOWS: usize = 65536;
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
 
@@ -289,6 +293,8 @@ pub struct Collector {
     pub events_dropped: i64,
     pub auth_too_long: i64,
     calls: Calls,
+    /// the last call of each flow: names replies whose call was not seen
+    flows: HashMap<FlowKey, CallInfo>,
     pub stats: MsgStats,
     pub addrs: Interner<Addr>,
     pub machines: Interner<Vec<u8>>,
@@ -320,6 +326,7 @@ impl Collector {
                 max: max_calls.max(1),
                 forgotten: 0,
             },
+            flows: HashMap::default(),
             stats: MsgStats::default(),
             addrs: Interner::new(Addr::default()),
             machines: Interner::new(Vec::new()),
@@ -402,10 +409,13 @@ impl Collector {
         }
         let fields = if hdr.is_call {
             st.calls += 1;
-            self.calls.insert(
-                (src, dst, xid),
-                (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc),
-            );
+            let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
+            self.calls.insert((src, dst, xid), info);
+            let flow = (src, sport, dst, dport);
+            if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
+                self.flows.clear();
+            }
+            self.flows.insert(flow, info);
             nfs::decode(
                 true,
                 hdr.prog,
@@ -452,17 +462,25 @@ impl Collector {
                 }
                 None => {
                     st.replies_without_call_info += 1;
-                    nfs::decode(
-                        false,
-                        -1,
-                        -1,
-                        -1,
-                        head,
-                        hdr.body_offset,
-                        -1,
-                        -1,
-                        self.nfs3_procs,
-                    )
+                    let last = self.flows.get(&(dst, dport, src, sport)).copied();
+                    if let Some(f) = nfs::reply_without_call(last, head, hdr.body_offset) {
+                        hdr.prog = 100003;
+                        hdr.vers = 4;
+                        hdr.proc_ = 1;
+                        f
+                    } else {
+                        nfs::decode(
+                            false,
+                            -1,
+                            -1,
+                            -1,
+                            head,
+                            hdr.body_offset,
+                            -1,
+                            -1,
+                            self.nfs3_procs,
+                        )
+                    }
                 }
             }
         };

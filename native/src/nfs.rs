@@ -108,6 +108,30 @@ pub fn decode<'a>(
     }
 }
 
+/// decoders.decode_reply_without_call: a reply whose call was not seen, decoded
+/// as an NFSv4 COMPOUND reply when the last call on its flow, `last` (prog,
+/// vers, proc, gss_service, gss_proc), was NFSv4 with a plain body and its
+/// results read as one (a result read, the first one's opcode known).
+pub fn reply_without_call(
+    last: Option<(i64, i64, i64, i64, i64)>,
+    buf: &[u8],
+    body_offset: i64,
+) -> Option<Fields<'_>> {
+    let (prog, vers, _, gss_service, gss_proc) = last?;
+    if body_offset < 0 || prog != NFS_PROGRAM || vers != 4 {
+        return None;
+    }
+    if gss_proc != -1 && (gss_proc != GSS_DATA || gss_service == 2 || gss_service == 3) {
+        return None;
+    }
+    let f = compound_reply(buf, body_offset as usize);
+    if f.ops.first().is_some_and(|&op| has_step(op)) {
+        Some(f)
+    } else {
+        None
+    }
+}
+
 // ---- NFSv3 (RFC 1813) ---------------------------------------------------------
 
 const NFS3_NULL: i64 = 0;

@@ -121,7 +121,10 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
         what = f"{len(orphans):,} replies whose call it never saw"
         if len(writes):
             nbytes = int(writes["reply_count"].fillna(0).sum())
-            what += f" ({len(writes):,} WRITEs, {bytes_text(nbytes)} written unseen)"
+            what += (
+                f" ({len(writes):,} WRITEs, {bytes_text(nbytes)} written: "
+                "counted from their replies)"
+            )
         out.append("the capture missed calls: " + what)
     if quality.writes_stable_unknown or quality.writes_count_unknown:
         out.append(

@@ -5,7 +5,9 @@ vs random offsets.
 Pure functions of the transactions table (``nfstrace.schema.TRANSACTION_COLUMNS``).
 A WRITE is a transaction whose ``op`` is "WRITE" (NFSv2/v3 procedure, NFSv4
 the main operation of the COMPOUND); a COMMIT likewise.  Bytes written are the
-``write_bytes`` of successful WRITE replies.
+``write_bytes`` of successful WRITE replies, those whose call was not captured
+included (an NFSv4 COMPOUND reply names its operations: a ``-s 256`` capture
+can miss the call and keep its reply); the result says how many.
 
 Simplifications, said once:
 - A successful COMMIT is taken to commit everything written before it to that
@@ -399,11 +401,11 @@ class WritesResult:
     (UNSTABLE, DATA_SYNC, FILE_SYNC, unknown).
     """
 
-    writes: int  # WRITE calls in the capture
+    writes: int  # WRITE calls in the capture (replies without their call not counted)
     answered: int  # of which answered
     failed: int  # answered with a non-zero NFS status
     failed_by_status: dict[str, int]
-    bytes_written: int  # acknowledged by successful replies
+    bytes_written: int  # acknowledged by successful replies (with or without their call)
     unstable_bytes: int  # of which written unstable (need a COMMIT)
     sizes: pd.DataFrame
     stable_asked: dict[str, int]
@@ -412,6 +414,10 @@ class WritesResult:
     verifier_changes: pd.DataFrame
     files: pd.DataFrame
     sequential_share: float  # over all files: sequential / WRITEs with a predecessor (NaN: none)
+    # WRITE replies whose call was not captured, and the bytes their successful
+    # ones acknowledged (counted in bytes_written; their committed level too)
+    replies_without_call: int = 0
+    bytes_without_call: int = 0
 
     @property
     def median_size(self) -> int | None:
@@ -423,6 +429,21 @@ class WritesResult:
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
+        if self.replies_without_call:
+            n = self.replies_without_call
+            out.append(
+                Finding(
+                    kind="writes_without_call",
+                    title=f"{n} WRITE call{'s' * (n > 1)} not captured: "
+                    f"{bytes_text(self.bytes_without_call)} written counted from "
+                    f"{'their replies' if n > 1 else 'its reply'}",
+                    severity="warning",
+                    details={
+                        "replies_without_call": n,
+                        "bytes_without_call": self.bytes_without_call,
+                    },
+                )
+            )
         if len(self.verifier_changes):
             at_risk = int(self.verifier_changes["uncommitted_bytes"].sum())
             n = len(self.verifier_changes)
@@ -495,6 +516,8 @@ class WritesResult:
             "failed_by_status": self.failed_by_status,
             "bytes_written": self.bytes_written,
             "unstable_bytes": self.unstable_bytes,
+            "replies_without_call": self.replies_without_call,
+            "bytes_without_call": self.bytes_without_call,
             "median_size": self.median_size,
             "sizes": {
                 int(r.size): int(r.writes) for r in self.sizes.head(20).itertuples(index=False)
@@ -518,7 +541,10 @@ class WritesResult:
 def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
     tx = prepared(transactions)
     ops = tx["op"]
-    w = tx[ops.eq(WRITE_OP) & (tx["n_calls"] > 0)]
+    is_write = ops.eq(WRITE_OP)
+    w = tx[is_write & (tx["n_calls"] > 0)]
+    # replies whose call was not captured: counted in the bytes and levels granted
+    orphans = tx[is_write & tx["n_calls"].eq(0) & (tx["n_replies"] > 0)]
     answered = w[w["n_replies"] > 0]
     status = _int(answered["status"])
     failed = answered[status > 0]
@@ -530,7 +556,7 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
     ):
         name = status_name(int(st), int(vers))
         failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
-    ok_writes = w[w["write_bytes"] > 0]
+    ok_writes = tx[is_write & (tx["write_bytes"] > 0)]
     files = _files(w, file_names(tx))
     follow = int((files["writes"] - 1).clip(lower=0).sum()) if len(files) else 0
     seq = int(files["sequential"].sum()) if len(files) else 0
@@ -550,4 +576,6 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
         verifier_changes=_verifier_changes(tx),
         files=files,
         sequential_share=seq / follow if follow else float("nan"),
+        replies_without_call=len(orphans),
+        bytes_without_call=int(orphans["write_bytes"].sum()),
     )

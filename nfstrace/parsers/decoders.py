@@ -59,3 +59,26 @@ def decode(
     if body_offset < 0:
         return fields(op=procedure_name(prog, vers, proc), nfs_decode=DECODE_TRUNCATED)
     return pair[0 if is_call else 1](buf, body_offset, proc)
+
+
+# A reply whose call was not captured is decoded as an NFSv4 COMPOUND reply when
+# the last call seen on its flow (same addresses and ports, the other way) was
+# NFSv4 with a plain body: tshark decodes none of them, but the results name
+# their operations.  The flows remembered are bounded (all forgotten past it).
+NFS4_PROGRAM_VERSION = (100003, 4)
+MAX_FLOWS = 65536
+
+
+def decode_reply_without_call(
+    last_call: tuple | None, buf: bytes, body_offset: int
+) -> tuple | None:
+    """(prog, vers, proc, NFS fields) of a reply whose call was not seen, given
+    the last call on its flow ((prog, vers, proc, gss_service, gss_proc) or
+    None); None when it is not decoded."""
+    if last_call is None or body_offset < 0 or last_call[:2] != NFS4_PROGRAM_VERSION:
+        return None
+    gss_service, gss_proc = last_call[3], last_call[4]
+    if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):
+        return None
+    out = nfs4.decode_reply_without_call(buf, body_offset)
+    return None if out is None else (*NFS4_PROGRAM_VERSION, nfs4.NFSPROC4_COMPOUND, out)

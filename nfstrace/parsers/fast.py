@@ -19,6 +19,7 @@ import pandas as pd
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
+from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
     F_FRAGMENTS,
@@ -225,6 +226,9 @@ class _Collector:
         self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]] = {}
         self.max_calls = limits.max_pending_calls
         self.calls_forgotten = 0  # unanswered calls forgotten past max_calls
+        # (client, client port, server, server port) -> the last call's
+        # (prog, vers, proc, gss_service, gss_proc): names replies whose call was not seen
+        self.flows: dict[tuple[bytes, int, bytes, int], tuple[int, int, int, str, int]] = {}
         self.stats = stats
 
     def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
@@ -297,6 +301,10 @@ class _Collector:
                 self.calls_forgotten += not calls[oldest][5]
                 del calls[oldest]
             calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9], False)
+            flow = (src, sport, dst, dport)
+            if len(self.flows) >= MAX_FLOWS and flow not in self.flows:
+                self.flows.clear()
+            self.flows[flow] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9])
             nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
         else:
             st.replies += 1
@@ -311,7 +319,13 @@ class _Collector:
                 )
             else:
                 st.replies_without_call_info += 1
-                nfs = decode_procedure(False, -1, -1, -1, head, hdr[14], "", -1)
+                last = self.flows.get((dst, dport, src, sport))
+                guess = decode_reply_without_call(last, head, hdr[14])
+                if guess is None:
+                    nfs = decode_procedure(False, -1, -1, -1, head, hdr[14], "", -1)
+                else:
+                    hdr = (*hdr[:2], *guess[:3], *hdr[5:])
+                    nfs = guess[3]
         truncated = captured < rpc_len or not complete
         if truncated:
             st.truncated_messages += 1

@@ -975,16 +975,23 @@ def _call(buf: bytes, off: int, table: dict[int, Step], prog: tuple) -> tuple:
 
 
 def _reply(buf: bytes, off: int, table: dict, errors: dict, prog: tuple) -> tuple:
+    return _reply_ops(buf, off, table, errors, prog)[0]
+
+
+def _reply_ops(
+    buf: bytes, off: int, table: dict, errors: dict, prog: tuple
+) -> tuple[tuple, list[int]]:
+    """The reply's fields and the opcodes of its results."""
     x = Xdr(buf, off)
     status = x.u32()
     if not x.ok:
-        return fields(op=prog[3], nfs_decode=DECODE_TRUNCATED)
+        return fields(op=prog[3], nfs_decode=DECODE_TRUNCATED), []
     st: dict = {"nfs_status": status}
     x.skip_opaque()  # tag
     ops, statuses, outcome = _walk_results(x, table, errors, st)
     if statuses:
         st["op_status"] = " ".join(map(str, statuses))
-    return _finish(st, ops, outcome, prog)
+    return _finish(st, ops, outcome, prog), ops
 
 
 _NULL = fields(op="NULL", nfs_decode=DECODE_OK)
@@ -1003,6 +1010,16 @@ def decode_reply(buf: bytes, off: int, proc: int) -> tuple:
     if proc == NFSPROC4_COMPOUND:
         return _reply(buf, off, RESULTS, ERROR_RESULTS, _NFS)
     return _NULL if proc == NFSPROC4_NULL else fields(op=f"proc{proc}", nfs_decode=DECODE_OK)
+
+
+def decode_reply_without_call(buf: bytes, off: int) -> tuple | None:
+    """A reply whose call was not captured, on a flow whose calls are NFSv4: its
+    results read as a COMPOUND reply (COMPOUND4res is self-describing: status,
+    tag, then each result starts with its opcode and status; a walk stopped
+    early keeps what it read).  None when it does not read as one: no result
+    read, or the first one's opcode unknown (a NULL reply, or not NFSv4)."""
+    out, ops = _reply_ops(buf, off, RESULTS, ERROR_RESULTS, _NFS)
+    return out if ops and ops[0] in RESULTS else None
 
 
 def decode_cb_call(buf: bytes, off: int, proc: int) -> tuple:
