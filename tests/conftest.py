@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers (tsha
 # Real lab captures (make-captures.sh): full-payload ones, and -s 256 twins.
 FULL_CAPTURES = sorted(p for p in SAMPLES.glob("*.pcap") if ".s256." not in p.name)
 S256_CAPTURES = sorted(SAMPLES.glob("*.s256.pcap"))
+
+# More lab captures (NAME.pcap with NAME.json, made with ../shared/lab) for the
+# tests that run over every capture: opt-in, so that what a run covers never
+# depends silently on what a machine has lying around.
+#     NFSTRACE_LAB_CAPTURES=/var/tmp/caps-small python3 -m pytest
+_LAB = os.environ.get("NFSTRACE_LAB_CAPTURES", "")
+LAB_CAPTURES = sorted(Path(_LAB).glob("*.pcap")) if _LAB else []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _LAB and not LAB_CAPTURES:
+        raise pytest.UsageError(f"NFSTRACE_LAB_CAPTURES={_LAB}: no *.pcap there")
+
+
+def pytest_report_header() -> str:
+    if not _LAB:
+        return "lab captures: sample-pcaps/ only (NFSTRACE_LAB_CAPTURES=DIR adds more)"
+    return f"lab captures: sample-pcaps/ and {len(LAB_CAPTURES)} from {_LAB}"
 
 
 def ground_truth(capture: Path) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SAMPLES, ground_truth
+from conftest import LAB_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.pace import (
@@ -27,9 +27,8 @@ try:
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_writes as mw
 
-LAB = Path("/var/tmp/caps-small")
 CLIENT_SIDE = sorted(
-    p for p in [*SAMPLES.glob("*.pcap"), *LAB.glob("*.pcap")] if ".server-side" not in p.name
+    p for p in [*SAMPLES.glob("*.pcap"), *LAB_CAPTURES] if ".server-side" not in p.name
 )
 US = 1_000
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, ground_truth
+from conftest import LAB_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.writes import (
@@ -28,8 +28,7 @@ try:
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_writes as mw
 
-LAB = Path("/var/tmp/caps-small")
-CAPTURES = sorted([*SAMPLES.glob("*.pcap"), *LAB.glob("*.pcap")])
+CAPTURES = sorted([*SAMPLES.glob("*.pcap"), *LAB_CAPTURES])
 US = 1_000
 
 
