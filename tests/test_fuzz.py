@@ -79,8 +79,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
-_stats: dict[str, dict[str, int]] = {"parse": {}, "pipeline": {}}
-_count = [0]
 _derandomize = os.environ.get("NFSTRACE_FUZZ_SEED") is None
 _captures = st.sampled_from(SEED_NAMES)
 _mutations = st.lists(MUTATION, min_size=1, max_size=4)
@@ -103,9 +101,7 @@ def _parse(path: Path) -> str:
     database=None,
 )
 @given(seed=_captures, mutations=_mutations)
-def test_mutated_captures_parse_to_a_result_or_an_nfstrace_error(
-    workdir: Path, seed: str, mutations: list[tuple]
-) -> None:
+def _fuzz_parse(workdir: Path, outcomes: dict[str, int], seed: str, mutations: list[tuple]) -> None:
     path = workdir / "parse.pcap"
     path.write_bytes(apply(seed, mutations))
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -117,7 +113,7 @@ def test_mutated_captures_parse_to_a_result_or_an_nfstrace_error(
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert time.monotonic() - start < EXAMPLE_LIMIT_S
-    _stats["parse"][outcome] = _stats["parse"].get(outcome, 0) + 1
+    outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
 
 @settings(
@@ -128,27 +124,38 @@ def test_mutated_captures_parse_to_a_result_or_an_nfstrace_error(
     database=None,
 )
 @given(seed=_captures, mutations=_mutations)
-def test_mutated_captures_through_the_whole_pipeline(
-    workdir: Path, seed: str, mutations: list[tuple]
+def _fuzz_pipeline(
+    workdir: Path, outcomes: dict[str, int], seed: str, mutations: list[tuple]
 ) -> None:
     data = apply(seed, mutations)
-    _count[0] += 1
+    n = sum(outcomes.values()) + 1
     outcome, seconds = run_pipeline(
-        data, workdir, html=_count[0] % HTML_EVERY == 0, limit_s=EXAMPLE_LIMIT_S
+        data, workdir, html=n % HTML_EVERY == 0, limit_s=EXAMPLE_LIMIT_S
     )
     assert outcome == "ok" or outcome.endswith("Error")
     assert seconds < EXAMPLE_LIMIT_S
-    _stats["pipeline"][outcome] = _stats["pipeline"].get(outcome, 0) + 1
+    outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
 
-def test_fuzz_ran_every_example_and_most_were_analysed() -> None:
-    """The runs above really happened, and most mutants still gave a result
+def _ran_and_mostly_analysed(outcomes: dict[str, int], wanted: int) -> None:
+    """The examples really ran, and most mutants still gave a result
     (mutations that only ever produced errors would test little)."""
-    for stage, wanted in (("parse", EXAMPLES), ("pipeline", PIPELINE_EXAMPLES)):
-        total = sum(_stats[stage].values())
-        assert total >= wanted * 0.95, (stage, _stats)
-        assert _stats[stage].get("ok", 0) > total * 0.7, (stage, _stats)
-    print(f"fuzz outcomes: {_stats}")
+    total = sum(outcomes.values())
+    assert total >= wanted * 0.95, outcomes
+    assert outcomes.get("ok", 0) > total * 0.7, outcomes
+    print(f"fuzz outcomes: {outcomes}")
+
+
+def test_mutated_captures_parse_to_a_result_or_an_nfstrace_error(workdir: Path) -> None:
+    outcomes: dict[str, int] = {}
+    _fuzz_parse(workdir, outcomes)
+    _ran_and_mostly_analysed(outcomes, EXAMPLES)
+
+
+def test_mutated_captures_through_the_whole_pipeline(workdir: Path) -> None:
+    outcomes: dict[str, int] = {}
+    _fuzz_pipeline(workdir, outcomes)
+    _ran_and_mostly_analysed(outcomes, PIPELINE_EXAMPLES)
 
 
 def _frames_in(data: bytes) -> int:
