@@ -23,7 +23,7 @@ from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
 from nfstrace.analysis.pace import outstanding_steps
-from nfstrace.analysis.writes import commit_table, write_progress
+from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
 from nfstrace.parsers.fast import ParseStats
 from nfstrace.reports import figures as fg
 from nfstrace.schema import EVENT_COLUMNS, TRANSACTION_DTYPES
@@ -140,7 +140,23 @@ def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
         events=pd.DataFrame(columns=list(EVENT_COLUMNS)),
         stats=ParseStats(),
         overview=overview(messages, tx),
-        diagnosis=Diagnosis(),
+        diagnosis=derived_diagnosis(tx),
+    )
+
+
+def derived_diagnosis(tx: pd.DataFrame) -> Diagnosis:
+    """The least diagnosis a report draws from: the tables derived from the
+    transactions (write progress, outstanding RPCs, COMMITs, re-sent calls),
+    no verdict, budget, stalls, model or workload."""
+    return Diagnosis(
+        progress=write_progress(tx),
+        writes=SimpleNamespace(  # type: ignore[arg-type]
+            commits=commit_table(tx),
+            verifier_changes=None,
+            files=pd.DataFrame(columns=list(FILE_COLUMNS)),
+        ),
+        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),  # type: ignore[arg-type]
+        repeats=SimpleNamespace(retransmissions=tx[tx["n_calls"] > 1]),  # type: ignore[arg-type]
     )
 
 

@@ -338,12 +338,11 @@ def test_several_pairs_one_section_each(tmp_path: Path) -> None:
     second["client"] = pd.array(["10.0.0.3"] * len(second), dtype="string")
     trace = synthetic_trace(pd.concat([first, second], ignore_index=True))
     report = tmp_path / "pairs.report.html"
-    write_report(report, trace)  # no diagnosis: drawn from the transactions
+    write_report(report, trace, trace.diagnosis)
     text = report.read_text(encoding="utf-8")
     busiest = text.index("client 10.0.0.1 → server 10.0.0.2")
     assert busiest < text.index("client 10.0.0.3 → server 10.0.0.2")
     assert 'id="latency-pair"' in text
-    assert "write progress: derived from the transactions" in text
     dom, console, _ = open_in_browser(report, tmp_path)
     assert assert_all_drawn(text, dom, console) == 2 * 4 + 1  # figures 1-4 per pair, CDF
     # the re-sent WRITE is in the first pair's figure only

@@ -25,14 +25,14 @@ import pandas as pd
 
 from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.fragments import analyze_fragments
-from nfstrace.analysis.model import fit_model, what_if
+from nfstrace.analysis.fragments import FragmentsResult, analyze_fragments
+from nfstrace.analysis.model import ModelResult, fit_model, what_if
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
-from nfstrace.analysis.pace import analyze_pace
-from nfstrace.analysis.quality import assess_capture
-from nfstrace.analysis.repeats import analyze_repeats
-from nfstrace.analysis.stalls import find_stalls
-from nfstrace.analysis.transport import analyze_transport
+from nfstrace.analysis.pace import PaceResult, analyze_pace
+from nfstrace.analysis.quality import CaptureQuality, assess_capture
+from nfstrace.analysis.repeats import RepeatsResult, analyze_repeats
+from nfstrace.analysis.stalls import StallsResult, find_stalls
+from nfstrace.analysis.transport import TransportResult, analyze_transport
 from nfstrace.analysis.verdict import (
     Context,
     Verdict,
@@ -40,8 +40,14 @@ from nfstrace.analysis.verdict import (
     decide,
     verdict_finding,
 )
-from nfstrace.analysis.workload import analyze_workload
-from nfstrace.analysis.writes import analyze_writes, bytes_text, prepared, write_progress
+from nfstrace.analysis.workload import WorkloadResult, analyze_workload
+from nfstrace.analysis.writes import (
+    WritesResult,
+    analyze_writes,
+    bytes_text,
+    prepared,
+    write_progress,
+)
 from nfstrace.parsers.fast import ParseStats
 from nfstrace.text import count
 
@@ -68,7 +74,8 @@ class DiagnosisOptions:
 @dataclass(frozen=True)
 class Diagnosis:
     """The verdict, the ranked findings, the time budget, each analysis module's
-    result (None when it could not run) and every module's own findings (notes).
+    result and every module's own findings (notes).  ``diagnose`` fills every
+    field; the defaults serve tests that build one by hand.
 
     Attribute names and the tables inside each result are the interface the
     reports use: budget.pairs / budget.intervals, repeats.retransmissions,
@@ -80,16 +87,16 @@ class Diagnosis:
     budget: Budget | None = None
     pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
-    quality: Any = None  # analysis.quality.CaptureQuality
-    repeats: Any = None  # analysis.repeats.RepeatsResult
-    fragments: Any = None  # analysis.fragments.FragmentsResult
-    transport: Any = None  # analysis.transport.TransportResult
-    writes: Any = None  # analysis.writes.WritesResult
-    progress: Any = None  # DataFrame: analysis.writes.write_progress()
-    stalls: Any = None  # analysis.stalls.StallsResult
-    pace: Any = None  # analysis.pace.PaceResult
-    model: Any = None  # analysis.model.ModelResult
-    workload: Any = None  # analysis.workload.WorkloadResult
+    quality: CaptureQuality | None = None
+    repeats: RepeatsResult | None = None
+    fragments: FragmentsResult | None = None
+    transport: TransportResult | None = None
+    writes: WritesResult | None = None
+    progress: pd.DataFrame | None = None  # analysis.writes.write_progress()
+    stalls: StallsResult | None = None
+    pace: PaceResult | None = None
+    model: ModelResult | None = None
+    workload: WorkloadResult | None = None
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

@@ -9,13 +9,13 @@ table of each cause's share), capture facts, figures (per client/server pair
 when there are several; the cumulative transfer shaded by the budget's causes),
 tables.
 
-Any analysis result of the diagnosis may be None (the module did not run):
-the section it feeds is drawn from the transactions where that is a plain
-derivation (write progress, outstanding RPCs, COMMITs, re-sent calls), and
-otherwise left out with a note saying why; a diagnosis without a verdict or
-a time budget (or a budget without WRITE activity: metadata-only captures)
-shows the findings alone.  Every string that comes from the capture (file
-names, hosts, paths, details, the budget's evidence) is HTML-escaped.
+The report only renders: every table it draws comes from the diagnosis
+(``analysis/diagnosis.py``), none is computed here.  A diagnosis without a
+verdict or a time budget (or a budget without WRITE activity: metadata-only
+captures) shows the findings alone; an optional result that is missing (the
+model, the workload) leaves its figure out with a note saying why.  Every
+string that comes from the capture (file names, hosts, paths, details, the
+budget's evidence) is HTML-escaped.
 
 A small script records script errors and checks that every figure was drawn;
 it writes the result on ``<body data-figures=... data-figures-drawn=...
@@ -45,8 +45,7 @@ from plotly.offline import get_plotlyjs
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask, status_name
 from nfstrace.analysis.overview import throughput_text
-from nfstrace.analysis.pace import outstanding_steps
-from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
+from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
@@ -99,32 +98,17 @@ class _Inputs:
     notes: list[str] = field(default_factory=list)
 
 
-def _inputs(trace: Trace, diagnosis: Diagnosis | None) -> _Inputs:
-    tx = trace.transactions
+def _inputs(diagnosis: Diagnosis) -> _Inputs:
+    """The diagnosis's tables the figures draw (the report computes none itself)."""
     notes: list[str] = []
-
-    def pick(
-        table: pd.DataFrame | None, derive: Callable[[pd.DataFrame], pd.DataFrame], what: str
-    ) -> pd.DataFrame:
-        if table is not None:
-            return table
-        notes.append(f"{what}: derived from the transactions (analysis module not run)")
-        return derive(tx)
-
     stalls = _frame(diagnosis, "stalls", "stalls")
     if stalls is None:
         notes.append("commit stalls and segment slopes: the stalls module did not run")
     return _Inputs(
-        progress=pick(_frame(diagnosis, "progress"), write_progress, "write progress"),
-        outstanding=pick(
-            _frame(diagnosis, "pace", "outstanding"), outstanding_steps, "outstanding RPCs"
-        ),
-        commits=pick(_frame(diagnosis, "writes", "commits"), commit_table, "COMMITs"),
-        retransmissions=pick(
-            _frame(diagnosis, "repeats", "retransmissions"),
-            lambda t: t[t["n_calls"] > 1],
-            "re-sent calls",
-        ),
+        progress=diagnosis.progress,
+        outstanding=diagnosis.pace.outstanding,
+        commits=diagnosis.writes.commits,
+        retransmissions=diagnosis.repeats.retransmissions,
         stalls=stalls,
         segments=_frame(diagnosis, "stalls", "segments"),
         verifier_changes=_frame(diagnosis, "writes", "verifier_changes"),
@@ -308,10 +292,8 @@ def _budget_table(pairs: pd.DataFrame, verdict: Any) -> str:
     return _table(table, columns, headers=headers, tips=tips, digits=digits, table_id="time-budget")
 
 
-def _budget_html(diagnosis: Diagnosis | None, figs: _Figures) -> str:
+def _budget_html(diagnosis: Diagnosis, figs: _Figures) -> str:
     """The time-budget figure and table, or a note saying why there are none."""
-    if diagnosis is None:
-        return ""
     budget = _attr(diagnosis, "budget")
     pairs = _frame(budget, "pairs")
     if budget is None or pairs is None:
@@ -333,7 +315,7 @@ def _budget_html(diagnosis: Diagnosis | None, figs: _Figures) -> str:
     return "".join(out)
 
 
-def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None, figs: _Figures) -> str:
+def _diagnosis_section(trace: Trace, diagnosis: Diagnosis, figs: _Figures) -> str:
     out = ['<section id="diagnosis"><h2>Diagnosis</h2>']
     verdict = _attr(diagnosis, "verdict")
     if verdict is not None:
@@ -346,12 +328,7 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis | None, figs: _Figures
         )
         out.append(f'<p class="headline">{_e(headline)}</p>')
     findings = [f for f in _attr(diagnosis, "findings") or [] if not _is_verdict(f, verdict)]
-    if diagnosis is None:
-        out.append(
-            '<p class="note">No diagnosis was run (analysis modules not available): '
-            "the report shows what the transactions say.</p>"
-        )
-    elif findings:
+    if findings:
         out.append('<ol class="findings">' + "".join(map(_finding_html, findings)) + "</ol>")
     elif verdict is None:
         out.append("<p>Nothing abnormal found in this capture.</p>")
@@ -364,7 +341,7 @@ def _when(ns: int) -> str:
     return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
-def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
+def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
     ov, st = trace.overview, trace.stats
     files = []
     for f in st.files:
@@ -394,7 +371,7 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis | None) -> str:
         ("servers", ", ".join(ov.servers) or "-"),
         ("versions", ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"),
         ("transports", "/".join(ov.transports).upper() or "-"),
-        ("capture point", str(point) if point else "unknown (capture-quality module not run)"),
+        ("capture point", str(point) if point else "unknown"),
         ("transactions", ov.counts_text()),
         ("repeats", ov.repeats_text()),
         *throughput,
@@ -536,7 +513,7 @@ def _pair_figure_list(
 
 
 def _figures_section(
-    trace: Trace, diagnosis: Diagnosis | None, data: _Inputs, budget: int, figs: _Figures
+    trace: Trace, diagnosis: Diagnosis, data: _Inputs, budget: int, figs: _Figures
 ) -> str:
     pairs = _pairs(trace.transactions)
     parts = ['<section id="figures"><h2>Figures</h2>']
@@ -776,7 +753,7 @@ def _events_by_kind(events: pd.DataFrame) -> str:
     return "".join(parts)
 
 
-def _tables_section(trace: Trace, diagnosis: Diagnosis | None, data: _Inputs) -> str:
+def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
     out = ['<section id="tables"><h2>Tables</h2>']
     lat_tips = dict(LATENCY_COLUMNS)
     lat_cols = list(LATENCY_COLUMNS)
@@ -976,15 +953,15 @@ _PAGE_SCRIPT = """
 def transfer_figure(trace: Trace, point_budget: int = fg.POINT_BUDGET) -> go.Figure:
     """The whole capture's cumulative transfer as the report draws it (the
     budget's shading, stalls, re-sends, COMMITs, TCP retransmissions)."""
-    figures = _pair_figure_list(trace, _inputs(trace, trace.diagnosis), None, point_budget)
+    figures = _pair_figure_list(trace, _inputs(trace.diagnosis), None, point_budget)
     return dict(figures)["cumulative transfer"]
 
 
 def render_report(
-    trace: Trace, diagnosis: Diagnosis | None = None, *, point_budget: int = fg.POINT_BUDGET
+    trace: Trace, diagnosis: Diagnosis, *, point_budget: int = fg.POINT_BUDGET
 ) -> str:
     """The whole report as one HTML document (plotly.js inlined once)."""
-    data = _inputs(trace, diagnosis)
+    data = _inputs(diagnosis)
     figs = _Figures()  # one numbering of the figure divs, the diagnosis's first
     diagnosis_html = _diagnosis_section(trace, diagnosis, figs)
     figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
@@ -1071,9 +1048,7 @@ def write_comparison(path: str | os.PathLike[str], cmp: Comparison) -> None:
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
-def write_report(
-    path: str | os.PathLike[str], trace: Trace, diagnosis: Diagnosis | None = None
-) -> None:
+def write_report(path: str | os.PathLike[str], trace: Trace, diagnosis: Diagnosis) -> None:
     """Write ``render_report(trace, diagnosis)`` to ``path`` (UTF-8), whole or not at
     all: rendered first, then written beside it and renamed over it."""
     text = render_report(trace, diagnosis)
