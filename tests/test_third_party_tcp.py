@@ -159,3 +159,35 @@ def test_checksum_sample_is_bounded(parser: str) -> None:
     for d in t.stats.directions:
         assert 0 < d.checksums_checked <= ipmod.CHECKSUM_SAMPLE
         assert 0 <= d.checksums_bad <= d.checksums_checked
+
+
+@pytest.mark.parametrize("spacing_ns", [100, 400])
+def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: int) -> None:
+    """More frames in one window than MAX_RECENT_FRAMES (the older generation
+    dropped early): both parsers skip the same copies.  At 100 ns apart the
+    9,000 frames span one window (copies of the first ones are forgotten); at
+    400 ns the generations turn on time and only copies within the window count."""
+    from nfstrace.parsers import fast, native
+
+    if not native.available():
+        pytest.skip("native parser not built")
+    base = bytes(mtd.mc.eth(mtd.mc.udp_pkt(mtd.mc.CLIENT, mtd.mc.SERVER, 999, 998, b"\0" * 40)))
+    cap = mtd.mc.Capture()
+    originals = []
+    for i in range(9000):
+        data = bytearray(base)
+        data[18:20] = (i & 0xFFFF).to_bytes(2, "big")
+        data[-4:] = i.to_bytes(4, "big")
+        originals.append(bytes(data))
+        cap.frames.append((mtd.mc.BASE_NS + i * spacing_ns, bytes(data), len(data)))
+    end = mtd.mc.BASE_NS + 9000 * spacing_ns
+    for k, i in enumerate((0, 2000, 4095, 4096, 5000, 8999)):
+        cap.frames.append((end + k, originals[i], len(originals[i])))
+    path = cap.write(tmp_path / "many.pcap", nano=True)
+    a, b = fast.parse([str(path)]), native.parse([str(path)])
+    assert a[2].duplicate_frames == b[2].duplicate_frames > 0
+    dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
+    assert dup(a[1]) == dup(b[1])
+    # 100 ns: the copies of originals 4096, 5000 and 8999 (the first 4,096 were
+    # dropped with their generation); 400 ns: only 8999's is within 1 ms
+    assert dup(a[1]) == ([9004, 9005, 9006] if spacing_ns == 100 else [9006])
