@@ -83,9 +83,11 @@ class ParseLimits:
     # Transport events recorded per kind (retransmissions, holes, mirror
     # copies, ...); past it they are counted, not recorded.
     max_events_per_kind: int = 500_000
-    # A frame byte-identical to one of the two frames before it, captured at
-    # most this long after it, is a mirror/SPAN duplicate: counted, recorded as
-    # an event and skipped (not a TCP retransmission nor a repeated datagram).
+    # A frame byte-identical to one captured at most this long before it (any
+    # frame of that window, not just the last few) is the same frame captured
+    # more than once (a mirror/SPAN port, several capture points): counted,
+    # recorded as an event and skipped (not a TCP retransmission nor a
+    # repeated datagram).
     # Real repeats come much later (RTO >= 200 ms) and differ in IP id or
     # TCP timestamps.  0 disables the check.
     duplicate_window_ns: int = 1_000_000

@@ -227,8 +227,9 @@ EVENT_KINDS: dict[str, str] = {
     "acknowledged and sent nothing (the application paused), from the last ACK (or its "
     "last data segment) until its next data segment; part of a gap of at least "
     "ParseLimits.send_gap_ns; frame: its last data segment, seq: the one it sent next, length 0",
-    "frame_duplicate": "a frame identical to one of the two before it within "
-    "ParseLimits.duplicate_window_ns (mirror/SPAN port): skipped, not processed further; "
+    "frame_duplicate": "a frame byte-identical to one captured at most "
+    "ParseLimits.duplicate_window_ns before it (the same frame captured more than once): "
+    "skipped, not processed further; "
     "endpoints as far as its headers show; seq: TCP sequence or -1, length: frame length",
     "ip_datagram_incomplete": "an IP datagram some of whose fragments never came (given up at "
     "the end of the capture or after ParseLimits.ip_reassembly_timeout_ns); ts/frame: its "

@@ -29,6 +29,7 @@ try:
         make_damaged,
         make_frames,
         make_nfs4_orphans,
+        make_tcp_damage,
         make_unanswered,
         make_writes,
     )
@@ -52,6 +53,7 @@ except ImportError:  # pragma: no cover - run from the repository root
         make_damaged,
         make_frames,
         make_nfs4_orphans,
+        make_tcp_damage,
         make_unanswered,
         make_writes,
     )
@@ -109,6 +111,7 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         make_backends,
         make_nfs4_orphans,
         make_unanswered,
+        make_tcp_damage,
     ):
         captures.update(module.build_all(out))
     return captures

@@ -16,20 +16,24 @@ import nfstrace
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.quality import (
     ACK_RTT_COLUMNS,
+    COARSE_CLOCK_NS,
     GAP_NS,
     _gaps,
     _handshake_vote,
     ack_round_trips,
     assess_capture,
+    clock_step_ns,
     handshake_times,
 )
 
 try:
     from crafted import make_crafted as mc
     from crafted import make_frames as mf
+    from crafted import make_tcp_damage as mtd
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_crafted as mc
     from tests.crafted import make_frames as mf
+    from tests.crafted import make_tcp_damage as mtd
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +78,43 @@ def test_capture_point_crafted(frames, side: str) -> None:
     assert q.capture_point == side
     votes = dict(zip(q.evidence.method, q.evidence.vote, strict=True))
     assert votes == {"handshake": side, "ttl": side, "ack": side, "pace": side}
+
+
+@pytest.fixture(scope="module")
+def damage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return mtd.build_all(tmp_path_factory.mktemp("tcp_damage"))
+
+
+def test_checksum_offload_names_the_capturing_host(damage) -> None:
+    """Bad checksums on all of the client's packets, good on the server's:
+    captured on the client, though the pace and ACK round trips (weak) say
+    server (they used to decide alone)."""
+    q = quality(damage["offload_client"])
+    assert q.capture_point == "client"
+    ev = q.evidence
+    assert list(ev.method) == ["checksum", "ttl", "ack", "pace"]  # strongest first
+    votes = dict(zip(ev.method, zip(ev.vote, ev.strength, strict=True), strict=True))
+    assert votes["checksum"] == ("client", "decisive")
+    assert votes["pace"] == ("server", "weak")
+
+
+def test_coarse_clock_timing_votes_abstain(damage) -> None:
+    """10 ms timestamps: SYN and SYN-ACK on one tick (the handshake said
+    "server", strong) and each call with its reply (0 µs: the pace said
+    "server"): the timing votes abstain, saying why; nothing else decides."""
+    t = nfstrace.load(damage["coarse_clock"])
+    assert clock_step_ns(t.messages, t.events) == COARSE_CLOCK_NS
+    q = assess_capture(t.messages, t.transactions, t.events, t.stats)
+    assert q.capture_point == "unknown"
+    timing = q.evidence[q.evidence.method.isin(["handshake", "ack", "pace"])]
+    assert set(timing.method) == {"handshake", "pace"}
+    assert (timing.vote == "none").all()
+    assert timing.detail.str.startswith("timestamps in steps of 10 ms: too coarse").all()
+
+
+def test_clock_step_of_fine_captures(frames) -> None:
+    t = nfstrace.load(frames["point_client"])
+    assert clock_step_ns(t.messages, t.events) < COARSE_CLOCK_NS
 
 
 def test_no_evidence_means_unknown(frames) -> None:

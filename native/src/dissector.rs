@@ -660,6 +660,9 @@ pub struct Dissector {
     max_connections: usize,
     pub n_forgotten: i64,
     pub n_cut: i64,
+    /// SYN segments dropped: a bad checksum / inside an established window
+    bad_checksum: i64,
+    syn_in_window: i64,
     lost_listed: i64,
     n_conns: i64,
     pub n_tcp_conns: i64,
@@ -671,10 +674,17 @@ pub struct Dissector {
     pub stopped_at: i64,
     ts: i64,
     pub counts: FrameCounts,
-    // the last two frames (time, fingerprint, bytes) for mirror-duplicate checks
-    last1: (i64, i64, Vec<u8>),
-    last2: (i64, i64, Vec<u8>),
+    // frames of the last duplicate window by fingerprint (time, bytes), in two
+    // generations (fast.Dissector.frames), and when the current one began
+    recent: HashMap<u64, (i64, Vec<u8>)>,
+    older: HashMap<u64, (i64, Vec<u8>)>,
+    since: Option<i64>,
 }
+
+/// Frames remembered for the mirror-duplicate check (fast.MAX_RECENT_FRAMES).
+const MAX_RECENT_FRAMES: usize = 4096;
+/// fast.SYN_WINDOW
+const SYN_WINDOW: i64 = 65535;
 
 fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     let (mut mss, mut wscale) = (-1i64, -1i64);
@@ -965,6 +975,8 @@ impl Dissector {
             max_connections: s.max_connections.max(1),
             n_forgotten: 0,
             n_cut: 0,
+            bad_checksum: 0,
+            syn_in_window: 0,
             lost_listed: 0,
             n_conns: 0,
             n_tcp_conns: 0,
@@ -975,8 +987,9 @@ impl Dissector {
             stopped_at: 0,
             ts: 0,
             counts: FrameCounts::default(),
-            last1: (0, -1, Vec::new()),
-            last2: (0, -1, Vec::new()),
+            recent: HashMap::default(),
+            older: HashMap::default(),
+            since: None,
         }
     }
 
@@ -1004,27 +1017,43 @@ impl Dissector {
         if frame_no & 0x3FFF == 0 {
             progress(frame_no);
         }
-        // Ethernet/IPv4: byte 19 is the IP id's low byte, which differs between
-        // packets a host sends; the last byte is payload.
-        let last = if data.len() >= 20 {
-            data[data.len() - 1] as i64 | (data[19] as i64) << 8
+        // fast.Dissector.frames: length, last two bytes, bytes 19, 25, 51
+        let n = data.len();
+        let fp = if n >= 52 {
+            n as u64
+                | (data[n - 1] as u64) << 20
+                | (data[n - 2] as u64) << 28
+                | (data[19] as u64) << 36
+                | (data[25] as u64) << 44
+                | (data[51] as u64) << 52
         } else {
-            -1
+            n as u64
         };
         let window = self.settings_dup_window;
-        if (last == self.last1.1 || last == self.last2.1)
-            && ((ts - self.last1.0 <= window && data == self.last1.2.as_slice())
-                || (ts - self.last2.0 <= window && data == self.last2.2.as_slice()))
-        {
+        let same = |e: Option<&(i64, Vec<u8>)>| match e {
+            Some((t, d)) => ts - *t <= window && data == d.as_slice(),
+            None => false,
+        };
+        if same(self.recent.get(&fp)) || same(self.older.get(&fp)) {
             self.n_dup += 1;
             self.duplicate_event(f, data, frame_no);
             return;
         }
-        std::mem::swap(&mut self.last1, &mut self.last2);
-        self.last1.0 = ts;
-        self.last1.1 = last;
-        self.last1.2.clear();
-        self.last1.2.extend_from_slice(data);
+        if self.since.is_none_or(|t| ts - t > window) || self.recent.len() >= MAX_RECENT_FRAMES {
+            std::mem::swap(&mut self.recent, &mut self.older);
+            self.recent.clear();
+            self.since = Some(ts);
+        }
+        match self.recent.get_mut(&fp) {
+            Some(e) => {
+                e.0 = ts;
+                e.1.clear();
+                e.1.extend_from_slice(data);
+            }
+            None => {
+                self.recent.insert(fp, (ts, data.to_vec()));
+            }
+        }
         self.layers(f, data, frame_no);
     }
 
@@ -1092,10 +1121,18 @@ impl Dissector {
             self.tcp_segment(&dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl);
         } else if dg.proto == ip::PROTO_UDP {
             self.counts.udp += 1;
-            self.count_packet(&dg);
+            let slot = self.count_packet(&dg);
             if p.len() < 8 {
                 self.counts.short += 1;
                 return;
+            }
+            if let Some(s) = slot {
+                if self.facts.rows[s][ip::F_CSUM_CHECKED] < ip::CHECKSUM_SAMPLE
+                    && p.len() as i64 == dg.wire_len
+                {
+                    self.facts
+                        .sample_checksum(s, dg.src, dg.dst, ip::PROTO_UDP, p);
+                }
             }
             let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
             let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
@@ -1106,11 +1143,15 @@ impl Dissector {
         }
     }
 
-    fn count_packet(&mut self, dg: &Datagram) {
+    /// Into its direction's facts: the slot (None: reassembled from fragments,
+    /// which were counted one by one).
+    fn count_packet(&mut self, dg: &Datagram) -> Option<usize> {
         if dg.ttl >= 0 {
             let s = self.facts.slot(dg.src, dg.dst);
             self.facts.count_packet(s, dg.ip_len, dg.ttl);
+            return Some(s);
         }
+        None
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1129,13 +1170,29 @@ impl Dissector {
     ) {
         let seg: &[u8] = &dg.payload;
         let key = (dg.src, sport, dg.dst, dport);
-        let mut h = self.streams.get(&key).copied();
-        if h.is_none()
-            || (flags & TH_SYN != 0 && flags & TH_ACK == 0 && self.arena[h.unwrap()].synced)
+        let mut h = match self.streams.get(&key).copied() {
+            Some(h) => h,
+            None => self.new_stream(None, dg, sport, dport, ts, frame),
+        };
+        let slot = self.arena[h].facts;
+        // this segment's checksum: 1 right, 0 bad, -1 not verified
+        let mut csum = -1;
+        if self.facts.rows[slot][ip::F_CSUM_CHECKED] < ip::CHECKSUM_SAMPLE
+            && dg.ttl >= 0
+            && seg.len() as i64 == dg.wire_len
         {
-            h = Some(self.new_stream(h, dg, sport, dport, ts, frame));
+            csum = self
+                .facts
+                .sample_checksum(slot, dg.src, dg.dst, ip::PROTO_TCP, seg);
         }
-        let h = h.unwrap();
+        if flags & TH_SYN != 0 && self.arena[h].synced {
+            if self.syn_dropped(h, dg, seq, csum) {
+                return;
+            }
+            if flags & TH_ACK == 0 {
+                h = self.new_stream(Some(h), dg, sport, dport, ts, frame);
+            }
+        }
         let ip_len = dg.ip_len;
         {
             let hs = &mut self.arena[h];
@@ -1284,12 +1341,46 @@ impl Dissector {
         }
     }
 
+    /// A segment with SYN set on a direction that has carried RPC records:
+    /// true when the receiver would have dropped it (fast.Dissector._syn_dropped).
+    fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: i32) -> bool {
+        let seg: &[u8] = &dg.payload;
+        let f = &self.facts.rows[self.arena[h].facts];
+        let good = f[ip::F_CSUM_CHECKED] - f[ip::F_CSUM_BAD];
+        let mut bad = f[ip::F_CSUM_BAD];
+        if csum == 0 {
+            bad -= 1; // counted in the sample
+        } else if csum < 0 && dg.ttl >= 0 && seg.len() as i64 == dg.wire_len {
+            csum = ip::checksum_ok(dg.src, dg.dst, ip::PROTO_TCP, seg) as i32;
+        }
+        if csum == 0 && good > 4 * bad {
+            self.bad_checksum += 1;
+            self.count_packet(dg);
+            return true;
+        }
+        let hs = &self.arena[h];
+        let rev_ended = hs.rev.is_some_and(|r| self.arena[r].ended);
+        if hs.ended || rev_ended || hs.next_seq < 0 {
+            return false;
+        }
+        let wnd = hs.peer_wnd.max(SYN_WINDOW);
+        let d = (seq + 1 - hs.next_seq) & SEQ_MASK;
+        if d <= wnd || SEQ_MASK + 1 - d <= wnd {
+            self.syn_in_window += 1;
+            self.count_packet(dg);
+            return true;
+        }
+        false
+    }
+
     /// A FIN (this direction is done) or RST (both are).
     fn end_of_stream(&mut self, h: usize, flags: u8, ts: i64, frame: i64) {
         self.tcp.flush(&mut self.arena[h], ts, frame, &mut self.col);
+        self.arena[h].ended = true;
         if flags & TH_RST != 0 {
             close_stretches(&mut self.col, &mut self.arena[h], ts);
             if let Some(r) = self.arena[h].rev {
+                self.arena[r].ended = true;
                 self.tcp.flush(&mut self.arena[r], ts, frame, &mut self.col);
                 close_stretches(&mut self.col, &mut self.arena[r], ts);
             }
@@ -1564,6 +1655,8 @@ impl Dissector {
             ),
             ("calls_forgotten", self.col.calls.forgotten),
             ("messages_limit", self.stopped_at),
+            ("tcp_bad_checksum", self.bad_checksum),
+            ("tcp_syn_in_window", self.syn_in_window),
         ];
         all.into_iter().filter(|(_, n)| *n != 0).collect()
     }

@@ -136,6 +136,8 @@ pub struct HalfStream {
     frag_last: bool,
     pub synced: bool,
     unsynced_bytes: i64,
+    /// a FIN or RST seen from this direction (or an RST from the other)
+    pub ended: bool,
     // the message being assembled
     pub in_msg: bool,
     head: Vec<u8>,
@@ -229,6 +231,7 @@ impl HalfStream {
             frag_last: false,
             synced: false,
             unsynced_bytes: 0,
+            ended: false,
             in_msg: false,
             head: Vec::new(),
             head_open: false,

@@ -2,8 +2,14 @@
 (snaplen truncation, interface drops, bytes the capture missed, silent gaps),
 so that findings it limits are read with that in mind.
 
-Capture point, from four kinds of evidence (strongest first):
+Capture point, from five kinds of evidence (strongest first):
 
+* TCP/UDP checksums (decisive): a host that leaves its checksums to the NIC
+  (transmit offload) hands the capture its outgoing packets before the NIC
+  fills them in, so they are captured with bad checksums, on that host only.
+  Bad on (nearly) all of one side's sampled packets and good on the other
+  side's: the capture ran on the first side.  Nothing else can say so; it
+  decides over the votes below.
 * TCP handshakes: on the client, SYN -> SYN-ACK is a network round trip and
   SYN-ACK -> ACK the client's own reaction (short); on the server the reverse.
   Both long: the capture sat between them.
@@ -26,6 +32,11 @@ Capture point, from four kinds of evidence (strongest first):
   time with the client's, not the capture point: two lab runs of the same
   loss-free UDP scenario gave ratios of 1.11 and 0.69, so a smaller margin
   would be a coin toss.
+
+The three timing votes (handshake, ACK round trips, pace) abstain when the
+timestamps come in steps of COARSE_CLOCK_NS or more (a 10 ms clock stamps a
+call and its reply alike): a 0 µs interval is then the clock's, not the
+network's, and "unknown" is said rather than a guess.
 """
 
 from __future__ import annotations
@@ -50,6 +61,17 @@ PACE_RATIO = 2.0
 # Data->ACK: the median over connections of client-data / server-data round trips
 # beyond this (or below its inverse) votes.
 ACK_RATIO = 2.0
+# Checksums: a vote needs this many packets checked each way (ParseStats
+# directions), bad on at least CHECKSUM_BAD_SHARE of one side's and at most
+# CHECKSUM_GOOD_SHARE of the other's.
+CHECKSUM_MIN_CHECKED = 4
+CHECKSUM_BAD_SHARE = 0.9
+CHECKSUM_GOOD_SHARE = 0.1
+# Timestamps all multiples of this (or a larger power of ten): too coarse to time
+# round trips; the timing votes abstain.  At least CLOCK_MIN_TIMES distinct times
+# are needed to tell.
+COARSE_CLOCK_NS = 10_000_000
+CLOCK_MIN_TIMES = 8
 # Both handshake intervals at least this share of the total: captured in between.
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
@@ -60,9 +82,9 @@ GAP_NS = 1_000_000_000
 CLOCK_BACK_SHARE = 0.02
 
 EVIDENCE_COLUMNS: dict[str, str] = {
-    "method": "handshake / ttl / ack / pace",
+    "method": "checksum / ttl / handshake / ack / pace (strongest first)",
     "vote": "client / server / between / none",
-    "strength": "strong / weak",
+    "strength": "decisive / strong / weak",
     "detail": "the numbers behind the vote",
 }
 
@@ -400,6 +422,75 @@ def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
     }
 
 
+def _checksum_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
+    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
+    if pairs.empty:
+        return None
+    client, server = pairs.value_counts().index[0]
+    facts = {(d.src, d.dst): d for d in stats.directions}
+    c, s = facts.get((client, server)), facts.get((server, client))
+    if c is None or s is None:
+        return None
+    cn, sn = getattr(c, "checksums_checked", 0), getattr(s, "checksums_checked", 0)
+    cb, sb = getattr(c, "checksums_bad", 0), getattr(s, "checksums_bad", 0)
+    if cn < CHECKSUM_MIN_CHECKED or sn < CHECKSUM_MIN_CHECKED or not cb + sb:
+        return None
+    c_bad, s_bad = cb / cn, sb / sn
+    if c_bad >= CHECKSUM_BAD_SHARE and s_bad <= CHECKSUM_GOOD_SHARE:
+        vote = "client"
+    elif s_bad >= CHECKSUM_BAD_SHARE and c_bad <= CHECKSUM_GOOD_SHARE:
+        vote = "server"
+    else:
+        vote = "none"
+    return {
+        "method": "checksum",
+        "vote": vote,
+        "strength": "decisive",
+        "detail": f"bad TCP/UDP checksums on {cb} of the client's {cn} packets checked and "
+        f"{sb} of the server's {sn}"
+        + (
+            f" (checksums left to the {vote}'s NIC: captured on the {vote})"
+            if vote != "none"
+            else ""
+        ),
+    }
+
+
+def clock_step_ns(messages: pd.DataFrame, events: pd.DataFrame | None) -> int:
+    """The step of the capture's timestamps: the largest power of ten (1 ns to
+    1 s) they are all multiples of; 1 when fewer than CLOCK_MIN_TIMES distinct
+    times tell."""
+    parts = [messages[c].to_numpy("int64") for c in ("ts_first_ns", "ts_last_ns") if c in messages]
+    if events is not None and len(events) and "ts_ns" in events:
+        parts.append(events["ts_ns"].to_numpy("int64"))
+    times = np.unique(np.concatenate(parts)) if parts else np.zeros(0, "int64")
+    if len(times) < CLOCK_MIN_TIMES:
+        return 1
+    step = 1_000_000_000
+    while step > 1 and (times % step).any():
+        step //= 10
+    return step
+
+
+def _step_text(step: int) -> str:
+    for unit, ns in (("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)):
+        if step >= ns:
+            return f"{step // ns} {unit}"
+    return f"{step} ns"
+
+
+def _abstain(vote: dict[str, str] | None, step: int) -> dict[str, str] | None:
+    """A timing vote on a clock too coarse for it: no vote, and why."""
+    if vote is None or step < COARSE_CLOCK_NS:
+        return vote
+    return {
+        **vote,
+        "vote": "none",
+        "detail": f"timestamps in steps of {_step_text(step)}: too coarse to time round trips "
+        f"({vote['detail']})",
+    }
+
+
 def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
     tx = transactions[(transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()]
     if len(tx) < 3:
@@ -424,7 +515,7 @@ def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
 
 
 def _capture_point(evidence: list[dict[str, str]]) -> str:
-    for strength in ("strong", "weak"):
+    for strength in ("decisive", "strong", "weak"):
         votes = {e["vote"] for e in evidence if e["strength"] == strength and e["vote"] != "none"}
         if len(votes) == 1:
             return votes.pop()
@@ -486,13 +577,15 @@ def assess_capture(
     messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFrame, stats: Any
 ) -> CaptureQuality:
     """Capture point and what the capture failed to record (``stats``: ParseStats)."""
+    step = clock_step_ns(messages, events)
     evidence = [
         e
         for e in (
-            _handshake_vote(events),
+            _checksum_vote(transactions, stats),
             _ttl_vote(transactions, stats),
-            _ack_vote(events, transactions),
-            _pace_vote(transactions),
+            _abstain(_handshake_vote(events), step),
+            _abstain(_ack_vote(events, transactions), step),
+            _abstain(_pace_vote(transactions), step),
         )
         if e is not None
     ]

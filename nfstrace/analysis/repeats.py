@@ -1,6 +1,6 @@
 """Repeats, told apart: RPC retransmissions (the same xid sent again, also on a
 new TCP connection), duplicate replies, TCP retransmissions of the same bytes
-(transport repeats, not RPC ones) and frames captured twice (mirror/SPAN).
+(transport repeats, not RPC ones) and identical frames captured more than once.
 
 RPC retransmissions come from the transactions table (``match.py`` groups the
 sends of one call: ``n_calls``, ``call_times_ns``, ``call_conns``); TCP ones
@@ -75,7 +75,7 @@ class RepeatsResult:
     calls_with_duplicate_replies: int
     tcp_retransmitted_segments: int
     tcp_retransmitted_bytes: int
-    mirror_duplicates: int  # frames captured twice (skipped by the parser)
+    mirror_duplicates: int  # identical frames captured more than once (skipped by the parser)
     first_timeout_ms_median: float | None  # median first re-send interval
 
     def findings(self) -> list[Finding]:
@@ -138,8 +138,9 @@ class RepeatsResult:
             out.append(
                 Finding(
                     kind="mirror_duplicates",
-                    title=f"{self.mirror_duplicates} frames were captured twice (mirror/SPAN "
-                    "port duplicates); they were ignored",
+                    title=f"{self.mirror_duplicates} identical frames captured more than once "
+                    "(byte for byte, within ParseLimits.duplicate_window_ns of the first); the "
+                    "copies were ignored",
                     details={"frames": self.mirror_duplicates},
                 )
             )

@@ -435,10 +435,12 @@ def parse(
             )
         elif dg.proto == PROTO_UDP:
             counts.udp += 1
-            d.count_packet(dg)
+            f = d.count_packet(dg)
             if not isinstance(l4, dpkt.udp.UDP):
                 counts.short += 1
                 continue
+            if f is not None:
+                d.sample_udp(f, dg, bytes(l4))
             d.udp_datagram(dg, ts, frame_no, l4.sport, l4.dport, memoryview(l4.data))
         else:
             counts.other += 1

@@ -22,6 +22,9 @@ from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
 from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
+    CHECKSUM_SAMPLE,
+    F_CSUM_BAD,
+    F_CSUM_CHECKED,
     F_FRAGMENTS,
     F_INCOMPLETE,
     F_IP_BYTES,
@@ -36,10 +39,12 @@ from nfstrace.parsers.ip import (
     Datagram,
     Facts,
     Reassembler,
+    checksum_ok,
     count_packet,
     direction_facts,
     parse_ipv4,
     parse_ipv6,
+    sample_checksum,
 )
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
@@ -69,6 +74,13 @@ CHUNK_ROWS = 65536
 
 SEQ_MASK = (1 << 32) - 1
 SEQ_HALF = 1 << 31
+# A SYN whose sequence number is within this many bytes (or the peer's last
+# window, if larger) of the next byte its direction of an established
+# connection expects is not a new connection (see Dissector._syn_dropped).
+SYN_WINDOW = 65535
+# Frames remembered for the mirror-duplicate check (Dissector.frames): past it
+# the older generation is dropped early (only above ~4M frames a second).
+MAX_RECENT_FRAMES = 4096
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,11 @@ class DirectionFacts:
     ip_fragments: int
     datagrams_reassembled: int
     datagrams_incomplete: int  # datagrams some of whose fragments never came
+    # TCP/UDP checksums verified on a sample (ip.CHECKSUM_SAMPLE whole packets)
+    # and those found bad: all bad on one host's outgoing packets is transmit
+    # checksum offload, captured on that host
+    checksums_checked: int = 0
+    checksums_bad: int = 0
 
 
 @dataclass
@@ -112,7 +129,8 @@ class ParseStats:
     headerless_messages: int = 0  # a record whose RPC header was not captured
     not_rpc_records: int = 0  # records whose first bytes were not an RPC header
     replies_without_call_info: int = 0
-    duplicate_frames: int = 0  # identical to a frame just before (mirror/SPAN): skipped
+    # identical to a frame captured just before (ParseLimits.duplicate_window_ns): skipped
+    duplicate_frames: int = 0
     directions: list[DirectionFacts] = field(default_factory=list)
     tcp_connections: int = 0
     # TCP connections whose window scale is unknown in at least one direction
@@ -203,6 +221,17 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
     "events_not_recorded": (
         True,
         "{n:,} transport events counted but not recorded (ParseLimits.max_events_per_kind)",
+    ),
+    "tcp_bad_checksum": (
+        True,
+        "{n:,} TCP segments with SYN set on an established connection and a bad checksum, "
+        "from a host whose other segments have good ones (damaged copies the receiver "
+        "dropped): skipped",
+    ),
+    "tcp_syn_in_window": (
+        True,
+        "{n:,} TCP segments with SYN set inside an established connection's window, before "
+        "any FIN or RST (not a new connection: the receiver drops them): skipped",
     ),
 }
 
@@ -416,21 +445,30 @@ class Dissector:
         progress: Progress | None = None,
     ) -> Iterator[tuple[int, int, int, memoryview | bytes, int]]:
         """The capture's frames numbered from 1, as (frame number, ts, link type,
-        data, wire length), without the mirror/SPAN copies of one of the two
-        frames before (counted and recorded as events).  ``progress(frames,
-        file bytes read)`` every 16,384 frames (bytes: of the files' ``read_bytes``;
-        -1 when the reader does not count them)."""
+        data, wire length), without the copies of a frame captured again within
+        ParseLimits.duplicate_window_ns (counted and recorded as events).
+        ``progress(frames, file bytes read)`` every 16,384 frames (bytes: of the
+        files' ``read_bytes``; -1 when the reader does not count them).
+
+        Copies are looked up among the frames kept in the last window, not just
+        the last few: a mirror port may deliver a frame 3 or 4 times, 90-220 µs
+        apart, with other frames in between.  The frames are held by a
+        fingerprint (length, last two bytes, bytes 19, 25 and 51: on
+        Ethernet/IPv4 the IP id's and IP checksum's low bytes and the TCP
+        checksum's) in two generations: the current one, begun less than a
+        window ago, and the one before it; a generation is dropped when the one
+        after it is a window old, so every frame of the last window is held and
+        nothing much older (or when it holds MAX_RECENT_FRAMES).  A frame
+        replaces an earlier one with its fingerprint."""
         files = self.stats.files
         window_ns = self.limits.duplicate_window_ns
         add_event = self.col.add_event
         conns = self.conns
         frame_no = n_dup = ts = 0
         stats, max_messages = self.stats, self.limits.max_messages
-        # The last two frames (time, data) and a fingerprint of two of their
-        # bytes: a cheap filter before comparing all bytes.
-        data1 = data2 = b""
-        ts1 = ts2 = 0
-        last1 = last2 = -1
+        recent: dict[int, tuple[int, memoryview | bytes]] = {}
+        older: dict[int, tuple[int, memoryview | bytes]] = {}
+        since = None  # when the current generation began
         for ts, linktype, data, origlen, _file_index in frames:
             frame_no += 1
             if not frame_no % CHECK_EVERY_FRAMES and stats.messages >= max_messages:
@@ -440,23 +478,27 @@ class Dissector:
             if progress is not None and not frame_no & 0x3FFF:
                 progress(frame_no, sum(f.read_bytes for f in files) if files else -1)
             try:
-                # Ethernet/IPv4: byte 19 is the IP id's low byte, which differs
-                # between packets a host sends; the last byte is payload.
-                last = data[-1] | data[19] << 8
-            except IndexError:  # a frame shorter than 20 bytes
-                last = -1
-            # (== twice: cheaper than building a tuple for "in", once per frame)
-            if (last == last1 or last == last2) and (  # noqa: SIM109
-                (ts - ts1 <= window_ns and bytes(data) == bytes(data1))
-                or (ts - ts2 <= window_ns and bytes(data) == bytes(data2))
-            ):
+                fp = (
+                    len(data)
+                    | data[-1] << 20
+                    | data[-2] << 28
+                    | data[19] << 36
+                    | data[25] << 44
+                    | data[51] << 52
+                )
+            except IndexError:  # a frame shorter than 52 bytes
+                fp = len(data)
+            e = recent.get(fp)
+            if e is None or ts - e[0] > window_ns or bytes(data) != bytes(e[1]):
+                e = older.get(fp)
+            if e is not None and ts - e[0] <= window_ns and bytes(data) == bytes(e[1]):
                 n_dup += 1
                 self.n_dup = n_dup
                 add_event(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
                 continue
-            last2, last1 = last1, last
-            data2, ts2 = data1, ts1
-            data1, ts1 = data, ts
+            if since is None or ts - since > window_ns or len(recent) >= MAX_RECENT_FRAMES:
+                older, recent, since = recent, {}, ts
+            recent[fp] = (ts, data)
             yield frame_no, ts, linktype, data, origlen
         self.n_frames = frame_no
         self.ts = ts  # the capture's end (stretches still open end there)
@@ -478,8 +520,17 @@ class Dissector:
         """One TCP segment: its decoded header fields, header length hl and the
         segment's captured bytes (options at seg[20:hl], payload after)."""
         hs = self.streams.get((dg.src, sport, dg.dst, dport))
-        if hs is None or (flags & TH_SYN and not flags & TH_ACK and hs.synced):
+        if hs is None:
             hs = self._new_stream(hs, dg, sport, dport, ts, frame)
+        f = hs.facts
+        csum = -1  # this segment's checksum: 1 right, 0 bad, -1 not verified
+        if f[F_CSUM_CHECKED] < CHECKSUM_SAMPLE and dg.ttl >= 0 and len(seg) == dg.wire_len:
+            csum = sample_checksum(f, dg.src, dg.dst, PROTO_TCP, seg)
+        if flags & TH_SYN and hs.synced:
+            if self._syn_dropped(hs, dg, seq, seg, csum):
+                return
+            if not flags & TH_ACK:
+                hs = self._new_stream(hs, dg, sport, dport, ts, frame)
         ip_len = dg.ip_len
         hs.seen = frame
         hs.packets += 1
@@ -542,14 +593,58 @@ class Dissector:
         if flags & (TH_FIN | TH_RST):
             self._end_of_stream(hs, flags, ts, frame)
 
+    def _syn_dropped(
+        self, hs: HalfStream, dg: Datagram, seq: int, seg: memoryview, csum: int
+    ) -> bool:
+        """A segment with SYN set on a direction that has carried RPC records:
+        True when the receiver would have dropped it (counted, skipped).
+
+        Such a SYN is a new connection on the same ports (port reuse, or a
+        client that lost the old connection) only if the old one ended (a FIN
+        or RST seen) or its sequence number is outside the old window: a new
+        connection's initial sequence number is unrelated to the old one's
+        (RFC 6528), so it lands within SYN_WINDOW (or the peer's last window,
+        if larger) of the next expected byte once in ~30,000.  Inside the
+        window, before FIN or RST, it is a damaged or stray frame: RFC 9293
+        (and RFC 5961) has the receiver of a SYN on a synchronised connection
+        answer with an ACK and drop it.  A long idle time alone is not taken
+        as the end: the window test already tells an unrelated SYN.
+
+        Its checksum is verified (unless the sample did): bad, from a host
+        whose sampled checksums are nearly all right (not transmit offload),
+        it is a damaged frame wherever its sequence number lies."""
+        a = self.stats.anomalies
+        f = hs.facts
+        good, bad = f[F_CSUM_CHECKED] - f[F_CSUM_BAD], f[F_CSUM_BAD]  # (the others')
+        if csum == 0:  # counted in the sample
+            bad -= 1
+        elif csum < 0 and dg.ttl >= 0 and len(seg) == dg.wire_len:
+            csum = int(checksum_ok(dg.src, dg.dst, PROTO_TCP, seg))
+        if csum == 0 and good > 4 * bad:
+            a["tcp_bad_checksum"] = a.get("tcp_bad_checksum", 0) + 1
+            self.count_packet(dg)
+            return True
+        rev = hs.rev
+        if hs.ended or (rev is not None and rev.ended) or hs.next_seq < 0:
+            return False
+        wnd = max(hs.peer_wnd, SYN_WINDOW)
+        d = (seq + 1 - hs.next_seq) & SEQ_MASK
+        if d <= wnd or SEQ_MASK + 1 - d <= wnd:
+            a["tcp_syn_in_window"] = a.get("tcp_syn_in_window", 0) + 1
+            self.count_packet(dg)
+            return True
+        return False
+
     def _end_of_stream(self, hs: HalfStream, flags: int, ts: int, frame: int) -> None:
         """A FIN (this direction is done) or RST (both are)."""
         tcp = self.tcp
         tcp.flush(hs, ts, frame)
+        hs.ended = True
         if flags & TH_RST:
             _close_stretches(self.col, hs, ts)
             rev = hs.rev
             if rev is not None:
+                rev.ended = True
                 tcp.flush(rev, ts, frame)
                 _close_stretches(self.col, rev, ts)
 
@@ -670,11 +765,22 @@ class Dissector:
             True,
         )
 
-    def count_packet(self, dg: Datagram) -> None:
+    def count_packet(self, dg: Datagram) -> list[int] | None:
         """An IP packet not given to tcp_segment (UDP, other protocols, TCP
-        too short): into its direction's facts."""
+        too short): into its direction's facts (returned; None when it was
+        reassembled from fragments, which were counted one by one)."""
         if dg.ttl >= 0:
-            count_packet(direction_facts(self.facts, dg.src, dg.dst), dg.ip_len, dg.ttl)
+            f = direction_facts(self.facts, dg.src, dg.dst)
+            count_packet(f, dg.ip_len, dg.ttl)
+            return f
+        return None
+
+    def sample_udp(self, f: list[int], dg: Datagram, seg: memoryview | bytes) -> None:
+        """A UDP datagram (header first) of a direction (facts f, from
+        count_packet): its checksum verified if the sample is not full and
+        all of it was captured."""
+        if f[F_CSUM_CHECKED] < CHECKSUM_SAMPLE and len(seg) == dg.wire_len:
+            sample_checksum(f, dg.src, dg.dst, PROTO_UDP, seg)
 
     def finish(self, counts: FrameCounts) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
         """End of the capture: (messages, events, stats)."""
@@ -780,10 +886,12 @@ def parse(
             tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl, p)
         elif proto == PROTO_UDP:
             n_udp += 1
-            d.count_packet(dg)
+            f = d.count_packet(dg)
             if len(p) < 8:
                 n_short += 1
                 continue
+            if f is not None and f[F_CSUM_CHECKED] < CHECKSUM_SAMPLE:
+                d.sample_udp(f, dg, p)
             sport, dport, _ulen = _UDP_HDR(p, 0)
             udp_datagram(dg, ts, frame_no, sport, dport, p[8:])
         else:
@@ -1059,6 +1167,8 @@ def _direction_rows(facts: Facts) -> list[DirectionFacts]:
             ip_fragments=f[F_FRAGMENTS],
             datagrams_reassembled=f[F_REASSEMBLED],
             datagrams_incomplete=f[F_INCOMPLETE],
+            checksums_checked=f[F_CSUM_CHECKED],
+            checksums_bad=f[F_CSUM_BAD],
         )
         for (src, dst), f in sorted(facts.items())
     ]

@@ -32,7 +32,15 @@ IPV6_EXT_SIMPLE = frozenset((IPV6_HOPOPTS, IPV6_ROUTING, IPV6_DSTOPTS, IPV6_MOBI
 # positions; ``fast.DirectionFacts`` is the row made of them at the end.
 F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
 F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
+# TCP/UDP checksums verified (on a sample: CHECKSUM_SAMPLE) and those found bad
+F_CSUM_CHECKED, F_CSUM_BAD = 8, 9
 NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
+# TCP and UDP checksums are verified on the first this many packets of each
+# direction that are whole (unfragmented, not cut by the snaplen): enough to
+# tell a host whose outgoing checksums are all left to the NIC (transmit
+# offload, captured on that host) from one whose packets carry them, at a
+# bounded cost.  UDP checksum 0 (not computed) is not counted.
+CHECKSUM_SAMPLE = 64
 
 
 class Facts(dict[tuple[bytes, bytes], list[int]]):
@@ -42,7 +50,7 @@ class Facts(dict[tuple[bytes, bytes], list[int]]):
     def __init__(self, limit: int = 1 << 62) -> None:
         super().__init__()
         self.limit = limit
-        self.overflow = [0, 0, 0, NO_TTL, -1, 0, 0, 0]
+        self.overflow = [0, 0, 0, NO_TTL, -1, 0, 0, 0, 0, 0]
 
 
 def direction_facts(facts: Facts, src: bytes, dst: bytes) -> list[int]:
@@ -51,7 +59,7 @@ def direction_facts(facts: Facts, src: bytes, dst: bytes) -> list[int]:
     if d is None:
         if len(facts) >= facts.limit:
             return facts.overflow
-        d = facts[(src, dst)] = [0, 0, 0, NO_TTL, -1, 0, 0, 0]
+        d = facts[(src, dst)] = [0, 0, 0, NO_TTL, -1, 0, 0, 0, 0, 0]
     return d
 
 
@@ -65,6 +73,33 @@ def count_packet(d: list[int], ip_len: int, ttl: int) -> None:
         d[F_TTL_MIN] = ttl
     if ttl > d[F_TTL_MAX]:
         d[F_TTL_MAX] = ttl
+
+
+def checksum_ok(src: bytes, dst: bytes, proto: int, seg: memoryview | bytes) -> bool:
+    """Does the TCP or UDP segment seg (all of it, header first) carry a right
+    checksum (RFC 9293 / RFC 768 / RFC 8200 pseudo-header)?  The one's
+    complement sum of 16-bit words is the number they spell modulo 0xFFFF
+    (2**16 = 1 mod 0xFFFF), so one big-integer conversion sums them all; the
+    sum with the checksum in it is 0 (mod 0xFFFF) when it is right."""
+    n = len(seg)
+    total = int.from_bytes(seg, "big")
+    if n & 1:
+        total <<= 8  # a last odd byte is padded with a zero
+    total += int.from_bytes(src, "big") + int.from_bytes(dst, "big") + proto + n
+    return total % 0xFFFF == 0
+
+
+def sample_checksum(f: list[int], src: bytes, dst: bytes, proto: int, seg: memoryview) -> int:
+    """Verify a whole segment's checksum into its direction's facts (the
+    caller checked the sample is not full); 1 right, 0 bad, -1 not computed
+    (UDP checksum 0: not counted)."""
+    if proto == PROTO_UDP and seg[6] == 0 and seg[7] == 0:
+        return -1
+    ok = checksum_ok(src, dst, proto, seg)
+    f[F_CSUM_CHECKED] += 1
+    if not ok:
+        f[F_CSUM_BAD] += 1
+    return int(ok)
 
 
 class Datagram:

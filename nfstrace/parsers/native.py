@@ -28,6 +28,8 @@ from nfstrace.parsers.capture import CaptureInfo, Damage
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.fast import DirectionFacts, ParseStats
 from nfstrace.parsers.ip import (
+    F_CSUM_BAD,
+    F_CSUM_CHECKED,
     F_FRAGMENTS,
     F_INCOMPLETE,
     F_IP_BYTES,
@@ -374,6 +376,8 @@ def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) ->
         ip_fragments=f[F_FRAGMENTS],
         datagrams_reassembled=f[F_REASSEMBLED],
         datagrams_incomplete=f[F_INCOMPLETE],
+        checksums_checked=f[F_CSUM_CHECKED],
+        checksums_bad=f[F_CSUM_BAD],
     )
 
 

@@ -106,6 +106,7 @@ class HalfStream:
         "frag_last",
         "synced",
         "unsynced_bytes",
+        "ended",
         # the message being assembled
         "in_msg",
         "msg_start",
@@ -189,6 +190,9 @@ class HalfStream:
         self.frag_last = False
         self.synced = False
         self.unsynced_bytes = 0
+        # a FIN or RST was seen from this direction (or an RST from the other):
+        # a SYN on its ports after that is a new connection (fast.Dissector)
+        self.ended = False
         self.in_msg = False
         self.msg_start = 0  # sequence number of the message's record mark
         self.msg_end = -1  # sequence number past the last message handed on (-1: cut short)

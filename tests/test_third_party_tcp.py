@@ -1,0 +1,193 @@
+"""Third-party TCP captures (issue 16): a damaged SYN inside an established
+connection, frames captured 3-4 times with others in between, and the
+per-direction checksum facts (tests/crafted/make_tcp_damage.py).  Both
+parsers; their parity is tests/test_native.py's."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.packet import Raw
+
+import nfstrace
+from nfstrace.analysis.repeats import analyze_repeats
+from nfstrace.parsers import ip as ipmod
+from nfstrace.parsers.fast import ANOMALIES, ParseStats
+from nfstrace.trace import AnalysisConfig
+
+try:
+    from crafted import make_tcp_damage as mtd
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.crafted import make_tcp_damage as mtd
+
+PARSERS = ("fast", "native")
+SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
+
+
+@pytest.fixture(scope="module")
+def caps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return mtd.build_all(tmp_path_factory.mktemp("tcp_damage"))
+
+
+def load(path: Path, parser: str) -> nfstrace.Trace:
+    return nfstrace.load(path, AnalysisConfig(parser=parser))
+
+
+def answered(t: nfstrace.Trace) -> dict[int, bool]:
+    tx = t.transactions
+    return {int(x): bool(r) for x, r in zip(tx["xid"], tx["t_reply_ns"].notna(), strict=True)}
+
+
+# ---- a SYN inside an established connection ---------------------------------------------
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_corrupted_syn_copy_does_not_restart_the_connection(caps, parser: str) -> None:
+    """The corrupted copy of reply 2 (SYN set, ACK cleared, bad checksum,
+    trailing bytes) used to start a new connection one byte off: reply 2 was
+    dropped and its call reported unanswered."""
+    t = load(caps["syn_corrupt"], parser)
+    assert answered(t) == dict.fromkeys(mtd.SYN_XIDS, True)
+    assert t.overview.duplicate_replies == 0
+    assert t.stats.tcp_connections == 1
+    assert t.stats.anomalies == {"tcp_bad_checksum": 1}
+    assert t.stats.messages == 6
+    # the skipped frame still counts among the server's packets, its checksum bad
+    server = next(d for d in t.stats.directions if d.src == mtd.mc.SERVER)
+    assert server.packets == 6 and (server.checksums_checked, server.checksums_bad) == (6, 1)
+    assert any("bad checksum" in w for w in t.stats.warnings)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_clean_syn_inside_the_window_is_dropped(caps, parser: str) -> None:
+    """A well-formed SYN at the next expected byte, no FIN or RST before: not
+    a new connection (the receiver answers with an ACK and drops it)."""
+    t = load(caps["syn_in_window"], parser)
+    assert answered(t) == dict.fromkeys(mtd.SYN_XIDS, True)
+    assert t.stats.tcp_connections == 1
+    assert t.stats.anomalies == {"tcp_syn_in_window": 1}
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+@pytest.mark.parametrize("name", ["syn_after_fin", "syn_out_of_window"])
+def test_real_port_reuse_is_a_new_connection(caps, parser: str, name: str) -> None:
+    """After FIN (even with the new ISN inside the old window), or with an ISN
+    far outside it: a new connection, as before."""
+    t = load(caps[name], parser)
+    assert answered(t) == dict.fromkeys(mtd.SYN_XIDS[:2], True)
+    assert t.stats.tcp_connections == 2
+    assert t.stats.anomalies == {}
+    assert sorted(t.messages["conn"].unique()) == [1, 2]
+
+
+def test_anomaly_texts() -> None:
+    for name in ("tcp_bad_checksum", "tcp_syn_in_window"):
+        warn, text = ANOMALIES[name]
+        assert warn and ParseStats(anomalies={name: 2}).warnings == [text.format(n=2)]
+
+
+# ---- frames captured 3-4 times ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_every_copy_within_the_window_is_skipped(caps, parser: str) -> None:
+    """Copies 90-220 µs after their original, up to three originals in
+    between: the last-two-frames check let the later copies through as TCP
+    retransmissions and a repeated UDP reply."""
+    t = load(caps["mirror_many"], parser)
+    copies = sum(len(mtd.MIRROR_COPIES_US[n % 6]) for n in range(7))
+    assert t.stats.frames == 7 + copies
+    assert t.stats.duplicate_frames == copies
+    assert t.stats.tcp["retransmitted"] == 0 and t.stats.tcp["overlapping"] == 0
+    assert len(t.messages) == 4 and t.overview.duplicate_replies == 0
+    assert (t.events["kind"] == "frame_duplicate").sum() == copies
+
+
+def test_copies_are_reported_without_a_cause(caps) -> None:
+    t = load(caps["mirror_many"], "fast")
+    r = analyze_repeats(t.transactions, t.events, t.stats)
+    (f,) = [f for f in r.findings() if f.kind == "mirror_duplicates"]
+    assert "identical frames captured more than once" in f.title
+    assert "mirror" not in f.title
+
+
+# ---- checksum facts ---------------------------------------------------------------------
+
+
+def test_checksum_matches_scapy() -> None:
+    rng = random.Random(16)
+    for n in (0, 1, 2, 3, 7, 100, 1447, 1448):
+        body = Raw(bytes(rng.randrange(256) for _ in range(n)))
+        for ip in (IP(src="10.1.2.3", dst="10.4.5.6"), IPv6(src="fd00::1", dst="fd00::2:3")):
+            for l4, proto in ((TCP(sport=800, dport=2049, seq=n), 6), (UDP(), 17)):
+                pkt = ip.__class__(bytes(ip / l4 / body))
+                seg = bytes(pkt.payload)
+                src, dst = _addrs(pkt)
+                assert ipmod.checksum_ok(src, dst, proto, seg)
+                bad = bytearray(seg)
+                bad[-1 if n else 0] ^= 0x40
+                assert not ipmod.checksum_ok(src, dst, proto, bytes(bad))
+
+
+def _addrs(pkt) -> tuple[bytes, bytes]:
+    import socket
+
+    fam = socket.AF_INET if isinstance(pkt, IP) else socket.AF_INET6
+    return socket.inet_pton(fam, pkt.src), socket.inet_pton(fam, pkt.dst)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_checksum_facts_per_direction(caps, parser: str) -> None:
+    t = load(caps["offload_client"], parser)
+    d = {(x.src, x.dst): (x.checksums_checked, x.checksums_bad) for x in t.stats.directions}
+    assert d == {(mtd.mc.CLIENT, mtd.mc.SERVER): (5, 5), (mtd.mc.SERVER, mtd.mc.CLIENT): (5, 0)}
+    assert t.stats.anomalies == {}  # bad checksums alone do not drop frames
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="no sample captures")
+@pytest.mark.parametrize("parser", PARSERS)
+def test_checksum_sample_is_bounded(parser: str) -> None:
+    path = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
+    if not os.path.exists(path):
+        pytest.skip("sample missing")
+    t = load(path, parser)
+    for d in t.stats.directions:
+        assert 0 < d.checksums_checked <= ipmod.CHECKSUM_SAMPLE
+        assert 0 <= d.checksums_bad <= d.checksums_checked
+
+
+@pytest.mark.parametrize("spacing_ns", [100, 400])
+def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: int) -> None:
+    """More frames in one window than MAX_RECENT_FRAMES (the older generation
+    dropped early): both parsers skip the same copies.  At 100 ns apart the
+    9,000 frames span one window (copies of the first ones are forgotten); at
+    400 ns the generations turn on time and only copies within the window count."""
+    from nfstrace.parsers import fast, native
+
+    if not native.available():
+        pytest.skip("native parser not built")
+    base = bytes(mtd.mc.eth(mtd.mc.udp_pkt(mtd.mc.CLIENT, mtd.mc.SERVER, 999, 998, b"\0" * 40)))
+    cap = mtd.mc.Capture()
+    originals = []
+    for i in range(9000):
+        data = bytearray(base)
+        data[18:20] = (i & 0xFFFF).to_bytes(2, "big")
+        data[-4:] = i.to_bytes(4, "big")
+        originals.append(bytes(data))
+        cap.frames.append((mtd.mc.BASE_NS + i * spacing_ns, bytes(data), len(data)))
+    end = mtd.mc.BASE_NS + 9000 * spacing_ns
+    for k, i in enumerate((0, 2000, 4095, 4096, 5000, 8999)):
+        cap.frames.append((end + k, originals[i], len(originals[i])))
+    path = cap.write(tmp_path / "many.pcap", nano=True)
+    a, b = fast.parse([str(path)]), native.parse([str(path)])
+    assert a[2].duplicate_frames == b[2].duplicate_frames > 0
+    dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
+    assert dup(a[1]) == dup(b[1])
+    # 100 ns: the copies of originals 4096, 5000 and 8999 (the first 4,096 were
+    # dropped with their generation); 400 ns: only 8999's is within 1 ms
+    assert dup(a[1]) == ([9004, 9005, 9006] if spacing_ns == 100 else [9006])
