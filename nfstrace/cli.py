@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -87,7 +88,7 @@ class _Terminated(BaseException):
         self.signum = signum
 
 
-def _raise_terminated(signum: int, _frame: object) -> None:
+def _raise_terminated(signum: int, _frame: FrameType | None) -> NoReturn:
     raise _Terminated(signum)
 
 

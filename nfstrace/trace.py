@@ -173,7 +173,8 @@ def load(
         try:
             messages, events, stats = parse(readable, config.limits, progress)
         except CaptureError as e:  # named as the user gave it, not its temporary copy
-            e.path = dict(zip(readable, plist, strict=True)).get(e.path, e.path)
+            if e.path is not None:
+                e.path = dict(zip(readable, plist, strict=True)).get(e.path, e.path)
             raise
     for info, path in zip(stats.files, plist, strict=False):
         info.path = path  # a pipe read through its temporary copy: named as given

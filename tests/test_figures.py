@@ -18,7 +18,6 @@ from conftest import SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.budget import CAUSES
-from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
@@ -140,23 +139,30 @@ def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
         events=pd.DataFrame(columns=list(EVENT_COLUMNS)),
         stats=ParseStats(),
         overview=overview(messages, tx),
-        diagnosis=derived_diagnosis(tx),
+        diagnosis=derived_diagnosis(tx),  # type: ignore[arg-type]
     )
 
 
-def derived_diagnosis(tx: pd.DataFrame) -> Diagnosis:
-    """The least diagnosis a report draws from: the tables derived from the
-    transactions (write progress, outstanding RPCs, COMMITs, re-sent calls),
-    no verdict, budget, stalls, model or workload."""
-    return Diagnosis(
+def derived_diagnosis(tx: pd.DataFrame) -> SimpleNamespace:
+    """The least diagnosis a report draws from (``Diagnosis``, duck-typed): the
+    tables derived from the transactions (write progress, outstanding RPCs,
+    COMMITs, re-sent calls); no verdict, budget, stalls, model or workload."""
+    return SimpleNamespace(
+        findings=[],
+        verdict=None,
+        budget=None,
+        quality=None,
+        stalls=None,
+        model=None,
+        workload=None,
         progress=write_progress(tx),
-        writes=SimpleNamespace(  # type: ignore[arg-type]
+        writes=SimpleNamespace(
             commits=commit_table(tx),
             verifier_changes=None,
             files=pd.DataFrame(columns=list(FILE_COLUMNS)),
         ),
-        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),  # type: ignore[arg-type]
-        repeats=SimpleNamespace(retransmissions=tx[tx["n_calls"] > 1]),  # type: ignore[arg-type]
+        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
+        repeats=SimpleNamespace(retransmissions=tx[tx["n_calls"] > 1]),
     )
 
 

@@ -75,6 +75,7 @@ A pure function of the transactions and events tables; no I/O.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,6 +145,11 @@ PAIR_COLUMNS: dict[str, str] = {
     "transport": "str: tcp, udp, or tcp+udp: how its calls went",
     **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
 }
+
+
+def _words_at(words: Callable[[int], str], index: np.ndarray, i: int) -> str:
+    """The words of interval i of a layer: of row ``index[i]`` of its table."""
+    return words(int(index[i]))
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,7 @@ class _Layer:
         index = np.flatnonzero(keep)
         self.starts.append(starts[keep])
         self.ends.append(ends[keep])
-        self.words.append(lambda i, w=words, ix=index: w(int(ix[i])))
+        self.words.append(functools.partial(_words_at, words, index))
         f = np.full(len(starts), -1, "int64") if frames is None else np.asarray(frames, "int64")
         self.frames.append(f[keep])
 
@@ -594,7 +600,7 @@ def _pair_budget(
         to.add(
             ts[idx] if starts is None else starts,
             ts[idx] + dur[idx] if ends is None else ends,
-            lambda i, w=text: w(int(idx[i])),
+            functools.partial(_words_at, text, idx),
             ev_frame[idx],
         )
 
@@ -945,9 +951,10 @@ def time_budget(
         part = calls.iloc[by_pair[(client, server)]]
         mine_orphans = orphans_of.get((client, server), np.array([], "int64"))
         orphans = orphan_t[mine_orphans]
-        mine = [ev_of.get((client, server)), ev_of.get((server, client))]
-        mine = [m for m in mine if m is not None]
-        pair_ev = ev.iloc[np.sort(np.concatenate(mine))] if mine else no_events
+        mine = [
+            m for m in (ev_of.get((client, server)), ev_of.get((server, client))) if m is not None
+        ]
+        pair_ev = ev.iloc[np.sort(np.concatenate(mine))] if ev is not None and mine else no_events
         got = _pair_budget(
             _calls(part),
             pair_ev,

@@ -74,29 +74,28 @@ class DiagnosisOptions:
 @dataclass(frozen=True)
 class Diagnosis:
     """The verdict, the ranked findings, the time budget, each analysis module's
-    result and every module's own findings (notes).  ``diagnose`` fills every
-    field; the defaults serve tests that build one by hand.
+    result and every module's own findings (notes): ``diagnose`` runs them all.
 
     Attribute names and the tables inside each result are the interface the
     reports use: budget.pairs / budget.intervals, repeats.retransmissions,
     stalls.stalls, writes.commits, pace.outstanding, model.parameters, ...
     """
 
+    quality: CaptureQuality
+    repeats: RepeatsResult
+    fragments: FragmentsResult
+    transport: TransportResult
+    writes: WritesResult
+    progress: pd.DataFrame  # analysis.writes.write_progress()
+    stalls: StallsResult
+    pace: PaceResult
+    model: ModelResult
+    workload: WorkloadResult
+    budget: Budget
+    verdict: Verdict
     findings: list[Finding] = field(default_factory=list)
-    verdict: Verdict | None = None
-    budget: Budget | None = None
     pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
-    quality: CaptureQuality | None = None
-    repeats: RepeatsResult | None = None
-    fragments: FragmentsResult | None = None
-    transport: TransportResult | None = None
-    writes: WritesResult | None = None
-    progress: pd.DataFrame | None = None  # analysis.writes.write_progress()
-    stalls: StallsResult | None = None
-    pace: PaceResult | None = None
-    model: ModelResult | None = None
-    workload: WorkloadResult | None = None
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
@@ -199,8 +198,9 @@ def _pair_models(
     )
     out = {}
     for client, server in volume.nlargest(MAX_PAIR_MODELS).index:
-        rows = [ev_of.get((client, server)), ev_of.get((server, client))]
-        rows = [r for r in rows if r is not None]
+        rows = [
+            r for r in (ev_of.get((client, server)), ev_of.get((server, client))) if r is not None
+        ]
         pair_events = events.iloc[np.sort(np.concatenate(rows))] if rows else None
         out[(client, server)] = fit_model(
             transactions.iloc[tx_of[(client, server)]],

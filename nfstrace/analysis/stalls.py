@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.findings import Finding, Severity
 from nfstrace.analysis.pace import call_ends_ns, steps_with_pairs, trace_end_ns
 from nfstrace.analysis.writes import (
     COMMIT_OP,
@@ -230,8 +230,8 @@ class _ByPair:
         r = events[kind.eq("tcp_retransmission")]
         ts = r["ts_ns"].to_numpy("int64")
         for (src, dst), rows in _by_hosts(r).items():  # either direction
-            key = frozenset((src, dst))
-            self._retransmissions[key] = np.r_[self._retransmissions.get(key, []), ts[rows]]
+            hosts = frozenset((src, dst))
+            self._retransmissions[hosts] = np.r_[self._retransmissions.get(hosts, []), ts[rows]]
 
     def calls(self, pair: int) -> _Calls:
         lo, hi = np.searchsorted(self._call_pair, [pair, pair + 1])
@@ -259,8 +259,8 @@ class _ByPair:
 
     def retransmissions(self, client: str, server: str) -> np.ndarray:
         """Times of the TCP retransmissions between the two, sorted."""
-        times = self._retransmissions.get(frozenset((client, server)), [])
-        return np.sort(np.asarray(times, dtype="int64"))
+        times = self._retransmissions.get(frozenset((client, server)))
+        return np.zeros(0, "int64") if times is None else np.sort(times.astype("int64"))
 
 
 def _by_hosts(events: pd.DataFrame) -> dict[tuple, np.ndarray]:
@@ -442,7 +442,7 @@ class StallsResult:
             share = lost / self.activity_ns
             one, many, note = _PHRASES[cause]
             n = len(part)
-            severity = (
+            severity: Severity = (
                 "info" if cause == "client_idle" else "problem" if share >= 0.2 else "warning"
             )
             out.append(
@@ -564,7 +564,7 @@ def find_stalls(
     shows, so "nothing outstanding" may be a re-send the server did not see)."""
     tx = prepared(transactions)
     per_pair = _progress_points(activity_with_pairs(tx), progress_with_pairs(tx))
-    gaps = np.concatenate([np.diff(points[:-1]) for *_, points, _ in per_pair] or [[]])
+    gaps = np.concatenate([np.diff(points[:-1]) for *_, points, _ in per_pair] or [np.zeros(0)])
     if threshold_ns is None:
         threshold_ns, method = default_threshold(tx, gaps)
     else:

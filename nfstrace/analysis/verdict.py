@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES, Budget
-from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.findings import Finding, Severity
 from nfstrace.analysis.writes import bytes_text, seconds_text
 
 # Share of a pair's elapsed time a cause must cost to be named (see the docstring).
@@ -224,9 +224,9 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
     rate = float(row["mbit_s"])
     head = f"writes ran at {rate:,.1f} Mbit/s"
     gap = float(row.get("capture_gap_ns", 0) or 0)
-    seen = float(row["elapsed_ns"]) - gap
-    if gap and seen > 0:  # the rate over what the capture saw
-        head = f"writes ran at {float(row['bytes']) * 8e3 / seen:,.1f} Mbit/s while captured"
+    seen_ns = float(row["elapsed_ns"]) - gap
+    if gap and seen_ns > 0:  # the rate over what the capture saw
+        head = f"writes ran at {float(row['bytes']) * 8e3 / seen_ns:,.1f} Mbit/s while captured"
     if primary == "none":
         link = link_rate(rate) if _steady_ceiling(row, shares) else None
         limit = f", limited by the link ({rate_text(link)})" if link else ""
@@ -559,7 +559,7 @@ def budget_findings(
 
 def verdict_finding(verdict: Verdict, budget: Budget) -> Finding:
     primary = verdict.primary
-    severity = "info" if primary == "none" else "problem"
+    severity: Severity = "info" if primary == "none" else "problem"
     return Finding(
         kind="verdict",
         title=verdict.text[0].upper() + verdict.text[1:],

@@ -63,9 +63,16 @@ def diagnosis_summary(trace: Trace) -> dict:
     return out
 
 
+def _clean_dict(value: dict) -> dict:
+    """``_clean`` of a dict (a dict again)."""
+    out = _clean(value)
+    assert isinstance(out, dict)
+    return out
+
+
 def summary(trace: Trace) -> dict:
     st = trace.stats
-    return _clean(
+    return _clean_dict(
         {
             "format": SUMMARY_FORMAT,
             "nfstrace_version": __version__,

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -854,7 +855,7 @@ def model_figure(
     predictions: scenario, predicted_mbit_s, measured_mbit_s, error_pct;
     what_if: change, predicted_mbit_s, dominant."""
     title = "The transactional model: T_cycle = 2·T_prop + T_ser + T_B + T_op"
-    panels = [
+    panels: list[tuple[str, Any]] = [
         (name, data)
         for name, data in (
             ("T_cycle per block (µs)", terms),

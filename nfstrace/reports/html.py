@@ -136,7 +136,7 @@ def _pairs(tx: pd.DataFrame) -> list[tuple[str, str]]:
 # ---- HTML pieces ---------------------------------------------------------------------
 
 
-def _fmt_ns(ns: object) -> str:
+def _fmt_ns(ns: Any) -> str:
     return "" if pd.isna(ns) else f"{int(ns) / 1e9:,.6f}"
 
 
@@ -571,10 +571,19 @@ def _figures_section(
     return "".join(parts)
 
 
-def _status_name(vers: object, status: object) -> str:
+def _status_name(vers: Any, status: Any) -> str:
     if pd.isna(status):
         return ""
     return status_name(int(status), 0 if pd.isna(vers) else int(vers))
+
+
+def _event_words(part: pd.DataFrame, rows: np.ndarray) -> list[str]:
+    """A parser event's words in the timeline: its endpoints, sequence and length."""
+    columns = (part[c].iloc[rows] for c in ("src", "sport", "dst", "dport", "seq", "length"))
+    return [
+        f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
+        for s, sp, d, dp, q, n in zip(*columns, strict=True)
+    ]
 
 
 def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
@@ -689,16 +698,7 @@ def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
                 None,
                 part["src"],
                 part["dst"],
-                lambda rows, part=part: [
-                    f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
-                    for s, sp, d, dp, q, n in zip(
-                        *(
-                            part[c].iloc[rows]
-                            for c in ("src", "sport", "dst", "dport", "seq", "length")
-                        ),
-                        strict=True,
-                    )
-                ],
+                functools.partial(_event_words, part),
             )
     if not frames:
         empty = pd.DataFrame(columns=["t_s", "kind", "duration_ms", "client", "server", "what"])

@@ -9,6 +9,7 @@ import html
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -31,7 +32,7 @@ def md(text: object) -> str:
     return _SPECIAL.sub(r"\\\1", html.escape(printable(str(text)), quote=False))
 
 
-def _ms(v: object) -> str:
+def _ms(v: Any) -> str:
     return "-" if pd.isna(v) else f"{float(v):,.3f}"
 
 

@@ -6,6 +6,7 @@ Takes a ``ModelResult`` / ``WorkloadResult`` and a Console; computes nothing.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -21,7 +22,7 @@ def _us(seconds: float) -> str:
     return "-" if not math.isfinite(seconds) else f"{seconds * 1e6:,.1f}"
 
 
-def _num(value: object, fmt: str = ",.1f") -> str:
+def _num(value: Any, fmt: str = ",.1f") -> str:
     return "-" if value is None or pd.isna(value) else format(float(value), fmt)
 
 

@@ -5,6 +5,8 @@ Console; prints nothing else.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from rich.console import Console
@@ -45,7 +47,7 @@ def _rate(label: str, t: Throughput | None) -> str | None:
     return f"{label} {throughput_text(t)}"
 
 
-def _ms(v: object) -> str:
+def _ms(v: Any) -> str:
     return "-" if pd.isna(v) else f"{float(v):,.3f}"
 
 
