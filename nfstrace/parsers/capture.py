@@ -47,7 +47,7 @@ import struct
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -329,13 +329,13 @@ class _ClosesItsFile:
 
 class _Gzip(_ClosesItsFile, gzip.GzipFile):
     def __init__(self, counted: _Counted) -> None:
-        super().__init__(fileobj=counted)  # type: ignore[arg-type]
+        super().__init__(fileobj=counted)  # type: ignore[call-overload]
         self.counted = counted
 
 
 class _Bzip2(_ClosesItsFile, bz2.BZ2File):
     def __init__(self, counted: _Counted) -> None:
-        super().__init__(counted)  # type: ignore[arg-type]
+        super().__init__(counted)  # type: ignore[call-overload]
         self.counted = counted
 
 
@@ -477,7 +477,7 @@ def _header_follows(buf: _Buffer, at: int = 0) -> str:
 
 def read_frames(
     path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN
-) -> Iterator[Frame]:
+) -> Generator[Frame, None, None]:
     """Frames of one file, in file order; frames above max_frame bytes are damage."""
     stream, info.compression = open_stream(path)
     with stream:
@@ -573,7 +573,8 @@ class _PcapRecords:
             return buf.eof and buf.available() == at  # the record ends the file
         if _header_follows(buf, at):
             return True
-        return self.plausible(*self.rec(buf.buf, buf.pos + at), near=sec)
+        ts_sec, ts_sub, caplen, origlen = self.rec(buf.buf, buf.pos + at)
+        return self.plausible(ts_sec, ts_sub, caplen, origlen, near=sec)
 
     def accept(self, buf: _Buffer) -> bool:
         """A resync candidate at buf.pos: it and the record after it plausible."""
@@ -598,7 +599,7 @@ class _PcapRecords:
 
 def _pcap(
     buf: _Buffer, index: int, info: CaptureInfo, max_frame: int, first: bool
-) -> Iterator[Frame]:
+) -> Generator[Frame, None, str]:
     """Frames of one pcap section (a file header and its records); returns the
     format of a capture header met where a record was expected ('' at the end)."""
     if not buf.fill(24):
@@ -743,7 +744,9 @@ def _timestamp(ts: int, buf: _Buffer, info: CaptureInfo) -> int:
     return 0 if ts < 0 else MAX_TS_NS
 
 
-def _pcapng(buf: _Buffer, index: int, info: CaptureInfo, max_frame: int) -> Iterator[Frame]:
+def _pcapng(
+    buf: _Buffer, index: int, info: CaptureInfo, max_frame: int
+) -> Generator[Frame, None, str]:
     """Frames of pcapng sections; returns 'pcap' when a pcap file header is met
     where a block was expected ('' at the end)."""
     e = "<"

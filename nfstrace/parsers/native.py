@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -265,7 +265,7 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     # table's int32 columns wrap them as the reference's astype does
     vers = _ints(cols, "vers", "i8")
     proc = _ints(cols, "proc", "i8")
-    data: dict[str, object] = {
+    data: dict[str, Any] = {
         "ts_first_ns": _ints(cols, "ts_first_ns", "i8"),
         "ts_last_ns": _ints(cols, "ts_last_ns", "i8"),
         "frame_first": _ints(cols, "frame_first", "i8"),
@@ -306,8 +306,8 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     data.update(nfs)
     # Rows in (ts_first_ns, frame_first) order, ties in arrival order, as the
     # reference sorts its table: permuted here, column by column, before pandas.
-    order = np.lexsort((data["frame_first"], data["ts_first_ns"]))
-    if (order == np.arange(len(order))).all():
+    order: np.ndarray | None = np.lexsort((data["frame_first"], data["ts_first_ns"]))
+    if order is not None and (order == np.arange(len(order))).all():
         order = None
     for name, col in data.items():
         if isinstance(col, _Strings):
@@ -337,7 +337,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_ns"]:
         return fast._events_frame([])
     addrs = _addr_texts(tables["addrs"])
-    data = {
+    data: dict[str, Any] = {
         "ts_ns": _ints(cols, "ts_ns", "i8"),
         "frame": _ints(cols, "frame", "i8"),
         "conn": _ints(cols, "conn", "i8"),

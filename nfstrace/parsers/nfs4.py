@@ -272,7 +272,7 @@ def _seq(*parts: int | Step) -> Step:
 
     def step(x: Xdr, st: dict) -> bool:
         for p in frozen:
-            if p.__class__ is int:
+            if isinstance(p, int):
                 x.skip(p)
             elif p(x, st):
                 return True
@@ -812,7 +812,7 @@ def _cb_sequence_args(x: Xdr, st: dict) -> bool:
     _session_slot(x, st)
     x.skip(2 * WORD)  # highest_slotid, cachethis
     # referring_call_list4<>: sessionid, referring_call4<> (sequenceid, slotid)
-    return _REFERRING_CALL_LISTS(x, st)
+    return bool(_REFERRING_CALL_LISTS(x, st))
 
 
 _REFERRING_CALL_LISTS = _array_of(_seq(NFS4_SESSIONID_SIZE, _array(2 * WORD)))

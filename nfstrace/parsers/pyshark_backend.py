@@ -334,7 +334,8 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
     ops = [int(x) for x in f.get("nfs.opcode", [])]
     if ops:
         names = nfs4.OPERATIONS
-        out["op"] = names.get(nfs4.main_op(ops)) or f"op{nfs4.main_op(ops)}"
+        main = nfs4.main_op(ops)
+        out["op"] = (names.get(main) if main is not None else None) or f"op{main}"
         out["ops"] = " ".join(names.get(o) or f"op{o}" for o in ops)
     if nfs4.OP_SEQUENCE in ops:
         out["session"] = _hex(f, "nfs.session_id4")
@@ -347,8 +348,8 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
         out["fh"] = fhs[-1].replace(":", "").lower()
     if is_call:
         out["minor"] = _int(f, "nfs.minorversion")
-        names = f.get("nfs.pathname.component", [])
-        out["name"] = names[-1] if names else ""
+        components = f.get("nfs.pathname.component", [])
+        out["name"] = components[-1] if components else ""
         if nfs4.OP_WRITE in ops:
             out["offset"] = _int(f, "nfs.offset4")
             out["stable"] = _int(f, "nfs.stable_how4")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import rpc
@@ -48,31 +49,28 @@ _CALL_SIG = b"\x00\x00\x00\x00\x00\x00\x00\x02"  # msg_type CALL, rpcvers 2
 _REPLY_SIGS = (b"\x00\x00\x00\x01\x00\x00\x00\x00", b"\x00\x00\x00\x01\x00\x00\x00\x01")
 
 
+@dataclass(slots=True)
 class TcpStats:
-    __slots__ = (
-        "bad_marks",
-        "hole_bytes",
-        "hole_bytes_acked",
-        "holes",
-        "holes_acked",
-        "holes_by_memory",
-        "ignored_streams",
-        "marks_too_long",
-        "out_of_order",
-        "overlapping",
-        "payload_bytes",
-        "resync_skipped_bytes",
-        "resyncs",
-        "retransmitted",
-        "segments",
-    )
+    """What TCP reassembly met, counted (``ParseStats.tcp``)."""
 
-    def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, 0)
+    bad_marks: int = 0
+    hole_bytes: int = 0
+    hole_bytes_acked: int = 0
+    holes: int = 0
+    holes_acked: int = 0
+    holes_by_memory: int = 0
+    ignored_streams: int = 0
+    marks_too_long: int = 0
+    out_of_order: int = 0
+    overlapping: int = 0
+    payload_bytes: int = 0
+    resync_skipped_bytes: int = 0
+    resyncs: int = 0
+    retransmitted: int = 0
+    segments: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 # emit(stream, head, rpc_len, captured, ts_first, ts_last, frame_first,
@@ -185,7 +183,7 @@ class HalfStream:
         self.hole_since = -1
         self.mode = RESYNC
         self.mark = b""
-        self.mark_pkt = None
+        self.mark_pkt: tuple[int, int, int] | None = None  # (ts, frame, ip_frags) of a split mark
         self.frag_left = 0
         self.frag_last = False
         self.synced = False
