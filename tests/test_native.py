@@ -23,7 +23,14 @@ from nfstrace.errors import CaptureError
 from nfstrace.parsers import fast, native
 
 try:
-    from crafted import make_backends, make_crafted, make_damaged, make_frames, make_writes
+    from crafted import (
+        make_backends,
+        make_crafted,
+        make_damaged,
+        make_frames,
+        make_rpc_ports,
+        make_writes,
+    )
     from crafted.make_crafted import (
         CLIENT,
         NFS_PORT,
@@ -43,6 +50,7 @@ except ImportError:  # pragma: no cover - run from the repository root
         make_crafted,
         make_damaged,
         make_frames,
+        make_rpc_ports,
         make_writes,
     )
     from tests.crafted.make_crafted import (
@@ -92,7 +100,7 @@ def test_fuzz_regressions_parse_alike(capture: Path) -> None:
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("crafted_native")
     captures: dict[str, Path] = {}
-    for module in (make_crafted, make_frames, make_writes, make_backends):
+    for module in (make_crafted, make_frames, make_writes, make_backends, make_rpc_ports):
         captures.update(module.build_all(out))
     return captures
 

@@ -8,6 +8,7 @@ use crate::ip::{self, Addr, Datagram, Facts, Reassembler};
 use crate::link::locate_ip;
 use crate::maps::{HashMap, HashSet, IndexMap};
 use crate::nfs;
+use crate::portmap;
 use crate::rpc;
 use crate::tcp::{
     Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, EVENT_KIND_NAMES, IGNORE,
@@ -33,6 +34,10 @@ const SEQ_HALF: i64 = 1 << 31;
 fn well_known(port: i32) -> bool {
     port == 2049 || port == 111
 }
+
+/// fast.MAX_LEARNT_PORTS, fast.MAX_PORTMAP_ASKS
+const MAX_LEARNT_PORTS: usize = 65536;
+const MAX_PORTMAP_ASKS: usize = 4096;
 
 /// Limits and settings from ParseLimits (and one fact from procnames.py).
 pub struct Settings {
@@ -289,6 +294,10 @@ pub struct Collector {
     pub events_dropped: i64,
     pub auth_too_long: i64,
     calls: Calls,
+    /// UDP (address, port) a portmap/rpcbind reply announced; portmap calls
+    /// asking for a UDP address (true) or another (false), until their reply
+    pub rpc_ports: HashSet<(Addr, i32)>,
+    portmap_asks: HashMap<CallKey, bool>,
     pub stats: MsgStats,
     pub addrs: Interner<Addr>,
     pub machines: Interner<Vec<u8>>,
@@ -320,6 +329,8 @@ impl Collector {
                 max: max_calls.max(1),
                 forgotten: 0,
             },
+            rpc_ports: HashSet::default(),
+            portmap_asks: HashMap::default(),
             stats: MsgStats::default(),
             addrs: Interner::new(Addr::default()),
             machines: Interner::new(Vec::new()),
@@ -406,6 +417,14 @@ impl Collector {
                 (src, dst, xid),
                 (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc),
             );
+            if hdr.prog == portmap::PORTMAP_PROGRAM {
+                if let Some(asks) = portmap::asks_udp(hdr.vers, hdr.proc_, head, hdr.body_offset) {
+                    if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
+                        self.portmap_asks.clear();
+                    }
+                    self.portmap_asks.insert((src, dst, xid), asks);
+                }
+            }
             nfs::decode(
                 true,
                 hdr.prog,
@@ -424,6 +443,19 @@ impl Collector {
                     hdr.prog = prog;
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
+                    if prog == portmap::PORTMAP_PROGRAM {
+                        // the ports it announces become RPC ports (fast._portmap_reply)
+                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
+                        if hdr.accept_stat == 0 {
+                            for port in
+                                portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
+                            {
+                                if self.rpc_ports.len() < MAX_LEARNT_PORTS {
+                                    self.rpc_ports.insert((src, port as i32));
+                                }
+                            }
+                        }
+                    }
                     let f = nfs::decode(
                         false,
                         prog,
@@ -1393,15 +1425,18 @@ impl Dissector {
             return;
         }
         let (src, dst) = (dg.src, dg.dst);
-        let wk = well_known(sport) || well_known(dport);
+        let learnt = &self.col.rpc_ports;
         if body[7] as u32 == rpc::CALL {
-            if !rpc::plausible_call(body, 0, !wk) {
+            let rpc_port = well_known(sport) || well_known(dport) || learnt.contains(&(dst, dport));
+            if !rpc::udp_call(body, dg.wire_len - 8, rpc_port) {
                 return;
             }
         } else if body[7] as u32 == rpc::REPLY {
             let xid = rpc::be32(body, 0);
             if !rpc::plausible_reply(body, 0)
-                || (!self.col.calls.map.contains_key(&(dst, src, xid)) && !well_known(sport))
+                || (!self.col.calls.map.contains_key(&(dst, src, xid))
+                    && !well_known(sport)
+                    && !learnt.contains(&(src, sport)))
             {
                 return;
             }

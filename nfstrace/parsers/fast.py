@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
-from nfstrace.parsers import rpc
+from nfstrace.parsers import portmap, rpc
 from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
@@ -58,6 +58,11 @@ DEFAULT_MSS = 536
 
 # Ports where an RPC reply is accepted even without its call in the capture.
 RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
+# UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
+# that are remembered, and portmap/rpcbind calls whose question is remembered
+# until their reply (all forgotten at once past the bound).
+MAX_LEARNT_PORTS = 65536
+MAX_PORTMAP_ASKS = 4096
 
 _TCP_HDR = struct.Struct(">HHIIBBH").unpack_from
 _UDP_HDR = struct.Struct(">HHH").unpack_from
@@ -225,6 +230,10 @@ class _Collector:
         self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]] = {}
         self.max_calls = limits.max_pending_calls
         self.calls_forgotten = 0  # unanswered calls forgotten past max_calls
+        # UDP (address, port) where a portmap/rpcbind reply said an RPC program
+        # listens; (client, server, xid) -> asked for UDP? of portmap calls
+        self.rpc_ports: set[tuple[bytes, int]] = set()
+        self.portmap_asks: dict[tuple[bytes, bytes, int], bool] = {}
         self.stats = stats
 
     def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
@@ -298,6 +307,8 @@ class _Collector:
                 del calls[oldest]
             calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9], False)
             nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
+            if hdr[2] == portmap.PORTMAP_PROGRAM:
+                self._portmap_call(key, hdr, head)
         else:
             st.replies += 1
             info = self.calls.get((dst, src, xid))
@@ -309,6 +320,8 @@ class _Collector:
                 nfs = decode_procedure(
                     False, prog, vers, proc, head, hdr[14], gss_service, gss_proc
                 )
+                if prog == portmap.PORTMAP_PROGRAM:
+                    self._portmap_reply(src, dst, xid, hdr, head)
             else:
                 st.replies_without_call_info += 1
                 nfs = decode_procedure(False, -1, -1, -1, head, hdr[14], "", -1)
@@ -329,6 +342,24 @@ class _Collector:
             self.rows = []
         self.n_rows += 1
         return self.n_rows - 1
+
+    def _portmap_call(self, key: tuple[bytes, bytes, int], hdr: tuple, head: bytes) -> None:
+        """A portmap/rpcbind call: remember whether it asks for a UDP address."""
+        asks = portmap.asks_udp(hdr[3], hdr[4], head, hdr[14])
+        if asks is not None:
+            if len(self.portmap_asks) >= MAX_PORTMAP_ASKS:
+                self.portmap_asks.clear()
+            self.portmap_asks[key] = asks
+
+    def _portmap_reply(self, src: bytes, dst: bytes, xid: int, hdr: tuple, head: bytes) -> None:
+        """A portmap/rpcbind reply (from src): the UDP ports it announces become RPC ports."""
+        asked = self.portmap_asks.pop((dst, src, xid), False)
+        if hdr[12] != 0:  # not SUCCESS: no results
+            return
+        ports = self.rpc_ports
+        for port in portmap.learnt_ports(hdr[3], hdr[4], head, hdr[14], asked):
+            if len(ports) < MAX_LEARNT_PORTS:
+                ports.add((src, port))
 
 
 _ROW_COLUMNS = (
@@ -614,14 +645,21 @@ class Dissector:
         if len(body) < 12:
             return
         src, dst = dg.src, dg.dst
-        well_known = sport in RPC_WELL_KNOWN_PORTS or dport in RPC_WELL_KNOWN_PORTS
+        learnt = self.col.rpc_ports
         if body[7] == rpc.CALL:
-            if not rpc.plausible_call(body, 0, known_only=not well_known):
+            rpc_port = (
+                sport in RPC_WELL_KNOWN_PORTS
+                or dport in RPC_WELL_KNOWN_PORTS
+                or (learnt and (dst, dport) in learnt)
+            )
+            if not rpc.udp_call(body, dg.wire_len - 8, rpc_port):
                 return
         elif body[7] == rpc.REPLY:
             xid = int.from_bytes(body[0:4], "big")
             if not rpc.plausible_reply(body, 0) or (
-                (dst, src, xid) not in self.col.calls and sport not in RPC_WELL_KNOWN_PORTS
+                (dst, src, xid) not in self.col.calls
+                and sport not in RPC_WELL_KNOWN_PORTS
+                and not (learnt and (src, sport) in learnt)
             ):
                 return
         else:
