@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import tshark_ref
 
+import nfstrace
+from nfstrace.analysis.fragments import analyze_fragments
 from nfstrace.parsers import fast, portmap, rpc
 
 try:
@@ -119,3 +121,74 @@ def test_strict_call_needs_a_whole_sane_header() -> None:
     gss = mc.u32(7, 0, 2, 100232, 10, 1, 6, 24, 1, 0, 5, 1) + mc.opaque(b"hand")
     assert rpc.strict_call(gss + mc.u32(6, 4) + b"mic!", len(gss) + 12)
     assert not rpc.strict_call(gss[:44] + mc.u32(4) + gss[48:] + mc.u32(6, 4) + b"mic!", 64)
+
+
+# ---- datagrams given up with fragments missing ------------------------------------
+
+
+def fragments_of(path: Path):
+    t = nfstrace.load(path)
+    return t, analyze_fragments(t.messages, t.stats, t.events)
+
+
+def test_call_kept_when_the_last_fragment_was_not_captured(caps: dict[str, Path]) -> None:
+    """The WRITE whose last fragment the capture missed is kept, cut short, with
+    its offset and count; its reply is matched to it; the finding says the capture,
+    not the network, lost the fragment."""
+    t, r = fragments_of(caps["udp_write_fragment_missed"])
+    m = t.messages
+    call = m[(m.xid == mp.MISSED_XID) & (m.msgtype == "call")]
+    assert len(call) == 1
+    c = call.iloc[0]
+    assert (c.proc, c.offset, c["count"]) == (7, 0, mp.FRAG_WRITE_COUNT)
+    assert c.truncated and c.rpc_len == mp.FRAG_WRITE_LEN
+    assert c.captured_len == 22 * mp.FRAG_CHUNK - 8 and c.ip_frags == 22
+    assert t.stats.replies_without_call_info == 0
+    tx = t.transactions
+    write = tx[tx.xid == mp.MISSED_XID]
+    assert len(write) == 1 and write.iloc[0].op == "WRITE" and write.iloc[0].latency_ns > 0
+    assert r.datagrams_incomplete == r.datagrams_not_captured == 1
+    assert list(r.incomplete.fate) == ["answered"]
+    assert list(r.incomplete.xid) == [mp.MISSED_XID]
+    kinds = {f.kind for f in r.findings()}
+    assert "ip_fragments_not_captured" in kinds and "ip_fragments_lost" not in kinds
+
+
+def test_lost_fragment_and_resent_call(caps: dict[str, Path]) -> None:
+    """The first send lost its last fragment in the network: its call is kept cut
+    short, unanswered; the re-send (another IP id) is answered."""
+    t, r = fragments_of(caps["udp_write_fragment_resent"])
+    m = t.messages
+    calls = m[(m.xid == mp.RESENT_XID) & (m.msgtype == "call")]
+    assert list(calls.truncated) == [True, False]
+    assert r.datagrams_lost == r.datagrams_resent == 1 and r.datagrams_not_captured == 0
+    assert list(r.incomplete.fate) == ["re-sent"]
+    lost = [f for f in r.findings() if f.kind == "ip_fragments_lost"]
+    assert len(lost) == 1 and "re-sent by the client" in lost[0].title
+    assert "ip_fragments_not_captured" not in {f.kind for f in r.findings()}
+
+
+def test_first_fragment_alone_is_rpc(caps: dict[str, Path]) -> None:
+    """One first fragment is the whole capture: a WRITE call cut short (not "no
+    ONC-RPC traffic"); cut by the end of the capture, neither lost nor missed."""
+    t, r = fragments_of(caps["udp_write_first_fragment"])
+    m = t.messages
+    assert len(m) == 1
+    c = m.iloc[0]
+    assert (c.msgtype, c.xid, c.proc, c["count"]) == ("call", mp.CUT_XID, 7, mp.FRAG_WRITE_COUNT)
+    assert c.truncated and c.captured_len == mp.FRAG_CHUNK - 8
+    assert list(r.incomplete.fate) == ["capture end"]
+    assert r.datagrams_cut_by_end == 1 and r.datagrams_lost == r.datagrams_not_captured == 0
+    kinds = {f.kind for f in r.findings()}
+    assert not kinds & {"ip_fragments_lost", "ip_fragments_not_captured"}
+
+
+def test_first_fragment_alone_on_the_command_line(caps: dict[str, Path]) -> None:
+    from typer.testing import CliRunner
+
+    from nfstrace.cli import app
+
+    path = str(caps["udp_write_first_fragment"])
+    r = CliRunner().invoke(app, ["analyze", path, "-q", "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "no ONC-RPC traffic" not in r.output

@@ -35,6 +35,7 @@ from nfstrace.parsers.ip import (
     Datagram,
     Facts,
     Reassembler,
+    _walk_extensions,
     count_packet,
     direction_facts,
     parse_ipv4,
@@ -639,9 +640,17 @@ class Dissector:
                 hs.rev = None
 
     def udp_datagram(
-        self, dg: Datagram, ts: int, frame: int, sport: int, dport: int, body: memoryview
+        self,
+        dg: Datagram,
+        ts: int,
+        frame: int,
+        sport: int,
+        dport: int,
+        body: memoryview,
+        complete: bool = True,
     ) -> None:
-        """One UDP datagram's payload: an RPC message if it looks like one."""
+        """One UDP datagram's payload: an RPC message if it looks like one
+        (``complete`` False: a datagram given up with fragments missing)."""
         if len(body) < 12:
             return
         src, dst = dg.src, dg.dst
@@ -656,7 +665,11 @@ class Dissector:
                 return
         elif body[7] == rpc.REPLY:
             xid = int.from_bytes(body[0:4], "big")
-            if not rpc.plausible_reply(body, 0) or (
+            if not rpc.plausible_reply(body, 0):
+                return
+            if self.reasm.pending and (dst, src, xid) not in self.col.calls:
+                self._call_in_fragments(src, dst, sport, dport, xid)
+            if (
                 (dst, src, xid) not in self.col.calls
                 and sport not in RPC_WELL_KNOWN_PORTS
                 and not (learnt and (src, sport) in learnt)
@@ -691,8 +704,36 @@ class Dissector:
             dg.frags,
             dg.frags,
             1,
-            True,
+            complete,
         )
+
+    def _call_in_fragments(self, src: bytes, dst: bytes, sport: int, dport: int, xid: int) -> None:
+        """A reply whose call is not known: is the call held in an incomplete
+        datagram (its first fragment captured, another not)?  The server
+        answered, so the client sent every fragment: the missing ones will not
+        come.  Give that datagram up now, its call emitted cut short."""
+        want = struct.pack(">HHxxxxII", dport, sport, xid, rpc.CALL)
+
+        def test(version: int, proto: int, data: bytes) -> bool:
+            at = _udp_offset(version, proto, data)
+            return at >= 0 and data[at : at + 4] == want[:4] and data[at + 8 : at + 16] == want[8:]
+
+        if self.reasm.take_first(dst, src, test):
+            self.partial_datagrams()
+
+    def partial_datagrams(self) -> None:
+        """The UDP datagrams the reassembler gave up whose first fragment was
+        captured: each an RPC message cut short if it holds one (its length
+        from the UDP header)."""
+        partial, self.reasm.partial = self.reasm.partial, []
+        for ts_first, ts_last, frame_first, frame_last, src, dst, ver, proto, n, data in partial:
+            at = _udp_offset(ver, proto, data)
+            if at < 0 or len(data) < at + 8:
+                continue
+            sport, dport, ulen = _UDP_HDR(data, at)
+            udp = memoryview(data)[at:]
+            dg = Datagram(src, dst, PROTO_UDP, udp, max(ulen, len(udp)), n, ts_first, frame_first)
+            self.udp_datagram(dg, ts_last, frame_last, sport, dport, udp[8:], False)
 
     def count_packet(self, dg: Datagram) -> None:
         """An IP packet not given to tcp_segment (UDP, other protocols, TCP
@@ -707,6 +748,7 @@ class Dissector:
             tcp.flush(hs, hs.ts_last, hs.frame_last)
             _retire(col, hs, self.ts)  # a stretch still open ends with the capture
         reasm.finish()
+        self.partial_datagrams()
         for lost in reasm.lost:
             col.add_event(_incomplete_datagram_event(*lost))
         stats.frames = self.n_frames
@@ -786,6 +828,8 @@ def parse(
             n_nonip += 1
             continue
         if dg is None:
+            if reasm.partial:
+                d.partial_datagrams()
             continue
         proto = dg.proto
         p = dg.payload
@@ -1059,6 +1103,16 @@ def _duplicate_event(
         key, rkey = (src, sport, dst, dport), (dst, dport, src, sport)
         conn = conns.get(min(key, rkey), 0)
     return (ts, frame, conn, src, sport, dst, dport, "frame_duplicate", seq, origlen, 0)
+
+
+def _udp_offset(version: int, proto: int, data: bytes) -> int:
+    """Where the UDP header starts in the first fragment's payload of an IP
+    datagram (IPv6: after the extension headers that follow the Fragment
+    header); -1 if it is not UDP or the headers run past the captured bytes."""
+    if version == 4:
+        return 0 if proto == PROTO_UDP else -1
+    nh, pos, _ = _walk_extensions(memoryview(data), proto, 0, len(data))
+    return pos if nh == PROTO_UDP else -1
 
 
 def _incomplete_datagram_event(

@@ -13,7 +13,11 @@ UDP datagrams that lost fragments:
   and v4 DUMP over IPv6, a v3 GETADDR asking for tcp; each followed by a
   reply from the port it names whose call was not captured;
 * ``not_rpc_udp``: DNS, NTP, syslog and random-payload UDP traffic on many
-  ports (well-known RPC ones and the usual RPC ranges): no RPC message.
+  ports (well-known RPC ones and the usual RPC ranges): no RPC message;
+* ``udp_write_fragment_missed``, ``udp_write_fragment_resent``,
+  ``udp_write_first_fragment``: a 32 KiB UDP WRITE whose last fragment was
+  not captured but which the server answered; one whose last fragment was
+  lost and which the client sent again; the first fragment alone.
 
     python tests/crafted/make_rpc_ports.py OUTDIR
 """
@@ -211,7 +215,70 @@ def build_not_rpc_udp(out: Path) -> dict[str, Path]:
     return {"not_rpc_udp": cap.write(out / "not_rpc_udp.pcap")}
 
 
-BUILDERS = (build_sadmind, build_rpc_ports_dump, build_rpc_ports_getaddr, build_not_rpc_udp)
+# Datagrams that lost fragments: a 32 KiB UDP WRITE at MTU 1500 (23 fragments)
+FRAG_WRITE_COUNT = 32 * 1024
+FRAG_WRITE_LEN = mc.CALL_HDR_LEN + 56 + FRAG_WRITE_COUNT  # RPC bytes: 32892
+FRAG_CHUNK = 1480
+FRAG_CPORT = 907
+MISSED_XID, RESENT_XID, CUT_XID = 0x6001, 0x6002, 0x6003
+RESEND_AFTER_NS = 1_100_000_000  # the client's UDP timeout (timeo=11)
+
+
+def _write_fragments(xid: int, ip_id: int) -> list:
+    call = mc.write_call(xid, FRAG_WRITE_COUNT)
+    return mc.ipv4_fragments(mc.CLIENT, mc.SERVER, FRAG_CPORT, mc.NFS_PORT, call, ip_id)
+
+
+def _getattr_pair(cap: mc.Capture, xid: int) -> None:
+    _pair(cap, mc.getattr_call(xid), mc.getattr_reply(xid), FRAG_CPORT, mc.NFS_PORT)
+
+
+def build_fragments_missed(out: Path) -> dict[str, Path]:
+    """GETATTR, then the WRITE with its last fragment not captured and its
+    reply (the server got it all: the capture missed the fragment), GETATTR."""
+    cap = mc.Capture()
+    _getattr_pair(cap, 0x6101)
+    for f in _write_fragments(MISSED_XID, 0x7001)[:-1]:
+        cap.add(mc.eth(f))
+    reply = mc.write_reply(MISSED_XID, FRAG_WRITE_COUNT)
+    cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, FRAG_CPORT, reply)))
+    _getattr_pair(cap, 0x6102)
+    return {"udp_write_fragment_missed": cap.write(out / "udp_write_fragment_missed.pcap")}
+
+
+def build_fragments_resent(out: Path) -> dict[str, Path]:
+    """The WRITE with its last fragment lost, no reply; 1.1 s later the client
+    sends it again (another IP id), whole, and the server answers."""
+    cap = mc.Capture()
+    frags = _write_fragments(RESENT_XID, 0x7002)
+    t = mc.BASE_NS
+    for i, f in enumerate(frags[:-1]):
+        cap.add(mc.eth(f), t + i * 20_000)
+    t += RESEND_AFTER_NS
+    for i, f in enumerate(_write_fragments(RESENT_XID, 0x7003)):
+        cap.add(mc.eth(f), t + i * 20_000)
+    reply = mc.write_reply(RESENT_XID, FRAG_WRITE_COUNT)
+    pkt = mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, FRAG_CPORT, reply)
+    cap.add(mc.eth(pkt), t + 2_000_000)
+    return {"udp_write_fragment_resent": cap.write(out / "udp_write_fragment_resent.pcap")}
+
+
+def build_first_fragment_only(out: Path) -> dict[str, Path]:
+    """The whole capture: the first fragment of a WRITE (cut by the capture's end)."""
+    cap = mc.Capture()
+    cap.add(mc.eth(_write_fragments(CUT_XID, 0x7004)[0]))
+    return {"udp_write_first_fragment": cap.write(out / "udp_write_first_fragment.pcap")}
+
+
+BUILDERS = (
+    build_sadmind,
+    build_rpc_ports_dump,
+    build_rpc_ports_getaddr,
+    build_not_rpc_udp,
+    build_fragments_missed,
+    build_fragments_resent,
+    build_first_fragment_only,
+)
 
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
