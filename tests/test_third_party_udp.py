@@ -152,6 +152,17 @@ def test_call_kept_when_the_last_fragment_was_not_captured(caps: dict[str, Path]
     assert list(r.incomplete.xid) == [mp.MISSED_XID]
     kinds = {f.kind for f in r.findings()}
     assert "ip_fragments_not_captured" in kinds and "ip_fragments_lost" not in kinds
+    # nor does the time budget count a wait for a re-send
+    assert "loss_recovery" not in set(t.diagnosis.budget.intervals.cause)
+
+
+def test_call_kept_over_ipv6_with_extension_headers(caps: dict[str, Path]) -> None:
+    t = nfstrace.load(caps["udp_write_fragment_missed_v6"])
+    m = t.messages
+    assert list(m.msgtype) == ["call", "reply"] and set(m.xid) == {mp.MISSED_V6_XID}
+    assert list(m.proc) == [7, 7] and m.truncated.tolist() == [True, False]
+    assert m.iloc[0]["count"] == mp.FRAG_WRITE_COUNT
+    assert t.stats.replies_without_call_info == 0
 
 
 def test_lost_fragment_and_resent_call(caps: dict[str, Path]) -> None:
@@ -165,6 +176,7 @@ def test_lost_fragment_and_resent_call(caps: dict[str, Path]) -> None:
     assert list(r.incomplete.fate) == ["re-sent"]
     lost = [f for f in r.findings() if f.kind == "ip_fragments_lost"]
     assert len(lost) == 1 and "re-sent by the client" in lost[0].title
+    assert "loss_recovery" in set(t.diagnosis.budget.intervals.cause)
     assert "ip_fragments_not_captured" not in {f.kind for f in r.findings()}
 
 

@@ -16,8 +16,9 @@ UDP datagrams that lost fragments:
   ports (well-known RPC ones and the usual RPC ranges): no RPC message;
 * ``udp_write_fragment_missed``, ``udp_write_fragment_resent``,
   ``udp_write_first_fragment``: a 32 KiB UDP WRITE whose last fragment was
-  not captured but which the server answered; one whose last fragment was
-  lost and which the client sent again; the first fragment alone.
+  not captured but which the server answered (also over IPv6:
+  ``udp_write_fragment_missed_v6``); one whose last fragment was lost and
+  which the client sent again; the first fragment alone.
 
     python tests/crafted/make_rpc_ports.py OUTDIR
 """
@@ -246,6 +247,26 @@ def build_fragments_missed(out: Path) -> dict[str, Path]:
     return {"udp_write_fragment_missed": cap.write(out / "udp_write_fragment_missed.pcap")}
 
 
+MISSED_V6_XID = 0x6004
+
+
+def build_fragments_missed_v6(out: Path) -> dict[str, Path]:
+    """The same over IPv6, a Hop-by-Hop Options header before the Fragment
+    header (the UDP header after it in the first fragment): last fragment not
+    captured, the reply captured."""
+    cap = mc.Capture()
+    call = mc.write_call(MISSED_V6_XID, FRAG_WRITE_COUNT)
+    frags = mc.ipv6_fragments(
+        mc.CLIENT6, mc.SERVER6, FRAG_CPORT, mc.NFS_PORT, call, 0x7005, hop_by_hop=True
+    )
+    for f in frags[:-1]:
+        cap.add(Ether(src=mc.MAC_C, dst=mc.MAC_S) / f)
+    reply = mc.write_reply(MISSED_V6_XID, FRAG_WRITE_COUNT)
+    r = IPv6(src=mc.SERVER6, dst=mc.CLIENT6) / UDP(sport=mc.NFS_PORT, dport=FRAG_CPORT)
+    cap.add(Ether(src=mc.MAC_S, dst=mc.MAC_C) / r / Raw(reply))
+    return {"udp_write_fragment_missed_v6": cap.write(out / "udp_write_fragment_missed_v6.pcap")}
+
+
 def build_fragments_resent(out: Path) -> dict[str, Path]:
     """The WRITE with its last fragment lost, no reply; 1.1 s later the client
     sends it again (another IP id), whole, and the server answers."""
@@ -276,6 +297,7 @@ BUILDERS = (
     build_rpc_ports_getaddr,
     build_not_rpc_udp,
     build_fragments_missed,
+    build_fragments_missed_v6,
     build_fragments_resent,
     build_first_fragment_only,
 )
