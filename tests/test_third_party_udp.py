@@ -60,6 +60,17 @@ def test_sadmind_on_the_port_portmap_announced(caps: dict[str, Path]) -> None:
     assert ours == theirs
 
 
+def test_any_program_found_by_content_without_portmap(tmp_path: Path) -> None:
+    """No portmap answer in the capture: the calls of an unknown program to an
+    unknown port are found by the strict header test, and their replies kept."""
+    cap = mc.Capture()
+    for xid in mp.SADMIND_XIDS:
+        mp._pair(cap, mp.sadmind_call(xid), mc.rpc_reply(xid, mc.u32(0)), 906, mp.OTHER_PORT)
+    m = messages(cap.write(tmp_path / "no_portmap.pcap"))
+    assert list(m.msgtype) == ["call", "reply"] * len(mp.SADMIND_XIDS)
+    assert set(m.prog) == {mp.SADMIND} and sorted(set(m.xid)) == list(mp.SADMIND_XIDS)
+
+
 def test_portmap_dump_teaches_udp_ports(caps: dict[str, Path]) -> None:
     """Replies whose calls were not captured are kept from the UDP ports a
     PMAPPROC_DUMP announced, not from a port it announced for TCP only; an odd
