@@ -463,11 +463,20 @@ def test_ipv4_udp_call_in_three_fragments(load) -> None:
 
 
 def test_ipv4_udp_call_missing_a_fragment(load) -> None:
+    """Never reassembled; its first fragment holds the call: kept cut short."""
     t = load("udp_frag_v4_missing")
-    assert len(t.messages) == 0
     s = t.stats
     assert (s.ip_fragments, s.ip_datagrams_reassembled, s.ip_datagrams_incomplete) == (2, 0, 1)
-    assert (s.udp_packets, s.messages) == (0, 0)
+    assert (s.udp_packets, s.messages, s.incomplete_messages) == (0, 1, 1)
+    c = t.messages.iloc[0]
+    assert (c.msgtype, c.xid, c.truncated, c.frame_first, c.frame_last) == (
+        "call",
+        0xB02,
+        True,
+        1,
+        2,
+    )
+    assert (c.rpc_len, c.captured_len, c.ip_frags) == (mc.UDP_WRITE_LEN, 1472, 2)
 
 
 def test_ipv6_udp_call_in_three_fragments(load) -> None:

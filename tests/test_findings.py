@@ -31,6 +31,7 @@ try:
     from crafted import make_damaged as md
     from crafted import make_frames as mf
     from crafted import make_nfs4_orphans as mo
+    from crafted import make_rpc_ports as mp
     from crafted import make_writes as mw
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_backends as mb
@@ -38,10 +39,18 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_damaged as md
     from tests.crafted import make_frames as mf
     from tests.crafted import make_nfs4_orphans as mo
+    from tests.crafted import make_rpc_ports as mp
     from tests.crafted import make_writes as mw
 
 MS = 1_000_000
-BUILDERS = {"frames": mf, "writes": mw, "crafted": mc, "backends": mb, "nfs4": mo}
+BUILDERS = {
+    "frames": mf,
+    "writes": mw,
+    "crafted": mc,
+    "backends": mb,
+    "nfs4": mo,
+    "rpc_ports": mp,
+}
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +155,11 @@ CASES: dict[str, tuple[str, str, str]] = {
         "sample:v3-udp-py-w32k-mtu1000-d2-l0.5.server-side.pcap",
         "sample:v3-udp-py-w32k-mtu1000-d2-l0.5.pcap",
         "the same run before the drop point: every fragment",
+    ),
+    "ip_fragments_not_captured": (
+        "rpc_ports:udp_write_fragment_missed",
+        "rpc_ports:udp_write_fragment_resent",
+        "the network lost the fragment: the client re-sent the call",
     ),
     # stalls, one per cause, and the throughput between them
     "commit_stall": ("writes:commit_stall", "writes:verifier_change", "short COMMITs"),

@@ -29,6 +29,7 @@ try:
         make_damaged,
         make_frames,
         make_nfs4_orphans,
+        make_rpc_ports,
         make_tcp_damage,
         make_unanswered,
         make_writes,
@@ -53,6 +54,7 @@ except ImportError:  # pragma: no cover - run from the repository root
         make_damaged,
         make_frames,
         make_nfs4_orphans,
+        make_rpc_ports,
         make_tcp_damage,
         make_unanswered,
         make_writes,
@@ -112,6 +114,7 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         make_nfs4_orphans,
         make_unanswered,
         make_tcp_damage,
+        make_rpc_ports,
     ):
         captures.update(module.build_all(out))
     return captures

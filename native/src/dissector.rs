@@ -8,6 +8,7 @@ use crate::ip::{self, Addr, Datagram, Facts, Reassembler};
 use crate::link::locate_ip;
 use crate::maps::{HashMap, HashSet, IndexMap};
 use crate::nfs;
+use crate::portmap;
 use crate::rpc;
 use crate::tcp::{
     Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, EVENT_KIND_NAMES, IGNORE,
@@ -32,6 +33,24 @@ const SEQ_HALF: i64 = 1 << 31;
 
 fn well_known(port: i32) -> bool {
     port == 2049 || port == 111
+}
+
+/// fast.MAX_LEARNT_PORTS, fast.MAX_PORTMAP_ASKS
+const MAX_LEARNT_PORTS: usize = 65536;
+const MAX_PORTMAP_ASKS: usize = 4096;
+
+/// Where the UDP header starts in an IP datagram's first fragment (IPv6: after
+/// the extension headers); -1 if not UDP (fast._udp_offset).
+fn udp_offset(version: u8, proto: i32, data: &[u8]) -> i64 {
+    if version == 4 {
+        return if proto == ip::PROTO_UDP { 0 } else { -1 };
+    }
+    let (nh, pos, _) = ip::walk_extensions(data, proto, 0, data.len() as i64);
+    if nh == ip::PROTO_UDP {
+        pos
+    } else {
+        -1
+    }
 }
 
 /// Limits and settings from ParseLimits (and one fact from procnames.py).
@@ -295,6 +314,10 @@ pub struct Collector {
     calls: Calls,
     /// the last call of each flow: names replies whose call was not seen
     flows: HashMap<FlowKey, CallInfo>,
+    /// UDP (address, port) a portmap/rpcbind reply announced; portmap calls
+    /// asking for a UDP address (true) or another (false), until their reply
+    pub rpc_ports: HashSet<(Addr, i32)>,
+    portmap_asks: HashMap<CallKey, bool>,
     pub stats: MsgStats,
     pub addrs: Interner<Addr>,
     pub machines: Interner<Vec<u8>>,
@@ -327,6 +350,8 @@ impl Collector {
                 forgotten: 0,
             },
             flows: HashMap::default(),
+            rpc_ports: HashSet::default(),
+            portmap_asks: HashMap::default(),
             stats: MsgStats::default(),
             addrs: Interner::new(Addr::default()),
             machines: Interner::new(Vec::new()),
@@ -416,6 +441,14 @@ impl Collector {
                 self.flows.clear();
             }
             self.flows.insert(flow, info);
+            if hdr.prog == portmap::PORTMAP_PROGRAM {
+                if let Some(asks) = portmap::asks_udp(hdr.vers, hdr.proc_, head, hdr.body_offset) {
+                    if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
+                        self.portmap_asks.clear();
+                    }
+                    self.portmap_asks.insert((src, dst, xid), asks);
+                }
+            }
             nfs::decode(
                 true,
                 hdr.prog,
@@ -434,6 +467,19 @@ impl Collector {
                     hdr.prog = prog;
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
+                    if prog == portmap::PORTMAP_PROGRAM {
+                        // the ports it announces become RPC ports (fast._portmap_reply)
+                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
+                        if hdr.accept_stat == 0 {
+                            for port in
+                                portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
+                            {
+                                if self.rpc_ports.len() < MAX_LEARNT_PORTS {
+                                    self.rpc_ports.insert((src, port as i32));
+                                }
+                            }
+                        }
+                    }
                     let f = nfs::decode(
                         false,
                         prog,
@@ -1095,7 +1141,12 @@ impl Dissector {
         };
         let dg = match dg {
             Some(d) => d,
-            None => return,
+            None => {
+                if !self.reasm.partial.is_empty() {
+                    self.partial_datagrams();
+                }
+                return;
+            }
         };
         let p: &[u8] = &dg.payload;
         if dg.proto == ip::PROTO_TCP {
@@ -1136,7 +1187,7 @@ impl Dissector {
             }
             let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
             let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
-            self.udp_datagram(&dg, ts, frame_no, sport, dport, &p[8..]);
+            self.udp_datagram(&dg, ts, frame_no, sport, dport, &p[8..], true);
         } else {
             self.counts.other += 1;
             self.count_packet(&dg);
@@ -1488,7 +1539,9 @@ impl Dissector {
         self.streams.retain(|k, _| !gone_streams.contains(k));
     }
 
-    /// One UDP datagram's payload: an RPC message if it looks like one.
+    /// One UDP datagram's payload: an RPC message if it looks like one
+    /// (`complete` false: a datagram given up with fragments missing).
+    #[allow(clippy::too_many_arguments)]
     fn udp_datagram(
         &mut self,
         dg: &Datagram,
@@ -1497,20 +1550,31 @@ impl Dissector {
         sport: i32,
         dport: i32,
         body: &[u8],
+        complete: bool,
     ) {
         if body.len() < 12 {
             return;
         }
         let (src, dst) = (dg.src, dg.dst);
-        let wk = well_known(sport) || well_known(dport);
         if body[7] as u32 == rpc::CALL {
-            if !rpc::plausible_call(body, 0, !wk) {
+            let rpc_port = well_known(sport)
+                || well_known(dport)
+                || self.col.rpc_ports.contains(&(dst, dport));
+            if !rpc::udp_call(body, dg.wire_len - 8, rpc_port) {
                 return;
             }
         } else if body[7] as u32 == rpc::REPLY {
             let xid = rpc::be32(body, 0);
-            if !rpc::plausible_reply(body, 0)
-                || (!self.col.calls.map.contains_key(&(dst, src, xid)) && !well_known(sport))
+            if !rpc::plausible_reply(body, 0) {
+                return;
+            }
+            if !self.reasm.pending_is_empty() && !self.col.calls.map.contains_key(&(dst, src, xid))
+            {
+                self.call_in_fragments(src, dst, sport, dport, xid);
+            }
+            if !self.col.calls.map.contains_key(&(dst, src, xid))
+                && !well_known(sport)
+                && !self.col.rpc_ports.contains(&(src, sport))
             {
                 return;
             }
@@ -1545,10 +1609,67 @@ impl Dissector {
             frames: dg.frags,
             ip_frags: dg.frags,
             record_frags: 1,
-            complete: true,
+            complete,
         };
         self.col
             .message(src, sport, dst, dport, false, conn, head, &m);
+    }
+
+    /// A reply whose call is not known: give up the incomplete datagram that
+    /// holds the call in its first fragment, if one is held (fast._call_in_fragments).
+    fn call_in_fragments(&mut self, src: Addr, dst: Addr, sport: i32, dport: i32, xid: u32) {
+        let test = |version: u8, proto: i32, data: &[u8]| -> bool {
+            let at = udp_offset(version, proto, data);
+            if at < 0 {
+                return false;
+            }
+            let at = at as usize;
+            data.len() >= at + 16
+                && u16::from_be_bytes([data[at], data[at + 1]]) as i32 == dport
+                && u16::from_be_bytes([data[at + 2], data[at + 3]]) as i32 == sport
+                && rpc::be32(data, at + 8) == xid
+                && rpc::be32(data, at + 12) == rpc::CALL
+        };
+        if self.reasm.take_first(&mut self.facts, dst, src, test) {
+            self.partial_datagrams();
+        }
+    }
+
+    /// The UDP datagrams given up whose first fragment was captured: each an
+    /// RPC message cut short if it holds one (fast.partial_datagrams).
+    fn partial_datagrams(&mut self) {
+        let partial = std::mem::take(&mut self.reasm.partial);
+        for pd in partial {
+            let at = udp_offset(pd.version, pd.proto, &pd.data);
+            if at < 0 || pd.data.len() < at as usize + 8 {
+                continue;
+            }
+            let udp = &pd.data[at as usize..];
+            let sport = u16::from_be_bytes([udp[0], udp[1]]) as i32;
+            let dport = u16::from_be_bytes([udp[2], udp[3]]) as i32;
+            let ulen = u16::from_be_bytes([udp[4], udp[5]]) as i64;
+            let dg = Datagram {
+                src: pd.src,
+                dst: pd.dst,
+                proto: ip::PROTO_UDP,
+                payload: std::borrow::Cow::Borrowed(udp),
+                wire_len: ulen.max(udp.len() as i64),
+                frags: pd.count,
+                ts_first: pd.ts_first,
+                frame_first: pd.frame_first,
+                ttl: -1,
+                ip_len: 0,
+            };
+            self.udp_datagram(
+                &dg,
+                pd.ts_last,
+                pd.frame_last,
+                sport,
+                dport,
+                &udp[8..],
+                false,
+            );
+        }
     }
 
     /// The frame_duplicate event of a skipped frame: its endpoints as far as
@@ -1609,6 +1730,7 @@ impl Dissector {
             retire(&mut self.col, &mut self.facts, hs, self.ts);
         }
         self.reasm.finish(&mut self.facts);
+        self.partial_datagrams();
         let lost = std::mem::take(&mut self.reasm.lost);
         self.lost_listed = lost.len() as i64;
         for (ts, frame, src, dst, ip_id, _frags, got) in lost {

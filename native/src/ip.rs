@@ -194,6 +194,7 @@ struct Pending {
     ts_first: i64,
     ts_last: i64,
     frame_first: i64,
+    frame_last: i64,
     count: i64,
     header: i32,
     held: i64,
@@ -206,6 +207,50 @@ pub type FragKey = (u8, Addr, Addr, u32, i32);
 /// (first ts, first frame, src, dst, ip id, fragments held, bytes held).
 pub type Lost = (i64, i64, Addr, Addr, u32, i64, i64);
 
+/// A datagram given up whose first fragment (offset 0) was captured (ip.py's
+/// `Reassembler.partial`).
+pub struct Partial {
+    pub ts_first: i64,
+    pub ts_last: i64,
+    pub frame_first: i64,
+    pub frame_last: i64,
+    pub src: Addr,
+    pub dst: Addr,
+    pub version: u8,
+    /// upper protocol (IPv6: the next header of the fragmentable part)
+    pub proto: i32,
+    pub count: i64,
+    /// contiguous captured bytes from offset 0
+    pub data: Vec<u8>,
+}
+
+/// The contiguous captured bytes from offset 0 of pieces, taken in `order`
+/// (sorted by offset).
+fn contiguous(pieces: &[(i64, i64, Vec<u8>)], order: &[usize]) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::new();
+    for &i in order {
+        let (off, length, data) = &pieces[i];
+        let have = out.len() as i64;
+        if *off > have {
+            break;
+        }
+        let from = (have - off) as usize;
+        if from < data.len() {
+            out.extend_from_slice(&data[from..]);
+        }
+        if (data.len() as i64) < *length {
+            break; // snaplen cut this fragment: the bytes after it are unknown
+        }
+    }
+    out
+}
+
+fn sorted_order(pieces: &[(i64, i64, Vec<u8>)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    order.sort_by_key(|&i| pieces[i].0); // stable, as Python's sorted
+    order
+}
+
 pub struct Reassembler {
     timeout_ns: i64,
     max_pending: usize,
@@ -216,6 +261,7 @@ pub struct Reassembler {
     held: i64,
     pub stats: FragmentStats,
     pub lost: Vec<Lost>,
+    pub partial: Vec<Partial>,
     last_sweep: i64,
 }
 
@@ -247,6 +293,7 @@ impl Reassembler {
             pending: IndexMap::default(),
             stats: FragmentStats::default(),
             lost: Vec::new(),
+            partial: Vec::new(),
             last_sweep: 0,
         }
     }
@@ -266,6 +313,55 @@ impl Reassembler {
                 p.count,
                 p.got,
             ));
+        }
+        if p.pieces.iter().any(|(off, _, _)| *off == 0) {
+            let order = sorted_order(&p.pieces);
+            self.partial.push(Partial {
+                ts_first: p.ts_first,
+                ts_last: p.ts_last,
+                frame_first: p.frame_first,
+                frame_last: p.frame_last,
+                src: key.1,
+                dst: key.2,
+                version: key.0,
+                proto: if key.0 == 4 { key.4 } else { p.header },
+                count: p.count,
+                data: contiguous(&p.pieces, &order),
+            });
+        }
+    }
+
+    pub fn pending_is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Give up now the first held datagram from src to dst whose first
+    /// fragment passes `test(ip version, upper protocol, its captured bytes)`
+    /// (into `lost` and `partial`); false if none does.
+    pub fn take_first(
+        &mut self,
+        facts: &mut Facts,
+        src: Addr,
+        dst: Addr,
+        test: impl Fn(u8, i32, &[u8]) -> bool,
+    ) -> bool {
+        let found = self.pending.iter().find_map(|(key, p)| {
+            if key.1 != src || key.2 != dst {
+                return None;
+            }
+            let proto = if key.0 == 4 { key.4 } else { p.header };
+            p.pieces
+                .iter()
+                .any(|(off, _, data)| *off == 0 && test(key.0, proto, data))
+                .then_some(*key)
+        });
+        match found {
+            Some(key) => {
+                let p = self.pending.shift_remove(&key).unwrap();
+                self.lose(facts, &key, &p);
+                true
+            }
+            None => false,
         }
     }
 
@@ -312,6 +408,7 @@ impl Reassembler {
                     ts_first: ts,
                     ts_last: ts,
                     frame_first: frame,
+                    frame_last: frame,
                     count: 0,
                     header: 0,
                     held: 0,
@@ -320,6 +417,7 @@ impl Reassembler {
         }
         let p = self.pending.get_mut(&key).unwrap();
         p.ts_last = ts;
+        p.frame_last = frame;
         p.count += 1;
         if offset == 0 && header != 0 {
             p.header = header;
@@ -345,8 +443,7 @@ impl Reassembler {
         if p.total < 0 || p.got < p.total {
             return None; // cannot be whole yet
         }
-        let mut order: Vec<usize> = (0..p.pieces.len()).collect();
-        order.sort_by_key(|&i| p.pieces[i].0); // stable, as Python's sorted
+        let order = sorted_order(&p.pieces);
         let mut covered = 0i64;
         for &i in &order {
             let (off, length, _) = &p.pieces[i];
@@ -366,23 +463,8 @@ impl Reassembler {
         self.stats.reassembled += 1;
         facts.rows[slot][F_REASSEMBLED] += 1;
         // Captured payload: contiguous captured bytes from offset 0.
-        let mut out: Vec<u8> = Vec::new();
-        for &i in &order {
-            let (off, length, data) = &p.pieces[i];
-            let have = out.len() as i64;
-            if *off > have {
-                break;
-            }
-            let from = (have - off) as usize;
-            if from < data.len() {
-                out.extend_from_slice(&data[from..]);
-            }
-            if (data.len() as i64) < *length {
-                break; // snaplen cut this fragment: the bytes after it are unknown
-            }
-        }
         Some(Whole {
-            captured: out,
+            captured: contiguous(&p.pieces, &order),
             total: p.total,
             count: p.count,
             ts_first: p.ts_first,
@@ -597,7 +679,7 @@ pub fn parse_ipv6<'a>(
 
 /// Step over IPv6 extension headers: (upper protocol, its offset, fragment
 /// info (offset, more, ident)); protocol -1 when they run past the captured bytes.
-fn walk_extensions(
+pub fn walk_extensions(
     data: &[u8],
     mut nh: i32,
     mut pos: i64,

@@ -12,6 +12,7 @@ pub mod ip;
 pub mod link;
 pub mod maps;
 pub mod nfs;
+pub mod portmap;
 pub mod rpc;
 pub mod tcp;
 pub mod xdr;

@@ -67,6 +67,101 @@ pub fn plausible_call(buf: &[u8], pos: usize, known_only: bool) -> bool {
     known_program(prog) || (!known_only && prog < 0x8000_0000)
 }
 
+/// strict_call's program numbers (assigned from 100000, the portmapper;
+/// reserved from 0x60000000), highest version and most AUTH_SYS groups.
+pub const STRICT_MIN_PROG: u32 = 100_000;
+const STRICT_MAX_PROG: u32 = 0x5FFF_FFFF;
+const STRICT_MAX_VERS: u32 = 255;
+const AUTH_SYS_MAX_GIDS: u32 = 16;
+const AUTH_NONE: u32 = 0;
+const AUTH_TLS: u32 = 7;
+const MIN_CALL_LEN: usize = 40;
+
+#[inline]
+fn pad4(n: u32) -> usize {
+    ((n as usize) + 3) & !3
+}
+
+/// Is buf (a UDP payload of wire_len bytes on the wire) a call header of any
+/// program? (rpc.py strict_call)
+pub fn strict_call(buf: &[u8], wire_len: i64) -> bool {
+    let n = buf.len();
+    if n < MIN_CALL_LEN {
+        return false;
+    }
+    let mtype = be32(buf, 4);
+    let rpcvers = be32(buf, 8);
+    let prog = be32(buf, 12);
+    let vers = be32(buf, 16);
+    let flavor = be32(buf, 24);
+    let clen = be32(buf, 28);
+    if mtype != CALL
+        || rpcvers != RPC_VERSION
+        || !(STRICT_MIN_PROG..=STRICT_MAX_PROG).contains(&prog)
+    {
+        return false;
+    }
+    if vers > STRICT_MAX_VERS || clen > MAX_AUTH_BYTES || clen & 3 != 0 {
+        return false;
+    }
+    let v = 32 + clen as usize; // the verifier
+    if v + 8 > n {
+        return false;
+    }
+    if flavor == AUTH_NONE || flavor == AUTH_TLS {
+        if clen != 0 {
+            return false;
+        }
+    } else if flavor == AUTH_SYS {
+        if clen < 20 {
+            return false;
+        }
+        let mlen = be32(buf, 36);
+        if mlen > 255 {
+            return false;
+        }
+        let g = 40 + pad4(mlen) + 8; // the gids count
+        if g + 4 > v {
+            return false;
+        }
+        let ngids = be32(buf, g);
+        if ngids > AUTH_SYS_MAX_GIDS || g + 4 + 4 * ngids as usize != v {
+            return false;
+        }
+    } else if flavor == RPCSEC_GSS {
+        if clen < 20 {
+            return false;
+        }
+        let (gvers, gproc, service, hlen) =
+            (be32(buf, 32), be32(buf, 36), be32(buf, 44), be32(buf, 48));
+        if gvers != 1 || gproc > 3 || !(1..=3).contains(&service) {
+            return false;
+        }
+        if 52 + pad4(hlen) != v {
+            return false;
+        }
+    } else if !known_flavor(flavor) || clen == 0 {
+        return false;
+    }
+    let vflavor = be32(buf, v);
+    let vlen = be32(buf, v + 4);
+    if !known_flavor(vflavor) || vlen > MAX_AUTH_BYTES || (vflavor == AUTH_NONE && vlen != 0) {
+        return false;
+    }
+    ((v + 8 + pad4(vlen)) as i64) <= wire_len
+}
+
+/// Is a UDP payload an RPC call? (rpc.py udp_call)
+pub fn udp_call(buf: &[u8], wire_len: i64, rpc_port: bool) -> bool {
+    if plausible_call(buf, 0, true) {
+        return true;
+    }
+    if rpc_port {
+        return plausible_call(buf, 0, false) && be32(buf, 12) >= STRICT_MIN_PROG;
+    }
+    strict_call(buf, wire_len)
+}
+
 /// Could an accepted or denied reply header start at buf[pos]?
 pub fn plausible_reply(buf: &[u8], pos: usize) -> bool {
     if buf.len() < pos + 12 {

@@ -736,6 +736,10 @@ def _pair_budget(
     # Seen from the server, a UDP call whose fragments did not all arrive is lost on
     # the way: the client waited for its re-send timer until its next call.
     lost_dg = events("ip_datagram_incomplete", True)
+    # but one whose call (kept from its first fragment) was answered, sent once,
+    # reached the server whole: the capture, not the network, missed fragments
+    whole = c.frame_first[c.answered & (c.n_calls == 1)]
+    lost_dg = lost_dg[~np.isin(ev_frame[lost_dg], whole)]
     if len(lost_dg):
         order = np.sort(c.cs)
         nxt = np.searchsorted(order, ts[lost_dg], side="right")

@@ -1,6 +1,14 @@
 """IP fragments: how many per datagram and per RPC, datagrams reassembled and
-incomplete (a lost fragment loses the whole RPC: the client re-sends it all),
-per direction, and the largest IP packet seen (the MTU in use).
+incomplete, per direction, and the largest IP packet seen (the MTU in use).
+
+An incomplete datagram is one of three things.  The network lost a fragment:
+the whole RPC is lost and the client re-sends it after a timeout (no reply to
+the first send).  The capture missed a fragment the server did get: the reply
+came and nothing was re-sent.  Or the capture ended before its other fragments
+(nothing the client sent later is in the capture): neither can be told.  The
+parser keeps the call of an incomplete datagram whose first fragment was
+captured (cut short, with what its header says), which tells them apart; one
+whose first fragment is missing is counted lost unless the capture ended.
 
 From ``messages.ip_frags`` (fragments carrying each message), the parser's
 per-direction facts (``ParseStats.directions``) and, when given, its
@@ -40,7 +48,7 @@ DIRECTION_COLUMNS: dict[str, str] = {
     "max_ip_len": "largest IP packet: the MTU in use (above it: TSO/GRO capture)",
     "ip_fragments": "fragments seen",
     "datagrams_reassembled": "datagrams made whole",
-    "datagrams_incomplete": "datagrams missing fragments (lost)",
+    "datagrams_incomplete": "datagrams missing fragments (lost, or not captured)",
 }
 
 INCOMPLETE_COLUMNS: dict[str, str] = {
@@ -50,7 +58,21 @@ INCOMPLETE_COLUMNS: dict[str, str] = {
     "dst": "destination address",
     "ip_id": "IP identification (IPv6: fragment identification)",
     "bytes_received": "bytes of the datagram that arrived",
+    "xid": "xid of the call its first fragment carries (-1: none captured)",
+    "fate": "answered (the capture missed fragments) / re-sent or unanswered (the network "
+    "lost them) / capture end (the capture stopped before the rest) / unknown (no call "
+    "header captured)",
 }
+
+# INCOMPLETE_COLUMNS fate values
+ANSWERED, RESENT, UNANSWERED, CAPTURE_END, UNKNOWN = (
+    "answered",
+    "re-sent",
+    "unanswered",
+    "capture end",
+    "unknown",
+)
+LOST_FATES = (RESENT, UNANSWERED, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -65,21 +87,50 @@ class FragmentsResult:
     fragmented_messages: int
     max_frags_per_message: int
     mtu: int  # largest IP packet in any direction (0: no IP packet)
+    # incomplete datagrams by fate (INCOMPLETE_COLUMNS): lost in the network
+    # (re-sent, unanswered, or no call header to tell), answered (fragments the
+    # capture missed), cut by the capture's end
+    datagrams_lost: int = 0
+    datagrams_resent: int = 0
+    datagrams_not_captured: int = 0
+    datagrams_cut_by_end: int = 0
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
-        if self.datagrams_incomplete:
+        details = {
+            "incomplete": self.datagrams_incomplete,
+            "reassembled": self.datagrams_reassembled,
+            "lost": self.datagrams_lost,
+            "resent": self.datagrams_resent,
+            "not_captured": self.datagrams_not_captured,
+            "cut_by_capture_end": self.datagrams_cut_by_end,
+        }
+        if self.datagrams_lost:
+            resent = (
+                f" ({self.datagrams_resent} re-sent by the client, no reply to the first send)"
+                if self.datagrams_resent
+                else ""
+            )
             out.append(
                 Finding(
                     kind="ip_fragments_lost",
-                    title=f"{self.datagrams_incomplete} IP datagrams never got all their "
-                    "fragments: each lost fragment loses the whole RPC, which the client "
-                    "must re-send after a timeout",
+                    title=f"{self.datagrams_lost} IP datagrams never got all their "
+                    f"fragments{resent}: each lost fragment loses the whole RPC, which the "
+                    "client must re-send after a timeout",
                     severity="problem",
-                    details={
-                        "incomplete": self.datagrams_incomplete,
-                        "reassembled": self.datagrams_reassembled,
-                    },
+                    details=details,
+                )
+            )
+        if self.datagrams_not_captured:
+            out.append(
+                Finding(
+                    kind="ip_fragments_not_captured",
+                    title=f"{self.datagrams_not_captured} IP datagrams miss fragments in the "
+                    "capture only: the server answered them and nothing was re-sent, so the "
+                    "network delivered them whole (the capture dropped packets)",
+                    severity="warning",
+                    limits_conclusions=True,
+                    details=details,
                 )
             )
         if self.fragmented_messages:
@@ -107,6 +158,10 @@ class FragmentsResult:
             "fragmented_messages": self.fragmented_messages,
             "max_frags_per_message": self.max_frags_per_message,
             "mtu": self.mtu,
+            "datagrams_lost": self.datagrams_lost,
+            "datagrams_resent": self.datagrams_resent,
+            "datagrams_not_captured": self.datagrams_not_captured,
+            "datagrams_cut_by_end": self.datagrams_cut_by_end,
             "distribution": {
                 int(r.ip_frags): {"calls": int(r.calls), "replies": int(r.replies)}
                 for r in self.distribution.itertuples()
@@ -153,14 +208,74 @@ def _by_rpc(messages: pd.DataFrame) -> pd.DataFrame:
     return out[list(BY_RPC_COLUMNS)]
 
 
-def _incomplete(events: pd.DataFrame | None) -> pd.DataFrame:
+def _incomplete(events: pd.DataFrame | None, messages: pd.DataFrame) -> pd.DataFrame:
     if events is None or not len(events):
         return pd.DataFrame(columns=list(INCOMPLETE_COLUMNS))
     ev = events[events["kind"] == "ip_datagram_incomplete"]
     out = ev[["ts_ns", "frame", "src", "dst", "seq", "length"]].rename(
         columns={"seq": "ip_id", "length": "bytes_received"}
     )
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    xids, fates = _fates(out, messages)
+    return out.assign(xid=pd.array(xids, dtype="int64"), fate=fates)
+
+
+def _fates(incomplete: pd.DataFrame, messages: pd.DataFrame) -> tuple[list[int], list[str]]:
+    """Per incomplete datagram: the xid of the call its first fragment carries
+    (the parser's call cut short, whose first frame is the datagram's) and
+    its fate (INCOMPLETE_COLUMNS)."""
+    udp = messages[messages["transport"] == "udp"]
+    cols = ["src", "dst", "xid", "ts_first_ns", "ts_last_ns", "frame_first"]
+    calls = udp.loc[udp["msgtype"] == "call", cols].astype({"src": object, "dst": object})
+    replies = udp.loc[udp["msgtype"] == "reply", cols].astype({"src": object, "dst": object})
+    firsts = {
+        (f, s, d): (x, t)
+        for f, s, d, x, t in zip(
+            calls["frame_first"],
+            calls["src"],
+            calls["dst"],
+            calls["xid"],
+            calls["ts_first_ns"],
+            strict=True,
+        )
+    }
+    # the last time each direction sent a message (a later one: the capture went on)
+    last_sent = udp.groupby(["src", "dst"], observed=True)["ts_first_ns"].max().to_dict()
+    wanted = {x for x, _t in firsts.values()}
+    call_times: dict[tuple, list[int]] = {}
+    for s, d, x, t in zip(
+        calls["src"], calls["dst"], calls["xid"], calls["ts_first_ns"], strict=True
+    ):
+        if x in wanted:
+            call_times.setdefault((s, d, x), []).append(int(t))
+    reply_times: dict[tuple, list[int]] = {}
+    for s, d, x, t in zip(
+        replies["src"], replies["dst"], replies["xid"], replies["ts_first_ns"], strict=True
+    ):
+        if x in wanted:
+            reply_times.setdefault((d, s, x), []).append(int(t))  # keyed client, server
+    xids: list[int] = []
+    fates: list[str] = []
+    for frame, src, dst, ts in zip(
+        incomplete["frame"], incomplete["src"], incomplete["dst"], incomplete["ts_ns"], strict=True
+    ):
+        later = last_sent.get((src, dst), -1) > ts
+        hit = firsts.get((frame, src, dst))
+        if hit is None:
+            xids.append(-1)
+            fates.append(UNKNOWN if later else CAPTURE_END)
+            continue
+        xid, t0 = int(hit[0]), int(hit[1])
+        xids.append(xid)
+        resends = [t for t in call_times.get((src, dst, xid), ()) if t > t0]
+        until = min(resends, default=1 << 62)  # a re-send takes the replies after it
+        if any(t0 < t < until for t in reply_times.get((src, dst, xid), ())):
+            fates.append(ANSWERED)
+        elif resends:
+            fates.append(RESENT)
+        else:
+            fates.append(UNANSWERED if later else CAPTURE_END)
+    return xids, fates
 
 
 def analyze_fragments(
@@ -175,15 +290,24 @@ def analyze_fragments(
         [{c: getattr(d, c) for c in DIRECTION_COLUMNS} for d in stats.directions],
         columns=list(DIRECTION_COLUMNS),
     )
+    incomplete = _incomplete(events, messages)
+    n_incomplete = int(stats.ip_datagrams_incomplete)
+    fate = incomplete["fate"].value_counts().to_dict() if len(incomplete) else {}
+    answered, cut = fate.get(ANSWERED, 0), fate.get(CAPTURE_END, 0)
     return FragmentsResult(
         distribution=_distribution(udp),
         by_rpc=by_rpc,
         directions=directions,
-        incomplete=_incomplete(events),
+        incomplete=incomplete,
         fragments=int(stats.ip_fragments),
         datagrams_reassembled=int(stats.ip_datagrams_reassembled),
         datagrams_incomplete=int(stats.ip_datagrams_incomplete),
         fragmented_messages=len(fragmented),
         max_frags_per_message=int(fragmented["ip_frags"].max()) if len(fragmented) else 0,
         mtu=int(directions["max_ip_len"].max()) if len(directions) else 0,
+        # those not listed (events not given, or past the events' bound) count as lost
+        datagrams_lost=max(0, n_incomplete - answered - cut),
+        datagrams_resent=fate.get(RESENT, 0),
+        datagrams_not_captured=answered,
+        datagrams_cut_by_end=cut,
     )

@@ -419,6 +419,8 @@ def parse(
             counts.non_ip += 1
             continue
         if got is None:
+            if d.reasm.partial:
+                d.partial_datagrams()
             continue
         dg, l4 = got
         if dg.proto == PROTO_TCP:

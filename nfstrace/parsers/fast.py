@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
-from nfstrace.parsers import rpc
+from nfstrace.parsers import portmap, rpc
 from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
 from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
@@ -39,6 +39,7 @@ from nfstrace.parsers.ip import (
     Datagram,
     Facts,
     Reassembler,
+    _walk_extensions,
     checksum_ok,
     count_packet,
     direction_facts,
@@ -64,6 +65,11 @@ DEFAULT_MSS = 536
 
 # Ports where an RPC reply is accepted even without its call in the capture.
 RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
+# UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
+# that are remembered, and portmap/rpcbind calls whose question is remembered
+# until their reply (all forgotten at once past the bound).
+MAX_LEARNT_PORTS = 65536
+MAX_PORTMAP_ASKS = 4096
 
 _TCP_HDR = struct.Struct(">HHIIBBH").unpack_from
 _UDP_HDR = struct.Struct(">HHH").unpack_from
@@ -258,6 +264,10 @@ class _Collector:
         # (client, client port, server, server port) -> the last call's
         # (prog, vers, proc, gss_service, gss_proc): names replies whose call was not seen
         self.flows: dict[tuple[bytes, int, bytes, int], tuple[int, int, int, str, int]] = {}
+        # UDP (address, port) where a portmap/rpcbind reply said an RPC program
+        # listens; (client, server, xid) -> asked for UDP? of portmap calls
+        self.rpc_ports: set[tuple[bytes, int]] = set()
+        self.portmap_asks: dict[tuple[bytes, bytes, int], bool] = {}
         self.stats = stats
 
     def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
@@ -335,6 +345,8 @@ class _Collector:
                 self.flows.clear()
             self.flows[flow] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9])
             nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
+            if hdr[2] == portmap.PORTMAP_PROGRAM:
+                self._portmap_call(key, hdr, head)
         else:
             st.replies += 1
             info = self.calls.get((dst, src, xid))
@@ -346,6 +358,8 @@ class _Collector:
                 nfs = decode_procedure(
                     False, prog, vers, proc, head, hdr[14], gss_service, gss_proc
                 )
+                if prog == portmap.PORTMAP_PROGRAM:
+                    self._portmap_reply(src, dst, xid, hdr, head)
             else:
                 st.replies_without_call_info += 1
                 last = self.flows.get((dst, dport, src, sport))
@@ -372,6 +386,24 @@ class _Collector:
             self.rows = []
         self.n_rows += 1
         return self.n_rows - 1
+
+    def _portmap_call(self, key: tuple[bytes, bytes, int], hdr: tuple, head: bytes) -> None:
+        """A portmap/rpcbind call: remember whether it asks for a UDP address."""
+        asks = portmap.asks_udp(hdr[3], hdr[4], head, hdr[14])
+        if asks is not None:
+            if len(self.portmap_asks) >= MAX_PORTMAP_ASKS:
+                self.portmap_asks.clear()
+            self.portmap_asks[key] = asks
+
+    def _portmap_reply(self, src: bytes, dst: bytes, xid: int, hdr: tuple, head: bytes) -> None:
+        """A portmap/rpcbind reply (from src): the UDP ports it announces become RPC ports."""
+        asked = self.portmap_asks.pop((dst, src, xid), False)
+        if hdr[12] != 0:  # not SUCCESS: no results
+            return
+        ports = self.rpc_ports
+        for port in portmap.learnt_ports(hdr[3], hdr[4], head, hdr[14], asked):
+            if len(ports) < MAX_LEARNT_PORTS:
+                ports.add((src, port))
 
 
 _ROW_COLUMNS = (
@@ -717,20 +749,39 @@ class Dissector:
                 hs.rev = None
 
     def udp_datagram(
-        self, dg: Datagram, ts: int, frame: int, sport: int, dport: int, body: memoryview
+        self,
+        dg: Datagram,
+        ts: int,
+        frame: int,
+        sport: int,
+        dport: int,
+        body: memoryview,
+        complete: bool = True,
     ) -> None:
-        """One UDP datagram's payload: an RPC message if it looks like one."""
+        """One UDP datagram's payload: an RPC message if it looks like one
+        (``complete`` False: a datagram given up with fragments missing)."""
         if len(body) < 12:
             return
         src, dst = dg.src, dg.dst
-        well_known = sport in RPC_WELL_KNOWN_PORTS or dport in RPC_WELL_KNOWN_PORTS
+        learnt = self.col.rpc_ports
         if body[7] == rpc.CALL:
-            if not rpc.plausible_call(body, 0, known_only=not well_known):
+            rpc_port = (
+                sport in RPC_WELL_KNOWN_PORTS
+                or dport in RPC_WELL_KNOWN_PORTS
+                or (learnt and (dst, dport) in learnt)
+            )
+            if not rpc.udp_call(body, dg.wire_len - 8, rpc_port):
                 return
         elif body[7] == rpc.REPLY:
             xid = int.from_bytes(body[0:4], "big")
-            if not rpc.plausible_reply(body, 0) or (
-                (dst, src, xid) not in self.col.calls and sport not in RPC_WELL_KNOWN_PORTS
+            if not rpc.plausible_reply(body, 0):
+                return
+            if self.reasm.pending and (dst, src, xid) not in self.col.calls:
+                self._call_in_fragments(src, dst, sport, dport, xid)
+            if (
+                (dst, src, xid) not in self.col.calls
+                and sport not in RPC_WELL_KNOWN_PORTS
+                and not (learnt and (src, sport) in learnt)
             ):
                 return
         else:
@@ -762,8 +813,36 @@ class Dissector:
             dg.frags,
             dg.frags,
             1,
-            True,
+            complete,
         )
+
+    def _call_in_fragments(self, src: bytes, dst: bytes, sport: int, dport: int, xid: int) -> None:
+        """A reply whose call is not known: is the call held in an incomplete
+        datagram (its first fragment captured, another not)?  The server
+        answered, so the client sent every fragment: the missing ones will not
+        come.  Give that datagram up now, its call emitted cut short."""
+        want = struct.pack(">HHxxxxII", dport, sport, xid, rpc.CALL)
+
+        def test(version: int, proto: int, data: bytes) -> bool:
+            at = _udp_offset(version, proto, data)
+            return at >= 0 and data[at : at + 4] == want[:4] and data[at + 8 : at + 16] == want[8:]
+
+        if self.reasm.take_first(dst, src, test):
+            self.partial_datagrams()
+
+    def partial_datagrams(self) -> None:
+        """The UDP datagrams the reassembler gave up whose first fragment was
+        captured: each an RPC message cut short if it holds one (its length
+        from the UDP header)."""
+        partial, self.reasm.partial = self.reasm.partial, []
+        for ts_first, ts_last, frame_first, frame_last, src, dst, ver, proto, n, data in partial:
+            at = _udp_offset(ver, proto, data)
+            if at < 0 or len(data) < at + 8:
+                continue
+            sport, dport, ulen = _UDP_HDR(data, at)
+            udp = memoryview(data)[at:]
+            dg = Datagram(src, dst, PROTO_UDP, udp, max(ulen, len(udp)), n, ts_first, frame_first)
+            self.udp_datagram(dg, ts_last, frame_last, sport, dport, udp[8:], False)
 
     def count_packet(self, dg: Datagram) -> list[int] | None:
         """An IP packet not given to tcp_segment (UDP, other protocols, TCP
@@ -789,6 +868,7 @@ class Dissector:
             tcp.flush(hs, hs.ts_last, hs.frame_last)
             _retire(col, hs, self.ts)  # a stretch still open ends with the capture
         reasm.finish()
+        self.partial_datagrams()
         for lost in reasm.lost:
             col.add_event(_incomplete_datagram_event(*lost))
         stats.frames = self.n_frames
@@ -868,6 +948,8 @@ def parse(
             n_nonip += 1
             continue
         if dg is None:
+            if reasm.partial:
+                d.partial_datagrams()
             continue
         proto = dg.proto
         p = dg.payload
@@ -1143,6 +1225,16 @@ def _duplicate_event(
         key, rkey = (src, sport, dst, dport), (dst, dport, src, sport)
         conn = conns.get(min(key, rkey), 0)
     return (ts, frame, conn, src, sport, dst, dport, "frame_duplicate", seq, origlen, 0)
+
+
+def _udp_offset(version: int, proto: int, data: bytes) -> int:
+    """Where the UDP header starts in the first fragment's payload of an IP
+    datagram (IPv6: after the extension headers that follow the Fragment
+    header); -1 if it is not UDP or the headers run past the captured bytes."""
+    if version == 4:
+        return 0 if proto == PROTO_UDP else -1
+    nh, pos, _ = _walk_extensions(memoryview(data), proto, 0, len(data))
+    return pos if nh == PROTO_UDP else -1
 
 
 def _incomplete_datagram_event(

@@ -10,6 +10,7 @@ captured payload) and the loss of any fragment shows as an incomplete datagram.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # IP protocol numbers
@@ -163,6 +164,7 @@ class _Pending:
     __slots__ = (
         "count",
         "frame_first",
+        "frame_last",
         "header",
         "got",
         "held",
@@ -180,6 +182,7 @@ class _Pending:
         self.ts_first = ts
         self.ts_last = ts
         self.frame_first = frame
+        self.frame_last = frame
         self.count = 0
         self.header = 0  # IPv6: next header of the fragmentable part
 
@@ -212,6 +215,11 @@ class Reassembler:
         # Datagrams given up as incomplete (the first max_lost of them):
         # (first ts, first frame, src, dst, ip id, fragments held, bytes held).
         self.lost: list[tuple[int, int, bytes, bytes, int, int, int]] = []
+        # Datagrams given up whose first fragment (offset 0) was captured, until
+        # the caller takes them: (first ts, last ts, first frame, last frame,
+        # src, dst, ip version, upper protocol (IPv6: the next header of the
+        # fragmentable part), fragments held, contiguous captured bytes from 0).
+        self.partial: list[tuple[int, int, int, int, bytes, bytes, int, int, int, bytes]] = []
         self._last_sweep = 0
 
     def _lost(self, key: tuple, p: _Pending) -> None:
@@ -220,6 +228,27 @@ class Reassembler:
         direction_facts(self.facts, key[1], key[2])[F_INCOMPLETE] += 1
         if len(self.lost) < self.max_lost:
             self.lost.append((p.ts_first, p.frame_first, key[1], key[2], key[3], p.count, p.got))
+        if any(off == 0 for off, _, _ in p.pieces):
+            proto = key[4] if key[0] == 4 else p.header
+            first = _contiguous(sorted(p.pieces, key=lambda x: x[0]))
+            self.partial.append(
+                (p.ts_first, p.ts_last, p.frame_first, p.frame_last)
+                + (key[1], key[2], key[0], proto, p.count, first)
+            )
+
+    def take_first(self, src: bytes, dst: bytes, test: Callable[[int, int, bytes], bool]) -> bool:
+        """Give up now the first held datagram from src to dst whose first
+        fragment passes ``test(ip version, upper protocol, its captured bytes)``
+        (into ``lost`` and ``partial``); False if none does."""
+        for key, p in self.pending.items():
+            if key[1] != src or key[2] != dst:
+                continue
+            for off, _, data in p.pieces:
+                if off == 0 and test(key[0], key[4] if key[0] == 4 else p.header, data):
+                    del self.pending[key]
+                    self._lost(key, p)
+                    return True
+        return False
 
     def add(
         self,
@@ -252,6 +281,7 @@ class Reassembler:
             self.stats.repeats += 1  # the same fragment again: nothing new
             return None
         p.ts_last = ts
+        p.frame_last = frame
         p.count += 1
         if offset == 0 and header:
             p.header = header
@@ -284,15 +314,7 @@ class Reassembler:
         self.held -= p.held
         self.stats.reassembled += 1
         d[F_REASSEMBLED] += 1
-        # Captured payload: contiguous captured bytes from offset 0.
-        out = bytearray()
-        for off, length, data in pieces:
-            if off > len(out):
-                break
-            out += data[len(out) - off :]
-            if len(data) < length:
-                break  # snaplen cut this fragment: the bytes after it are unknown
-        return bytes(out), p.total, p.count, p.ts_first, p.frame_first, p.header
+        return _contiguous(pieces), p.total, p.count, p.ts_first, p.frame_first, p.header
 
     def _sweep(self, now: int) -> None:
         self._last_sweep = now
@@ -309,6 +331,18 @@ class Reassembler:
         for k, p in list(self.pending.items()):
             self._lost(k, p)
         self.pending.clear()
+
+
+def _contiguous(pieces: list[tuple[int, int, bytes]]) -> bytes:
+    """The contiguous captured bytes from offset 0 of fragments sorted by offset."""
+    out = bytearray()
+    for off, length, data in pieces:
+        if off > len(out):
+            break
+        out += data[len(out) - off :]
+        if len(data) < length:
+            break  # snaplen cut this fragment: the bytes after it are unknown
+    return bytes(out)
 
 
 def parse_ipv4(

@@ -115,6 +115,78 @@ def plausible_call(buf: bytes | memoryview, pos: int, known_only: bool = True) -
     return is_known_program(prog) or (not known_only and prog < 0x80000000)
 
 
+# strict_call: the program numbers it accepts (assigned ones start at 100000,
+# the portmapper; 0x60000000 and above are reserved), the highest version and
+# the most supplementary AUTH_SYS groups (RFC 5531 appendix A: gids<16>).
+STRICT_MIN_PROG, STRICT_MAX_PROG = 100000, 0x5FFFFFFF
+STRICT_MAX_VERS = 255
+AUTH_SYS_MAX_GIDS = 16
+
+
+def strict_call(buf: bytes | memoryview, wire_len: int) -> bool:
+    """Is buf (a UDP payload of wire_len bytes on the wire) a call header of
+    any program?  For datagrams to ports not known to carry RPC, so stricter
+    than ``plausible_call``: RPC version 2, a program number from 100000 and
+    below the reserved range, a version up to 255, a known credential flavour whose length fits
+    its kind (AUTH_NONE and AUTH_TLS empty, AUTH_SYS exactly its fields with at
+    most 16 groups and a machine name up to 255 bytes, RPCSEC_GSS version 1
+    with a known procedure and service), a known verifier flavour (AUTH_NONE:
+    empty) up to 400 bytes, and the whole header within the datagram."""
+    n = len(buf)
+    if n < MIN_CALL_LEN:
+        return False
+    _xid, mtype, rpcvers, prog, vers, _proc, flavor, clen = _CALL_HDR(buf, 0)
+    if mtype != CALL or rpcvers != RPC_VERSION or not STRICT_MIN_PROG <= prog <= STRICT_MAX_PROG:
+        return False
+    if vers > STRICT_MAX_VERS or clen > MAX_AUTH_BYTES or clen & 3:
+        return False
+    v = 32 + clen  # the verifier
+    if v + 8 > n:
+        return False
+    if flavor in (AUTH_NONE, AUTH_TLS):
+        if clen:
+            return False
+    elif flavor == AUTH_SYS:
+        if clen < 20:
+            return False
+        (mlen,) = _U32(buf, 36)
+        if mlen > 255:
+            return False
+        g = 40 + ((mlen + 3) & ~3) + 8  # the gids count
+        if g + 4 > v:
+            return False
+        (ngids,) = _U32(buf, g)
+        if ngids > AUTH_SYS_MAX_GIDS or g + 4 + 4 * ngids != v:
+            return False
+    elif flavor == RPCSEC_GSS:
+        if clen < 20:
+            return False
+        gvers, gproc, _seq, service, hlen = struct.unpack_from(">IIIII", buf, 32)
+        if gvers != 1 or gproc > 3 or service not in GSS_SERVICE_NAMES:
+            return False
+        if 52 + ((hlen + 3) & ~3) != v:
+            return False
+    elif flavor not in AUTH_NAMES or not clen:  # AUTH_SHORT, AUTH_DH: not empty
+        return False
+    vflavor, vlen = _U32X2(buf, v)
+    if vflavor not in AUTH_NAMES or vlen > MAX_AUTH_BYTES or (vflavor == AUTH_NONE and vlen):
+        return False
+    return v + 8 + ((vlen + 3) & ~3) <= wire_len
+
+
+def udp_call(buf: bytes | memoryview, wire_len: int, rpc_port: bool) -> bool:
+    """Is a UDP payload (wire_len bytes on the wire) an RPC call?  A known
+    program's if ``plausible_call``; another program's to a port known to carry
+    RPC (``rpc_port``: 2049, 111, or one a portmapper announced) if
+    ``plausible_call`` with a program number from 100000; elsewhere if
+    ``strict_call``."""
+    if plausible_call(buf, 0):
+        return True
+    if rpc_port:
+        return plausible_call(buf, 0, known_only=False) and _U32(buf, 12)[0] >= STRICT_MIN_PROG
+    return strict_call(buf, wire_len)
+
+
 def plausible_reply(buf: bytes | memoryview, pos: int) -> bool:
     """Could an accepted or denied reply header start at buf[pos]?"""
     if len(buf) < pos + 12:
