@@ -55,7 +55,10 @@ import numpy as np
 
 from nfstrace.errors import CaptureError
 
-Frame = tuple[int, int, memoryview, int, int]
+# Bytes as read: the readers hand out memoryviews of their buffers, the
+# backends and the tests bytes; the dissectors take either.
+Bytes = bytes | memoryview
+Frame = tuple[int, int, Bytes, int, int]
 # progress(frames read, bytes read from the capture files on disk, or -1 when
 # the reader does not count them): called every 16,384 frames while parsing.
 Progress = Callable[[int, int], None]

@@ -40,6 +40,7 @@ from nfstrace.errors import CaptureError
 from nfstrace.parsers import link
 from nfstrace.parsers.capture import (
     MAX_FRAME,
+    Bytes,
     CaptureInfo,
     Frame,
     Progress,
@@ -268,7 +269,7 @@ _RAW_LINKTYPES = frozenset(
 )
 
 
-def network_layer(linktype: int, frame: bytes) -> tuple[dpkt.Packet | None, int]:
+def network_layer(linktype: int, frame: Bytes) -> tuple[dpkt.Packet | None, int]:
     """dpkt's IP or IP6 object inside a frame, and the offset of its header."""
     if linktype in _RAW_LINKTYPES:
         if not frame:

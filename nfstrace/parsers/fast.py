@@ -12,13 +12,14 @@ import struct
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.parsers import portmap, rpc
-from nfstrace.parsers.capture import CaptureInfo, Frame, Progress, read_many
+from nfstrace.parsers.capture import Bytes, CaptureInfo, Frame, Progress, read_many
 from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
@@ -39,13 +40,13 @@ from nfstrace.parsers.ip import (
     Datagram,
     Facts,
     Reassembler,
-    _walk_extensions,
     checksum_ok,
     count_packet,
     direction_facts,
     parse_ipv4,
     parse_ipv6,
     sample_checksum,
+    walk_extensions,
 )
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
@@ -448,7 +449,7 @@ class Dissector:
 
         max_waiting = limits.max_ack_waiting
 
-        def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: int) -> None:
+        def emit_tcp(hs: HalfStream, head: bytes, rpc_len: int, captured: int, *rest: Any) -> None:
             row = col.message(
                 hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
             )
@@ -475,7 +476,7 @@ class Dissector:
         self,
         frames: Iterable[Frame],
         progress: Progress | None = None,
-    ) -> Iterator[tuple[int, int, int, memoryview | bytes, int]]:
+    ) -> Iterator[tuple[int, int, int, Bytes, int]]:
         """The capture's frames numbered from 1, as (frame number, ts, link type,
         data, wire length), without the copies of a frame captured again within
         ParseLimits.duplicate_window_ns (counted and recorded as events).
@@ -498,8 +499,8 @@ class Dissector:
         conns = self.conns
         frame_no = n_dup = ts = 0
         stats, max_messages = self.stats, self.limits.max_messages
-        recent: dict[int, tuple[int, memoryview | bytes]] = {}
-        older: dict[int, tuple[int, memoryview | bytes]] = {}
+        recent: dict[int, tuple[int, Bytes]] = {}
+        older: dict[int, tuple[int, Bytes]] = {}
         since = None  # when the current generation began
         for ts, linktype, data, origlen, _file_index in frames:
             frame_no += 1
@@ -547,7 +548,7 @@ class Dissector:
         flags: int,
         window: int,
         hl: int,
-        seg: memoryview,
+        seg: Bytes,
     ) -> None:
         """One TCP segment: its decoded header fields, header length hl and the
         segment's captured bytes (options at seg[20:hl], payload after)."""
@@ -625,9 +626,7 @@ class Dissector:
         if flags & (TH_FIN | TH_RST):
             self._end_of_stream(hs, flags, ts, frame)
 
-    def _syn_dropped(
-        self, hs: HalfStream, dg: Datagram, seq: int, seg: memoryview, csum: int
-    ) -> bool:
+    def _syn_dropped(self, hs: HalfStream, dg: Datagram, seq: int, seg: Bytes, csum: int) -> bool:
         """A segment with SYN set on a direction that has carried RPC records:
         True when the receiver would have dropped it (counted, skipped).
 
@@ -755,7 +754,7 @@ class Dissector:
         frame: int,
         sport: int,
         dport: int,
-        body: memoryview,
+        body: Bytes,
         complete: bool = True,
     ) -> None:
         """One UDP datagram's payload: an RPC message if it looks like one
@@ -768,7 +767,7 @@ class Dissector:
             rpc_port = (
                 sport in RPC_WELL_KNOWN_PORTS
                 or dport in RPC_WELL_KNOWN_PORTS
-                or (learnt and (dst, dport) in learnt)
+                or (dst, dport) in learnt
             )
             if not rpc.udp_call(body, dg.wire_len - 8, rpc_port):
                 return
@@ -854,7 +853,7 @@ class Dissector:
             return f
         return None
 
-    def sample_udp(self, f: list[int], dg: Datagram, seg: memoryview | bytes) -> None:
+    def sample_udp(self, f: list[int], dg: Datagram, seg: Bytes) -> None:
         """A UDP datagram (header first) of a direction (facts f, from
         count_packet): its checksum verified if the sample is not full and
         all of it was captured."""
@@ -1000,7 +999,7 @@ def _auth_too_long(head: bytes, is_call: bool) -> bool:
     return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
 
 
-def _tcp_options(p: memoryview, hl: int) -> tuple[int, int]:
+def _tcp_options(p: Bytes, hl: int) -> tuple[int, int]:
     """(MSS, window scale) options of a SYN or SYN-ACK; -1 where absent."""
     mss = wscale = -1
     end = min(hl, len(p))
@@ -1027,7 +1026,7 @@ def _on_syn(
     col: _Collector,
     hs: HalfStream,
     rev: HalfStream | None,
-    p: memoryview,
+    p: Bytes,
     hl: int,
     flags: int,
     seq: int,
@@ -1201,7 +1200,7 @@ def _retire(col: _Collector, hs: HalfStream, ts: int) -> None:
 
 
 def _duplicate_event(
-    linktype: int, data: memoryview, origlen: int, ts: int, frame: int, conns: dict[tuple, int]
+    linktype: int, data: Bytes, origlen: int, ts: int, frame: int, conns: dict[tuple, int]
 ) -> tuple:
     """The frame_duplicate event of a skipped frame: its endpoints read as far
     as the headers allow (the frame is not processed further)."""
@@ -1233,7 +1232,7 @@ def _udp_offset(version: int, proto: int, data: bytes) -> int:
     header); -1 if it is not UDP or the headers run past the captured bytes."""
     if version == 4:
         return 0 if proto == PROTO_UDP else -1
-    nh, pos, _ = _walk_extensions(memoryview(data), proto, 0, len(data))
+    nh, pos, _ = walk_extensions(memoryview(data), proto, 0, len(data))
     return pos if nh == PROTO_UDP else -1
 
 
@@ -1270,7 +1269,7 @@ def _rows_frame(rows: list[tuple]) -> pd.DataFrame:
     """Message rows as a typed DataFrame (MESSAGE_DTYPES), in arrival order."""
     cache: dict[bytes, str] = {}
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(_ROW_COLUMNS)
-    data = dict(zip(_ROW_COLUMNS, columns, strict=True))
+    data: dict[str, Any] = dict(zip(_ROW_COLUMNS, columns, strict=True))
     for name in ("src", "dst"):
         data[name] = [_addr_text(a, cache) for a in data[name]]
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES))

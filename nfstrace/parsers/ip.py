@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nfstrace.parsers.capture import Bytes
+
 # IP protocol numbers
 PROTO_ICMP = 1
 PROTO_TCP = 6
@@ -76,7 +78,7 @@ def count_packet(d: list[int], ip_len: int, ttl: int) -> None:
         d[F_TTL_MAX] = ttl
 
 
-def checksum_ok(src: bytes, dst: bytes, proto: int, seg: memoryview | bytes) -> bool:
+def checksum_ok(src: bytes, dst: bytes, proto: int, seg: Bytes) -> bool:
     """Does the TCP or UDP segment seg (all of it, header first) carry a right
     checksum (RFC 9293 / RFC 768 / RFC 8200 pseudo-header)?  The one's
     complement sum of 16-bit words is the number they spell modulo 0xFFFF
@@ -90,7 +92,7 @@ def checksum_ok(src: bytes, dst: bytes, proto: int, seg: memoryview | bytes) -> 
     return total % 0xFFFF == 0
 
 
-def sample_checksum(f: list[int], src: bytes, dst: bytes, proto: int, seg: memoryview) -> int:
+def sample_checksum(f: list[int], src: bytes, dst: bytes, proto: int, seg: Bytes) -> int:
     """Verify a whole segment's checksum into its direction's facts (the
     caller checked the sample is not full); 1 right, 0 bad, -1 not computed
     (UDP checksum 0: not counted)."""
@@ -124,7 +126,7 @@ class Datagram:
         src: bytes,
         dst: bytes,
         proto: int,
-        payload: memoryview | bytes,
+        payload: Bytes,
         wire_len: int,
         frags: int,
         ts_first: int,
@@ -255,7 +257,7 @@ class Reassembler:
         key: tuple,
         offset: int,
         wire_len: int,
-        captured: memoryview,
+        captured: Bytes,
         more: bool,
         ts: int,
         frame: int,
@@ -346,7 +348,7 @@ def _contiguous(pieces: list[tuple[int, int, bytes]]) -> bytes:
 
 
 def parse_ipv4(
-    data: memoryview, off: int, wire_len: int, ts: int, frame: int, reasm: Reassembler
+    data: Bytes, off: int, wire_len: int, ts: int, frame: int, reasm: Reassembler
 ) -> Datagram | None:
     """IPv4 header at data[off:]; wire_len = bytes of the frame from off on the wire."""
     if len(data) < off + 20:
@@ -393,7 +395,7 @@ def parse_ipv4(
 
 
 def parse_ipv6(
-    data: memoryview, off: int, wire_len: int, ts: int, frame: int, reasm: Reassembler
+    data: Bytes, off: int, wire_len: int, ts: int, frame: int, reasm: Reassembler
 ) -> Datagram | None:
     if len(data) < off + 40 or data[off] >> 4 != 6:
         return None
@@ -408,7 +410,7 @@ def parse_ipv6(
     dst = bytes(data[off + 24 : off + 40])
     end = off + 40 + plen
     pos = off + 40
-    nh, pos, frag = _walk_extensions(data, nh, pos, end)
+    nh, pos, frag = walk_extensions(data, nh, pos, end)
     if nh < 0:
         return None
     hop_limit = data[off + 7]
@@ -432,14 +434,14 @@ def parse_ipv6(
     captured, total, count, ts_first, frame_first, header = got
     # Headers after the fragment header travel in the first fragment's payload.
     mv = memoryview(captured)
-    nh, pos, _ = _walk_extensions(mv, header, 0, total)
+    nh, pos, _ = walk_extensions(mv, header, 0, total)
     if nh < 0:
         return None
     return Datagram(src, dst, nh, mv[pos:], total - pos, count, ts_first, frame_first)
 
 
-def _walk_extensions(
-    data: memoryview, nh: int, pos: int, end: int
+def walk_extensions(
+    data: Bytes, nh: int, pos: int, end: int
 ) -> tuple[int, int, tuple[int, bool, int] | None]:
     """Step over IPv6 extension headers: (upper protocol, its offset, fragment info).
 

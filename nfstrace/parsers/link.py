@@ -7,6 +7,8 @@ numbers are those of the tcpdump.org LINKTYPE registry.
 
 from __future__ import annotations
 
+from nfstrace.parsers.capture import Bytes
+
 # LINKTYPE_* values
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
@@ -42,14 +44,14 @@ AF_INET = 2
 AF_INET6 = frozenset((10, 24, 28, 30))
 
 
-def _by_version(data: memoryview, off: int) -> tuple[int, int]:
+def _by_version(data: Bytes, off: int) -> tuple[int, int]:
     if len(data) <= off:
         return 0, off
     v = data[off] >> 4
     return (v, off) if v in (4, 6) else (0, off)
 
 
-def _by_ethertype(data: memoryview, etype: int, off: int) -> tuple[int, int]:
+def _by_ethertype(data: Bytes, etype: int, off: int) -> tuple[int, int]:
     while etype in VLAN_TAGS and len(data) >= off + 4:
         etype = (data[off + 2] << 8) | data[off + 3]
         off += 4
@@ -60,7 +62,7 @@ def _by_ethertype(data: memoryview, etype: int, off: int) -> tuple[int, int]:
     return 0, off
 
 
-def locate_ip(linktype: int, data: memoryview) -> tuple[int, int]:
+def locate_ip(linktype: int, data: Bytes) -> tuple[int, int]:
     """Return (ip_version, offset of the IP header); version 0 = not IP."""
     if linktype == LINKTYPE_ETHERNET:
         if len(data) < 14:

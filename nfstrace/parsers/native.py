@@ -315,9 +315,9 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
                 col.ids = col.ids[order]
             data[name] = col.column()
         elif order is not None:
-            data[name] = col[order]  # type: ignore[index]
+            data[name] = col[order]
     for name, namer in _CATEGORIES.items():  # coded columns named once per code
-        data[name] = _category(data[name], namer)  # type: ignore[arg-type]
+        data[name] = _category(data[name], namer)
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES), copy=False)
     return df.astype(MESSAGE_DTYPES)
 
@@ -356,7 +356,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
             col.ids = col.ids[order]
             data[name] = col.column()
         else:
-            data[name] = col[order]  # type: ignore[index]
+            data[name] = col[order]
     df = pd.DataFrame(data, columns=list(EVENT_DTYPES), copy=False)
     return df.astype(EVENT_DTYPES)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, fields
 
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import rpc
+from nfstrace.parsers.capture import Bytes
 
 # record-marking states
 MARK, FRAG, RESYNC, IGNORE = 0, 1, 2, 3
@@ -280,7 +281,7 @@ class TcpReassembler:
         self,
         hs: HalfStream,
         seq: int,
-        data: memoryview,
+        data: Bytes,
         wire_len: int,
         ts: int,
         frame: int,
@@ -349,7 +350,7 @@ class TcpReassembler:
         self,
         hs: HalfStream,
         seq: int,
-        data: memoryview,
+        data: Bytes,
         wire_len: int,
         ts: int,
         frame: int,
@@ -437,7 +438,7 @@ class TcpReassembler:
     def _feed(
         self,
         hs: HalfStream,
-        data: memoryview,
+        data: Bytes,
         wire_len: int,
         ts: int,
         frame: int,
@@ -576,7 +577,7 @@ class TcpReassembler:
         hs.mode = RESYNC
         hs.mark = b""
 
-    def _header_ok(self, hs: HalfStream, data: memoryview, pos: int, cap: int) -> bool:
+    def _header_ok(self, hs: HalfStream, data: Bytes, pos: int, cap: int) -> bool:
         """Check the RPC header after a record mark, as far as it was captured."""
         if cap < pos + 8:
             return True  # not captured here: accept the mark on its length alone
@@ -587,7 +588,7 @@ class TcpReassembler:
             )
         return mtype == rpc.REPLY
 
-    def _find_record(self, hs: HalfStream, data: memoryview, pos: int, cap: int) -> int:
+    def _find_record(self, hs: HalfStream, data: Bytes, pos: int, cap: int) -> int:
         """Offset of the first plausible record start in data[pos:cap], or -1."""
         if cap - pos < 16:
             return -1
