@@ -14,6 +14,7 @@ pub mod maps;
 pub mod nfs;
 pub mod portmap;
 pub mod rpc;
+pub mod tables;
 pub mod tcp;
 pub mod xdr;
 
