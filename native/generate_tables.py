@@ -26,6 +26,8 @@ from nfstrace.parsers import (  # noqa: E402
     capture,
     decoders,
     fast,
+    ip,
+    link,
     native,
     nfs3,
     nfs4,
@@ -67,12 +69,21 @@ class Out:
         self.lines.append(f"pub const {name}: {rust_type} = {value};")
 
     def predicate(
-        self, name: str, arg: str, rust_type: str, values: Iterable[int], doc: str
+        self,
+        name: str,
+        arg: str,
+        rust_type: str,
+        values: Iterable[int],
+        doc: str,
+        as_hex: bool = False,
     ) -> None:
         """`pub const fn name(arg: rust_type) -> bool`: is arg one of values."""
         self.lines.append(f"/// {doc}")
         self.lines.append(f"pub const fn {name}({arg}: {rust_type}) -> bool {{")
-        alternatives = _ranges(sorted(set(values)))
+        if as_hex:
+            alternatives = [_hex(v) for v in sorted(set(values))]
+        else:
+            alternatives = _ranges(sorted(set(values)))
         pattern = " | ".join(alternatives)
         if len(f"{arg}, {pattern}") <= FN_CALL_WIDTH:
             self.lines.append(f"    matches!({arg}, {pattern})")
@@ -136,6 +147,7 @@ def _camel(name: str) -> str:
 def _hex(value: int) -> str:
     """0x8000_0000 style, as rustfmt leaves it and clippy likes it."""
     digits = f"{value:X}"
+    digits = digits.zfill(-(-len(digits) // 4) * 4)
     groups = []
     while digits:
         groups.insert(0, digits[-4:])
@@ -168,6 +180,28 @@ def generate() -> str:
         capture.MAX_INTERFACE_DROPS,
         "capture.MAX_INTERFACE_DROPS",
     )
+
+    out.section("Link layer and IP (parsers/link.py, parsers/ip.py)")
+    for name in sorted(
+        (n for n in dir(link) if n.startswith("LINKTYPE_") and n != "LINKTYPE_NAMES"),
+        key=lambda n: getattr(link, n),
+    ):
+        out.const(name, "u32", getattr(link, name))
+    out.const("ETHERTYPE_IPV4", "u16", _hex(link.ETHERTYPE_IPV4))
+    out.const("ETHERTYPE_IPV6", "u16", _hex(link.ETHERTYPE_IPV6))
+    out.predicate("is_vlan", "etype", "u16", link.VLAN_TAGS, "link.VLAN_TAGS", as_hex=True)
+    out.const("AF_INET", "u32", link.AF_INET)
+    out.predicate(
+        "is_af_inet6", "af", "u32", link.AF_INET6, "link.AF_INET6: IPv6 in DLT_NULL/LOOP headers"
+    )
+    for name in ("PROTO_TCP", "PROTO_UDP", "IPV6_HOPOPTS", "IPV6_ROUTING", "IPV6_FRAGMENT"):
+        out.const(name, "i32", getattr(ip, name))
+    for name in ("IPV6_AH", "IPV6_DSTOPTS", "IPV6_MOBILITY"):
+        out.const(name, "i32", getattr(ip, name))
+    for name in sorted((n for n in dir(ip) if n.startswith("F_")), key=lambda n: getattr(ip, n)):
+        out.const(name, "usize", getattr(ip, name), "position in a direction's facts")
+    out.const("CHECKSUM_SAMPLE", "i64", ip.CHECKSUM_SAMPLE)
+    out.const("NO_TTL", "i64", ip.NO_TTL)
 
     out.section("ONC RPC (parsers/rpc.py)")
     out.const("LAST_FRAG", "u32", _hex(rpc.LAST_FRAG))

@@ -31,6 +31,59 @@ pub const CHECK_EVERY_FRAMES: i64 = 4096;
 /// capture.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
+// ---- Link layer and IP (parsers/link.py, parsers/ip.py) -------------------------------------
+pub const LINKTYPE_NULL: u32 = 0;
+pub const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_RAW_OPENBSD: u32 = 12;
+pub const LINKTYPE_RAW_BSD: u32 = 14;
+pub const LINKTYPE_RAW: u32 = 101;
+pub const LINKTYPE_LOOP: u32 = 108;
+pub const LINKTYPE_LINUX_SLL: u32 = 113;
+pub const LINKTYPE_IPV4: u32 = 228;
+pub const LINKTYPE_IPV6: u32 = 229;
+pub const LINKTYPE_LINUX_SLL2: u32 = 276;
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_IPV6: u16 = 0x86DD;
+/// link.VLAN_TAGS
+pub const fn is_vlan(etype: u16) -> bool {
+    matches!(etype, 0x8100 | 0x88A8 | 0x9100 | 0x9200)
+}
+pub const AF_INET: u32 = 2;
+/// link.AF_INET6: IPv6 in DLT_NULL/LOOP headers
+pub const fn is_af_inet6(af: u32) -> bool {
+    matches!(af, 10 | 24 | 28 | 30)
+}
+pub const PROTO_TCP: i32 = 6;
+pub const PROTO_UDP: i32 = 17;
+pub const IPV6_HOPOPTS: i32 = 0;
+pub const IPV6_ROUTING: i32 = 43;
+pub const IPV6_FRAGMENT: i32 = 44;
+pub const IPV6_AH: i32 = 51;
+pub const IPV6_DSTOPTS: i32 = 60;
+pub const IPV6_MOBILITY: i32 = 135;
+/// position in a direction's facts
+pub const F_PACKETS: usize = 0;
+/// position in a direction's facts
+pub const F_IP_BYTES: usize = 1;
+/// position in a direction's facts
+pub const F_MAX_IP_LEN: usize = 2;
+/// position in a direction's facts
+pub const F_TTL_MIN: usize = 3;
+/// position in a direction's facts
+pub const F_TTL_MAX: usize = 4;
+/// position in a direction's facts
+pub const F_FRAGMENTS: usize = 5;
+/// position in a direction's facts
+pub const F_REASSEMBLED: usize = 6;
+/// position in a direction's facts
+pub const F_INCOMPLETE: usize = 7;
+/// position in a direction's facts
+pub const F_CSUM_CHECKED: usize = 8;
+/// position in a direction's facts
+pub const F_CSUM_BAD: usize = 9;
+pub const CHECKSUM_SAMPLE: i64 = 64;
+pub const NO_TTL: i64 = 256;
+
 // ---- ONC RPC (parsers/rpc.py) ---------------------------------------------------------------
 pub const LAST_FRAG: u32 = 0x8000_0000;
 pub const FRAG_LEN_MASK: u32 = 0x7FFF_FFFF;
