@@ -18,26 +18,12 @@ use crate::tcp::{
 use std::collections::VecDeque;
 use std::hash::Hash;
 
-const TH_FIN: u8 = 0x01;
-const TH_SYN: u8 = 0x02;
-const TH_RST: u8 = 0x04;
-const TH_ACK: u8 = 0x10;
-const TCPOPT_EOL: u8 = 0;
-const TCPOPT_NOP: u8 = 1;
-const TCPOPT_MSS: u8 = 2;
-const TCPOPT_WSCALE: u8 = 3;
-const MAX_WSCALE: i64 = 14;
-const DEFAULT_MSS: i64 = 536;
-const SEQ_MASK: i64 = (1 << 32) - 1;
-const SEQ_HALF: i64 = 1 << 31;
-
-fn well_known(port: i32) -> bool {
-    port == 2049 || port == 111
-}
-
-/// fast.MAX_LEARNT_PORTS, fast.MAX_PORTMAP_ASKS
-const MAX_LEARNT_PORTS: usize = 65536;
-const MAX_PORTMAP_ASKS: usize = 4096;
+use crate::tables::{
+    is_rpc_well_known_port as well_known, Anomaly, DEFAULT_MSS, MAX_FLOWS, MAX_LEARNT_PORTS,
+    MAX_PORTMAP_ASKS, MAX_RECENT_FRAMES, MAX_WSCALE, MSGTYPE_CALL, MSGTYPE_REPLY,
+    NFSPROC4_COMPOUND, NFS_PROGRAM, SEQ_HALF, SEQ_MASK, SYN_WINDOW, TCPOPT_EOL, TCPOPT_MSS,
+    TCPOPT_NOP, TCPOPT_WSCALE, TH_ACK, TH_FIN, TH_RST, TH_SYN, TRANSPORT_TCP, TRANSPORT_UDP,
+};
 
 /// Where the UDP header starts in an IP datagram's first fragment (IPv6: after
 /// the extension headers); -1 if not UDP (fast._udp_offset).
@@ -72,7 +58,6 @@ pub struct Settings {
     pub max_events_per_kind: usize,
     pub duplicate_window_ns: i64,
     pub send_gap_ns: i64,
-    pub nfs3_procs: i64,
 }
 
 /// Distinct values of a column, numbered from 0 (0 = the empty value).
@@ -253,8 +238,6 @@ pub struct MsgStats {
 type CallKey = (Addr, Addr, u32);
 /// (client, client port, server, server port) of a call
 type FlowKey = (Addr, i32, Addr, i32);
-/// Flows whose last call is remembered (decoders.MAX_FLOWS): all forgotten past it
-const MAX_FLOWS: usize = 65536;
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
 
@@ -327,11 +310,10 @@ pub struct Collector {
     pub sessions: Interner<Vec<u8>>,
     pub op_lists: Interner<Vec<u32>>,
     pub status_lists: Interner<Vec<u32>>,
-    nfs3_procs: i64,
 }
 
 impl Collector {
-    fn new(max_calls: usize, nfs3_procs: i64, max_events: usize) -> Self {
+    fn new(max_calls: usize, max_events: usize) -> Self {
         Collector {
             cols: Columns::default(),
             acked_rows: Vec::new(),
@@ -361,7 +343,6 @@ impl Collector {
             sessions: Interner::new(Vec::new()),
             op_lists: Interner::new(Vec::new()),
             status_lists: Interner::new(Vec::new()),
-            nfs3_procs,
         }
     }
 
@@ -458,7 +439,6 @@ impl Collector {
                 hdr.body_offset,
                 hdr.gss_service,
                 hdr.gss_proc,
-                self.nfs3_procs,
             )
         } else {
             st.replies += 1;
@@ -489,7 +469,6 @@ impl Collector {
                         hdr.body_offset,
                         gss_service,
                         gss_proc,
-                        self.nfs3_procs,
                     );
                     if f.kind == nfs::Kind::Defer as u8 {
                         self.deferred.push(Deferred {
@@ -510,22 +489,12 @@ impl Collector {
                     st.replies_without_call_info += 1;
                     let last = self.flows.get(&(dst, dport, src, sport)).copied();
                     if let Some(f) = nfs::reply_without_call(last, head, hdr.body_offset) {
-                        hdr.prog = 100003;
+                        hdr.prog = NFS_PROGRAM;
                         hdr.vers = 4;
-                        hdr.proc_ = 1;
+                        hdr.proc_ = NFSPROC4_COMPOUND;
                         f
                     } else {
-                        nfs::decode(
-                            false,
-                            -1,
-                            -1,
-                            -1,
-                            head,
-                            hdr.body_offset,
-                            -1,
-                            -1,
-                            self.nfs3_procs,
-                        )
+                        nfs::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
                     }
                 }
             }
@@ -579,10 +548,15 @@ impl Collector {
         c.sport.push(sport);
         c.dst.push(d_id);
         c.dport.push(dport);
-        c.transport.push(is_tcp as u8);
+        c.transport
+            .push(if is_tcp { TRANSPORT_TCP } else { TRANSPORT_UDP });
         c.conn.push(conn);
         c.xid.push(xid as i64);
-        c.msgtype.push(!hdr.is_call as u8);
+        c.msgtype.push(if hdr.is_call {
+            MSGTYPE_CALL
+        } else {
+            MSGTYPE_REPLY
+        });
         c.prog.push(hdr.prog);
         c.vers.push(hdr.vers);
         c.proc_.push(hdr.proc_);
@@ -726,11 +700,6 @@ pub struct Dissector {
     older: HashMap<u64, (i64, Vec<u8>)>,
     since: Option<i64>,
 }
-
-/// Frames remembered for the mirror-duplicate check (fast.MAX_RECENT_FRAMES).
-const MAX_RECENT_FRAMES: usize = 4096;
-/// fast.SYN_WINDOW
-const SYN_WINDOW: i64 = 65535;
 
 fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     let (mut mss, mut wscale) = (-1i64, -1i64);
@@ -1003,7 +972,7 @@ impl Dissector {
         Dissector {
             settings_dup_window: s.duplicate_window_ns,
             send_gap_ns: s.send_gap_ns,
-            col: Collector::new(s.max_pending_calls, s.nfs3_procs, s.max_events_per_kind),
+            col: Collector::new(s.max_pending_calls, s.max_events_per_kind),
             facts: Facts::new(s.max_directions),
             reasm: Reassembler::new(
                 s.ip_reassembly_timeout_ns,
@@ -1755,31 +1724,36 @@ impl Dissector {
         self.n_tcp_conns - self.tracked_conns.len() as i64
     }
 
+    /// A named anomaly's count (every one of fast.ANOMALIES: the match is
+    /// exhaustive over the generated `Anomaly`).
+    pub fn anomaly(&self, a: Anomaly) -> i64 {
+        let fs = &self.reasm.stats;
+        match a {
+            Anomaly::RpcAuthTooLong => self.col.auth_too_long,
+            Anomaly::TcpHeaderLength => self.counts.bad_tcp_header,
+            Anomaly::IpLengthExceedsFrame => fs.length_exceeds_frame,
+            Anomaly::RecordMarkTooLong => self.tcp.stats.marks_too_long,
+            Anomaly::ConnectionsForgotten => self.n_forgotten,
+            Anomaly::MessagesCutByLimits => self.n_cut,
+            Anomaly::TcpHolesByMemory => self.tcp.stats.holes_by_memory,
+            Anomaly::IpDatagramsGivenUp => fs.given_up,
+            Anomaly::DirectionsUntracked => self.facts.rows[ip::OVERFLOW][ip::F_PACKETS],
+            Anomaly::EventsNotRecorded => {
+                self.col.events_dropped + fs.incomplete - self.lost_listed
+            }
+            Anomaly::CallsForgotten => self.col.calls.forgotten,
+            Anomaly::MessagesLimit => self.stopped_at,
+            Anomaly::TcpBadChecksum => self.bad_checksum,
+            Anomaly::TcpSynInWindow => self.syn_in_window,
+        }
+    }
+
     /// Named anomalies (fast.ANOMALIES) with their counts, the non-zero ones.
     pub fn anomalies(&self) -> Vec<(&'static str, i64)> {
-        let fs = &self.reasm.stats;
-        let all = [
-            ("rpc_auth_too_long", self.col.auth_too_long),
-            ("tcp_header_length", self.counts.bad_tcp_header),
-            ("ip_length_exceeds_frame", fs.length_exceeds_frame),
-            ("record_mark_too_long", self.tcp.stats.marks_too_long),
-            ("connections_forgotten", self.n_forgotten),
-            ("messages_cut_by_limits", self.n_cut),
-            ("tcp_holes_by_memory", self.tcp.stats.holes_by_memory),
-            ("ip_datagrams_given_up", fs.given_up),
-            (
-                "directions_untracked",
-                self.facts.rows[ip::OVERFLOW][ip::F_PACKETS],
-            ),
-            (
-                "events_not_recorded",
-                self.col.events_dropped + fs.incomplete - self.lost_listed,
-            ),
-            ("calls_forgotten", self.col.calls.forgotten),
-            ("messages_limit", self.stopped_at),
-            ("tcp_bad_checksum", self.bad_checksum),
-            ("tcp_syn_in_window", self.syn_in_window),
-        ];
-        all.into_iter().filter(|(_, n)| *n != 0).collect()
+        Anomaly::ALL
+            .into_iter()
+            .map(|a| (a.name(), self.anomaly(a)))
+            .filter(|(_, n)| *n != 0)
+            .collect()
     }
 }

@@ -4,30 +4,16 @@
 use crate::maps::{HashMap, IndexMap};
 use std::borrow::Cow;
 
-pub const PROTO_TCP: i32 = 6;
-pub const PROTO_UDP: i32 = 17;
-const IPV6_HOPOPTS: i32 = 0;
-const IPV6_ROUTING: i32 = 43;
-const IPV6_FRAGMENT: i32 = 44;
-const IPV6_AH: i32 = 51;
-const IPV6_DSTOPTS: i32 = 60;
-const IPV6_MOBILITY: i32 = 135;
-
-// Positions in a direction's facts (ip.py's F_*).
-pub const F_PACKETS: usize = 0;
-pub const F_IP_BYTES: usize = 1;
-pub const F_MAX_IP_LEN: usize = 2;
-pub const F_TTL_MIN: usize = 3;
-pub const F_TTL_MAX: usize = 4;
-pub const F_FRAGMENTS: usize = 5;
-pub const F_REASSEMBLED: usize = 6;
-pub const F_INCOMPLETE: usize = 7;
-/// TCP/UDP checksums verified (on a sample) and those found bad (ip.py)
-pub const F_CSUM_CHECKED: usize = 8;
-pub const F_CSUM_BAD: usize = 9;
-/// Whole packets of each direction whose checksum is verified (ip.CHECKSUM_SAMPLE).
-pub const CHECKSUM_SAMPLE: i64 = 64;
-pub const NO_TTL: i64 = 256;
+// Protocol numbers, positions in a direction's facts (ip.py's F_*; F_CSUM_*:
+// TCP/UDP checksums verified on a sample, CHECKSUM_SAMPLE packets of each
+// direction, and those found bad) and NO_TTL: generated.
+pub use crate::tables::{
+    CHECKSUM_SAMPLE, F_CSUM_BAD, F_CSUM_CHECKED, F_FRAGMENTS, F_INCOMPLETE, F_IP_BYTES,
+    F_MAX_IP_LEN, F_PACKETS, F_REASSEMBLED, F_TTL_MAX, F_TTL_MIN, NO_TTL, PROTO_TCP, PROTO_UDP,
+};
+use crate::tables::{
+    IPV6_AH, IPV6_DSTOPTS, IPV6_FRAGMENT, IPV6_HOPOPTS, IPV6_MOBILITY, IPV6_ROUTING,
+};
 
 /// An IPv4 or IPv6 address as its raw bytes; ordered as Python orders bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]

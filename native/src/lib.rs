@@ -14,6 +14,7 @@ pub mod maps;
 pub mod nfs;
 pub mod portmap;
 pub mod rpc;
+pub mod tables;
 pub mod tcp;
 pub mod xdr;
 
@@ -43,34 +44,36 @@ pub fn parse_sources(
     Ok((d, infos))
 }
 
-/// Default settings (ParseLimits' defaults), for tests and the fuzz target.
+/// Default settings (ParseLimits' defaults, from the generated `tables`), for
+/// tests and the fuzz target.
 pub fn default_settings() -> Settings {
+    use tables::*;
+    let n = |v: i64| v as usize;
     Settings {
         tcp: tcp::Limits {
-            head_bytes: 8192,
-            max_record_bytes: 64 * 1024 * 1024,
-            max_pending_segments: 4096,
-            max_pending_bytes: 32 * 1024 * 1024,
-            max_pending_bytes_total: 256 * 1024 * 1024,
-            max_hole_age_ns: 5_000_000_000,
-            max_unsynced_bytes: 1024 * 1024,
-            max_ack_waiting: 4096,
+            head_bytes: n(DEFAULT_HEAD_BYTES),
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            max_pending_segments: n(DEFAULT_MAX_PENDING_SEGMENTS),
+            max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
+            max_pending_bytes_total: DEFAULT_MAX_PENDING_BYTES_TOTAL,
+            max_hole_age_ns: DEFAULT_MAX_HOLE_AGE_NS,
+            max_unsynced_bytes: DEFAULT_MAX_UNSYNCED_BYTES,
+            max_ack_waiting: n(DEFAULT_MAX_ACK_WAITING),
         },
-        max_frame_bytes: 262_144,
-        max_interface_drops: 1 << 48,
-        max_messages: i64::MAX,
-        check_every_frames: 4096,
-        ip_reassembly_timeout_ns: 30_000_000_000,
-        max_ip_reassemblies: 65536,
-        max_ip_reassembly_bytes: 64 * 1024 * 1024,
-        max_fragments_per_datagram: 1024,
-        max_pending_calls: 1_000_000,
-        max_connections: 262_144,
-        max_directions: 262_144,
-        max_events_per_kind: 500_000,
-        duplicate_window_ns: 1_000_000,
-        send_gap_ns: 100_000,
-        nfs3_procs: 22,
+        max_frame_bytes: n(DEFAULT_MAX_FRAME_BYTES),
+        max_interface_drops: MAX_INTERFACE_DROPS,
+        max_messages: i64::MAX, // Python's default is a share of the memory available
+        check_every_frames: CHECK_EVERY_FRAMES,
+        ip_reassembly_timeout_ns: DEFAULT_IP_REASSEMBLY_TIMEOUT_NS,
+        max_ip_reassemblies: n(DEFAULT_MAX_IP_REASSEMBLIES),
+        max_ip_reassembly_bytes: DEFAULT_MAX_IP_REASSEMBLY_BYTES,
+        max_fragments_per_datagram: DEFAULT_MAX_FRAGMENTS_PER_DATAGRAM,
+        max_pending_calls: n(DEFAULT_MAX_PENDING_CALLS),
+        max_connections: n(DEFAULT_MAX_CONNECTIONS),
+        max_directions: n(DEFAULT_MAX_DIRECTIONS),
+        max_events_per_kind: n(DEFAULT_MAX_EVENTS_PER_KIND),
+        duplicate_window_ns: DEFAULT_DUPLICATE_WINDOW_NS,
+        send_gap_ns: DEFAULT_SEND_GAP_NS,
     }
 }
 

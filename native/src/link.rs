@@ -1,23 +1,11 @@
 //! Link layer: find the IP header inside a frame (mirrors `parsers/link.py`).
 
-pub const LINKTYPE_NULL: u32 = 0;
-pub const LINKTYPE_ETHERNET: u32 = 1;
-pub const LINKTYPE_RAW_OPENBSD: u32 = 12;
-pub const LINKTYPE_RAW_BSD: u32 = 14;
-pub const LINKTYPE_RAW: u32 = 101;
-pub const LINKTYPE_LOOP: u32 = 108;
-pub const LINKTYPE_LINUX_SLL: u32 = 113;
-pub const LINKTYPE_IPV4: u32 = 228;
-pub const LINKTYPE_IPV6: u32 = 229;
-pub const LINKTYPE_LINUX_SLL2: u32 = 276;
-
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86DD;
-const AF_INET: u32 = 2;
-
-fn is_vlan(etype: u16) -> bool {
-    matches!(etype, 0x8100 | 0x88A8 | 0x9100 | 0x9200)
-}
+// Link types, EtherTypes, VLAN tags and address families: generated.
+use crate::tables::{is_af_inet6, is_vlan, AF_INET, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+pub use crate::tables::{
+    LINKTYPE_ETHERNET, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP, LINKTYPE_NULL, LINKTYPE_RAW, LINKTYPE_RAW_BSD, LINKTYPE_RAW_OPENBSD,
+};
 
 fn by_version(data: &[u8], off: usize) -> (u8, usize) {
     if data.len() <= off {
@@ -90,7 +78,7 @@ pub fn locate_ip(linktype: u32, data: &[u8]) -> (u8, usize) {
             }
             if af == AF_INET {
                 (4, 4)
-            } else if matches!(af, 10 | 24 | 28 | 30) {
+            } else if is_af_inet6(af) {
                 (6, 4)
             } else {
                 (0, 0)

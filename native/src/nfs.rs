@@ -5,25 +5,25 @@
 //! callbacks) is marked `Kind::Defer`: Python decodes those messages' head
 //! bytes with its own decoders, so every row is decoded by one truth.
 
+use crate::tables::*;
 use crate::xdr::{Xdr, NO_LIMIT};
 
-/// How Python completes a message's NFS fields.
+/// How Python completes a message's NFS fields (codes: native.py's KIND_*).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
 pub enum Kind {
     /// op = procedure_name(prog, vers, proc); the other fields as decoded here.
-    Name = 0,
+    Name = KIND_NAME,
     /// op/ops from the NFSv4 operation list (nfs4 names, main_op).
-    Compound = 1,
+    Compound = KIND_COMPOUND,
     /// Python decodes the head bytes itself.
-    Defer = 2,
+    Defer = KIND_DEFER,
 }
 
-// nfs_decode column codes: '', ok, partial, truncated, encrypted
-pub const DECODE_NONE: u8 = 0;
-pub const DECODE_OK: u8 = 1;
-pub const DECODE_PARTIAL: u8 = 2;
-pub const DECODE_TRUNCATED: u8 = 3;
-pub const DECODE_ENCRYPTED: u8 = 4;
+// nfs_decode column codes: '', ok, partial, truncated, encrypted (generated)
+pub use crate::tables::{
+    DECODE_ENCRYPTED, DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED,
+};
 
 /// The decoded NFS fields of one message (nfs_fields.NFS_FIELDS); None /
 /// empty = the field's default.
@@ -58,11 +58,7 @@ impl<'a> Fields<'a> {
     }
 }
 
-const NFS_PROGRAM: i64 = 100003;
-const GSS_DATA: i64 = 0;
-
-/// decoders.decode: the NFS fields of one message.  `nfs3_procs` is the number
-/// of NFSv3 procedures Python names (procnames.py).
+/// decoders.decode: the NFS fields of one message.
 #[allow(clippy::too_many_arguments)]
 pub fn decode<'a>(
     is_call: bool,
@@ -73,14 +69,13 @@ pub fn decode<'a>(
     body_offset: i64,
     gss_service: i64,
     gss_proc: i64,
-    nfs3_procs: i64,
 ) -> Fields<'a> {
     let has_decoder = (prog == NFS_PROGRAM && (2..=4).contains(&vers))
         || (crate::rpc::CALLBACK_FIRST as i64..=crate::rpc::CALLBACK_LAST as i64).contains(&prog);
     if !has_decoder || proc_ < 0 {
         return Fields::named(DECODE_NONE);
     }
-    if gss_proc != -1 && (gss_proc != GSS_DATA || gss_service == 2 || gss_service == 3) {
+    if gss_proc != -1 && (gss_proc != GSS_DATA || is_wrapped_gss_service(gss_service)) {
         // Context set-up messages carry GSS tokens, DATA messages a wrapped body.
         return Fields::named(DECODE_ENCRYPTED);
     }
@@ -90,12 +85,12 @@ pub fn decode<'a>(
     let off = body_offset as usize;
     if prog == NFS_PROGRAM && vers == 3 {
         return if is_call {
-            nfs3_call(buf, off, proc_, nfs3_procs)
+            nfs3_call(buf, off, proc_)
         } else {
-            nfs3_reply(buf, off, proc_, nfs3_procs)
+            nfs3_reply(buf, off, proc_)
         };
     }
-    if prog == NFS_PROGRAM && vers == 4 && proc_ == 1 {
+    if prog == NFS_PROGRAM && vers == 4 && proc_ == NFSPROC4_COMPOUND {
         return if is_call {
             compound_call(buf, off)
         } else {
@@ -121,7 +116,7 @@ pub fn reply_without_call(
     if body_offset < 0 || prog != NFS_PROGRAM || vers != 4 {
         return None;
     }
-    if gss_proc != -1 && (gss_proc != GSS_DATA || gss_service == 2 || gss_service == 3) {
+    if gss_proc != -1 && (gss_proc != GSS_DATA || is_wrapped_gss_service(gss_service)) {
         return None;
     }
     let f = compound_reply(buf, body_offset as usize);
@@ -134,27 +129,7 @@ pub fn reply_without_call(
 
 // ---- NFSv3 (RFC 1813) ---------------------------------------------------------
 
-const NFS3_NULL: i64 = 0;
-const NFS3_READ: i64 = 6;
-const NFS3_WRITE: i64 = 7;
-const NFS3_LINK: i64 = 15;
-const NFS3_COMMIT: i64 = 21;
-const FHSIZE3: u64 = 64;
-const FATTR3_BYTES: u64 = 84;
-const WCC_ATTR_BYTES: u64 = 24;
-const VERIFIER_BYTES: u64 = 8;
-const MAX_NAME: u64 = 1024;
-
-fn is_dirop(proc_: i64) -> bool {
-    matches!(proc_, 3 | 8 | 9 | 10 | 11 | 12 | 13 | 14)
-}
-
-const NFS3_LOOKUP: i64 = 3;
-
-/// CREATE, MKDIR, SYMLINK, MKNOD: their reply's post_op_fh3 (nfs3.NEW_OBJECT_PROCS).
-fn makes_object(proc_: i64) -> bool {
-    matches!(proc_, 8..=11)
-}
+// Procedure numbers, sizes, is_dirop and makes_object: generated (tables.rs).
 
 fn outcome(x: &Xdr) -> u8 {
     if x.ok {
@@ -164,8 +139,8 @@ fn outcome(x: &Xdr) -> u8 {
     }
 }
 
-fn nfs3_call(buf: &[u8], off: usize, proc_: i64, nprocs: i64) -> Fields<'_> {
-    if proc_ == NFS3_NULL || proc_ >= nprocs {
+fn nfs3_call(buf: &[u8], off: usize, proc_: i64) -> Fields<'_> {
+    if proc_ == NFS3_NULL || proc_ >= NFS3_PROCS {
         return Fields::named(DECODE_OK);
     }
     let mut x = Xdr::new(buf, off);
@@ -241,8 +216,8 @@ fn skip_wcc_data(x: &mut Xdr) {
     skip_post_op_attr(x);
 }
 
-fn nfs3_reply(buf: &[u8], off: usize, proc_: i64, nprocs: i64) -> Fields<'_> {
-    if proc_ == NFS3_NULL || proc_ >= nprocs {
+fn nfs3_reply(buf: &[u8], off: usize, proc_: i64) -> Fields<'_> {
+    if proc_ == NFS3_NULL || proc_ >= NFS3_PROCS {
         return Fields::named(DECODE_OK);
     }
     let mut x = Xdr::new(buf, off);
@@ -305,21 +280,8 @@ fn nfs3_reply(buf: &[u8], off: usize, proc_: i64, nprocs: i64) -> Fields<'_> {
 
 // ---- NFSv4.x COMPOUND (RFC 7530/7531, 8881/5662, 7862/7863, 8276) ----------------
 
-const WORD: u64 = 4;
-const HYPER: u64 = 8;
-const STATEID4: u64 = 16;
-const CHANGE_INFO4: u64 = 20;
-const NFSTIME4: u64 = 12;
-const VERIFIER4: u64 = 8;
-const SESSIONID4: u64 = 16;
-const DEVICEID4: u64 = 16;
-const NFS4_FHSIZE: u64 = 128;
-const OPAQUE_LIMIT: u64 = 1024;
+// Operation numbers, item sizes and has_step: generated (tables.rs).
 const STATEID_RANGE: u64 = STATEID4 + HYPER + HYPER;
-
-const AUTH_NONE: u32 = 0;
-const AUTH_SYS: u32 = 1;
-const RPCSEC_GSS: u32 = 6;
 
 type St<'a> = Fields<'a>;
 
@@ -603,102 +565,103 @@ fn deleg_claim(x: &mut Xdr) -> bool {
 /// Some(true) = cannot step over it.
 fn args_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
     let r = match op {
-        3 => {
+        OP_ACCESS => {
             x.skip(WORD);
             false
         }
-        4 => {
+        OP_CLOSE => {
             x.skip(WORD + STATEID4);
             false
         }
-        5 => {
+        OP_COMMIT => {
             offset_count(x, st);
             false
         }
-        6 => {
+        OP_CREATE => {
             create_args(x, st);
             false
         }
-        7 => {
+        OP_DELEGPURGE => {
             x.skip(HYPER);
             false
         }
-        8 => {
+        OP_DELEGRETURN => {
             x.skip(STATEID4);
             false
         }
-        9 => {
+        OP_GETATTR => {
             bitmap(x);
             false
         }
-        10 | 16 | 23 | 24 | 27 | 31 | 32 | 10044 => false,
-        11 | 15 | 28 => {
+        OP_GETFH | OP_LOOKUPP | OP_PUTPUBFH | OP_PUTROOTFH | OP_READLINK | OP_RESTOREFH
+        | OP_SAVEFH | OP_ILLEGAL => false,
+        OP_LINK | OP_LOOKUP | OP_REMOVE => {
             name(x, st);
             false
         }
-        12 => {
+        OP_LOCK => {
             lock_args(x);
             false
         }
-        13 => {
+        OP_LOCKT => {
             x.skip(WORD + HYPER + HYPER);
             owner(x);
             false
         }
-        14 => {
+        OP_LOCKU => {
             x.skip(WORD + WORD + STATEID4 + HYPER + HYPER);
             false
         }
-        17 | 37 => {
+        OP_NVERIFY | OP_VERIFY => {
             fattr(x);
             false
         }
-        18 => open_args(x, st),
-        19 => {
+        OP_OPEN => open_args(x, st),
+        OP_OPENATTR => {
             x.skip(WORD);
             false
         }
-        20 => {
+        OP_OPEN_CONFIRM => {
             x.skip(STATEID4 + WORD);
             false
         }
-        21 => {
+        OP_OPEN_DOWNGRADE => {
             x.skip(STATEID4 + 3 * WORD);
             false
         }
-        22 => {
+        OP_PUTFH => {
             fh(x, st);
             false
         }
-        25 | 68 => {
+        OP_READ | OP_READ_PLUS => {
             x.skip(STATEID4);
             offset_count(x, st);
             false
         }
-        26 => {
+        OP_READDIR => {
             x.skip(HYPER + VERIFIER4 + 2 * WORD);
             bitmap(x);
             false
         }
-        29 => {
+        OP_RENAME => {
             name(x, st);
             opaque(x);
             false
         }
-        30 | 57 => {
+        OP_RENEW | OP_DESTROY_CLIENTID => {
             x.skip(HYPER);
             false
         }
-        33 | 72 | 75 => {
+        OP_SECINFO | OP_GETXATTR | OP_REMOVEXATTR => {
             opaque(x);
             false
         }
-        34 => {
+        OP_SETATTR => {
             x.skip(STATEID4);
             fattr(x);
             false
         }
-        35 => {
+        OP_SETCLIENTID => {
             x.skip(VERIFIER4);
             opaque(x);
             x.skip(WORD);
@@ -707,48 +670,48 @@ fn args_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
             x.skip(WORD);
             false
         }
-        36 => {
+        OP_SETCLIENTID_CONFIRM => {
             x.skip(HYPER + VERIFIER4);
             false
         }
-        38 => {
+        OP_WRITE => {
             write_args(x, st);
             false
         }
-        39 => {
+        OP_RELEASE_LOCKOWNER => {
             owner(x);
             false
         }
-        40 => {
+        OP_BACKCHANNEL_CTL => {
             x.skip(WORD);
             array_of(x, cb_sec_parms)
         }
-        41 => {
+        OP_BIND_CONN_TO_SESSION => {
             x.skip(SESSIONID4 + 2 * WORD);
             false
         }
-        42 => {
+        OP_EXCHANGE_ID => {
             x.skip(VERIFIER4);
             opaque(x);
             x.skip(WORD);
             state_protect(x) || impl_ids(x)
         }
-        43 => {
+        OP_CREATE_SESSION => {
             x.skip(HYPER + 2 * WORD);
             channel_attrs(x);
             channel_attrs(x);
             x.skip(WORD);
             array_of(x, cb_sec_parms)
         }
-        44 => {
+        OP_DESTROY_SESSION => {
             x.skip(SESSIONID4);
             false
         }
-        45 | 66 | 67 => {
+        OP_FREE_STATEID | OP_OFFLOAD_CANCEL | OP_OFFLOAD_STATUS => {
             x.skip(STATEID4);
             false
         }
-        46 => {
+        OP_GET_DIR_DELEGATION => {
             x.skip(WORD);
             bitmap(x);
             x.skip(2 * NFSTIME4);
@@ -756,16 +719,16 @@ fn args_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
             bitmap(x);
             false
         }
-        47 => {
+        OP_GETDEVICEINFO => {
             x.skip(DEVICEID4 + 2 * WORD);
             bitmap(x);
             false
         }
-        48 => {
+        OP_GETDEVICELIST => {
             x.skip(2 * WORD + HYPER + VERIFIER4);
             false
         }
-        49 => {
+        OP_LAYOUTCOMMIT => {
             x.skip(HYPER + HYPER + WORD + STATEID4);
             optional(x, HYPER);
             optional(x, NFSTIME4);
@@ -773,84 +736,84 @@ fn args_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
             opaque(x);
             false
         }
-        50 => {
+        OP_LAYOUTGET => {
             x.skip(3 * WORD + 3 * HYPER + STATEID4 + WORD);
             false
         }
-        51 => {
+        OP_LAYOUTRETURN => {
             x.skip(3 * WORD);
             layoutreturn(x);
             false
         }
-        52 | 58 => {
+        OP_SECINFO_NO_NAME | OP_RECLAIM_COMPLETE => {
             x.skip(WORD);
             false
         }
-        53 => {
+        OP_SEQUENCE => {
             session_slot(x, st);
             x.skip(2 * WORD);
             false
         }
-        54 => {
+        OP_SET_SSV => {
             opaque(x);
             opaque(x);
             false
         }
-        55 => {
+        OP_TEST_STATEID => {
             array(x, STATEID4);
             false
         }
-        56 => {
+        OP_WANT_DELEGATION => {
             x.skip(WORD);
             deleg_claim(x)
         }
-        59 | 62 => {
+        OP_ALLOCATE | OP_DEALLOCATE => {
             x.skip(STATEID_RANGE);
             false
         }
-        60 => {
+        OP_COPY => {
             x.skip(2 * STATEID4 + 3 * HYPER + 2 * WORD);
             array_of(x, netloc)
         }
-        61 => {
+        OP_COPY_NOTIFY => {
             x.skip(STATEID4);
             netloc(x)
         }
-        63 => {
+        OP_IO_ADVISE => {
             x.skip(STATEID_RANGE);
             bitmap(x);
             false
         }
-        64 => {
+        OP_LAYOUTERROR => {
             x.skip(STATEID_RANGE);
             array(x, DEVICEID4 + 2 * WORD);
             false
         }
-        65 => {
+        OP_LAYOUTSTATS => {
             x.skip(STATEID_RANGE + 4 * HYPER + DEVICEID4 + WORD);
             opaque(x);
             false
         }
-        69 => {
+        OP_SEEK => {
             x.skip(STATEID4 + HYPER + WORD);
             false
         }
-        70 => {
+        OP_WRITE_SAME => {
             x.skip(STATEID4 + WORD + 4 * HYPER + WORD + HYPER);
             opaque(x);
             false
         }
-        71 => {
+        OP_CLONE => {
             x.skip(2 * STATEID4 + 3 * HYPER);
             false
         }
-        73 => {
+        OP_SETXATTR => {
             x.skip(WORD);
             opaque(x);
             opaque(x);
             false
         }
-        74 => {
+        OP_LISTXATTRS => {
             x.skip(HYPER + WORD);
             false
         }
@@ -945,69 +908,95 @@ fn lock4denied(x: &mut Xdr) -> bool {
 /// Step over one operation's result body (after its status).
 fn results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
     let r = match op {
-        3 => {
+        OP_ACCESS => {
             x.skip(2 * WORD);
             false
         }
-        4 | 12 | 14 | 20 | 21 => {
+        OP_CLOSE | OP_LOCK | OP_LOCKU | OP_OPEN_CONFIRM | OP_OPEN_DOWNGRADE => {
             x.skip(STATEID4);
             false
         }
-        5 => {
+        OP_COMMIT => {
             verifier(x, st);
             false
         }
-        6 => {
+        OP_CREATE => {
             x.skip(CHANGE_INFO4);
             bitmap(x);
             false
         }
-        7 | 8 | 13 | 15 | 16 | 17 | 19 | 22 | 23 | 24 | 30 | 31 | 32 | 36 | 37 | 39 | 40 | 44
-        | 45 | 57 | 58 | 59 | 62 | 64 | 65 | 66 | 71 | 10044 => false,
-        9 => {
+        OP_DELEGPURGE
+        | OP_DELEGRETURN
+        | OP_LOCKT
+        | OP_LOOKUP
+        | OP_LOOKUPP
+        | OP_NVERIFY
+        | OP_OPENATTR
+        | OP_PUTFH
+        | OP_PUTPUBFH
+        | OP_PUTROOTFH
+        | OP_RENEW
+        | OP_RESTOREFH
+        | OP_SAVEFH
+        | OP_SETCLIENTID_CONFIRM
+        | OP_VERIFY
+        | OP_RELEASE_LOCKOWNER
+        | OP_BACKCHANNEL_CTL
+        | OP_DESTROY_SESSION
+        | OP_FREE_STATEID
+        | OP_DESTROY_CLIENTID
+        | OP_RECLAIM_COMPLETE
+        | OP_ALLOCATE
+        | OP_DEALLOCATE
+        | OP_LAYOUTERROR
+        | OP_LAYOUTSTATS
+        | OP_OFFLOAD_CANCEL
+        | OP_CLONE
+        | OP_ILLEGAL => false,
+        OP_GETATTR => {
             fattr(x);
             false
         }
-        10 => {
+        OP_GETFH => {
             fh(x, st);
             false
         }
-        11 | 28 | 73 | 75 => {
+        OP_LINK | OP_REMOVE | OP_SETXATTR | OP_REMOVEXATTR => {
             x.skip(CHANGE_INFO4);
             false
         }
-        18 => {
+        OP_OPEN => {
             x.skip(STATEID4 + CHANGE_INFO4 + WORD);
             bitmap(x);
             open_delegation(x)
         }
-        25 => {
+        OP_READ => {
             read_res(x, st);
             false
         }
-        26 => {
+        OP_READDIR => {
             x.skip(VERIFIER4);
             dirlist(x);
             false
         }
-        27 | 54 | 72 => {
+        OP_READLINK | OP_SET_SSV | OP_GETXATTR => {
             opaque(x);
             false
         }
-        29 => {
+        OP_RENAME => {
             x.skip(2 * CHANGE_INFO4);
             false
         }
-        33 | 52 => array_of(x, secinfo),
-        34 | 63 => {
+        OP_SECINFO | OP_SECINFO_NO_NAME => array_of(x, secinfo),
+        OP_SETATTR | OP_IO_ADVISE => {
             bitmap(x);
             false
         }
-        35 => {
+        OP_SETCLIENTID => {
             x.skip(HYPER + VERIFIER4);
             false
         }
-        38 => {
+        OP_WRITE => {
             let count = x.u32();
             if x.ok {
                 st.count = Some(count as u64);
@@ -1019,11 +1008,11 @@ fn results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
             }
             false
         }
-        41 => {
+        OP_BIND_CONN_TO_SESSION => {
             x.skip(SESSIONID4 + 2 * WORD);
             false
         }
-        42 => {
+        OP_EXCHANGE_ID => {
             x.skip(HYPER + 2 * WORD);
             if state_protect(x) {
                 return Some(true);
@@ -1033,30 +1022,30 @@ fn results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
             opaque(x);
             impl_ids(x)
         }
-        43 => {
+        OP_CREATE_SESSION => {
             x.skip(SESSIONID4 + 2 * WORD);
             channel_attrs(x);
             channel_attrs(x);
             false
         }
-        46 => gdd_non_fatal(x),
-        47 => {
+        OP_GET_DIR_DELEGATION => gdd_non_fatal(x),
+        OP_GETDEVICEINFO => {
             x.skip(WORD);
             opaque(x);
             bitmap(x);
             false
         }
-        48 => {
+        OP_GETDEVICELIST => {
             x.skip(HYPER + VERIFIER4);
             array(x, DEVICEID4);
             x.skip(WORD);
             false
         }
-        49 => {
+        OP_LAYOUTCOMMIT => {
             optional(x, HYPER);
             false
         }
-        50 => {
+        OP_LAYOUTGET => {
             x.skip(WORD + STATEID4);
             array_of(x, |x| {
                 x.skip(2 * HYPER + 2 * WORD);
@@ -1064,47 +1053,47 @@ fn results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
                 false
             })
         }
-        51 => {
+        OP_LAYOUTRETURN => {
             optional(x, STATEID4);
             false
         }
-        53 => {
+        OP_SEQUENCE => {
             session_slot(x, st);
             x.skip(3 * WORD);
             false
         }
-        55 => {
+        OP_TEST_STATEID => {
             array(x, WORD);
             false
         }
-        56 => open_delegation(x),
-        60 => {
+        OP_WANT_DELEGATION => open_delegation(x),
+        OP_COPY => {
             write_response(x);
             x.skip(2 * WORD);
             false
         }
-        61 => {
+        OP_COPY_NOTIFY => {
             x.skip(NFSTIME4 + STATEID4);
             array_of(x, netloc)
         }
-        67 => {
+        OP_OFFLOAD_STATUS => {
             x.skip(HYPER);
             array(x, WORD);
             false
         }
-        68 => {
+        OP_READ_PLUS => {
             read_plus_res(x, st);
             false
         }
-        69 => {
+        OP_SEEK => {
             x.skip(WORD + HYPER);
             false
         }
-        70 => {
+        OP_WRITE_SAME => {
             write_response(x);
             false
         }
-        74 => {
+        OP_LISTXATTRS => {
             x.skip(HYPER);
             array_of(x, |x| {
                 opaque(x);
@@ -1121,27 +1110,22 @@ fn results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> Option<bool> {
 /// Result bodies on a failing status (nfs4.ERROR_RESULTS); others are void.
 fn error_step(op: u32, status: u32, x: &mut Xdr) -> bool {
     match (op, status) {
-        (12, 10010) | (13, 10010) => lock4denied(x),
-        (35, 10017) => {
+        (OP_LOCK, NFS4ERR_DENIED) | (OP_LOCKT, NFS4ERR_DENIED) => lock4denied(x),
+        (OP_SETCLIENTID, NFS4ERR_CLID_INUSE) => {
             opaque(x);
             opaque(x);
             false
         }
-        (47, 10005) | (50, 10058) => {
+        (OP_GETDEVICEINFO, NFS4ERR_TOOSMALL) | (OP_LAYOUTGET, NFS4ERR_LAYOUTTRYLATER) => {
             x.skip(WORD);
             false
         }
-        (60, 10094) => {
+        (OP_COPY, NFS4ERR_OFFLOAD_NO_REQS) => {
             x.skip(2 * WORD);
             false
         }
         _ => false,
     }
-}
-
-/// Operations with argument and result steps (nfs4.ARGS / RESULTS keys).
-fn has_step(op: u32) -> bool {
-    matches!(op, 3..=75 | 10044)
 }
 
 fn compound_call(buf: &[u8], off: usize) -> Fields<'_> {
@@ -1220,7 +1204,7 @@ fn compound_reply(buf: &[u8], off: usize) -> Fields<'_> {
         st.statuses.push(status);
         let stuck = if !has_step(op) {
             None
-        } else if status != 0 && op != 34 {
+        } else if status != NFS4_OK && op != OP_SETATTR {
             // (SETATTR's body follows its status whatever it is)
             Some(error_step(op, status, &mut x))
         } else {

@@ -4,15 +4,11 @@
 
 use crate::rpc::be32;
 
-pub const PORTMAP_PROGRAM: i64 = 100_000;
-const PMAPPROC_GETPORT: i64 = 3;
-const PMAPPROC_DUMP: i64 = 4;
-const RPCBPROC_GETADDR: i64 = 3;
-const RPCBPROC_DUMP: i64 = 4;
-const RPCBPROC_GETVERSADDR: i64 = 9;
-const IPPROTO_UDP: u32 = 17;
-const MAX_NETID: u32 = 255;
-const MAX_UADDR: u32 = 255;
+pub use crate::tables::PORTMAP_PROGRAM;
+use crate::tables::{
+    IPPROTO_UDP, MAX_NETID, MAX_UADDR, PMAPPROC_DUMP, PMAPPROC_GETPORT, RPCBPROC_DUMP,
+    RPCBPROC_GETADDR, RPCBPROC_GETVERSADDR,
+};
 
 fn udp_netid(netid: &[u8]) -> bool {
     netid == b"udp" || netid == b"udp6"

@@ -89,7 +89,6 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
         max_events_per_kind: get(d, "max_events_per_kind")?,
         duplicate_window_ns: get(d, "duplicate_window_ns")?,
         send_gap_ns: get(d, "send_gap_ns")?,
-        nfs3_procs: get(d, "nfs3_procs")?,
     })
 }
 
@@ -330,7 +329,7 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
 ///
 /// paths: capture files; readers: per file None (read the file here) or a
 /// callable read(n) -> bytes (a decompressing stream); settings: the
-/// ParseLimits values and nfs3_procs; progress: None or callable(frames,
+/// ParseLimits values; progress: None or callable(frames,
 /// bytes read here from the files it opened itself: not those of ``readers``).
 /// Raises ValueError("<index>:<message>") when a file is not a capture.
 #[pyfunction]
@@ -395,5 +394,9 @@ fn parse(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The generated tables' names (tests/test_rust_tables.py: the extension was
+    // built from the Python parser's current ones)
+    m.add("EVENT_KINDS", EVENT_KIND_NAMES.to_vec())?;
+    m.add("ANOMALIES", crate::tables::ANOMALY_NAMES.to_vec())?;
     Ok(())
 }

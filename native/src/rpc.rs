@@ -1,50 +1,25 @@
 //! ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
 //! (§11); mirrors `parsers/rpc.py`.  Knows no NFS.
 
-pub const LAST_FRAG: u32 = 0x8000_0000;
-pub const FRAG_LEN_MASK: u32 = 0x7FFF_FFFF;
-pub const CALL: u32 = 0;
-pub const REPLY: u32 = 1;
-pub const RPC_VERSION: u32 = 2;
-const MSG_ACCEPTED: u32 = 0;
-const MSG_DENIED: u32 = 1;
-const PROG_MISMATCH: u32 = 2;
-const AUTH_SYS: u32 = 1;
-const RPCSEC_GSS: u32 = 6;
-pub const MAX_AUTH_BYTES: u32 = 400;
-pub const MIN_REPLY_LEN: u32 = 12;
-pub const CALLBACK_FIRST: u32 = 0x4000_0000;
-pub const CALLBACK_LAST: u32 = 0x5FFF_FFFF;
-
-// reply_stat column codes
-pub const REPLY_STAT_NONE: u8 = 0;
-pub const REPLY_STAT_ACCEPTED: u8 = 1;
-pub const REPLY_STAT_DENIED: u8 = 2;
+// Protocol numbers and limits, and the reply_stat column codes: generated.
+use crate::tables::{
+    is_known_flavor as known_flavor, is_named_program, AUTH_NONE, AUTH_SYS, AUTH_SYS_MAX_GIDS,
+    AUTH_TLS, MIN_CALL_LEN, MSG_ACCEPTED, MSG_DENIED, PROG_MISMATCH, RPCSEC_GSS, STRICT_MAX_PROG,
+    STRICT_MAX_VERS,
+};
+pub use crate::tables::{
+    CALL, CALLBACK_FIRST, CALLBACK_LAST, FRAG_LEN_MASK, LAST_FRAG, MAX_AUTH_BYTES, MIN_REPLY_LEN,
+    REPLY, REPLY_STAT_ACCEPTED, REPLY_STAT_DENIED, REPLY_STAT_NONE, RPC_VERSION, STRICT_MIN_PROG,
+};
 
 #[inline]
 pub fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn known_flavor(f: u32) -> bool {
-    matches!(f, 0 | 1 | 2 | 3 | 6 | 7)
-}
-
+/// rpc.is_known_program
 fn known_program(prog: u32) -> bool {
-    matches!(
-        prog,
-        100000
-            | 100003
-            | 100005
-            | 100021
-            | 100024
-            | 100227
-            | 100011
-            | 100001
-            | 100002
-            | 100004
-            | 100007
-    ) || (CALLBACK_FIRST..=CALLBACK_LAST).contains(&prog)
+    is_named_program(prog) || (CALLBACK_FIRST..=CALLBACK_LAST).contains(&prog)
 }
 
 /// Could a call header start at buf[pos]? (resync and UDP detection)
@@ -67,15 +42,9 @@ pub fn plausible_call(buf: &[u8], pos: usize, known_only: bool) -> bool {
     known_program(prog) || (!known_only && prog < 0x8000_0000)
 }
 
-/// strict_call's program numbers (assigned from 100000, the portmapper;
-/// reserved from 0x60000000), highest version and most AUTH_SYS groups.
-pub const STRICT_MIN_PROG: u32 = 100_000;
-const STRICT_MAX_PROG: u32 = 0x5FFF_FFFF;
-const STRICT_MAX_VERS: u32 = 255;
-const AUTH_SYS_MAX_GIDS: u32 = 16;
-const AUTH_NONE: u32 = 0;
-const AUTH_TLS: u32 = 7;
-const MIN_CALL_LEN: usize = 40;
+// strict_call's program numbers (assigned from 100000, the portmapper;
+// reserved from 0x60000000), highest version and most AUTH_SYS groups:
+// STRICT_MIN_PROG, STRICT_MAX_PROG, STRICT_MAX_VERS, AUTH_SYS_MAX_GIDS (generated).
 
 #[inline]
 fn pad4(n: u32) -> usize {

@@ -12,9 +12,9 @@ pub const FRAG: u8 = 1;
 pub const RESYNC: u8 = 2;
 pub const IGNORE: u8 = 3;
 
-const SEQ_MOD: i64 = 1 << 32;
-/// A sequence jump this far ahead is not a hole to wait for: restart framing.
-const MAX_SEQ_JUMP: i64 = 1 << 30;
+/// SEQ_MOD; MAX_SEQ_JUMP: a sequence jump this far ahead is not a hole to wait
+/// for: restart framing.
+use crate::tables::{MAX_SEQ_JUMP, SEQ_MOD};
 
 const CALL_SIG: [u8; 8] = [0, 0, 0, 0, 0, 0, 0, 2];
 const REPLY_SIG0: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 0];
@@ -22,45 +22,10 @@ const REPLY_SIG1: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 1];
 
 /// Data->ACK round trips time segments up to a jumbo frame's payload: a larger one
 /// is a TSO/GSO burst captured before the NIC split it, whose ACK waits for all of it.
-pub const RTT_MAX_SEGMENT: i64 = 9000;
+pub use crate::tables::RTT_MAX_SEGMENT;
 
-/// Event kinds (names: `EVENT_KIND_NAMES`, schema.EVENT_KINDS keys).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Ev {
-    TcpRetransmission = 0,
-    TcpHole = 1,
-    SeqJump = 2,
-    RpcResync = 3,
-    TcpSyn = 4,
-    TcpSynAck = 5,
-    TcpHandshakeAck = 6,
-    TcpZeroWindow = 7,
-    TcpWindowFull = 8,
-    FrameDuplicate = 9,
-    IpDatagramIncomplete = 10,
-    TcpAckRtt = 11,
-    TcpSendGap = 12,
-    TcpSendIdle = 13,
-    TcpResendGap = 14,
-}
-
-pub const EVENT_KIND_NAMES: [&str; 15] = [
-    "tcp_retransmission",
-    "tcp_hole",
-    "seq_jump",
-    "rpc_resync",
-    "tcp_syn",
-    "tcp_syn_ack",
-    "tcp_handshake_ack",
-    "tcp_zero_window",
-    "tcp_window_full",
-    "frame_duplicate",
-    "ip_datagram_incomplete",
-    "tcp_ack_rtt",
-    "tcp_send_gap",
-    "tcp_send_idle",
-    "tcp_resend_gap",
-];
+/// Event kinds and their names (schema.EVENT_KINDS): generated.
+pub use crate::tables::{Ev, EVENT_KIND_NAMES};
 
 #[derive(Default, Clone, Copy)]
 pub struct TcpStats {

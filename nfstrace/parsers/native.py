@@ -48,7 +48,7 @@ from nfstrace.parsers.nfs_fields import (
     DECODE_TRUNCATED,
     FIELD_NAMES,
 )
-from nfstrace.parsers.procnames import PROCEDURES, procedure_name
+from nfstrace.parsers.procnames import procedure_name
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 try:
@@ -61,7 +61,8 @@ except ImportError as e:  # built without a Rust toolchain, or disabled
     _native = None
     IMPORT_ERROR = str(e)
 
-# Codes of the coded columns, as native/src/{dissector,nfs,rpc}.rs write them
+# Codes of the coded columns: native/generate_tables.py writes them into
+# native/src/tables.rs for the Rust parser, which writes the columns with them
 _TRANSPORT = np.array(["udp", "tcp"], dtype=object)
 _MSGTYPE = np.array(["call", "reply"], dtype=object)
 _REPLY_STAT = np.array(["", "accepted", "denied"], dtype=object)
@@ -69,7 +70,6 @@ _DECODE = np.array(
     [DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, DECODE_ENCRYPTED], dtype=object
 )
 KIND_NAME, KIND_COMPOUND, KIND_DEFER = 0, 1, 2
-NFS_PROGRAM = 100003
 
 
 def available() -> bool:
@@ -100,7 +100,6 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "duplicate_window_ns": limits.duplicate_window_ns,
         "send_gap_ns": limits.send_gap_ns,
         "max_ack_waiting": limits.max_ack_waiting,
-        "nfs3_procs": len(PROCEDURES[(NFS_PROGRAM, 3)]),
     }
 
 
