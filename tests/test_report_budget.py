@@ -406,6 +406,7 @@ def test_report_of_a_capture_without_writes(tmp_path: Path) -> None:
     assert 'id="time-budget"' not in text and 'data-figure="time budget"' not in text
 
 
+@pytest.mark.slow
 def test_report_of_hundreds_of_pairs() -> None:
     n = 240
     parts, budgets = [], []

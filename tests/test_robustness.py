@@ -741,6 +741,7 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str
     assert "18,446,744,073,709,551,615" in warnings_of(t)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", PARSERS)
 def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None:
     """Millions of tiny RPCs would fill memory (issue 20, item 4: ~1 KB per

@@ -153,6 +153,7 @@ def test_events_linked_to_overlapping_rpcs_of_their_connection() -> None:
         assert c.window_full == int(((ev["conn"] == c.conn) & (kinds == "tcp_window_full")).sum())
 
 
+@pytest.mark.slow
 def test_linking_grows_linearly_with_connections(tmp_path: Path) -> None:
     """N connections of one client/server pair, each closing its window for good
     (issue 20, item 5): joined by host pair each zero window overlapped every
