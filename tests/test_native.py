@@ -21,6 +21,7 @@ from conftest import SAMPLES
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import fast, native
+from nfstrace.schema import EVENT_KINDS
 
 try:
     from crafted import (
@@ -322,3 +323,47 @@ def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
             raise AssertionError(f"mutation {i} ({path}): {e}") from None
         compared += 1
     assert compared >= 250
+
+
+@pytest.mark.parametrize("spacing_ns", [100, 400])
+def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: int) -> None:
+    """More frames in one window than MAX_RECENT_FRAMES (the older generation
+    dropped early): both parsers skip the same copies.  At 100 ns apart the
+    9,000 frames span one window (copies of the first ones are forgotten); at
+    400 ns the generations turn on time and only copies within the window count."""
+    base = bytes(
+        make_crafted.eth(
+            make_crafted.udp_pkt(make_crafted.CLIENT, make_crafted.SERVER, 999, 998, b"\0" * 40)
+        )
+    )
+    cap = make_crafted.Capture()
+    originals = []
+    for i in range(9000):
+        data = bytearray(base)
+        data[18:20] = (i & 0xFFFF).to_bytes(2, "big")
+        data[-4:] = i.to_bytes(4, "big")
+        originals.append(bytes(data))
+        cap.frames.append((make_crafted.BASE_NS + i * spacing_ns, bytes(data), len(data)))
+    end = make_crafted.BASE_NS + 9000 * spacing_ns
+    for k, i in enumerate((0, 2000, 4095, 4096, 5000, 8999)):
+        cap.frames.append((end + k, originals[i], len(originals[i])))
+    path = cap.write(tmp_path / "many.pcap", nano=True)
+    a, b = fast.parse([str(path)]), native.parse([str(path)])
+    assert a[2].duplicate_frames == b[2].duplicate_frames > 0
+    dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
+    assert dup(a[1]) == dup(b[1])
+    # 100 ns: the copies of originals 4096, 5000 and 8999 (the first 4,096 were
+    # dropped with their generation); 400 ns: only 8999's is within 1 ms
+    assert dup(a[1]) == ([9004, 9005, 9006] if spacing_ns == 100 else [9006])
+
+
+def test_extension_knows_every_event_kind_and_anomaly() -> None:
+    """Built from the tables generated from Python (native/src/tables.rs): a
+    stale build would name events or anomalies otherwise."""
+    ext = native._native
+    assert list(ext.EVENT_KINDS) == list(EVENT_KINDS), (
+        "the native extension was built from other event kinds: rebuild it"
+    )
+    assert list(ext.ANOMALIES) == list(fast.ANOMALIES), (
+        "the native extension was built from other anomalies: rebuild it"
+    )

@@ -23,7 +23,8 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_causes as mcs
     from tests.crafted import make_nfs4_orphans as mo
 
-PARSERS = {"python": fast.parse, "native": native.parse}
+# the native parser where built (CI's second pass hides it: the Python one alone)
+PARSERS = {"python": fast.parse, **({"native": native.parse} if native.available() else {})}
 V40_ORPHANS = {mo.XID40 + i for i in mo.MISSED}
 V41_ORPHANS = {mo.XID41 + i for i in mo.MISSED41}
 

@@ -5,7 +5,6 @@ parsers; their parity is tests/test_native.py's."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from scapy.packet import Raw
 import nfstrace
 from nfstrace.analysis.repeats import analyze_repeats
 from nfstrace.parsers import ip as ipmod
+from nfstrace.parsers import native
 from nfstrace.parsers.fast import ANOMALIES, ParseStats
 from nfstrace.trace import AnalysisConfig
 
@@ -25,7 +25,8 @@ try:
 except ImportError:  # pragma: no cover - run from the repository root
     from tests.crafted import make_tcp_damage as mtd
 
-PARSERS = ("fast", "native")
+# the native parser where built (CI's second pass hides it: the Python one alone)
+PARSERS = ("fast", "native") if native.available() else ("fast",)
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 
 
@@ -149,45 +150,10 @@ def test_checksum_facts_per_direction(caps, parser: str) -> None:
     assert t.stats.anomalies == {}  # bad checksums alone do not drop frames
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="no sample captures")
 @pytest.mark.parametrize("parser", PARSERS)
 def test_checksum_sample_is_bounded(parser: str) -> None:
-    path = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
-    if not os.path.exists(path):
-        pytest.skip("sample missing")
+    path = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"  # in the repository
     t = load(path, parser)
     for d in t.stats.directions:
         assert 0 < d.checksums_checked <= ipmod.CHECKSUM_SAMPLE
         assert 0 <= d.checksums_bad <= d.checksums_checked
-
-
-@pytest.mark.parametrize("spacing_ns", [100, 400])
-def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: int) -> None:
-    """More frames in one window than MAX_RECENT_FRAMES (the older generation
-    dropped early): both parsers skip the same copies.  At 100 ns apart the
-    9,000 frames span one window (copies of the first ones are forgotten); at
-    400 ns the generations turn on time and only copies within the window count."""
-    from nfstrace.parsers import fast, native
-
-    if not native.available():
-        pytest.skip("native parser not built")
-    base = bytes(mtd.mc.eth(mtd.mc.udp_pkt(mtd.mc.CLIENT, mtd.mc.SERVER, 999, 998, b"\0" * 40)))
-    cap = mtd.mc.Capture()
-    originals = []
-    for i in range(9000):
-        data = bytearray(base)
-        data[18:20] = (i & 0xFFFF).to_bytes(2, "big")
-        data[-4:] = i.to_bytes(4, "big")
-        originals.append(bytes(data))
-        cap.frames.append((mtd.mc.BASE_NS + i * spacing_ns, bytes(data), len(data)))
-    end = mtd.mc.BASE_NS + 9000 * spacing_ns
-    for k, i in enumerate((0, 2000, 4095, 4096, 5000, 8999)):
-        cap.frames.append((end + k, originals[i], len(originals[i])))
-    path = cap.write(tmp_path / "many.pcap", nano=True)
-    a, b = fast.parse([str(path)]), native.parse([str(path)])
-    assert a[2].duplicate_frames == b[2].duplicate_frames > 0
-    dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
-    assert dup(a[1]) == dup(b[1])
-    # 100 ns: the copies of originals 4096, 5000 and 8999 (the first 4,096 were
-    # dropped with their generation); 400 ns: only 8999's is within 1 ms
-    assert dup(a[1]) == ([9004, 9005, 9006] if spacing_ns == 100 else [9006])
