@@ -205,6 +205,28 @@ ParserOpt = Annotated[
         "pip install 'nfstrace\\[dpkt]' or 'nfstrace\\[pyshark]', and pyshark needs tshark).",
     ),
 ]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        metavar="N",
+        help="Parse in N processes, the traffic split by client/server host pair: the "
+        "same result as one process (0: one per core when the input is over 64 MB). "
+        "With --dask: the partitions (default: one per worker thread of the cluster; "
+        "one per core for --dask local).  [default: 1]",
+    ),
+]
+DaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask",
+        metavar="SCHEDULER",
+        help="Parse on a dask.distributed cluster: its scheduler's address "
+        "(tcp://host:8786; the captures must be at the same path on every worker) or "
+        "'local' for a local cluster of --workers processes. Needs "
+        "pip install 'nfstrace\\[dask]'.",
+    ),
+]
 StallOpt = Annotated[
     str | None,
     typer.Option(
@@ -273,6 +295,8 @@ class _Choices:
     disk_rate: str | None
     block: str | None
     what_if: list[str] | None
+    workers: int | None = None  # not given: 1, or the cluster's size with --dask
+    dask: str | None = None
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
@@ -291,6 +315,9 @@ class _Choices:
             raise UsageError(str(e)) from None
         if self.parser not in PARSERS:
             raise UsageError(f"unknown parser {self.parser!r}: choose one of {', '.join(PARSERS)}")
+        workers = self.workers if self.workers is not None else (0 if self.dask else 1)
+        if workers < 0:
+            raise UsageError(f"--workers {self.workers}: give 1 or more (0: one per core)")
         for port in self.port or ():
             if not 0 <= port <= 65535:
                 raise UsageError(f"--port {port}: a port is 0 to 65535")
@@ -300,6 +327,8 @@ class _Choices:
             ports=tuple(self.port or ()),
             parser=self.parser,
             diagnosis=options,
+            workers=workers,
+            dask=self.dask,
         )
 
 
@@ -363,6 +392,8 @@ def analyze(
     server: ServerOpt = None,
     port: PortOpt = None,
     parser: ParserOpt = "auto",
+    workers: WorkersOpt = None,
+    dask: DaskOpt = None,
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,
@@ -382,13 +413,16 @@ def analyze(
 
       nfstrace analyze rotated-*.pcap.gz --full      (several files; every table)
 
+      nfstrace analyze captures/ --workers 2         (a directory; two processes)
+
       tcpdump -i eth0 -w - port 2049 | nfstrace analyze -
 
       nfstrace analyze x.pcap --server 10.0.0.5 --markdown ticket.md --json x.json
     """
     choices = _Choices(
-        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
-    )
+        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
+        workers, dask,
+    )  # fmt: skip
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
         explicit = False
@@ -411,6 +445,9 @@ def _default_report(capture: Path) -> Path:
     directory (stdin.report.html, <name>.report.html)."""
     if str(capture) == STDIN:
         return Path("stdin.report.html")
+    if capture.is_dir():  # rotated captures: beside the directory
+        capture = capture.resolve()
+        return capture.with_name(capture.name + ".report.html")
     if capture.exists() and not capture.is_file():  # a FIFO, /dev/stdin, /dev/fd/N
         return Path(capture.name + ".report.html")
     return capture.with_name(capture.name + ".report.html")
@@ -427,6 +464,8 @@ def model(
     server: ServerOpt = None,
     port: PortOpt = None,
     parser: ParserOpt = "auto",
+    workers: WorkersOpt = None,
+    dask: DaskOpt = None,
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,
@@ -446,8 +485,9 @@ def model(
       nfstrace model x.pcap --rtt 0.2ms --link-rate 1G --disk-rate 200MB/s --block 64K
     """
     choices = _Choices(
-        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if
-    )
+        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
+        workers, dask,
+    )  # fmt: skip
     _model(captures, choices, quiet, json_out, debug=debug)
 
 
@@ -475,6 +515,8 @@ def compare(
     server: ServerOpt = None,
     port: PortOpt = None,
     parser: ParserOpt = "auto",
+    workers: WorkersOpt = None,
+    dask: DaskOpt = None,
     stall_threshold: StallOpt = None,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
@@ -489,7 +531,9 @@ def compare(
 
       nfstrace compare slow.pcap fixed.pcap --server 10.0.0.5 --json change.json
     """
-    choices = _Choices(client, server, port, parser, stall_threshold, None, None, None, None, None)
+    choices = _Choices(
+        client, server, port, parser, stall_threshold, None, None, None, None, None, workers, dask
+    )
     if report is None and not no_report:
         report, explicit = after.with_name(after.name + ".compare.html"), False
     else:

@@ -108,6 +108,14 @@ class ParseLimits:
     # is not read: a warning (exit 6).  Default: MEMORY_SHARE of the memory
     # available at start-up.
     max_messages: int = field(default_factory=default_max_messages)
+    # Not a limit: which share of the traffic this parse reads.  A frame goes
+    # to partition ``zlib.crc32(lower address + higher address) % partitions``
+    # of its IP header (frames without one: partition 0), so each TCP
+    # connection, UDP flow and fragmented datagram is read whole by one parse;
+    # nfstrace.parsers.parallel runs the partitions side by side and combines
+    # them into what one parse of everything gives.
+    partitions: int = 1
+    partition: int = 0
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,10 @@ class NfstraceError(Exception):
     def __str__(self) -> str:
         return f"{self.message} ({self.path})" if self.path else self.message
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
+        """Pickled whole (path too): raised in a worker process, said here."""
+        return type(self), (self.message, self.path)
+
 
 class UsageError(NfstraceError):
     exit_status = ExitStatus.USAGE

@@ -17,7 +17,7 @@ from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
-from nfstrace.parsers import backends, capture
+from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.fast import ParseStats
 from nfstrace.text import count, printable
@@ -36,6 +36,12 @@ class AnalysisConfig:
     # Which backend dissects the captures (nfstrace.parsers.backends.PARSERS).
     parser: str = "auto"
     diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
+    # Processes that parse, split by host pair (nfstrace.parsers.parallel):
+    # 1 = this one only; 0 = parallel.auto_workers (one per core for big inputs).
+    workers: int = 1
+    # Parse on a dask.distributed cluster: its scheduler's address, or "local"
+    # for a local cluster of ``workers`` processes (None: no Dask).
+    dask: str | None = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -154,6 +160,16 @@ def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:
     return messages[keep].reset_index(drop=True) if not keep.all() else messages
 
 
+def _parse(paths: list[str], config: AnalysisConfig, progress: Progress | None) -> parallel.Parsed:
+    """The parse, in this process, in several (``config.workers``) or on Dask."""
+    if config.dask is not None:
+        return parallel.parse_with_dask(
+            paths, config.limits, config.parser, config.dask, config.workers
+        )
+    workers = config.workers or parallel.auto_workers(paths, config.parser)
+    return parallel.parse(paths, config.limits, config.parser, workers, progress)
+
+
 def load(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     config: AnalysisConfig | None = None,
@@ -165,13 +181,13 @@ def load(
     config = config or AnalysisConfig()
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    plist = [os.fspath(p) for p in paths]
+    plist = capture.expand_directories([os.fspath(p) for p in paths])
     if not plist:
         raise UsageError("no capture file given")
-    parse = backends.get(config.parser)
+    backends.get(config.parser)  # an unknown or unavailable parser: said before reading
     with capture.regular_files(plist) as readable:
         try:
-            messages, events, stats = parse(readable, config.limits, progress)
+            messages, events, stats = _parse(readable, config, progress)
         except CaptureError as e:  # named as the user gave it, not its temporary copy
             if e.path is not None:
                 e.path = dict(zip(readable, plist, strict=True)).get(e.path, e.path)

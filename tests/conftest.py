@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -34,6 +36,16 @@ def pytest_report_header() -> str:
     if not _LAB:
         return "lab captures: sample-pcaps/ only (NFSTRACE_LAB_CAPTURES=DIR adds more)"
     return f"lab captures: sample-pcaps/ and {len(LAB_CAPTURES)} from {_LAB}"
+
+
+def bench_module() -> ModuleType:
+    """bench/run.py (not a package) as a module: its inputs and helpers."""
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def ground_truth(capture: Path) -> dict:

@@ -3,7 +3,6 @@ metadata-heavy input it generates checked against tshark."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -11,19 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, bench_module
 from tshark_ref import fields, tshark
 
 BENCH = ROOT / "bench" / "run.py"
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("bench_run", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return bench_module()
 
 
 @pytest.fixture(scope="module")

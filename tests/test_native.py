@@ -367,3 +367,18 @@ def test_extension_knows_every_event_kind_and_anomaly() -> None:
     assert list(ext.ANOMALIES) == list(fast.ANOMALIES), (
         "the native extension was built from other anomalies: rebuild it"
     )
+
+
+def test_same_partitions(tmp_path: Path) -> None:
+    """ParseLimits.partitions: Rust puts every frame in the partition Python
+    does (ip.partition_of, zlib's CRC-32), with the same tables per partition."""
+    from conftest import bench_module
+
+    bench = bench_module()
+    capture = tmp_path / "meta.pcap"
+    bench.replicate_small_rpcs(bench.METADATA_SOURCE, capture, 3000)  # 16 clients
+    sizes = []
+    for i in range(3):
+        got = assert_same([capture], ParseLimits(partition=i, partitions=3))
+        sizes.append(len(got[0]))
+    assert all(sizes) and sum(sizes) == len(fast.parse([str(capture)])[0])

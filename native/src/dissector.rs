@@ -58,6 +58,10 @@ pub struct Settings {
     pub max_events_per_kind: usize,
     pub duplicate_window_ns: i64,
     pub send_gap_ns: i64,
+    /// ParseLimits.partitions / partition: read only the frames of this
+    /// partition of the host pairs (ip::partition_of)
+    pub partitions: usize,
+    pub partition: usize,
 }
 
 /// Distinct values of a column, numbered from 0 (0 = the empty value).
@@ -685,10 +689,14 @@ pub struct Dissector {
     syn_in_window: i64,
     lost_listed: i64,
     n_conns: i64,
+    /// the frame that began each connection id (from 1): ParseStats.connection_frames
+    pub conn_frames: Vec<i64>,
     pub n_tcp_conns: i64,
     pub n_dup: i64,
     pub n_frames: i64,
     max_messages: i64,
+    partitions: usize,
+    partition: usize,
     check_every_frames: i64,
     /// the frame not read: max_messages reached (0: read to the end)
     pub stopped_at: i64,
@@ -994,10 +1002,13 @@ impl Dissector {
             syn_in_window: 0,
             lost_listed: 0,
             n_conns: 0,
+            conn_frames: Vec::new(),
             n_tcp_conns: 0,
             n_dup: 0,
             n_frames: 0,
             max_messages: s.max_messages,
+            partitions: s.partitions.max(1),
+            partition: s.partition,
             check_every_frames: s.check_every_frames.max(1),
             stopped_at: 0,
             ts: 0,
@@ -1049,9 +1060,17 @@ impl Dissector {
             Some((t, d)) => ts - *t <= window && data == d.as_slice(),
             None => false,
         };
+        // one partition of the host pairs (ParseLimits.partitions): every
+        // frame is looked at for copies, only the partition's are read
+        let mine = self.partitions == 1 || {
+            let (ver, off) = locate_ip(f.linktype, data);
+            ip::partition_of(ver, data, off, self.partitions) == self.partition
+        };
         if same(self.recent.get(&fp)) || same(self.older.get(&fp)) {
-            self.n_dup += 1;
-            self.duplicate_event(f, data, frame_no);
+            if mine {
+                self.n_dup += 1;
+                self.duplicate_event(f, data, frame_no);
+            }
             return;
         }
         if self.since.is_none_or(|t| ts - t > window) || self.recent.len() >= MAX_RECENT_FRAMES {
@@ -1069,7 +1088,9 @@ impl Dissector {
                 self.recent.insert(fp, (ts, data.to_vec()));
             }
         }
-        self.layers(f, data, frame_no);
+        if mine {
+            self.layers(f, data, frame_no);
+        }
     }
 
     fn layers(&mut self, f: &Frame, data: &[u8], frame_no: i64) {
@@ -1428,6 +1449,7 @@ impl Dissector {
             self.n_conns += 1;
             self.n_tcp_conns += 1;
             conn = self.n_conns;
+            self.conn_frames.push(frame);
             self.conns.insert(ckey, conn);
             let rev = self.streams.get(&rkey).copied();
             if let Some(o) = old {
@@ -1560,6 +1582,7 @@ impl Dissector {
                 }
                 self.n_conns += 1;
                 let c = self.n_conns;
+                self.conn_frames.push(frame);
                 self.conns.insert(ckey.min(rkey), c);
                 c
             }

@@ -61,6 +61,33 @@ const EMPTY_FACTS: [i64; 10] = [0, 0, 0, NO_TTL, -1, 0, 0, 0, 0, 0];
 
 /// Does the TCP or UDP segment (all of it, header first) carry a right
 /// checksum (ip.checksum_ok)?
+/// fast/ip.partition_of: the partition of a frame whose IP header (version
+/// `ver`) is at `off`: zlib's CRC-32 of the two addresses, the lower first,
+/// modulo `partitions`; 0 when not IP or the addresses were not captured.
+pub fn partition_of(ver: u8, data: &[u8], off: usize, partitions: usize) -> usize {
+    let (a, b) = match ver {
+        4 if data.len() >= off + 20 => (&data[off + 12..off + 16], &data[off + 16..off + 20]),
+        6 if data.len() >= off + 40 => (&data[off + 8..off + 24], &data[off + 24..off + 40]),
+        _ => return 0,
+    };
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    (crc32(&[lo, hi]) as usize) % partitions
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib.crc32) of the pieces in a row.
+fn crc32(pieces: &[&[u8]]) -> u32 {
+    let mut crc = !0u32;
+    for piece in pieces {
+        for &byte in piece.iter() {
+            crc ^= byte as u32;
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+    }
+    !crc
+}
+
 pub fn checksum_ok(src: Addr, dst: Addr, proto: i32, seg: &[u8]) -> bool {
     let mut sum: u64 = proto as u64 + seg.len() as u64;
     for a in [src.as_bytes(), dst.as_bytes()] {

@@ -74,6 +74,8 @@ pub fn default_settings() -> Settings {
         max_events_per_kind: n(DEFAULT_MAX_EVENTS_PER_KIND),
         duplicate_window_ns: DEFAULT_DUPLICATE_WINDOW_NS,
         send_gap_ns: DEFAULT_SEND_GAP_NS,
+        partitions: n(DEFAULT_PARTITIONS),
+        partition: n(DEFAULT_PARTITION),
     }
 }
 

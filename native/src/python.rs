@@ -89,6 +89,8 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
         max_events_per_kind: get(d, "max_events_per_kind")?,
         duplicate_window_ns: get(d, "duplicate_window_ns")?,
         send_gap_ns: get(d, "send_gap_ns")?,
+        partitions: get(d, "partitions")?,
+        partition: get(d, "partition")?,
     })
 }
 
@@ -263,6 +265,7 @@ fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
     }
     out.set_item("tcp", tcp)?;
     out.set_item("tcp_connections", d.n_tcp_conns)?;
+    out.set_item("connection_frames", &d.conn_frames)?;
     out.set_item("tcp_window_scale_unknown", d.window_scale_unknown())?;
     let anomalies = PyDict::new(py);
     for (name, n) in d.anomalies() {

@@ -275,6 +275,48 @@ def regular_files(paths: list[str]) -> Iterator[list[str]]:
                 os.unlink(name)
 
 
+# The first bytes of the files a directory argument contributes: pcap (either
+# byte order, µs or ns), pcapng, and the compressions open_stream reads.
+CAPTURE_STARTS = (
+    *PCAP_MAGIC_BYTES,
+    PCAPNG_SHB_BYTES,
+    b"\x1f\x8b",
+    b"BZh",
+    b"\xfd7zXZ\x00",
+)
+
+
+def expand_directories(paths: list[str]) -> list[str]:
+    """The captures named, a directory standing for the capture files directly
+    in it (rotated ``tcpdump -C/-G`` output): its regular, not hidden files
+    that begin as a pcap, pcapng or compressed file, by name (the frames are
+    merged in time order whatever the order).  A directory without one is an
+    error naming it."""
+    out: list[str] = []
+    for path in paths:
+        if path == STDIN or not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = []
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") or not entry.is_file():
+                    continue
+                try:
+                    with open(entry.path, "rb") as f:
+                        head = f.read(6)
+                except OSError:
+                    continue
+                if head.startswith(CAPTURE_STARTS):
+                    found.append(entry.path)
+        if not found:
+            raise CaptureError(
+                "a directory without capture files (pcap, pcapng, .gz/.bz2/.xz)", path
+            )
+        out.extend(sorted(found))
+    return out
+
+
 def open_stream(path: str) -> tuple[BinaryIO, str]:
     """Open a capture, transparently decompressing; returns (stream, compression)."""
     try:

@@ -45,6 +45,7 @@ from nfstrace.parsers.ip import (
     direction_facts,
     parse_ipv4,
     parse_ipv6,
+    partition_of,
     sample_checksum,
     walk_extensions,
 )
@@ -145,6 +146,9 @@ class ParseStats:
     tcp_window_scale_unknown: int = 0
     # Damage met in the packets and what was done about it, by name (ANOMALIES)
     anomalies: dict[str, int] = field(default_factory=dict)
+    # The frame number at which each connection id (1, 2, ...: messages.conn)
+    # began: how the partitions of a parallel parse number them as one parse.
+    connection_frames: list[int] = field(default_factory=list, repr=False)
 
     @property
     def interface_drops(self) -> int:
@@ -469,6 +473,7 @@ class Dissector:
         self.tracked_conns: set[int] = set()  # TCP connections with both window scales known
         self.n_forgotten = self.n_cut = 0
         self.n_conns = self.n_tcp_conns = self.n_dup = self.n_frames = 0
+        self.conn_frames: list[int] = []  # the frame that began each connection id (from 1)
         self.stopped_at = 0  # the frame not read: max_messages reached
         self.ts = 0
 
@@ -502,6 +507,7 @@ class Dissector:
         recent: dict[int, tuple[int, Bytes]] = {}
         older: dict[int, tuple[int, Bytes]] = {}
         since = None  # when the current generation began
+        partition, partitions = self.limits.partition, self.limits.partitions
         for ts, linktype, data, origlen, _file_index in frames:
             frame_no += 1
             if not frame_no % CHECK_EVERY_FRAMES and stats.messages >= max_messages:
@@ -521,18 +527,23 @@ class Dissector:
                 )
             except IndexError:  # a frame shorter than 52 bytes
                 fp = len(data)
+            # one partition of the host pairs (ParseLimits.partitions): every
+            # frame is looked at for copies, only the partition's are read
+            mine = partitions == 1 or partition == partition_of(*_ip_at(linktype, data), partitions)
             e = recent.get(fp)
             if e is None or ts - e[0] > window_ns or bytes(data) != bytes(e[1]):
                 e = older.get(fp)
             if e is not None and ts - e[0] <= window_ns and bytes(data) == bytes(e[1]):
-                n_dup += 1
-                self.n_dup = n_dup
-                add_event(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
+                if mine:
+                    n_dup += 1
+                    self.n_dup = n_dup
+                    add_event(_duplicate_event(linktype, data, origlen, ts, frame_no, conns))
                 continue
             if since is None or ts - since > window_ns or len(recent) >= MAX_RECENT_FRAMES:
                 older, recent, since = recent, {}, ts
             recent[fp] = (ts, data)
-            yield frame_no, ts, linktype, data, origlen
+            if mine:
+                yield frame_no, ts, linktype, data, origlen
         self.n_frames = frame_no
         self.ts = ts  # the capture's end (stretches still open end there)
 
@@ -700,6 +711,7 @@ class Dissector:
             self.n_conns += 1
             self.n_tcp_conns += 1
             conn = conns[ckey] = self.n_conns
+            self.conn_frames.append(frame)
             rev = streams.get(rkey)
             if hs is not None:
                 tcp.flush(hs, ts, frame)
@@ -794,6 +806,7 @@ class Dissector:
                 self._forget_idlest(ts, frame)
             self.n_conns += 1
             conn = conns[min(ckey, rkey)] = self.n_conns
+            self.conn_frames.append(frame)
         self.udp_seen[min(ckey, rkey)] = frame
         self.col.message(
             src,
@@ -882,6 +895,7 @@ class Dissector:
         stats.ip_datagrams_incomplete = fs.incomplete
         stats.tcp = tcp.stats.as_dict()
         stats.tcp_connections = self.n_tcp_conns
+        stats.connection_frames = self.conn_frames
         stats.tcp_window_scale_unknown = self.n_tcp_conns - len(self.tracked_conns)
         stats.directions = _direction_rows(self.facts)
         a = stats.anomalies
@@ -982,6 +996,13 @@ def parse(
 
 
 # ---- slow paths of the loop, kept out of line ------------------------------------
+
+
+def _ip_at(linktype: int, data: Bytes) -> tuple[int, Bytes, int]:
+    """(IP version, the frame, offset of its IP header): ``partition_of``'s first
+    arguments."""
+    version, off = locate_ip(linktype, data)
+    return version, data, off
 
 
 def _auth_too_long(head: bytes, is_call: bool) -> bool:

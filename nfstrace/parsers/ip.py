@@ -10,6 +10,7 @@ captured payload) and the loss of any fragment shows as an incomplete datagram.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +45,21 @@ NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..25
 # offload, captured on that host) from one whose packets carry them, at a
 # bounded cost.  UDP checksum 0 (not computed) is not counted.
 CHECKSUM_SAMPLE = 64
+
+
+def partition_of(version: int, data: Bytes, off: int, partitions: int) -> int:
+    """The partition (``ParseLimits.partitions``) a frame belongs to: the
+    CRC-32 (zlib's) of its IP header's two addresses, the lower first, modulo
+    ``partitions``; 0 for a frame that is not IP or whose addresses were not
+    captured.  Both directions of a host pair, and every fragment of a
+    datagram, fall in the same partition."""
+    if version == 4 and len(data) >= off + 20:
+        a, b = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
+    elif version == 6 and len(data) >= off + 40:
+        a, b = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
+    else:
+        return 0
+    return zlib.crc32(a + b if a <= b else b + a) % partitions
 
 
 class Facts(dict[tuple[bytes, bytes], list[int]]):

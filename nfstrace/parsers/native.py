@@ -100,6 +100,8 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "duplicate_window_ns": limits.duplicate_window_ns,
         "send_gap_ns": limits.send_gap_ns,
         "max_ack_waiting": limits.max_ack_waiting,
+        "partitions": limits.partitions,
+        "partition": limits.partition,
     }
 
 

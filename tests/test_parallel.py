@@ -1,0 +1,251 @@
+"""Parsing split by host pair (nfstrace/parsers/parallel.py): partitions
+combined, several processes, a directory of rotated files and a Dask cluster
+all give exactly what one parse of the whole capture gives."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SAMPLES, bench_module
+
+from nfstrace.cli import app
+from nfstrace.config import ParseLimits
+from nfstrace.errors import CaptureError
+from nfstrace.parsers import backends, capture, fast, native, parallel
+from nfstrace.trace import AnalysisConfig, load
+
+try:
+    from crafted import make_crafted, make_rpc_ports, make_tcp_damage, make_unanswered
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.crafted import make_crafted, make_rpc_ports, make_tcp_damage, make_unanswered
+
+ROOT = Path(__file__).resolve().parent.parent
+# The parsers that can read one partition, where built (CI's second pass hides native)
+PARSERS = {"fast": fast.parse, **({"native": native.parse} if native.available() else {})}
+CLIENTS = 16  # the metadata capture's clients (bench/run.py METADATA_CLIENTS)
+
+
+def _bench():
+    return bench_module()
+
+
+@pytest.fixture(scope="module")
+def metadata(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The benchmark's metadata-heavy capture, small: 16 NFSv4.1 clients of one
+    server, each copy of the session set-up on its own connection."""
+    out = tmp_path_factory.mktemp("parallel") / "meta.pcap"
+    bench = _bench()
+    assert bench.METADATA_CLIENTS == CLIENTS
+    bench.replicate_small_rpcs(bench.METADATA_SOURCE, out, 6000)
+    return out
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("parallel_crafted")
+    captures: dict[str, Path] = {}
+    for module in (make_crafted, make_rpc_ports, make_tcp_damage, make_unanswered):
+        captures.update(module.build_all(out))
+    return captures
+
+
+def assert_same(got: parallel.Parsed, one: parallel.Parsed) -> None:
+    pd.testing.assert_frame_equal(got[0], one[0])
+    pd.testing.assert_frame_equal(got[1], one[1])
+    for f in dataclasses.fields(one[2]):
+        assert getattr(got[2], f.name) == getattr(one[2], f.name), f.name
+
+
+def partitioned(parse, paths: list[str], n: int) -> parallel.Parsed:
+    return parallel.combine(
+        [parse(paths, ParseLimits(partition=i, partitions=n)) for i in range(n)]
+    )
+
+
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_partitions_combine_to_one_parse(metadata: Path, parser: str, n: int) -> None:
+    parse = PARSERS[parser]
+    one = parse([str(metadata)], ParseLimits())
+    parts = [parse([str(metadata)], ParseLimits(partition=i, partitions=n)) for i in range(n)]
+    # the partitions share the 16 clients, none has them all
+    sizes = [len(p[0]) for p in parts]
+    assert sum(sizes) == len(one[0]) and max(sizes) < len(one[0])
+    assert sum(1 for s in sizes if s) >= 2  # (7: one partition gets no client)
+
+    # each client's traffic is in one partition only
+    def clients(m: pd.DataFrame) -> set[str]:
+        return set(m.loc[m["msgtype"] == "call", "src"])
+
+    assert len(clients(one[0])) == CLIENTS
+    assert sum(len(clients(p[0])) for p in parts) == CLIENTS
+    got = parallel.combine(parts)
+    assert_same(got, one)
+    # connection ids renumbered as one parse numbers them: 1..n by first frame
+    assert got[2].connection_frames == sorted(got[2].connection_frames)
+    assert sorted(got[0]["conn"].unique()) == list(range(1, len(got[2].connection_frames) + 1))
+
+
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+def test_partitions_on_crafted_edge_cases(crafted: dict[str, Path], parser: str) -> None:
+    """Fragments, mirror copies, damaged TCP, learnt ports, unanswered calls:
+    two partitions combined are one parse."""
+    parse = PARSERS[parser]
+    assert len(crafted) >= 15
+    for name, path in sorted(crafted.items()):
+        try:
+            assert_same(partitioned(parse, [str(path)], 2), parse([str(path)], ParseLimits()))
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("capture", sorted(SAMPLES.glob("*.pcap")), ids=lambda p: p.name)
+def test_partitions_on_samples(capture: Path) -> None:
+    parse = PARSERS["native" if "native" in PARSERS else "fast"]
+    assert_same(partitioned(parse, [str(capture)], 2), parse([str(capture)], ParseLimits()))
+
+
+def test_partition_of_is_the_same_both_ways() -> None:
+    """Both directions and both address orders fall in one partition; non-IP in 0."""
+    from nfstrace.parsers.ip import partition_of
+
+    a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    ip = bytes(12) + a + b
+    back = bytes(12) + b + a
+    assert all(partition_of(4, ip, 0, n) == partition_of(4, back, 0, n) for n in range(1, 9))
+    assert {partition_of(4, bytes(12) + bytes([10, 0, 0, k]) + b, 0, 4) for k in range(40)} == {
+        0,
+        1,
+        2,
+        3,
+    }
+    assert partition_of(0, b"\x00" * 60, 0, 5) == 0
+    assert partition_of(4, b"\x00" * 19, 0, 5) == 0  # addresses not captured
+
+
+@pytest.fixture(scope="module")
+def split(metadata: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The metadata capture cut into 8 files by editcap -c, as a rotating
+    tcpdump would: records and TCP streams split anywhere."""
+    editcap = shutil.which("editcap")
+    if editcap is None:
+        pytest.fail(
+            "editcap (tshark's package, wireshark-common) is required: apt-get install tshark"
+        )
+    out = tmp_path_factory.mktemp("split")
+    frames = _bench().count_packets(metadata)
+    subprocess.run([editcap, "-c", str(-(-frames // 8)), str(metadata), str(out / "meta.pcap")],
+                   check=True)  # fmt: skip
+    (out / "notes.txt").write_text("not a capture\n")  # skipped in the directory
+    assert len(list(out.glob("*.pcap"))) == 8
+    return out
+
+
+def test_split_files_give_the_whole_capture_transactions(metadata: Path, split: Path) -> None:
+    whole = load(metadata)
+    files = sorted(str(p) for p in split.glob("*.pcap"))
+    one = load(files)
+    two = load(split, AnalysisConfig(workers=2))
+    assert len(two.paths) == 8 and list(two.paths) == files
+    pd.testing.assert_frame_equal(one.transactions, whole.transactions)
+    pd.testing.assert_frame_equal(two.transactions, whole.transactions)
+    pd.testing.assert_frame_equal(two.messages, whole.messages)
+    pd.testing.assert_frame_equal(two.events, whole.events)
+    assert two.diagnosis.verdict == whole.diagnosis.verdict
+    assert two.stats.frames == whole.stats.frames and len(two.stats.files) == 8
+
+
+def test_worker_processes_give_one_parse(metadata: Path) -> None:
+    parser = backends.auto_choice()
+    one = backends.get(parser)([str(metadata)], ParseLimits(), None)
+    assert_same(parallel.parse([str(metadata)], ParseLimits(), parser, 3), one)
+    # a backend that cannot read a partition is run once, whole
+    assert parallel.auto_workers([str(metadata)], "dpkt") == 1
+
+
+def test_worker_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"this is not a capture at all" * 10)
+    err = pickle.loads(pickle.dumps(CaptureError("not a capture", str(bad))))
+    assert err.path == str(bad) and str(bad) in str(err)
+    with pytest.raises(CaptureError) as e:
+        parallel.parse([str(bad)], ParseLimits(), "auto", 2)
+    assert e.value.path == str(bad)
+
+
+def test_directory_arguments(tmp_path: Path, split: Path) -> None:
+    files = capture.expand_directories([str(split)])
+    assert len(files) == 8 and all(f.endswith(".pcap") for f in files) and files == sorted(files)
+    (tmp_path / ".hidden.pcap").write_bytes((split / Path(files[0]).name).read_bytes())
+    (tmp_path / "readme").write_text("x")
+    with pytest.raises(CaptureError, match="a directory without capture files"):
+        capture.expand_directories([str(tmp_path)])
+    assert capture.expand_directories(["-", files[0]]) == ["-", files[0]]
+
+
+def test_cli_directory_and_workers(split: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    json_out = tmp_path / "s.json"
+    result = CliRunner().invoke(
+        app, ["analyze", str(split), "--workers", "2", "--json", str(json_out), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    report = split.parent / (split.name + ".report.html")  # beside the directory
+    assert report.is_file() and json_out.is_file()
+    bad = CliRunner().invoke(app, ["analyze", str(split), "--workers", "-1", "--no-report"])
+    assert bad.exit_code == 2 and "--workers -1" in bad.output
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_one_parse(metadata: Path, split: Path) -> None:
+    """A LocalCluster of 2 worker processes parses the 8 rotated files; the
+    tables and the diagnosis are those of one process."""
+    from distributed import Client, LocalCluster
+
+    files = sorted(str(p) for p in split.glob("*.pcap"))
+    parser = backends.auto_choice()
+    one = backends.get(parser)(files, ParseLimits(), None)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        got = parallel.parse_on_dask(files, ParseLimits(), parser, client, 2)
+    assert_same(got, one)
+    whole = load(metadata)
+    via_cli = load(split, AnalysisConfig(dask="local", workers=2))
+    pd.testing.assert_frame_equal(via_cli.transactions, whole.transactions)
+    assert via_cli.diagnosis.verdict == whole.diagnosis.verdict
+
+
+def test_dask_unreachable_scheduler_is_a_usage_error(
+    metadata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nfstrace.errors import UsageError
+
+    monkeypatch.setattr(parallel, "DASK_CONNECT_TIMEOUT_S", 2)
+    with pytest.raises(UsageError, match="cannot reach the scheduler"):
+        parallel.parse_with_dask([str(metadata)], ParseLimits(), "auto", "tcp://127.0.0.1:9", 1)
+
+
+def test_no_process_for_one_worker(metadata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(*args, **kwargs):  # pragma: no cover - must not be called
+        raise AssertionError("a process pool for one worker")
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_pool)
+    assert len(parallel.parse([str(metadata)], ParseLimits(), "auto", 1)[0])
+
+
+def test_dask_is_imported_only_for_dask() -> None:
+    code = "import nfstrace.cli, nfstrace.trace, sys; print('distributed' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
