@@ -363,11 +363,13 @@ NAMES = [
 
 def _decode(msg: bytes, is_call: bool) -> dict:
     hdr = rpc.decode_header(msg)
-    assert hdr is not None and hdr[14] > 0
+    assert hdr is not None and hdr.body_offset > 0
     if is_call:
-        assert (hdr[2], hdr[3]) == (100003, 4)
-        return decoded(nfs4.decode_call(msg, hdr[14], hdr[4]))
-    return decoded(nfs4.decode_reply(msg, hdr[14], 1))  # every call in these captures is COMPOUND
+        assert (hdr.prog, hdr.vers) == (100003, 4)
+        return decoded(nfs4.decode_call(msg, hdr.body_offset, hdr.proc))
+    return decoded(
+        nfs4.decode_reply(msg, hdr.body_offset, 1)
+    )  # every call in these captures is COMPOUND
 
 
 @cache

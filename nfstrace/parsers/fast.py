@@ -331,10 +331,10 @@ class _Collector:
             else:
                 st.not_rpc_records += 1
             return -1
-        xid = hdr[0]
-        if hdr[14] < 0 and len(head) >= 40 and _auth_too_long(head, hdr[1] == "call"):
+        xid = hdr.xid
+        if hdr.body_offset < 0 and len(head) >= 40 and _auth_too_long(head, hdr.msgtype == "call"):
             st.anomalies["rpc_auth_too_long"] = st.anomalies.get("rpc_auth_too_long", 0) + 1
-        if hdr[1] == "call":
+        if hdr.msgtype == "call":
             st.calls += 1
             calls = self.calls
             key = (src, dst, xid)
@@ -344,13 +344,14 @@ class _Collector:
                 oldest = next(iter(calls))
                 self.calls_forgotten += not calls[oldest][5]
                 del calls[oldest]
-            calls[key] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9], False)
+            what = (hdr.prog, hdr.vers, hdr.proc, hdr.gss_service, hdr.gss_proc)
+            calls[key] = (*what, False)
             flow = (src, sport, dst, dport)
             if len(self.flows) >= MAX_FLOWS and flow not in self.flows:
                 self.flows.clear()
-            self.flows[flow] = (hdr[2], hdr[3], hdr[4], hdr[10], hdr[9])
-            nfs = decode_procedure(True, hdr[2], hdr[3], hdr[4], head, hdr[14], hdr[10], hdr[9])
-            if hdr[2] == portmap.PORTMAP_PROGRAM:
+            self.flows[flow] = what
+            nfs = decode_procedure(True, *what[:3], head, hdr.body_offset, *what[3:])
+            if hdr.prog == portmap.PORTMAP_PROGRAM:
                 self._portmap_call(key, hdr, head)
         else:
             st.replies += 1
@@ -359,20 +360,20 @@ class _Collector:
                 prog, vers, proc, gss_service, gss_proc, answered = info
                 if not answered:  # in place: the order stays that of the calls
                     self.calls[(dst, src, xid)] = (*info[:5], True)
-                hdr = (*hdr[:2], prog, vers, proc, *hdr[5:])
+                hdr = hdr._replace(prog=prog, vers=vers, proc=proc)
                 nfs = decode_procedure(
-                    False, prog, vers, proc, head, hdr[14], gss_service, gss_proc
+                    False, prog, vers, proc, head, hdr.body_offset, gss_service, gss_proc
                 )
                 if prog == portmap.PORTMAP_PROGRAM:
                     self._portmap_reply(src, dst, xid, hdr, head)
             else:
                 st.replies_without_call_info += 1
                 last = self.flows.get((dst, dport, src, sport))
-                guess = decode_reply_without_call(last, head, hdr[14])
+                guess = decode_reply_without_call(last, head, hdr.body_offset)
                 if guess is None:
-                    nfs = decode_procedure(False, -1, -1, -1, head, hdr[14], "", -1)
+                    nfs = decode_procedure(False, -1, -1, -1, head, hdr.body_offset, "", -1)
                 else:
-                    hdr = (*hdr[:2], *guess[:3], *hdr[5:])
+                    hdr = hdr._replace(prog=guess[0], vers=guess[1], proc=guess[2])
                     nfs = guess[3]
         truncated = captured < rpc_len or not complete
         if truncated:
@@ -392,21 +393,23 @@ class _Collector:
         self.n_rows += 1
         return self.n_rows - 1
 
-    def _portmap_call(self, key: tuple[bytes, bytes, int], hdr: tuple, head: bytes) -> None:
+    def _portmap_call(self, key: tuple[bytes, bytes, int], hdr: rpc.RpcHeader, head: bytes) -> None:
         """A portmap/rpcbind call: remember whether it asks for a UDP address."""
-        asks = portmap.asks_udp(hdr[3], hdr[4], head, hdr[14])
+        asks = portmap.asks_udp(hdr.vers, hdr.proc, head, hdr.body_offset)
         if asks is not None:
             if len(self.portmap_asks) >= MAX_PORTMAP_ASKS:
                 self.portmap_asks.clear()
             self.portmap_asks[key] = asks
 
-    def _portmap_reply(self, src: bytes, dst: bytes, xid: int, hdr: tuple, head: bytes) -> None:
+    def _portmap_reply(
+        self, src: bytes, dst: bytes, xid: int, hdr: rpc.RpcHeader, head: bytes
+    ) -> None:
         """A portmap/rpcbind reply (from src): the UDP ports it announces become RPC ports."""
         asked = self.portmap_asks.pop((dst, src, xid), False)
-        if hdr[12] != 0:  # not SUCCESS: no results
+        if hdr.accept_stat != 0:  # not SUCCESS: no results
             return
         ports = self.rpc_ports
-        for port in portmap.learnt_ports(hdr[3], hdr[4], head, hdr[14], asked):
+        for port in portmap.learnt_ports(hdr.vers, hdr.proc, head, hdr.body_offset, asked):
             if len(ports) < MAX_LEARNT_PORTS:
                 ports.add((src, port))
 

@@ -1,13 +1,14 @@
 """ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
 constants (§11).  Knows no NFS: procedure decoding plugs in by (prog, vers).
 
-A decoded header is a tuple in ``HEADER_FIELDS`` order, the messages-table
-columns this module owns.
+A decoded header is an ``RpcHeader`` (a NamedTuple: the messages-table
+columns this module owns, in ``HEADER_FIELDS`` order).
 """
 
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 # Record marking (RFC 5531 §11): 4-byte mark, high bit = last fragment
 LAST_FRAG = 0x80000000
@@ -75,23 +76,30 @@ MAX_AUTH_BYTES = 400  # RFC 5531 §8.2: opaque_auth body is at most 400 bytes
 MIN_CALL_LEN = 40  # xid, type, rpcvers, prog, vers, proc, cred (8), verf (8)
 MIN_REPLY_LEN = 12  # xid, type, reply_stat (a denied reply's shortest prefix)
 
-HEADER_FIELDS = (
-    "xid",
-    "msgtype",
-    "prog",
-    "vers",
-    "proc",
-    "auth",
-    "auth_uid",
-    "auth_gid",
-    "auth_machine",
-    "gss_proc",
-    "gss_service",
-    "reply_stat",
-    "accept_stat",
-    "reject_stat",
-    "body_offset",
-)
+
+class RpcHeader(NamedTuple):
+    """A decoded RPC header: the messages-table columns of that name
+    (``nfstrace.schema.MESSAGE_COLUMNS``); -1 / "" where not known.  For a
+    reply, prog/vers/proc are -1 here: the matched call gives them."""
+
+    xid: int
+    msgtype: str  # "call" or "reply"
+    prog: int
+    vers: int
+    proc: int
+    auth: str  # credential flavour (calls) or verifier flavour (replies)
+    auth_uid: int
+    auth_gid: int
+    auth_machine: str
+    gss_proc: int
+    gss_service: str
+    reply_stat: str  # replies: "accepted" / "denied"
+    accept_stat: int
+    reject_stat: int
+    body_offset: int  # where the procedure's arguments/results begin (-1: not captured)
+
+
+HEADER_FIELDS: tuple[str, ...] = RpcHeader._fields
 
 _CALL_HDR = struct.Struct(">IIIIIIII").unpack_from
 _U32 = struct.Struct(">I").unpack_from
@@ -217,7 +225,7 @@ def gss_service_name(service: int) -> str:
     return GSS_SERVICE_NAMES.get(service, str(service))
 
 
-def decode_header(buf: bytes) -> tuple | None:
+def decode_header(buf: bytes) -> RpcHeader | None:
     """Decode the RPC header at buf[0:]; None if buf does not hold one.
 
     A header cut short by the capture still yields what was read, with
@@ -234,33 +242,19 @@ def decode_header(buf: bytes) -> tuple | None:
     return None
 
 
-def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
+def _decode_call(buf: bytes, n: int, xid: int) -> RpcHeader | None:
     if n < 32:
         if n >= 24:
             _x, _t, _rpcvers, prog, vers, proc = struct.unpack_from(">IIIIII", buf, 0)
-            return (xid, "call", prog, vers, proc, "", -1, -1, "", -1, "", "", -1, -1, -1)
+            return RpcHeader(xid, "call", prog, vers, proc, "", -1, -1, "", -1, "", "", -1, -1, -1)
         return None
     _x, _t, _rpcvers, prog, vers, proc, flavor, clen = _CALL_HDR(buf, 0)
     uid = gid = gss_proc = -1
     machine = gss_service = ""
     pos = 32
     if clen > MAX_AUTH_BYTES:
-        return (
-            xid,
-            "call",
-            prog,
-            vers,
-            proc,
-            auth_name(flavor),
-            -1,
-            -1,
-            "",
-            -1,
-            "",
-            "",
-            -1,
-            -1,
-            -1,
+        return RpcHeader(
+            xid, "call", prog, vers, proc, auth_name(flavor), -1, -1, "", -1, "", "", -1, -1, -1
         )
     body_end = pos + ((clen + 3) & ~3)
     if flavor == AUTH_SYS and n >= pos + 8:
@@ -278,36 +272,23 @@ def _decode_call(buf: bytes, n: int, xid: int) -> tuple | None:
         _vflavor, vlen = _U32X2(buf, pos)
         if vlen <= MAX_AUTH_BYTES and n >= pos + 8 + ((vlen + 3) & ~3):
             body_offset = pos + 8 + ((vlen + 3) & ~3)
-    return (
-        xid,
-        "call",
-        prog,
-        vers,
-        proc,
-        auth_name(flavor),
-        uid,
-        gid,
-        machine,
-        gss_proc,
-        gss_service,
-        "",
-        -1,
-        -1,
-        body_offset,
-    )
+    return RpcHeader(
+        xid, "call", prog, vers, proc, auth_name(flavor), uid, gid, machine, gss_proc,
+        gss_service, "", -1, -1, body_offset,
+    )  # fmt: skip
 
 
-def _decode_reply(buf: bytes, n: int, xid: int) -> tuple | None:
+def _decode_reply(buf: bytes, n: int, xid: int) -> RpcHeader | None:
     if n < 12:
-        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "", -1, -1, -1)
+        return RpcHeader(xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "", -1, -1, -1)
     (stat,) = _U32(buf, 8)
     if stat == MSG_DENIED:
         reject = _U32(buf, 12)[0] if n >= 16 else -1
-        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "denied", -1, reject, -1)
+        return RpcHeader(xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "denied", -1, reject, -1)
     if stat != MSG_ACCEPTED:
         return None
     if n < 20:
-        return (xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "accepted", -1, -1, -1)
+        return RpcHeader(xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "accepted", -1, -1, -1)
     flavor, vlen = _U32X2(buf, 12)
     pos = 20 + ((vlen + 3) & ~3)
     accept = -1
@@ -317,20 +298,7 @@ def _decode_reply(buf: bytes, n: int, xid: int) -> tuple | None:
         body_offset = pos + 4
         if accept == PROG_MISMATCH:
             body_offset = pos + 12 if n >= pos + 12 else -1
-    return (
-        xid,
-        "reply",
-        -1,
-        -1,
-        -1,
-        auth_name(flavor),
-        -1,
-        -1,
-        "",
-        -1,
-        "",
-        "accepted",
-        accept,
-        -1,
+    return RpcHeader(
+        xid, "reply", -1, -1, -1, auth_name(flavor), -1, -1, "", -1, "", "accepted", accept, -1,
         body_offset,
-    )
+    )  # fmt: skip
