@@ -25,7 +25,7 @@ from nfstrace import config, schema  # noqa: E402
 from nfstrace.parsers import (  # noqa: E402
     capture,
     decoders,
-    fast,
+    dissector,
     ip,
     link,
     native,
@@ -34,7 +34,9 @@ from nfstrace.parsers import (  # noqa: E402
     nfs_fields,
     portmap,
     rpc,
+    stats,
     tcp,
+    tcp_state,
 )
 
 OUTPUT = ROOT / "native" / "src" / "tables.rs"
@@ -254,29 +256,29 @@ def generate() -> str:
     out.const("MAX_NETID", "u32", portmap.MAX_NETID)
     out.const("MAX_UADDR", "u32", portmap.MAX_UADDR)
 
-    out.section("TCP and the frame loop (parsers/tcp.py, parsers/fast.py)")
+    out.section("TCP and the frame loop (parsers/tcp.py, tcp_state.py, dissector.py)")
     out.const("SEQ_MOD", "i64", tcp.SEQ_MOD)
     out.const("MAX_SEQ_JUMP", "i64", tcp.MAX_SEQ_JUMP)
     out.const("RTT_MAX_SEGMENT", "i64", tcp.RTT_MAX_SEGMENT)
     for name in ("TH_FIN", "TH_SYN", "TH_RST", "TH_ACK"):
-        out.const(name, "u8", f"0x{getattr(fast, name):02X}")
+        out.const(name, "u8", f"0x{getattr(tcp_state, name):02X}")
     for name in ("TCPOPT_EOL", "TCPOPT_NOP", "TCPOPT_MSS", "TCPOPT_WSCALE"):
-        out.const(name, "u8", getattr(fast, name))
-    out.const("SEQ_MASK", "i64", _hex(fast.SEQ_MASK))
-    out.const("SEQ_HALF", "i64", _hex(fast.SEQ_HALF))
-    out.const("MAX_WSCALE", "i64", fast.MAX_WSCALE)
-    out.const("DEFAULT_MSS", "i64", fast.DEFAULT_MSS)
-    out.const("SYN_WINDOW", "i64", fast.SYN_WINDOW)
-    out.const("MAX_RECENT_FRAMES", "usize", fast.MAX_RECENT_FRAMES)
-    out.const("MAX_LEARNT_PORTS", "usize", fast.MAX_LEARNT_PORTS)
-    out.const("MAX_PORTMAP_ASKS", "usize", fast.MAX_PORTMAP_ASKS)
+        out.const(name, "u8", getattr(tcp_state, name))
+    out.const("SEQ_MASK", "i64", _hex(tcp_state.SEQ_MASK))
+    out.const("SEQ_HALF", "i64", _hex(tcp_state.SEQ_HALF))
+    out.const("MAX_WSCALE", "i64", tcp_state.MAX_WSCALE)
+    out.const("DEFAULT_MSS", "i64", tcp_state.DEFAULT_MSS)
+    out.const("SYN_WINDOW", "i64", tcp_state.SYN_WINDOW)
+    out.const("MAX_RECENT_FRAMES", "usize", dissector.MAX_RECENT_FRAMES)
+    out.const("MAX_LEARNT_PORTS", "usize", dissector.MAX_LEARNT_PORTS)
+    out.const("MAX_PORTMAP_ASKS", "usize", dissector.MAX_PORTMAP_ASKS)
     out.const("MAX_FLOWS", "usize", decoders.MAX_FLOWS, "decoders.MAX_FLOWS")
     out.predicate(
         "is_rpc_well_known_port",
         "port",
         "i32",
-        fast.RPC_WELL_KNOWN_PORTS,
-        "fast.RPC_WELL_KNOWN_PORTS",
+        dissector.RPC_WELL_KNOWN_PORTS,
+        "dissector.RPC_WELL_KNOWN_PORTS",
     )
 
     out.section("NFSv3 (parsers/nfs3.py, procnames.py)")
@@ -354,11 +356,11 @@ def generate() -> str:
         "EVENT_KIND_NAMES",
     )
 
-    out.section("Named anomalies (fast.ANOMALIES)")
+    out.section("Named anomalies (stats.ANOMALIES)")
     out.names_enum(
         "Anomaly",
-        "ParseStats.anomalies names, in fast.ANOMALIES order.",
-        list(fast.ANOMALIES),
+        "ParseStats.anomalies names, in stats.ANOMALIES order.",
+        list(stats.ANOMALIES),
         "ANOMALY_NAMES",
     )
     return out.text()

@@ -50,7 +50,7 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "(snaplen, missing segments or lost fragments)",
     "acked_ns": "int64: TCP: capture time of the first ACK from the receiver covering the "
     "message up to its last segment (a receiver may hold the ACK of a short last segment: "
-    "fast.ack_point) (-1: UDP, no such ACK captured, or the message was cut short)",
+    "tcp_state.ack_point) (-1: UDP, no such ACK captured, or the message was cut short)",
 }
 
 # Columns as (name, pandas dtype), in table order.
@@ -166,7 +166,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
 TRANSACTION_DTYPES: dict[str, str] = {k: v[0] for k, v in TRANSACTION_COLUMNS.items()}
 
 # events: one row per transport-level event or stretch the parser saw, in time
-# order.  Built by nfstrace/parsers/fast.py.  Stretches (a zero or full window)
+# order.  Built by nfstrace/parsers/dissector.py.  Stretches (a zero or full window)
 # are one row each: ts_ns is their start, duration_ns their length; every
 # other event is instantaneous (duration_ns 0).
 EVENT_COLUMNS: dict[str, tuple[str, str]] = {

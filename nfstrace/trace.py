@@ -19,7 +19,7 @@ from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.fast import ParseStats
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.text import count, printable
 
 

@@ -20,7 +20,7 @@ from conftest import FULL_CAPTURES, S256_CAPTURES
 
 from nfstrace.errors import UsageError
 from nfstrace.match import match
-from nfstrace.parsers import backends, fast, pyshark_backend
+from nfstrace.parsers import backends, frame_loop, pyshark_backend
 
 try:
     from crafted import make_backends as mb
@@ -79,7 +79,7 @@ def transactions_seen_by_tshark(backend: str, *paths: Path) -> pd.DataFrame:
 
 def test_registry_names_and_contract() -> None:
     assert list(backends.PARSERS) == ["auto", "native", "fast", "dpkt", "pyshark"]
-    assert backends.PARSERS["fast"] is fast.parse
+    assert backends.PARSERS["fast"] is frame_loop.parse
     assert all(callable(p) for p in backends.PARSERS.values())
 
 
@@ -131,7 +131,7 @@ def test_dpkt_same_messages_on_samples(capture: Path) -> None:
 
 
 def assert_same_transport(ours: tuple, theirs: tuple) -> None:
-    """One transport layer (fast.Dissector) under both: the same events and
+    """One transport layer (dissector.Dissector) under both: the same events and
     per-direction facts, connections and window tracking."""
     assert ours[2].directions  # every capture has IP packets
     pd.testing.assert_frame_equal(theirs[1], ours[1])

@@ -23,7 +23,7 @@ from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
 from nfstrace.analysis.pace import outstanding_steps
 from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
-from nfstrace.parsers.fast import ParseStats
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.reports import figures as fg
 from nfstrace.schema import EVENT_COLUMNS, TRANSACTION_DTYPES
 from nfstrace.trace import Trace

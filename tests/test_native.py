@@ -20,7 +20,7 @@ from conftest import SAMPLES
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import fast, native
+from nfstrace.parsers import frame_loop, native, stats
 from nfstrace.schema import EVENT_KINDS
 
 try:
@@ -84,7 +84,7 @@ def test_extension_is_built() -> None:
 
 
 def assert_same(paths: list[Path], limits: ParseLimits | None = None) -> tuple:
-    ref = fast.parse([str(p) for p in paths], limits)
+    ref = frame_loop.parse([str(p) for p in paths], limits)
     got = native.parse([str(p) for p in paths], limits)
     pd.testing.assert_frame_equal(got[0], ref[0])
     pd.testing.assert_frame_equal(got[1], ref[1])
@@ -211,7 +211,7 @@ def test_unusable_files_same_error(tmp_path: Path) -> None:
     text.write_text("not a capture at all\n")
     for path in (tmp_path / "missing.pcap", tmp_path, empty, text):
         with pytest.raises(CaptureError) as ref:
-            fast.parse([str(path)])
+            frame_loop.parse([str(path)])
         with pytest.raises(CaptureError) as got:
             native.parse([str(path)])
         assert str(got.value) == str(ref.value)
@@ -262,7 +262,7 @@ def test_progress_reported_and_interrupt_raised(
         path = tmp_path / "long.pcap.gz"
         path.write_bytes(gzip.compress(long_capture.read_bytes(), mtime=0))
     size = path.stat().st_size
-    for parse in (native.parse, fast.parse):
+    for parse in (native.parse, frame_loop.parse):
         seen: list[tuple[int, int]] = []
         parse([str(path)], progress=lambda n, b: seen.append((n, b)))  # noqa: B023
         assert [n for n, _ in seen] == [0x4000, 0x8000], parse
@@ -307,7 +307,7 @@ def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
         path = tmp_path / f"m{i}.pcap"
         path.write_bytes(_mutations(rng.choice(sources), rng))
         try:
-            ref = fast.parse([str(path)])
+            ref = frame_loop.parse([str(path)])
         except CaptureError:
             with pytest.raises(CaptureError):
                 native.parse([str(path)])
@@ -348,7 +348,7 @@ def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: in
     for k, i in enumerate((0, 2000, 4095, 4096, 5000, 8999)):
         cap.frames.append((end + k, originals[i], len(originals[i])))
     path = cap.write(tmp_path / "many.pcap", nano=True)
-    a, b = fast.parse([str(path)]), native.parse([str(path)])
+    a, b = frame_loop.parse([str(path)]), native.parse([str(path)])
     assert a[2].duplicate_frames == b[2].duplicate_frames > 0
     dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
     assert dup(a[1]) == dup(b[1])
@@ -364,7 +364,7 @@ def test_extension_knows_every_event_kind_and_anomaly() -> None:
     assert list(ext.EVENT_KINDS) == list(EVENT_KINDS), (
         "the native extension was built from other event kinds: rebuild it"
     )
-    assert list(ext.ANOMALIES) == list(fast.ANOMALIES), (
+    assert list(ext.ANOMALIES) == list(stats.ANOMALIES), (
         "the native extension was built from other anomalies: rebuild it"
     )
 
@@ -381,4 +381,4 @@ def test_same_partitions(tmp_path: Path) -> None:
     for i in range(3):
         got = assert_same([capture], ParseLimits(partition=i, partitions=3))
         sizes.append(len(got[0]))
-    assert all(sizes) and sum(sizes) == len(fast.parse([str(capture)])[0])
+    assert all(sizes) and sum(sizes) == len(frame_loop.parse([str(capture)])[0])

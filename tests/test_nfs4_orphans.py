@@ -14,7 +14,7 @@ import tshark_ref
 
 import nfstrace
 from nfstrace.analysis.writes import analyze_writes
-from nfstrace.parsers import fast, native, nfs4
+from nfstrace.parsers import frame_loop, native, nfs4
 
 try:
     from crafted import make_causes as mcs
@@ -24,7 +24,7 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_nfs4_orphans as mo
 
 # the native parser where built (CI's second pass hides it: the Python one alone)
-PARSERS = {"python": fast.parse, **({"native": native.parse} if native.available() else {})}
+PARSERS = {"python": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 V40_ORPHANS = {mo.XID40 + i for i in mo.MISSED}
 V41_ORPHANS = {mo.XID41 + i for i in mo.MISSED41}
 

@@ -18,7 +18,7 @@ from conftest import SAMPLES, bench_module
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import backends, capture, fast, native, parallel
+from nfstrace.parsers import backends, capture, frame_loop, native, parallel
 from nfstrace.trace import AnalysisConfig, load
 
 try:
@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - run from the repository root
 
 ROOT = Path(__file__).resolve().parent.parent
 # The parsers that can read one partition, where built (CI's second pass hides native)
-PARSERS = {"fast": fast.parse, **({"native": native.parse} if native.available() else {})}
+PARSERS = {"fast": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 CLIENTS = 16  # the metadata capture's clients (bench/run.py METADATA_CLIENTS)
 
 

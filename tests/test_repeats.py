@@ -167,7 +167,7 @@ def test_a_call_re_sent_100_000_times_is_one_line() -> None:
     except ImportError:  # tests/ not on sys.path: import as a package
         from tests.crafted import make_writes as mw
     from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, MAX_LISTED, listed
-    from nfstrace.parsers.fast import ParseStats
+    from nfstrace.parsers.stats import ParseStats
 
     sends = tuple(range(0, 100_001 * 1_000_000, 1_000_000))
     tx = mw.transactions_table(

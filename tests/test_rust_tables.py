@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import fast, native
+from nfstrace.parsers import native, stats
 from nfstrace.schema import EVENT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def test_tables_rs_is_generated_from_the_python_parser():
 
 def test_tables_rs_covers_event_kinds_and_anomalies():
     text = TABLES.read_text()
-    for name in [*EVENT_KINDS, *fast.ANOMALIES]:
+    for name in [*EVENT_KINDS, *stats.ANOMALIES]:
         assert f'"{name}",' in text, name
 
 

@@ -17,7 +17,7 @@ import nfstrace
 from nfstrace.analysis.repeats import analyze_repeats
 from nfstrace.parsers import ip as ipmod
 from nfstrace.parsers import native
-from nfstrace.parsers.fast import ANOMALIES, ParseStats
+from nfstrace.parsers.stats import ANOMALIES, ParseStats
 from nfstrace.trace import AnalysisConfig
 
 try:

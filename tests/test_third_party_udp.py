@@ -13,7 +13,7 @@ import tshark_ref
 
 import nfstrace
 from nfstrace.analysis.fragments import analyze_fragments
-from nfstrace.parsers import fast, portmap, rpc
+from nfstrace.parsers import frame_loop, portmap, rpc
 
 try:
     from crafted import make_crafted as mc
@@ -29,7 +29,7 @@ def caps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def messages(path: Path):
-    return fast.parse([str(path)])[0]
+    return frame_loop.parse([str(path)])[0]
 
 
 def test_sadmind_on_the_port_portmap_announced(caps: dict[str, Path]) -> None:
@@ -93,7 +93,7 @@ def test_rpcbind_getaddr_and_dump_teach_udp_ports(caps: dict[str, Path]) -> None
 
 
 def test_no_rpc_in_dns_ntp_syslog_and_noise(caps: dict[str, Path]) -> None:
-    m, _events, stats = fast.parse([str(caps["not_rpc_udp"])])
+    m, _events, stats = frame_loop.parse([str(caps["not_rpc_udp"])])
     assert stats.udp_packets > 450
     assert m.empty
 

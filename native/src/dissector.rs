@@ -1,4 +1,4 @@
-//! The frame loop and transport layer (mirrors `parsers/fast.py`): mirror
+//! The frame loop and transport layer (mirrors `parsers/frame_loop.py` and `dissector.py`): mirror
 //! duplicates, link -> IP (fragment reassembly) -> UDP datagram or TCP segment
 //! (connections, handshake, windows, reassembly) -> record marking -> RPC
 //! header -> NFS fields, collected as columns.
@@ -26,7 +26,7 @@ use crate::tables::{
 };
 
 /// Where the UDP header starts in an IP datagram's first fragment (IPv6: after
-/// the extension headers); -1 if not UDP (fast._udp_offset).
+/// the extension headers); -1 if not UDP (dissector._udp_offset).
 fn udp_offset(version: u8, proto: i32, data: &[u8]) -> i64 {
     if version == 4 {
         return if proto == ip::PROTO_UDP { 0 } else { -1 };
@@ -252,7 +252,7 @@ struct Calls {
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
-    /// calls forgotten before any reply came (fast._Collector.calls_forgotten)
+    /// calls forgotten before any reply came (dissector.Collector.calls_forgotten)
     forgotten: i64,
 }
 
@@ -286,7 +286,7 @@ impl Calls {
     }
 }
 
-/// Assembled messages -> rows; remembers calls to name replies (fast._Collector).
+/// Assembled messages -> rows; remembers calls to name replies (dissector.Collector).
 pub struct Collector {
     pub cols: Columns,
     /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
@@ -388,7 +388,7 @@ impl Collector {
         e.duration.push(duration);
     }
 
-    /// One assembled message (fast._Collector.message).
+    /// One assembled message (dissector.Collector.message).
     #[allow(clippy::too_many_arguments)]
     fn message(
         &mut self,
@@ -452,7 +452,7 @@ impl Collector {
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
                     if prog == portmap::PORTMAP_PROGRAM {
-                        // the ports it announces become RPC ports (fast._portmap_reply)
+                        // the ports it announces become RPC ports (dissector.Collector._portmap_reply)
                         let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
                         if hdr.accept_stat == 0 {
                             for port in
@@ -651,7 +651,7 @@ impl Sink for Collector {
     }
 }
 
-/// Frames and packets by layer (fast.FrameCounts).
+/// Frames and packets by layer (stats.FrameCounts).
 #[derive(Default)]
 pub struct FrameCounts {
     pub ipv4: i64,
@@ -667,7 +667,7 @@ pub struct FrameCounts {
 
 type StreamKey = (Addr, i32, Addr, i32);
 
-/// The transport layer (fast.Dissector).
+/// The transport layer (dissector.Dissector).
 pub struct Dissector {
     settings_dup_window: i64,
     send_gap_ns: i64,
@@ -703,7 +703,7 @@ pub struct Dissector {
     ts: i64,
     pub counts: FrameCounts,
     // frames of the last duplicate window by fingerprint (time, bytes), in two
-    // generations (fast.Dissector.frames), and when the current one began
+    // generations (dissector.Dissector.frames), and when the current one began
     recent: HashMap<u64, (i64, Vec<u8>)>,
     older: HashMap<u64, (i64, Vec<u8>)>,
     since: Option<i64>,
@@ -896,7 +896,7 @@ fn window_reached(hs: &mut HalfStream, seq: i64, end: i64, ts: i64, frame: i64) 
     }
 }
 
-/// A SYN or SYN-ACK: handshake event, MSS and window scale (fast._on_syn).
+/// A SYN or SYN-ACK: handshake event, MSS and window scale (tcp_state.on_syn).
 /// True when both directions' shifts are known (window tracking on).  `h` and
 /// its reverse `r` are arena indices; they are the same stream when a host
 /// talks to itself on one port (each field is then read and written in the
@@ -1043,7 +1043,7 @@ impl Dissector {
         if frame_no & 0x3FFF == 0 {
             progress(frame_no);
         }
-        // fast.Dissector.frames: length, last two bytes, bytes 19, 25, 51
+        // dissector.Dissector.frames: length, last two bytes, bytes 19, 25, 51
         let n = data.len();
         let fp = if n >= 52 {
             n as u64
@@ -1383,7 +1383,7 @@ impl Dissector {
     }
 
     /// A segment with SYN set on a direction that has carried RPC records:
-    /// true when the receiver would have dropped it (fast.Dissector._syn_dropped).
+    /// true when the receiver would have dropped it (dissector.Dissector._syn_dropped).
     fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: i32) -> bool {
         let seg: &[u8] = &dg.payload;
         let f = &self.facts.rows[self.arena[h].facts];
@@ -1608,7 +1608,7 @@ impl Dissector {
     }
 
     /// A reply whose call is not known: give up the incomplete datagram that
-    /// holds the call in its first fragment, if one is held (fast._call_in_fragments).
+    /// holds the call in its first fragment, if one is held (dissector.Dissector._call_in_fragments).
     fn call_in_fragments(&mut self, src: Addr, dst: Addr, sport: i32, dport: i32, xid: u32) {
         let test = |version: u8, proto: i32, data: &[u8]| -> bool {
             let at = udp_offset(version, proto, data);
@@ -1628,7 +1628,7 @@ impl Dissector {
     }
 
     /// The UDP datagrams given up whose first fragment was captured: each an
-    /// RPC message cut short if it holds one (fast.partial_datagrams).
+    /// RPC message cut short if it holds one (dissector.Dissector.partial_datagrams).
     fn partial_datagrams(&mut self) {
         let partial = std::mem::take(&mut self.reasm.partial);
         for pd in partial {
@@ -1747,7 +1747,7 @@ impl Dissector {
         self.n_tcp_conns - self.tracked_conns.len() as i64
     }
 
-    /// A named anomaly's count (every one of fast.ANOMALIES: the match is
+    /// A named anomaly's count (every one of stats.ANOMALIES: the match is
     /// exhaustive over the generated `Anomaly`).
     pub fn anomaly(&self, a: Anomaly) -> i64 {
         let fs = &self.reasm.stats;
@@ -1771,7 +1771,7 @@ impl Dissector {
         }
     }
 
-    /// Named anomalies (fast.ANOMALIES) with their counts, the non-zero ones.
+    /// Named anomalies (stats.ANOMALIES) with their counts, the non-zero ones.
     pub fn anomalies(&self) -> Vec<(&'static str, i64)> {
         Anomaly::ALL
             .into_iter()

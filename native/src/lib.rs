@@ -1,6 +1,6 @@
 //! nfstrace's native hot path: capture files -> ONC-RPC messages, as columns.
 //!
-//! A line-by-line port of the pure-Python parser (`nfstrace/parsers/fast.py`
+//! A line-by-line port of the pure-Python parser (`nfstrace/parsers/frame_loop.py`
 //! and the modules it drives), which stays the readable reference: the two
 //! must give identical tables (tests/test_native.py).  Python builds the
 //! DataFrames, names procedures and decodes the rare messages this crate

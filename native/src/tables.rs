@@ -139,7 +139,7 @@ pub const IPPROTO_UDP: u32 = 17;
 pub const MAX_NETID: u32 = 255;
 pub const MAX_UADDR: u32 = 255;
 
-// ---- TCP and the frame loop (parsers/tcp.py, parsers/fast.py) -------------------------------
+// ---- TCP and the frame loop (parsers/tcp.py, tcp_state.py, dissector.py) --------------------
 pub const SEQ_MOD: i64 = 4_294_967_296;
 pub const MAX_SEQ_JUMP: i64 = 1_073_741_824;
 pub const RTT_MAX_SEGMENT: i64 = 9000;
@@ -161,7 +161,7 @@ pub const MAX_LEARNT_PORTS: usize = 65536;
 pub const MAX_PORTMAP_ASKS: usize = 4096;
 /// decoders.MAX_FLOWS
 pub const MAX_FLOWS: usize = 65536;
-/// fast.RPC_WELL_KNOWN_PORTS
+/// dissector.RPC_WELL_KNOWN_PORTS
 pub const fn is_rpc_well_known_port(port: i32) -> bool {
     matches!(port, 111 | 2049)
 }
@@ -396,8 +396,8 @@ impl Ev {
     }
 }
 
-// ---- Named anomalies (fast.ANOMALIES) -------------------------------------------------------
-/// ParseStats.anomalies names, in fast.ANOMALIES order.
+// ---- Named anomalies (stats.ANOMALIES) ------------------------------------------------------
+/// ParseStats.anomalies names, in stats.ANOMALIES order.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Anomaly {
     TcpHeaderLength = 0,

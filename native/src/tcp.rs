@@ -811,7 +811,7 @@ impl TcpReassembler {
 
     /// Hand on the message assembled; `end`: the sequence number just past its
     /// last byte (-1: cut short, not waited for an ACK).  A whole message waits
-    /// for the peer's ACK of its last byte (tcp.py does this in fast.py's emit).
+    /// for the peer's ACK of its last byte (tcp.py does this in dissector.py's emit).
     fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
         hs.in_msg = false;
         hs.msg_end = end;
@@ -846,7 +846,7 @@ impl TcpReassembler {
 }
 
 /// The sequence number the receiver's ACK must reach for a message at [start,
-/// end) to count as received: all of it but its last segment (fast.ack_point).
+/// end) to count as received: all of it but its last segment (tcp_state.ack_point).
 pub fn ack_point(start: i64, end: i64, max_seg: i64) -> i64 {
     let length = (end - start).rem_euclid(SEQ_MOD);
     let back = if length > max_seg {

@@ -48,7 +48,7 @@ from nfstrace.analysis.writes import (
     prepared,
     write_progress,
 )
-from nfstrace.parsers.fast import ParseStats
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.text import count
 
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}

@@ -1,6 +1,6 @@
 """The parser backends behind ``--parser {auto,native,fast,dpkt,pyshark}``: one
 name, one ``parse(paths, limits, progress) -> (messages, events, stats)``
-callable each, all with the contract of ``nfstrace.parsers.fast.parse``.
+callable each, all with the contract of ``nfstrace.parsers.frame_loop.parse``.
 
 ``native`` is the Rust port of ``fast`` (the ``nfstrace._native`` extension,
 built at install time when cargo is there); ``auto``, the default, is native
@@ -22,9 +22,9 @@ import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
-from nfstrace.parsers import fast, native
+from nfstrace.parsers import frame_loop, native
 from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.fast import ParseStats
+from nfstrace.parsers.stats import ParseStats
 
 Parser = Callable[
     [list[str], ParseLimits | None, Progress | None],
@@ -69,7 +69,7 @@ def _auto(
 PARSERS: dict[str, Parser] = {
     "auto": _auto,
     "native": native.parse,
-    "fast": fast.parse,
+    "fast": frame_loop.parse,
     "dpkt": _lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
     "pyshark": _lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
 }

@@ -11,8 +11,8 @@ Ours, where dpkt has no equivalent: decompression and opening
 (``capture.open_stream``), the merge of several files in time order, IP
 fragment reassembly (``ip.Reassembler``), TCP stream reassembly and RPC
 record marking (``tcp.TcpReassembler``), the RPC header and NFS decoding
-(``fast._Collector`` -> ``rpc`` / ``decoders``): the whole transport layer
-is ``fast.Dissector``, fed with dpkt's decoded headers.  dpkt's ``rpc``
+(``dissector.Collector`` -> ``rpc`` / ``decoders``): the whole transport layer
+is ``dissector.Dissector``, fed with dpkt's decoded headers.  dpkt's ``rpc``
 module is not used: it cannot decode a header cut short by the snaplen and exposes neither
 the AUTH_SYS fields nor the procedure arguments' offset.
 
@@ -47,8 +47,9 @@ from nfstrace.parsers.capture import (
     file_bytes_read,
     open_stream,
 )
-from nfstrace.parsers.fast import Dissector, FrameCounts, ParseStats
+from nfstrace.parsers.dissector import Dissector
 from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
+from nfstrace.parsers.stats import FrameCounts, ParseStats
 
 # ---- capture files, record by record with dpkt's record classes ---------------------
 
@@ -393,7 +394,7 @@ def ipv6_datagram(
     return dg, _upper(nh, payload[pos:])
 
 
-# ---- transport: fast.Dissector, fed with dpkt's decoded headers ---------------------------
+# ---- transport: dissector.Dissector, fed with dpkt's decoded headers ---------------------------
 
 
 def parse(
@@ -402,7 +403,7 @@ def parse(
     progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Read capture files with dpkt; return (messages, transport events, stats),
-    the contract of ``nfstrace.parsers.fast.parse``."""
+    the contract of ``nfstrace.parsers.frame_loop.parse``."""
     limits = limits or ParseLimits()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
     d = Dissector(limits, stats)

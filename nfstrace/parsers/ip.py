@@ -10,6 +10,7 @@ captured payload) and the loss of any fragment shows as an incomplete datagram.
 
 from __future__ import annotations
 
+import socket
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ IPV6_EXT_SIMPLE = frozenset((IPV6_HOPOPTS, IPV6_ROUTING, IPV6_DSTOPTS, IPV6_MOBI
 
 # Per-direction facts are kept as small lists (cheaper than objects in the
 # per-packet loop), one per (source address, destination address), at these
-# positions; ``fast.DirectionFacts`` is the row made of them at the end.
+# positions; ``stats.DirectionFacts`` is the row made of them at the end.
 F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
 F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
 # TCP/UDP checksums verified (on a sample: CHECKSUM_SAMPLE) and those found bad
@@ -60,6 +61,14 @@ def partition_of(version: int, data: Bytes, off: int, partitions: int) -> int:
     else:
         return 0
     return zlib.crc32(a + b if a <= b else b + a) % partitions
+
+
+def addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
+    """An address's text (IPv4 or IPv6 by its length), remembered in cache."""
+    s = cache.get(raw)
+    if s is None:
+        s = cache[raw] = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+    return s
 
 
 class Facts(dict[tuple[bytes, bytes], list[int]]):

@@ -1,6 +1,6 @@
 """The native parser: the Rust port of the frame loop (``native/``, the
 ``nfstrace._native`` extension) turned into the same tables as
-``nfstrace.parsers.fast.parse``.
+``nfstrace.parsers.frame_loop.parse``.
 
 Rust walks the capture through the RPC header and the NFS fields and hands
 back columns (numbers, and ids into tables of distinct values); this module
@@ -23,10 +23,9 @@ import pyarrow as pa
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import capture, fast, nfs4, rpc
+from nfstrace.parsers import capture, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Damage
 from nfstrace.parsers.decoders import decode as decode_procedure
-from nfstrace.parsers.fast import DirectionFacts, ParseStats
 from nfstrace.parsers.ip import (
     F_CSUM_BAD,
     F_CSUM_CHECKED,
@@ -49,6 +48,8 @@ from nfstrace.parsers.nfs_fields import (
     FIELD_NAMES,
 )
 from nfstrace.parsers.procnames import procedure_name
+from nfstrace.parsers.stats import DirectionFacts, ParseStats
+from nfstrace.parsers.tables import events_frame, messages_frame
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 try:
@@ -259,7 +260,7 @@ def _acked(cols: dict) -> np.ndarray:
 
 def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_first_ns"]:
-        return fast._messages_frame([])  # the empty table exactly as the reference makes it
+        return messages_frame([])  # the empty table exactly as the reference makes it
     addrs = _addr_texts(tables["addrs"])
     prog = _ints(cols, "prog", "i8")
     # vers and proc come unsigned (names are made from the real numbers); the
@@ -336,7 +337,7 @@ _CATEGORIES: dict[str, Callable[[int], str]] = {
 
 def _events(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_ns"]:
-        return fast._events_frame([])
+        return events_frame([])
     addrs = _addr_texts(tables["addrs"])
     data: dict[str, Any] = {
         "ts_ns": _ints(cols, "ts_ns", "i8"),
@@ -420,7 +421,7 @@ def parse(
     progress: capture.Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Read capture files; return (messages, transport events, stats), as
-    ``nfstrace.parsers.fast.parse`` does."""
+    ``nfstrace.parsers.frame_loop.parse`` does."""
     if _native is None:
         raise CaptureError(f"the native parser is not available: {IMPORT_ERROR}")
     limits = limits or ParseLimits()

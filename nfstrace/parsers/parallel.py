@@ -52,7 +52,7 @@ from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.fast import ParseStats
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]

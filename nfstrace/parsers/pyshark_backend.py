@@ -43,9 +43,10 @@ from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import nfs3, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
-from nfstrace.parsers.fast import _ROW_COLUMNS, ParseStats, _events_frame, _messages_frame
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
 from nfstrace.parsers.procnames import procedure_name
+from nfstrace.parsers.stats import ParseStats
+from nfstrace.parsers.tables import ROW_COLUMNS, events_frame, messages_frame
 
 
 class TsharkMissingError(UsageError):
@@ -469,7 +470,7 @@ class _Rows:
             "truncated": any(n in self.truncated_frames for n in frames),
         }
         row.update(zip(FIELD_NAMES, _nfs_fields(msg, is_call, prog, vers, proc), strict=True))
-        self.rows.append(tuple(row[c] for c in _ROW_COLUMNS))
+        self.rows.append(tuple(row[c] for c in ROW_COLUMNS))
 
 
 def parse(
@@ -478,7 +479,7 @@ def parse(
     progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Dissect capture files with tshark; return (messages, events, stats), the
-    contract of ``nfstrace.parsers.fast.parse``.  ``limits`` do not apply
+    contract of ``nfstrace.parsers.frame_loop.parse``.  ``limits`` do not apply
     (tshark keeps its own); events are empty (tshark's TCP analysis is not mapped)."""
     tshark = tshark_path()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
@@ -499,7 +500,7 @@ def parse(
         for i, msg in enumerate(split.get(number) or [f]):
             rows.message(number, f, msg, first_of_frame=i == 0)
     stats.frames = len(frames)
-    messages = _messages_frame(rows.rows)
+    messages = messages_frame(rows.rows)
     # Connection ids dense in order of first use by an RPC message.
     order = pd.unique(messages["conn"])
     messages["conn"] = messages["conn"].map({c: i + 1 for i, c in enumerate(order)}).astype("int64")
@@ -510,4 +511,4 @@ def parse(
     stats.replies_without_call_info = int(
         ((messages["msgtype"] == "reply") & (messages["prog"] < 0)).sum()
     )
-    return messages, _events_frame([]), stats
+    return messages, events_frame([]), stats

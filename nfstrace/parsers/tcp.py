@@ -13,7 +13,7 @@ One ``HalfStream`` per direction of a connection runs two small state machines:
 Only the first ``head_bytes`` of each message are kept; the rest is counted.
 
 A ``HalfStream`` also carries the per-direction facts the parser loop keeps
-(``nfstrace/parsers/fast.py``): handshake state, window scale and MSS, the
+(``nfstrace/parsers/tcp_state.py``): handshake state, window scale and MSS, the
 bytes in flight against the peer's window, open zero-window / window-full
 stretches.
 Bytes that were not captured (snaplen, lost segments) are stepped over by
@@ -91,7 +91,7 @@ class HalfStream:
         "dst",
         "dport",
         "conn",
-        "seen",  # frame number of its last packet (fast.Dissector: the idlest are forgotten)
+        "seen",  # frame number of its last packet (dissector.Dissector: the idlest are forgotten)
         # ordering
         "next_seq",
         "pending",
@@ -122,13 +122,13 @@ class HalfStream:
         "ip_frags",
         "record_frags",
         # per-direction IP facts (a list shared by every stream of the address
-        # pair; fast.py folds the counts below into it when the stream ends)
+        # pair; tcp_state.retire folds the counts below into it when the stream ends)
         "facts",
         "packets",
         "ip_bytes",
         "max_ip_len",
         "ttl",
-        # handshake and window (fast.py): see __init__
+        # handshake and window (tcp_state.py): see __init__
         "watch",
         "handshake_ack_due",
         "syn_wscale",
@@ -149,12 +149,12 @@ class HalfStream:
         "wfull_frame",
         "wfull_seq",
         "wfull_wnd",
-        # data->ACK round trips (fast.py): see __init__
+        # data->ACK round trips (tcp_state.py): see __init__
         "rtt_hi",
         "rtt_end",
         "rtt_start",
         "rtt_best",
-        # send gaps (fast.py): see __init__
+        # send gaps (tcp_state.py): see __init__
         "ack_hi",
         "max_seg",
         "gap_t",
@@ -163,7 +163,7 @@ class HalfStream:
         "gap_flight",
         "gap_acked",
         "ack_due",
-        # the other direction of the same connection, once seen (fast.Dissector)
+        # the other direction of the same connection, once seen (dissector.Dissector)
         "rev",
     )
 
@@ -190,7 +190,7 @@ class HalfStream:
         self.synced = False
         self.unsynced_bytes = 0
         # a FIN or RST was seen from this direction (or an RST from the other):
-        # a SYN on its ports after that is a new connection (fast.Dissector)
+        # a SYN on its ports after that is a new connection (dissector.Dissector)
         self.ended = False
         self.in_msg = False
         self.msg_start = 0  # sequence number of the message's record mark
@@ -245,7 +245,7 @@ class HalfStream:
         self.gap_flight = 0
         self.gap_acked = -1
         # Messages waiting for the peer's ACK: (the sequence number an ACK must
-        # reach, row of the message), oldest first (fast._Collector.acked).
+        # reach, row of the message), oldest first (dissector.Collector.acked).
         self.ack_due: deque[tuple[int, int]] | None = None  # made when first needed
         self.rev: HalfStream | None = None
 

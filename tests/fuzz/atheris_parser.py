@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 with atheris.instrument_imports(include=["nfstrace"]):
     from nfstrace.errors import NfstraceError
     from nfstrace.match import match
-    from nfstrace.parsers import fast
+    from nfstrace.parsers import frame_loop
 
-print(f"fuzzing {fast.__file__}", flush=True)
+print(f"fuzzing {frame_loop.__file__}", flush=True)
 _FD, PATH = tempfile.mkstemp(prefix="nfstrace-atheris-", suffix=".pcap", dir="/dev/shm")
 os.close(_FD)
 
@@ -47,7 +47,7 @@ def run(data: bytes) -> None:
     with open(PATH, "wb") as f:
         f.write(data)
     try:
-        messages, _events, _stats = fast.parse([PATH])
+        messages, _events, _stats = frame_loop.parse([PATH])
     except NfstraceError:
         return
     match(messages)

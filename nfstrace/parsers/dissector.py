@@ -1,40 +1,27 @@
-"""The built-in ("fast") parser: capture files -> the messages table.
+"""The transport layer every Python-side parser shares (``Dissector``):
+mirror copies, TCP connections and streams (handshake, windows, reassembly
+through tcp.py), UDP datagrams, per-direction facts; and the ``Collector``
+that turns assembled messages into rows and remembers calls to name their
+replies.  A driver decodes link and IP layers its own way and feeds it
+(frame_loop.py, dpkt_backend.py)."""
 
-The per-frame loop lives here and is kept tight: link -> IP (with fragment
-reassembly) -> UDP datagram or TCP segment -> record marking -> RPC header.
-Nothing is held per packet; per message only its decoded header fields.
-"""
-
-from __future__ import annotations
-
-import socket
 import struct
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.parsers import portmap, rpc
-from nfstrace.parsers.capture import Bytes, CaptureInfo, Frame, Progress, read_many
+from nfstrace.parsers.capture import Bytes, Frame, Progress
 from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
     CHECKSUM_SAMPLE,
     F_CSUM_BAD,
     F_CSUM_CHECKED,
-    F_FRAGMENTS,
-    F_INCOMPLETE,
-    F_IP_BYTES,
-    F_MAX_IP_LEN,
     F_PACKETS,
-    F_REASSEMBLED,
-    F_TTL_MAX,
-    F_TTL_MIN,
-    NO_TTL,
     PROTO_TCP,
     PROTO_UDP,
     Datagram,
@@ -43,27 +30,33 @@ from nfstrace.parsers.ip import (
     checksum_ok,
     count_packet,
     direction_facts,
-    parse_ipv4,
-    parse_ipv6,
     partition_of,
     sample_checksum,
     walk_extensions,
 )
 from nfstrace.parsers.link import locate_ip
-from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
-from nfstrace.parsers.tcp import IGNORE, RTT_MAX_SEGMENT, HalfStream, TcpReassembler
-from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
-
-# TCP flags
-TH_FIN = 0x01
-TH_SYN = 0x02
-TH_RST = 0x04
-TH_ACK = 0x10
-# TCP options (RFC 9293, RFC 7323)
-TCPOPT_EOL, TCPOPT_NOP, TCPOPT_MSS, TCPOPT_WSCALE = 0, 1, 2, 3
-MAX_WSCALE = 14
-# RFC 9293: the MSS a sender assumes when the peer's SYN carried none.
-DEFAULT_MSS = 536
+from nfstrace.parsers.stats import FrameCounts, ParseStats, direction_rows
+from nfstrace.parsers.tables import events_frame, messages_frame, rows_frame
+from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler
+from nfstrace.parsers.tcp_state import (
+    SEQ_HALF,
+    SEQ_MASK,
+    SYN_WINDOW,
+    TH_ACK,
+    TH_FIN,
+    TH_RST,
+    TH_SYN,
+    ack_point,
+    ack_rtt_sample,
+    close_stretches,
+    end_window_full,
+    ip_extremes,
+    on_syn,
+    retire,
+    send_gap,
+    watch,
+    window_reached,
+)
 
 # Ports where an RPC reply is accepted even without its call in the capture.
 RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
@@ -73,181 +66,20 @@ RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
 MAX_LEARNT_PORTS = 65536
 MAX_PORTMAP_ASKS = 4096
 
-_TCP_HDR = struct.Struct(">HHIIBBH").unpack_from
-_UDP_HDR = struct.Struct(">HHH").unpack_from
+# TCP and UDP headers as far as the loop reads them (frame_loop.py, dpkt_backend.py)
+TCP_HEADER = struct.Struct(">HHIIBBH").unpack_from
+UDP_HEADER = struct.Struct(">HHH").unpack_from
 
 # Message rows held as tuples before they are made a typed DataFrame chunk
 # (bounds the parser's memory: ~1 GB instead of ~1.9 GB for 1M messages).
 CHUNK_ROWS = 65536
 
-SEQ_MASK = (1 << 32) - 1
-SEQ_HALF = 1 << 31
-# A SYN whose sequence number is within this many bytes (or the peer's last
-# window, if larger) of the next byte its direction of an established
-# connection expects is not a new connection (see Dissector._syn_dropped).
-SYN_WINDOW = 65535
 # Frames remembered for the mirror-duplicate check (Dissector.frames): past it
 # the older generation is dropped early (only above ~4M frames a second).
 MAX_RECENT_FRAMES = 4096
 
 
-@dataclass(frozen=True)
-class DirectionFacts:
-    """IP-level facts of one direction (source address -> destination address)."""
-
-    src: str
-    dst: str
-    packets: int  # IP packets, fragments counted one by one (mirror duplicates not)
-    ip_bytes: int  # their IP lengths summed
-    max_ip_len: int  # the largest IP packet: shows the path MTU (or TSO/GRO when above it)
-    ttl_min: int  # IPv4 TTL / IPv6 hop limit (-1: no packet)
-    ttl_max: int
-    ip_fragments: int
-    datagrams_reassembled: int
-    datagrams_incomplete: int  # datagrams some of whose fragments never came
-    # TCP/UDP checksums verified on a sample (ip.CHECKSUM_SAMPLE whole packets)
-    # and those found bad: all bad on one host's outgoing packets is transmit
-    # checksum offload, captured on that host
-    checksums_checked: int = 0
-    checksums_bad: int = 0
-
-
-@dataclass
-class ParseStats:
-    """What the parser saw, for capture-quality reporting."""
-
-    files: list[CaptureInfo] = field(default_factory=list)
-    frames: int = 0
-    non_ip_frames: int = 0
-    ipv4_packets: int = 0
-    ipv6_packets: int = 0
-    tcp_packets: int = 0
-    udp_packets: int = 0
-    other_ip_packets: int = 0  # ICMP and others (ICMP errors quote RPC headers: not RPC)
-    short_transport_headers: int = 0
-    ip_fragments: int = 0
-    ip_datagrams_reassembled: int = 0
-    ip_datagrams_incomplete: int = 0
-    tcp: dict[str, int] = field(default_factory=dict)
-    messages: int = 0
-    calls: int = 0
-    replies: int = 0
-    truncated_messages: int = 0  # some bytes of the message not captured
-    incomplete_messages: int = 0  # the message's end was never seen
-    headerless_messages: int = 0  # a record whose RPC header was not captured
-    not_rpc_records: int = 0  # records whose first bytes were not an RPC header
-    replies_without_call_info: int = 0
-    # identical to a frame captured just before (ParseLimits.duplicate_window_ns): skipped
-    duplicate_frames: int = 0
-    directions: list[DirectionFacts] = field(default_factory=list)
-    tcp_connections: int = 0
-    # TCP connections whose window scale is unknown in at least one direction
-    # (SYN or SYN-ACK not captured): no window-full detection that way.
-    tcp_window_scale_unknown: int = 0
-    # Damage met in the packets and what was done about it, by name (ANOMALIES)
-    anomalies: dict[str, int] = field(default_factory=dict)
-    # The frame number at which each connection id (1, 2, ...: messages.conn)
-    # began: how the partitions of a parallel parse number them as one parse.
-    connection_frames: list[int] = field(default_factory=list, repr=False)
-
-    @property
-    def interface_drops(self) -> int:
-        return sum(f.interface_drops for f in self.files)
-
-    @property
-    def truncated_frames(self) -> int:
-        return sum(f.truncated_frames for f in self.files)
-
-    @property
-    def warnings(self) -> list[str]:
-        """The capture files' damage, then the packets' (ANOMALIES marked as
-        warnings): one line each, with its count."""
-        out = [f"{f.path}: {w}" for f in self.files for w in f.warnings]
-        for name, (warn, text) in ANOMALIES.items():
-            n = self.anomalies.get(name, 0)
-            if n and warn:
-                out.append(text.format(n=n))
-        return out
-
-
-# Named anomalies (ParseStats.anomalies): (a warning?, what it means).  Those
-# that are not warnings also happen on healthy captures of lossy networks and
-# are reported with the capture facts.
-ANOMALIES: dict[str, tuple[bool, str]] = {
-    "tcp_header_length": (
-        True,
-        "{n:,} TCP segments with an impossible header length (below 20 bytes or past "
-        "the packet): skipped",
-    ),
-    "ip_length_exceeds_frame": (
-        True,
-        "{n:,} IP packets claiming more bytes than their frame had on the wire: "
-        "taken as long as the frame",
-    ),
-    "record_mark_too_long": (
-        False,
-        "{n:,} RPC record marks longer than the record limit: the stream was "
-        "resynchronised at the next RPC header",
-    ),
-    "rpc_auth_too_long": (
-        False,
-        "{n:,} RPC calls or replies with a credential or verifier longer than 400 bytes: "
-        "kept without their procedure's arguments/results",
-    ),
-    "messages_limit": (
-        True,
-        "stopped reading at frame {n:,}: the RPC messages read reached "
-        "ParseLimits.max_messages (half the memory available at start): the rest of "
-        "the capture is not analysed",
-    ),
-    "calls_forgotten": (
-        True,
-        "{n:,} calls still waiting for their reply were forgotten to bound memory "
-        "(ParseLimits.max_pending_calls): a reply to one of them is not decoded",
-    ),
-    "connections_forgotten": (
-        False,
-        "{n:,} idle connections forgotten to bound memory (ParseLimits.max_connections)",
-    ),
-    "messages_cut_by_limits": (
-        True,
-        "{n:,} RPC messages cut short because their connection was forgotten to bound "
-        "memory (ParseLimits.max_connections)",
-    ),
-    "tcp_holes_by_memory": (
-        True,
-        "{n:,} TCP holes declared lost early to bound the bytes held for reassembly "
-        "(ParseLimits.max_pending_bytes_total)",
-    ),
-    "ip_datagrams_given_up": (
-        True,
-        "{n:,} IP datagrams given up to bound fragment reassembly memory "
-        "(ParseLimits.max_ip_reassembly_bytes / max_fragments_per_datagram)",
-    ),
-    "directions_untracked": (
-        True,
-        "{n:,} packets of address pairs past ParseLimits.max_directions: counted together, "
-        "not per pair",
-    ),
-    "events_not_recorded": (
-        True,
-        "{n:,} transport events counted but not recorded (ParseLimits.max_events_per_kind)",
-    ),
-    "tcp_bad_checksum": (
-        True,
-        "{n:,} TCP segments with SYN set on an established connection and a bad checksum, "
-        "from a host whose other segments have good ones (damaged copies the receiver "
-        "dropped): skipped",
-    ),
-    "tcp_syn_in_window": (
-        True,
-        "{n:,} TCP segments with SYN set inside an established connection's window, before "
-        "any FIN or RST (not a new connection: the receiver drops them): skipped",
-    ),
-}
-
-
-class _Collector:
+class Collector:
     """Turns assembled messages into rows; remembers calls to name replies."""
 
     def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
@@ -388,7 +220,7 @@ class _Collector:
             + nfs
         )
         if len(self.rows) >= CHUNK_ROWS:
-            self.chunks.append(_rows_frame(self.rows))
+            self.chunks.append(rows_frame(self.rows))
             self.rows = []
         self.n_rows += 1
         return self.n_rows - 1
@@ -414,25 +246,6 @@ class _Collector:
                 ports.add((src, port))
 
 
-_ROW_COLUMNS = (
-    ("ts_first_ns", "ts_last_ns", "frame_first", "frame_last", "src", "sport", "dst", "dport")
-    + ("transport", "conn")
-    + rpc.HEADER_FIELDS
-    + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
-    + NFS_FIELD_NAMES
-)
-# Columns filled once the message is made (its ACK comes later); -1 until then.
-LATE_COLUMNS = ("acked_ns",)
-assert set(_ROW_COLUMNS) | set(LATE_COLUMNS) == set(MESSAGE_DTYPES)
-
-
-def _addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
-    s = cache.get(raw)
-    if s is None:
-        s = cache[raw] = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
-    return s
-
-
 class Dissector:
     """The transport layer both parsers share: duplicate frames, TCP connections
     and streams (handshake, windows, reassembly), UDP datagrams, per-direction
@@ -443,7 +256,7 @@ class Dissector:
         self.limits = limits
         self.send_gap_ns = limits.send_gap_ns
         self.stats = stats
-        self.col = col = _Collector(limits, stats)
+        self.col = col = Collector(limits, stats)
         self.facts = Facts(limits.max_directions)
         self.reasm = Reassembler(
             limits.ip_reassembly_timeout_ns,
@@ -583,19 +396,19 @@ class Dissector:
         hs.packets += 1
         hs.ip_bytes += ip_len
         if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
-            _ip_extremes(hs, ip_len, dg.ttl)
+            ip_extremes(hs, ip_len, dg.ttl)
         tcp = self.tcp
         if flags & TH_SYN:
             tcp.start(hs, seq)
-            if _on_syn(self.col, hs, hs.rev, seg, hl, flags, seq, ack, window, ts, frame):
+            if on_syn(self.col, hs, hs.rev, seg, hl, flags, seq, ack, window, ts, frame):
                 self.tracked_conns.add(hs.conn)
         elif hs.watch or not window:
-            _watch(self.col, hs, flags, window, seq, ts, frame)
+            watch(self.col, hs, flags, window, seq, ts, frame)
         if flags & TH_ACK:
             rev = hs.rev
             if rev is not None:
                 if rev.rtt_end >= 0 and (ack - rev.rtt_end) & SEQ_MASK < SEQ_HALF:
-                    _ack_rtt_sample(rev, ts)
+                    ack_rtt_sample(rev, ts)
                 if rev.ack_hi < 0 or (ack - rev.ack_hi) & SEQ_MASK < SEQ_HALF:
                     rev.ack_hi = ack
                     due = rev.ack_due
@@ -611,7 +424,7 @@ class Dissector:
                     wnd = rev.peer_wnd = window << hs.wshift
                     limit = rev.wlimit = (ack + wnd - rev.mss) & SEQ_MASK
                     if rev.wfull_since >= 0 and (rev.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
-                        _end_window_full(self.col, rev, ts)  # room for a full segment again
+                        end_window_full(self.col, rev, ts)  # room for a full segment again
         wire = dg.wire_len - hl
         if wire > 0:
             if wire > hs.max_seg:
@@ -620,7 +433,7 @@ class Dissector:
             if hs.gap_t >= 0 and ts - hs.gap_t >= self.send_gap_ns:
                 resent = hs.rtt_hi >= 0 and 0 < (hs.rtt_hi - seq) & SEQ_MASK < SEQ_HALF
                 if hs.gap_mid or resent:
-                    _send_gap(self.col, hs, ts, seq, resent)
+                    send_gap(self.col, hs, ts, seq, resent)
             if hs.rtt_end >= 0:
                 if 0 < (hs.rtt_end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
                     hs.rtt_end = -1  # (Karn: which copy the ACK answers is unknown)
@@ -633,7 +446,7 @@ class Dissector:
             if hs.rtt_hi < 0 or (end - hs.rtt_hi) & SEQ_MASK < SEQ_HALF:
                 hs.rtt_hi = end
             if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
-                _window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
+                window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
             tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
             hs.gap_t, hs.gap_frame, hs.gap_mid, hs.gap_acked = ts, frame, hs.in_msg, -1
             hs.gap_flight = (hs.rtt_hi - hs.ack_hi) & SEQ_MASK if hs.ack_hi >= 0 else -1
@@ -686,12 +499,12 @@ class Dissector:
         tcp.flush(hs, ts, frame)
         hs.ended = True
         if flags & TH_RST:
-            _close_stretches(self.col, hs, ts)
+            close_stretches(self.col, hs, ts)
             rev = hs.rev
             if rev is not None:
                 rev.ended = True
                 tcp.flush(rev, ts, frame)
-                _close_stretches(self.col, rev, ts)
+                close_stretches(self.col, rev, ts)
 
     def _new_stream(
         self,
@@ -718,10 +531,10 @@ class Dissector:
             rev = streams.get(rkey)
             if hs is not None:
                 tcp.flush(hs, ts, frame)
-                _retire(col, hs, ts)
+                retire(col, hs, ts)
                 if rev is not None:
                     tcp.flush(rev, ts, frame)
-                    _retire(col, rev, ts)
+                    retire(col, rev, ts)
                     streams[rkey] = HalfStream(
                         rev.src, rev.sport, rev.dst, rev.dport, conn, rev.facts
                     )
@@ -759,7 +572,7 @@ class Dissector:
                 if hs.in_msg:
                     self.n_cut += 1
                 self.tcp.flush(hs, ts, frame)
-                _retire(self.col, hs, ts)
+                retire(self.col, hs, ts)
                 hs.rev = None
 
     def udp_datagram(
@@ -854,7 +667,7 @@ class Dissector:
             at = _udp_offset(ver, proto, data)
             if at < 0 or len(data) < at + 8:
                 continue
-            sport, dport, ulen = _UDP_HDR(data, at)
+            sport, dport, ulen = UDP_HEADER(data, at)
             udp = memoryview(data)[at:]
             dg = Datagram(src, dst, PROTO_UDP, udp, max(ulen, len(udp)), n, ts_first, frame_first)
             self.udp_datagram(dg, ts_last, frame_last, sport, dport, udp[8:], False)
@@ -881,7 +694,7 @@ class Dissector:
         col, tcp, stats, reasm = self.col, self.tcp, self.stats, self.reasm
         for hs in self.streams.values():
             tcp.flush(hs, hs.ts_last, hs.frame_last)
-            _retire(col, hs, self.ts)  # a stretch still open ends with the capture
+            retire(col, hs, self.ts)  # a stretch still open ends with the capture
         reasm.finish()
         self.partial_datagrams()
         for lost in reasm.lost:
@@ -900,7 +713,7 @@ class Dissector:
         stats.tcp_connections = self.n_tcp_conns
         stats.connection_frames = self.conn_frames
         stats.tcp_window_scale_unknown = self.n_tcp_conns - len(self.tracked_conns)
-        stats.directions = _direction_rows(self.facts)
+        stats.directions = direction_rows(self.facts)
         a = stats.anomalies
         for name, n in (
             ("tcp_header_length", counts.bad_tcp_header),
@@ -917,88 +730,8 @@ class Dissector:
         ):
             if n:
                 a[name] = a.get(name, 0) + n
-        messages = _messages_frame(col.rows, col.chunks, col.acked)
-        return messages, _events_frame(col.events), stats
-
-
-@dataclass
-class FrameCounts:
-    """Frames and packets by layer, counted by a parser's driver loop."""
-
-    ipv4: int = 0
-    ipv6: int = 0
-    non_ip: int = 0
-    tcp: int = 0
-    udp: int = 0
-    other: int = 0
-    short: int = 0  # TCP/UDP packets too short for their header
-    bad_tcp_header: int = 0  # TCP data offset below 20 bytes or past the packet: skipped
-
-
-def parse(
-    paths: list[str],
-    limits: ParseLimits | None = None,
-    progress: Progress | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
-    """Read capture files; return (messages, transport events, stats)."""
-    limits = limits or ParseLimits()
-    stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])
-    d = Dissector(limits, stats)
-    reasm = d.reasm
-    tcp_segment = d.tcp_segment
-    udp_datagram = d.udp_datagram
-    n_v4 = n_v6 = n_tcp = n_udp = n_other = n_nonip = n_short = n_bad_tcp = 0
-    frames = read_many(paths, stats.files, limits.max_frame_bytes)
-    for frame_no, ts, linktype, data, origlen in d.frames(frames, progress):
-        ver, off = locate_ip(linktype, data)
-        # the frame's length on the wire (a record claiming less than it
-        # captured is damaged: the captured length holds)
-        wire = origlen - off if origlen >= len(data) else len(data) - off
-        if ver == 4:
-            n_v4 += 1
-            dg = parse_ipv4(data, off, wire, ts, frame_no, reasm)
-        elif ver == 6:
-            n_v6 += 1
-            dg = parse_ipv6(data, off, wire, ts, frame_no, reasm)
-        else:
-            n_nonip += 1
-            continue
-        if dg is None:
-            if reasm.partial:
-                d.partial_datagrams()
-            continue
-        proto = dg.proto
-        p = dg.payload
-        if proto == PROTO_TCP:
-            n_tcp += 1
-            if len(p) < 20:
-                n_short += 1
-                d.count_packet(dg)
-                continue
-            sport, dport, seq, ack, hl, flags, window = _TCP_HDR(p, 0)
-            hl = (hl >> 4) * 4
-            if hl < 20 or hl > dg.wire_len:  # a header length that lies
-                n_bad_tcp += 1
-                d.count_packet(dg)
-                continue
-            tcp_segment(dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl, p)
-        elif proto == PROTO_UDP:
-            n_udp += 1
-            f = d.count_packet(dg)
-            if len(p) < 8:
-                n_short += 1
-                continue
-            if f is not None and f[F_CSUM_CHECKED] < CHECKSUM_SAMPLE:
-                d.sample_udp(f, dg, p)
-            sport, dport, _ulen = _UDP_HDR(p, 0)
-            udp_datagram(dg, ts, frame_no, sport, dport, p[8:])
-        else:
-            n_other += 1
-            d.count_packet(dg)
-    return d.finish(FrameCounts(n_v4, n_v6, n_nonip, n_tcp, n_udp, n_other, n_short, n_bad_tcp))
-
-
-# ---- slow paths of the loop, kept out of line ------------------------------------
+        messages = messages_frame(col.rows, col.chunks, col.acked)
+        return messages, events_frame(col.events), stats
 
 
 def _ip_at(linktype: int, data: Bytes) -> tuple[int, Bytes, int]:
@@ -1021,206 +754,6 @@ def _auth_too_long(head: bytes, is_call: bool) -> bool:
         )
     accepted = struct.unpack_from(">I", head, 8)[0] == rpc.MSG_ACCEPTED
     return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
-
-
-def _tcp_options(p: Bytes, hl: int) -> tuple[int, int]:
-    """(MSS, window scale) options of a SYN or SYN-ACK; -1 where absent."""
-    mss = wscale = -1
-    end = min(hl, len(p))
-    i = 20
-    while i < end:
-        kind = p[i]
-        if kind == TCPOPT_EOL:
-            break
-        if kind == TCPOPT_NOP:
-            i += 1
-            continue
-        if i + 1 >= end or p[i + 1] < 2:
-            break
-        size = p[i + 1]
-        if kind == TCPOPT_MSS and size == 4 and i + 4 <= end:
-            mss = (p[i + 2] << 8) | p[i + 3]
-        elif kind == TCPOPT_WSCALE and size == 3 and i + 3 <= end:
-            wscale = min(p[i + 2], MAX_WSCALE)  # RFC 7323: larger values mean 14
-        i += size
-    return mss, wscale
-
-
-def _on_syn(
-    col: _Collector,
-    hs: HalfStream,
-    rev: HalfStream | None,
-    p: Bytes,
-    hl: int,
-    flags: int,
-    seq: int,
-    ack: int,
-    window: int,
-    ts: int,
-    frame: int,
-) -> bool:
-    """A SYN or SYN-ACK: handshake event, MSS and window scale.
-
-    Window scaling is in effect only when both the SYN and the SYN-ACK carry
-    the option (RFC 7323).  A SYN-ACK without it settles both directions at
-    shift 0 even when the SYN was not captured; one with it gives the
-    server's shift, and the client's is known only from its SYN.  Returns
-    True when both directions' shifts are known (window tracking on)."""
-    mss, wscale = _tcp_options(p, hl)
-    hs.syn_mss = mss
-    hs.syn_window = window
-    hs.seq_hi = (seq + 1) & SEQ_MASK
-    if not flags & TH_ACK:
-        hs.syn_wscale = wscale
-        col.event(hs, "tcp_syn", ts, frame, seq, 0)
-        return False
-    col.event(hs, "tcp_syn_ack", ts, frame, seq, 0)
-    if rev is None:
-        hs.wshift = wscale if wscale >= 0 else 0
-        return False
-    if wscale < 0 or rev.syn_wscale == -1:  # scaling off both ways
-        hs.wshift = rev.wshift = 0
-    else:
-        hs.wshift = wscale
-        rev.wshift = rev.syn_wscale  # -2 (SYN not seen) -> unknown
-        if rev.wshift < 0:
-            rev.wshift = -1
-    if rev.syn_wscale == -2:  # the SYN was not captured: the client's next byte is our ack
-        rev.seq_hi = ack
-    rev.handshake_ack_due = rev.watch = True
-    rev.mss = mss if mss > 0 else DEFAULT_MSS  # the client's segments fit our MSS
-    hs.mss = rev.syn_mss if rev.syn_mss > 0 else DEFAULT_MSS
-    # The windows of the SYN and SYN-ACK (never scaled) hold until the first ACKs.
-    rev.peer_wnd = window
-    rev.wlimit = (rev.seq_hi + window - rev.mss) & SEQ_MASK
-    hs.wack = hs.wwin = rev.wack = rev.wwin = -1  # the next ACKs set the limits anew
-    hs.peer_wnd = rev.syn_window if rev.syn_wscale != -2 else 0
-    if hs.peer_wnd:
-        hs.wlimit = (hs.seq_hi + hs.peer_wnd - hs.mss) & SEQ_MASK
-    else:  # no window known yet: no check before the client's first ACK
-        hs.wlimit = (hs.seq_hi + SEQ_HALF - 1) & SEQ_MASK
-    rev.wtrack = hs.wshift >= 0
-    hs.wtrack = rev.wshift >= 0
-    return rev.wtrack and hs.wtrack
-
-
-def _watch(
-    col: _Collector, hs: HalfStream, flags: int, window: int, seq: int, ts: int, frame: int
-) -> None:
-    """A packet of a direction under watch, or one advertising a zero window."""
-    if hs.handshake_ack_due and flags & TH_ACK:
-        hs.handshake_ack_due = False
-        col.event(hs, "tcp_handshake_ack", ts, frame, seq, 0)
-    if not window and not flags & TH_RST:
-        if hs.zw_since < 0 and hs.mode != IGNORE:
-            hs.zw_since, hs.zw_frame, hs.zw_seq = ts, frame, seq
-    elif hs.zw_since >= 0:
-        _end_zero_window(col, hs, ts)
-    hs.watch = hs.handshake_ack_due or hs.zw_since >= 0
-
-
-def _window_reached(hs: HalfStream, seq: int, end: int, ts: int, frame: int) -> None:
-    """A data segment reaching (within one MSS) the window the peer advertised."""
-    if (end - hs.seq_hi) & SEQ_MASK < SEQ_HALF:
-        hs.seq_hi = end
-    if hs.wfull_since < 0 and hs.peer_wnd > 0:  # a zero window is a stretch of its own
-        hs.wfull_since, hs.wfull_frame = ts, frame
-        hs.wfull_seq, hs.wfull_wnd = seq, hs.peer_wnd
-
-
-def _end_zero_window(col: _Collector, hs: HalfStream, ts: int) -> None:
-    col.event(hs, "tcp_zero_window", hs.zw_since, hs.zw_frame, hs.zw_seq, 0, ts - hs.zw_since)
-    hs.zw_since = -1
-
-
-def _end_window_full(col: _Collector, hs: HalfStream, ts: int) -> None:
-    col.event(
-        hs,
-        "tcp_window_full",
-        hs.wfull_since,
-        hs.wfull_frame,
-        hs.wfull_seq,
-        hs.wfull_wnd,
-        ts - hs.wfull_since,
-    )
-    hs.wfull_since = -1
-
-
-def _close_stretches(col: _Collector, hs: HalfStream, ts: int) -> None:
-    """End the stretches still open on a direction (connection reset or
-    replaced, or the end of the capture)."""
-    if hs.zw_since >= 0:
-        _end_zero_window(col, hs, max(ts, hs.zw_since))
-        hs.watch = hs.handshake_ack_due
-    if hs.wfull_since >= 0:
-        _end_window_full(col, hs, max(ts, hs.wfull_since))
-
-
-def _ip_extremes(hs: HalfStream, ip_len: int, ttl: int) -> None:
-    """A packet with a new largest length or another TTL than the last one."""
-    if ttl < 0:  # reassembled from fragments, which were counted one by one
-        hs.packets -= 1
-        hs.ip_bytes -= ip_len
-        return
-    f = hs.facts
-    hs.ttl = ttl
-    if ttl < f[F_TTL_MIN]:
-        f[F_TTL_MIN] = ttl
-    if ttl > f[F_TTL_MAX]:
-        f[F_TTL_MAX] = ttl
-    if ip_len > hs.max_ip_len:
-        hs.max_ip_len = ip_len
-        if ip_len > f[F_MAX_IP_LEN]:
-            f[F_MAX_IP_LEN] = ip_len
-
-
-def _ack_rtt_sample(hs: HalfStream, ts: int) -> None:
-    """The peer acknowledged the segment of hs being timed: a round-trip sample."""
-    hs.rtt_end = -1
-    sample = ts - hs.rtt_start[0]
-    if sample >= 0 and (hs.rtt_best is None or sample < hs.rtt_best[0]):
-        hs.rtt_best = (sample, *hs.rtt_start)
-
-
-def ack_point(start: int, end: int, max_seg: int) -> int:
-    """The sequence number the receiver's ACK must reach for a message at
-    [start, end) to count as received: all of it but its last segment (at most
-    max_seg bytes).  A receiver may hold the ACK of a short last segment (Linux's
-    delayed ACK, up to 40 ms, or until its reply) after the bytes arrived; a
-    one-segment message: any of its bytes."""
-    length = (end - start) & SEQ_MASK
-    back = max_seg if length > max_seg else length - 1
-    return (end - back) & SEQ_MASK
-
-
-def _send_gap(col: _Collector, hs: HalfStream, ts: int, seq: int, resent: bool) -> None:
-    """hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
-    began part-way through an RPC message or ends by re-sending bytes: a gap
-    ended by re-sent bytes (tcp_resend_gap), else the part with bytes
-    unacknowledged (tcp_send_gap) and the part with none (tcp_send_idle)."""
-    start, acked, flight = hs.gap_t, hs.gap_acked, hs.gap_flight
-    if resent:
-        col.event(hs, "tcp_resend_gap", start, hs.gap_frame, seq, flight, ts - start)
-        return
-    if flight < 0 or (flight > 0 and acked != start):  # unknown ack state counts as waiting
-        end = acked if acked >= 0 else ts
-        col.event(hs, "tcp_send_gap", start, hs.gap_frame, seq, flight, end - start)
-    if acked >= 0 and hs.gap_mid and ts > acked:
-        col.event(hs, "tcp_send_idle", acked, hs.gap_frame, seq, 0, ts - acked)
-
-
-def _retire(col: _Collector, hs: HalfStream, ts: int) -> None:
-    """A stream replaced or at the end: close its stretches, record its
-    smallest data->ACK round trip, fold its counts into its direction's facts."""
-    _close_stretches(col, hs, ts)
-    if hs.rtt_best is not None:
-        rtt, start, frame, seq, length = hs.rtt_best
-        col.event(hs, "tcp_ack_rtt", start, frame, seq, length, rtt)
-        hs.rtt_best = None
-    f = hs.facts
-    f[F_PACKETS] += hs.packets
-    f[F_IP_BYTES] += hs.ip_bytes
-    hs.packets = hs.ip_bytes = 0
 
 
 def _duplicate_event(
@@ -1266,69 +799,3 @@ def _incomplete_datagram_event(
     """An IP datagram given up with fragments missing: seq is its IP id, length
     the bytes of it that arrived."""
     return (ts, frame, 0, src, 0, dst, 0, "ip_datagram_incomplete", ip_id, got, 0)
-
-
-def _direction_rows(facts: Facts) -> list[DirectionFacts]:
-    cache: dict[bytes, str] = {}
-    return [
-        DirectionFacts(
-            src=_addr_text(src, cache),
-            dst=_addr_text(dst, cache),
-            packets=f[F_PACKETS],
-            ip_bytes=f[F_IP_BYTES],
-            max_ip_len=f[F_MAX_IP_LEN],
-            ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
-            ttl_max=f[F_TTL_MAX],
-            ip_fragments=f[F_FRAGMENTS],
-            datagrams_reassembled=f[F_REASSEMBLED],
-            datagrams_incomplete=f[F_INCOMPLETE],
-            checksums_checked=f[F_CSUM_CHECKED],
-            checksums_bad=f[F_CSUM_BAD],
-        )
-        for (src, dst), f in sorted(facts.items())
-    ]
-
-
-def _rows_frame(rows: list[tuple]) -> pd.DataFrame:
-    """Message rows as a typed DataFrame (MESSAGE_DTYPES), in arrival order."""
-    cache: dict[bytes, str] = {}
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_ROW_COLUMNS)
-    data: dict[str, Any] = dict(zip(_ROW_COLUMNS, columns, strict=True))
-    for name in ("src", "dst"):
-        data[name] = [_addr_text(a, cache) for a in data[name]]
-    df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES))
-    for name in LATE_COLUMNS:
-        df[name] = -1
-    return df.astype(MESSAGE_DTYPES)
-
-
-def _messages_frame(
-    rows: list[tuple],
-    chunks: Sequence[pd.DataFrame] = (),
-    acked: Sequence[tuple[int, int]] = (),
-) -> pd.DataFrame:
-    """The messages table from typed chunks (``_rows_frame``) and the rows after
-    them; ``acked``: (row, acked_ns) of the messages whose ACK was seen."""
-    df = _rows_frame(rows)
-    if chunks:  # chunks' categories differ: concat gives object columns, made categories again
-        df = pd.concat([*chunks, df], ignore_index=True).astype(MESSAGE_DTYPES)
-    if len(acked):
-        pos, ts = np.array(acked, dtype="int64").T
-        column = df["acked_ns"].to_numpy(copy=True)
-        column[pos] = ts
-        df["acked_ns"] = column
-    return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
-
-
-def _events_frame(events: list[tuple]) -> pd.DataFrame:
-    """The events table (columns: ``nfstrace.schema.EVENT_COLUMNS``), in time order."""
-    cache: dict[bytes, str] = {b"": ""}
-    columns = list(EVENT_DTYPES)
-    # Backends built on the _Collector may still hand 10-field events (no duration).
-    rows = [e if len(e) == len(columns) else (*e, 0) for e in events]
-    df = pd.DataFrame(rows, columns=columns)
-    if len(df):
-        df["src"] = [_addr_text(a, cache) for a in df["src"]]
-        df["dst"] = [_addr_text(a, cache) for a in df["dst"]]
-    df = df.astype(EVENT_DTYPES)
-    return df.sort_values(["ts_ns", "frame"], kind="stable", ignore_index=True)

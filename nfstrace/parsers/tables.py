@@ -1,0 +1,72 @@
+"""The parser's tables as typed DataFrames: message rows (tuples in
+``ROW_COLUMNS`` order) into the messages table, event tuples into the events
+table (``nfstrace.schema`` lists both); every backend builds them here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.parsers import rpc
+from nfstrace.parsers.ip import addr_text
+from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
+from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
+
+ROW_COLUMNS = (
+    ("ts_first_ns", "ts_last_ns", "frame_first", "frame_last", "src", "sport", "dst", "dport")
+    + ("transport", "conn")
+    + rpc.HEADER_FIELDS
+    + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
+    + NFS_FIELD_NAMES
+)
+# Columns filled once the message is made (its ACK comes later); -1 until then.
+LATE_COLUMNS = ("acked_ns",)
+assert set(ROW_COLUMNS) | set(LATE_COLUMNS) == set(MESSAGE_DTYPES)
+
+
+def rows_frame(rows: list[tuple]) -> pd.DataFrame:
+    """Message rows as a typed DataFrame (MESSAGE_DTYPES), in arrival order."""
+    cache: dict[bytes, str] = {}
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(ROW_COLUMNS)
+    data: dict[str, Any] = dict(zip(ROW_COLUMNS, columns, strict=True))
+    for name in ("src", "dst"):
+        data[name] = [addr_text(a, cache) for a in data[name]]
+    df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES))
+    for name in LATE_COLUMNS:
+        df[name] = -1
+    return df.astype(MESSAGE_DTYPES)
+
+
+def messages_frame(
+    rows: list[tuple],
+    chunks: Sequence[pd.DataFrame] = (),
+    acked: Sequence[tuple[int, int]] = (),
+) -> pd.DataFrame:
+    """The messages table from typed chunks (``rows_frame``) and the rows after
+    them; ``acked``: (row, acked_ns) of the messages whose ACK was seen."""
+    df = rows_frame(rows)
+    if chunks:  # chunks' categories differ: concat gives object columns, made categories again
+        df = pd.concat([*chunks, df], ignore_index=True).astype(MESSAGE_DTYPES)
+    if len(acked):
+        pos, ts = np.array(acked, dtype="int64").T
+        column = df["acked_ns"].to_numpy(copy=True)
+        column[pos] = ts
+        df["acked_ns"] = column
+    return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
+
+
+def events_frame(events: list[tuple]) -> pd.DataFrame:
+    """The events table (columns: ``nfstrace.schema.EVENT_COLUMNS``), in time order."""
+    cache: dict[bytes, str] = {b"": ""}
+    columns = list(EVENT_DTYPES)
+    # Backends built on the Collector may still hand 10-field events (no duration).
+    rows = [e if len(e) == len(columns) else (*e, 0) for e in events]
+    df = pd.DataFrame(rows, columns=columns)
+    if len(df):
+        df["src"] = [addr_text(a, cache) for a in df["src"]]
+        df["dst"] = [addr_text(a, cache) for a in df["dst"]]
+    df = df.astype(EVENT_DTYPES)
+    return df.sort_values(["ts_ns", "frame"], kind="stable", ignore_index=True)
