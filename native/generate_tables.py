@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
 from nfstrace import config, schema  # noqa: E402
 from nfstrace.parsers import (  # noqa: E402
     capture,
+    collector,
     decoders,
     dissector,
     ip,
@@ -270,8 +271,8 @@ def generate() -> str:
     out.const("DEFAULT_MSS", "i64", tcp_state.DEFAULT_MSS)
     out.const("SYN_WINDOW", "i64", tcp_state.SYN_WINDOW)
     out.const("MAX_RECENT_FRAMES", "usize", dissector.MAX_RECENT_FRAMES)
-    out.const("MAX_LEARNT_PORTS", "usize", dissector.MAX_LEARNT_PORTS)
-    out.const("MAX_PORTMAP_ASKS", "usize", dissector.MAX_PORTMAP_ASKS)
+    out.const("MAX_LEARNT_PORTS", "usize", collector.MAX_LEARNT_PORTS)
+    out.const("MAX_PORTMAP_ASKS", "usize", collector.MAX_PORTMAP_ASKS)
     out.const("MAX_FLOWS", "usize", decoders.MAX_FLOWS, "decoders.MAX_FLOWS")
     out.predicate(
         "is_rpc_well_known_port",

@@ -14,7 +14,7 @@ from conftest import FULL_CAPTURES, SAMPLES
 
 import nfstrace
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import dissector, frame_loop
+from nfstrace.parsers import collector, frame_loop
 from nfstrace.schema import EVENT_COLUMNS, EVENT_KINDS
 from nfstrace.trace import AnalysisConfig
 
@@ -191,7 +191,7 @@ def test_chunked_messages_are_the_same_table(
     """Chunks of 7 rows (categories differing chunk to chunk) concatenate to
     exactly the table built from all rows at once."""
     whole = frame_loop.parse([str(capture)])[0]
-    monkeypatch.setattr(dissector, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(collector, "CHUNK_ROWS", 7)
     chunked = frame_loop.parse([str(capture)])[0]
     assert len(whole) > 7 * 3
     pd.testing.assert_frame_equal(chunked, whole)

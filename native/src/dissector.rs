@@ -252,7 +252,7 @@ struct Calls {
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
-    /// calls forgotten before any reply came (dissector.Collector.calls_forgotten)
+    /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
     forgotten: i64,
 }
 
@@ -286,7 +286,7 @@ impl Calls {
     }
 }
 
-/// Assembled messages -> rows; remembers calls to name replies (dissector.Collector).
+/// Assembled messages -> rows; remembers calls to name replies (collector.Collector).
 pub struct Collector {
     pub cols: Columns,
     /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
@@ -388,7 +388,7 @@ impl Collector {
         e.duration.push(duration);
     }
 
-    /// One assembled message (dissector.Collector.message).
+    /// One assembled message (collector.Collector.message).
     #[allow(clippy::too_many_arguments)]
     fn message(
         &mut self,
@@ -452,7 +452,7 @@ impl Collector {
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
                     if prog == portmap::PORTMAP_PROGRAM {
-                        // the ports it announces become RPC ports (dissector.Collector._portmap_reply)
+                        // the ports it announces become RPC ports (collector.Collector._portmap_reply)
                         let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
                         if hdr.accept_stat == 0 {
                             for port in

@@ -1,9 +1,8 @@
 """The transport layer every Python-side parser shares (``Dissector``):
 mirror copies, TCP connections and streams (handshake, windows, reassembly
-through tcp.py), UDP datagrams, per-direction facts; and the ``Collector``
-that turns assembled messages into rows and remembers calls to name their
-replies.  A driver decodes link and IP layers its own way and feeds it
-(frame_loop.py, dpkt_backend.py)."""
+through tcp.py and tcp_state.py), UDP datagrams, per-direction facts; the
+messages and events go to its ``Collector`` (collector.py).  A driver decodes
+link and IP layers its own way and feeds it (frame_loop.py, dpkt_backend.py)."""
 
 import struct
 from collections import deque
@@ -13,10 +12,9 @@ from typing import Any
 import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
-from nfstrace.parsers import portmap, rpc
+from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import Bytes, Frame, Progress
-from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
-from nfstrace.parsers.decoders import decode as decode_procedure
+from nfstrace.parsers.collector import Collector
 from nfstrace.parsers.ip import (
     CHECKSUM_SAMPLE,
     F_CSUM_BAD,
@@ -36,7 +34,7 @@ from nfstrace.parsers.ip import (
 )
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.stats import FrameCounts, ParseStats, direction_rows
-from nfstrace.parsers.tables import events_frame, messages_frame, rows_frame
+from nfstrace.parsers.tables import events_frame, messages_frame
 from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler
 from nfstrace.parsers.tcp_state import (
     SEQ_HALF,
@@ -60,190 +58,13 @@ from nfstrace.parsers.tcp_state import (
 
 # Ports where an RPC reply is accepted even without its call in the capture.
 RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
-# UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
-# that are remembered, and portmap/rpcbind calls whose question is remembered
-# until their reply (all forgotten at once past the bound).
-MAX_LEARNT_PORTS = 65536
-MAX_PORTMAP_ASKS = 4096
-
 # TCP and UDP headers as far as the loop reads them (frame_loop.py, dpkt_backend.py)
 TCP_HEADER = struct.Struct(">HHIIBBH").unpack_from
 UDP_HEADER = struct.Struct(">HHH").unpack_from
 
-# Message rows held as tuples before they are made a typed DataFrame chunk
-# (bounds the parser's memory: ~1 GB instead of ~1.9 GB for 1M messages).
-CHUNK_ROWS = 65536
-
 # Frames remembered for the mirror-duplicate check (Dissector.frames): past it
 # the older generation is dropped early (only above ~4M frames a second).
 MAX_RECENT_FRAMES = 4096
-
-
-class Collector:
-    """Turns assembled messages into rows; remembers calls to name replies."""
-
-    def __init__(self, limits: ParseLimits, stats: ParseStats) -> None:
-        self.rows: list[tuple] = []
-        self.n_rows = 0  # rows made so far (in chunks and rows)
-        self.acked: list[tuple[int, int]] = []  # (row, time of the ACK covering its last byte)
-        # rows already made typed DataFrames, CHUNK_ROWS at a time: a tuple of
-        # Python objects per row costs several times the typed columns
-        self.chunks: list[pd.DataFrame] = []
-        self.events: list[tuple] = []
-        self.event_counts: dict[str, int] = {}  # recorded events by kind
-        self.max_events = limits.max_events_per_kind
-        self.events_dropped = 0
-        # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc, answered)
-        # of the last call
-        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]] = {}
-        self.max_calls = limits.max_pending_calls
-        self.calls_forgotten = 0  # unanswered calls forgotten past max_calls
-        # (client, client port, server, server port) -> the last call's
-        # (prog, vers, proc, gss_service, gss_proc): names replies whose call was not seen
-        self.flows: dict[tuple[bytes, int, bytes, int], tuple[int, int, int, str, int]] = {}
-        # UDP (address, port) where a portmap/rpcbind reply said an RPC program
-        # listens; (client, server, xid) -> asked for UDP? of portmap calls
-        self.rpc_ports: set[tuple[bytes, int]] = set()
-        self.portmap_asks: dict[tuple[bytes, bytes, int], bool] = {}
-        self.stats = stats
-
-    def is_pending_call(self, hs: HalfStream, xid: int) -> bool:
-        return (hs.dst, hs.src, xid) in self.calls
-
-    def event(
-        self,
-        hs: HalfStream,
-        kind: str,
-        ts: int,
-        frame: int,
-        seq: int,
-        length: int,
-        duration: int = 0,
-    ) -> None:
-        self.add_event(
-            (ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, duration)
-        )
-
-    def add_event(self, event: tuple) -> None:
-        """Record an event (EVENT_COLUMNS order); past max_events of its kind, count it."""
-        kind = event[7]
-        n = self.event_counts.get(kind, 0)
-        if n < self.max_events:
-            self.event_counts[kind] = n + 1
-            self.events.append(event)
-        else:
-            self.events_dropped += 1
-
-    def message(
-        self,
-        src: bytes,
-        sport: int,
-        dst: bytes,
-        dport: int,
-        transport: str,
-        conn: int,
-        head: bytes,
-        rpc_len: int,
-        captured: int,
-        ts_first: int,
-        ts_last: int,
-        frame_first: int,
-        frame_last: int,
-        frames: int,
-        ip_frags: int,
-        record_frags: int,
-        complete: bool,
-    ) -> int:
-        """Make the message's row; its number (-1: not an RPC message, no row)."""
-        st = self.stats
-        hdr = rpc.decode_header(head)
-        if hdr is None:
-            if len(head) < 8:
-                st.headerless_messages += 1
-            else:
-                st.not_rpc_records += 1
-            return -1
-        xid = hdr.xid
-        if hdr.body_offset < 0 and len(head) >= 40 and _auth_too_long(head, hdr.msgtype == "call"):
-            st.anomalies["rpc_auth_too_long"] = st.anomalies.get("rpc_auth_too_long", 0) + 1
-        if hdr.msgtype == "call":
-            st.calls += 1
-            calls = self.calls
-            key = (src, dst, xid)
-            if key in calls:
-                del calls[key]  # re-insert: keep the dict ordered by last use
-            elif len(calls) >= self.max_calls:
-                oldest = next(iter(calls))
-                self.calls_forgotten += not calls[oldest][5]
-                del calls[oldest]
-            what = (hdr.prog, hdr.vers, hdr.proc, hdr.gss_service, hdr.gss_proc)
-            calls[key] = (*what, False)
-            flow = (src, sport, dst, dport)
-            if len(self.flows) >= MAX_FLOWS and flow not in self.flows:
-                self.flows.clear()
-            self.flows[flow] = what
-            nfs = decode_procedure(True, *what[:3], head, hdr.body_offset, *what[3:])
-            if hdr.prog == portmap.PORTMAP_PROGRAM:
-                self._portmap_call(key, hdr, head)
-        else:
-            st.replies += 1
-            info = self.calls.get((dst, src, xid))
-            if info is not None:
-                prog, vers, proc, gss_service, gss_proc, answered = info
-                if not answered:  # in place: the order stays that of the calls
-                    self.calls[(dst, src, xid)] = (*info[:5], True)
-                hdr = hdr._replace(prog=prog, vers=vers, proc=proc)
-                nfs = decode_procedure(
-                    False, prog, vers, proc, head, hdr.body_offset, gss_service, gss_proc
-                )
-                if prog == portmap.PORTMAP_PROGRAM:
-                    self._portmap_reply(src, dst, xid, hdr, head)
-            else:
-                st.replies_without_call_info += 1
-                last = self.flows.get((dst, dport, src, sport))
-                guess = decode_reply_without_call(last, head, hdr.body_offset)
-                if guess is None:
-                    nfs = decode_procedure(False, -1, -1, -1, head, hdr.body_offset, "", -1)
-                else:
-                    hdr = hdr._replace(prog=guess[0], vers=guess[1], proc=guess[2])
-                    nfs = guess[3]
-        truncated = captured < rpc_len or not complete
-        if truncated:
-            st.truncated_messages += 1
-        if not complete:
-            st.incomplete_messages += 1
-        st.messages += 1
-        self.rows.append(
-            (ts_first, ts_last, frame_first, frame_last, src, sport, dst, dport, transport, conn)
-            + hdr
-            + (rpc_len, captured, record_frags, frames, ip_frags, truncated)
-            + nfs
-        )
-        if len(self.rows) >= CHUNK_ROWS:
-            self.chunks.append(rows_frame(self.rows))
-            self.rows = []
-        self.n_rows += 1
-        return self.n_rows - 1
-
-    def _portmap_call(self, key: tuple[bytes, bytes, int], hdr: rpc.RpcHeader, head: bytes) -> None:
-        """A portmap/rpcbind call: remember whether it asks for a UDP address."""
-        asks = portmap.asks_udp(hdr.vers, hdr.proc, head, hdr.body_offset)
-        if asks is not None:
-            if len(self.portmap_asks) >= MAX_PORTMAP_ASKS:
-                self.portmap_asks.clear()
-            self.portmap_asks[key] = asks
-
-    def _portmap_reply(
-        self, src: bytes, dst: bytes, xid: int, hdr: rpc.RpcHeader, head: bytes
-    ) -> None:
-        """A portmap/rpcbind reply (from src): the UDP ports it announces become RPC ports."""
-        asked = self.portmap_asks.pop((dst, src, xid), False)
-        if hdr.accept_stat != 0:  # not SUCCESS: no results
-            return
-        ports = self.rpc_ports
-        for port in portmap.learnt_ports(hdr.vers, hdr.proc, head, hdr.body_offset, asked):
-            if len(ports) < MAX_LEARNT_PORTS:
-                ports.add((src, port))
 
 
 class Dissector:
@@ -739,21 +560,6 @@ def _ip_at(linktype: int, data: Bytes) -> tuple[int, Bytes, int]:
     arguments."""
     version, off = locate_ip(linktype, data)
     return version, data, off
-
-
-def _auth_too_long(head: bytes, is_call: bool) -> bool:
-    """A message whose procedure data could not be located: is it because its
-    credential or verifier claims more than RFC 5531's 400 bytes?"""
-    if is_call:
-        (clen,) = struct.unpack_from(">I", head, 28)
-        if clen > rpc.MAX_AUTH_BYTES:
-            return True
-        vpos = 32 + ((clen + 3) & ~3) + 4
-        return (
-            len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > rpc.MAX_AUTH_BYTES
-        )
-    accepted = struct.unpack_from(">I", head, 8)[0] == rpc.MSG_ACCEPTED
-    return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
 
 
 def _duplicate_event(

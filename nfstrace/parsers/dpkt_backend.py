@@ -11,7 +11,7 @@ Ours, where dpkt has no equivalent: decompression and opening
 (``capture.open_stream``), the merge of several files in time order, IP
 fragment reassembly (``ip.Reassembler``), TCP stream reassembly and RPC
 record marking (``tcp.TcpReassembler``), the RPC header and NFS decoding
-(``dissector.Collector`` -> ``rpc`` / ``decoders``): the whole transport layer
+(``collector.Collector`` -> ``rpc`` / ``decoders``): the whole transport layer
 is ``dissector.Dissector``, fed with dpkt's decoded headers.  dpkt's ``rpc``
 module is not used: it cannot decode a header cut short by the snaplen and exposes neither
 the AUTH_SYS fields nor the procedure arguments' offset.

@@ -245,7 +245,7 @@ class HalfStream:
         self.gap_flight = 0
         self.gap_acked = -1
         # Messages waiting for the peer's ACK: (the sequence number an ACK must
-        # reach, row of the message), oldest first (dissector.Collector.acked).
+        # reach, row of the message), oldest first (collector.Collector.acked).
         self.ack_due: deque[tuple[int, int]] | None = None  # made when first needed
         self.rev: HalfStream | None = None
 

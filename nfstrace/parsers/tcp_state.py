@@ -33,7 +33,7 @@ SYN_WINDOW = 65535
 
 
 class EventSink(Protocol):
-    """Where the functions below record events (dissector.Collector)."""
+    """Where the functions below record events (collector.Collector)."""
 
     def event(
         self,
