@@ -16,7 +16,7 @@ from nfstrace.parsers import portmap, rpc
 from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.stats import ParseStats
-from nfstrace.parsers.tables import rows_frame
+from nfstrace.parsers.tables import Event, rows_frame
 from nfstrace.parsers.tcp import HalfStream
 
 # UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
@@ -40,7 +40,7 @@ class Collector:
         # rows already made typed DataFrames, CHUNK_ROWS at a time: a tuple of
         # Python objects per row costs several times the typed columns
         self.chunks: list[pd.DataFrame] = []
-        self.events: list[tuple] = []
+        self.events: list[Event] = []
         self.event_counts: dict[str, int] = {}  # recorded events by kind
         self.max_events = limits.max_events_per_kind
         self.events_dropped = 0
@@ -72,12 +72,14 @@ class Collector:
         duration: int = 0,
     ) -> None:
         self.add_event(
-            (ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, duration)
+            Event(
+                ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, duration
+            )
         )
 
-    def add_event(self, event: tuple) -> None:
-        """Record an event (EVENT_COLUMNS order); past max_events of its kind, count it."""
-        kind = event[7]
+    def add_event(self, event: Event) -> None:
+        """Record an event; past max_events of its kind, count it."""
+        kind = event.kind
         n = self.event_counts.get(kind, 0)
         if n < self.max_events:
             self.event_counts[kind] = n + 1

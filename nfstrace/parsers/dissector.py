@@ -34,7 +34,7 @@ from nfstrace.parsers.ip import (
 )
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.stats import FrameCounts, ParseStats, direction_rows
-from nfstrace.parsers.tables import events_frame, messages_frame
+from nfstrace.parsers.tables import Event, events_frame, messages_frame
 from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler
 from nfstrace.parsers.tcp_state import (
     SEQ_HALF,
@@ -564,7 +564,7 @@ def _ip_at(linktype: int, data: Bytes) -> tuple[int, Bytes, int]:
 
 def _duplicate_event(
     linktype: int, data: Bytes, origlen: int, ts: int, frame: int, conns: dict[tuple, int]
-) -> tuple:
+) -> Event:
     """The frame_duplicate event of a skipped frame: its endpoints read as far
     as the headers allow (the frame is not processed further)."""
     src = dst = b""
@@ -586,7 +586,7 @@ def _duplicate_event(
             seq = int.from_bytes(data[l4 + 4 : l4 + 8], "big")
         key, rkey = (src, sport, dst, dport), (dst, dport, src, sport)
         conn = conns.get(min(key, rkey), 0)
-    return (ts, frame, conn, src, sport, dst, dport, "frame_duplicate", seq, origlen, 0)
+    return Event(ts, frame, conn, src, sport, dst, dport, "frame_duplicate", seq, origlen)
 
 
 def _udp_offset(version: int, proto: int, data: bytes) -> int:
@@ -601,7 +601,7 @@ def _udp_offset(version: int, proto: int, data: bytes) -> int:
 
 def _incomplete_datagram_event(
     ts: int, frame: int, src: bytes, dst: bytes, ip_id: int, fragments: int, got: int
-) -> tuple:
+) -> Event:
     """An IP datagram given up with fragments missing: seq is its IP id, length
     the bytes of it that arrived."""
-    return (ts, frame, 0, src, 0, dst, 0, "ip_datagram_incomplete", ip_id, got, 0)
+    return Event(ts, frame, 0, src, 0, dst, 0, "ip_datagram_incomplete", ip_id, got)

@@ -5,7 +5,7 @@ table (``nfstrace.schema`` lists both); every backend builds them here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,27 @@ ROW_COLUMNS = (
     + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
     + NFS_FIELD_NAMES
 )
+
+
+class Event(NamedTuple):
+    """One row of the events table (``nfstrace.schema.EVENT_COLUMNS``), as the
+    parser records it: addresses still as bytes."""
+
+    ts_ns: int
+    frame: int
+    conn: int
+    src: bytes
+    sport: int
+    dst: bytes
+    dport: int
+    kind: str  # one of schema.EVENT_KINDS
+    seq: int
+    length: int
+    duration_ns: int = 0
+
+
+assert Event._fields == tuple(EVENT_DTYPES)
+
 # Columns filled once the message is made (its ACK comes later); -1 until then.
 LATE_COLUMNS = ("acked_ns",)
 assert set(ROW_COLUMNS) | set(LATE_COLUMNS) == set(MESSAGE_DTYPES)
@@ -58,13 +79,10 @@ def messages_frame(
     return df.sort_values(["ts_first_ns", "frame_first"], kind="stable", ignore_index=True)
 
 
-def events_frame(events: list[tuple]) -> pd.DataFrame:
+def events_frame(events: Sequence[Event]) -> pd.DataFrame:
     """The events table (columns: ``nfstrace.schema.EVENT_COLUMNS``), in time order."""
     cache: dict[bytes, str] = {b"": ""}
-    columns = list(EVENT_DTYPES)
-    # Backends built on the Collector may still hand 10-field events (no duration).
-    rows = [e if len(e) == len(columns) else (*e, 0) for e in events]
-    df = pd.DataFrame(rows, columns=columns)
+    df = pd.DataFrame(list(events), columns=list(Event._fields))
     if len(df):
         df["src"] = [addr_text(a, cache) for a in df["src"]]
         df["dst"] = [addr_text(a, cache) for a in df["dst"]]
