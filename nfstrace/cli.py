@@ -49,7 +49,7 @@ from nfstrace.reports.files import check_outputs
 from nfstrace.reports.markdown import write_markdown
 from nfstrace.reports.model_view import render_model
 from nfstrace.reports.terminal import render_comparison, render_summary
-from nfstrace.text import count, printable
+from nfstrace.text import count, file_names, printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 from nfstrace.units import parse_duration
 
@@ -591,7 +591,7 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
             f"no ONC-RPC traffic {what} found in {count(trace.stats.frames, 'frame')}".replace(
                 "  ", " "
             ),
-            ", ".join(trace.paths),
+            file_names(trace.paths),
         )
     return trace
 

@@ -20,7 +20,7 @@ from nfstrace.match import MatchConfig, match
 from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
-from nfstrace.text import count, printable
+from nfstrace.text import count, file_names, printable
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,7 @@ class Trace:
 
     def _facts(self) -> tuple[str, str, str]:
         """(the files, what they hold, the verdict) in a few words each."""
-        names = ", ".join(os.path.basename(p) for p in self.paths[:3])
-        names += f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else ""
+        names = file_names(self.paths, base=True)
         ov = self.overview
         versions = "/".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
         held = (

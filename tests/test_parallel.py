@@ -199,6 +199,8 @@ def test_cli_directory_and_workers(split: Path, tmp_path: Path) -> None:
         app, ["analyze", str(split), "--workers", "2", "--json", str(json_out), "-q"]
     )
     assert result.exit_code == 0, result.output
+    assert "meta_00002" in result.output and "and 5 more" in result.output  # 8 files, 3 named
+    assert "meta_00003" not in result.output
     report = split.parent / (split.name + ".report.html")  # beside the directory
     assert report.is_file() and json_out.is_file()
     bad = CliRunner().invoke(app, ["analyze", str(split), "--workers", "-1", "--no-report"])

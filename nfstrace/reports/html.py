@@ -49,7 +49,7 @@ from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import count
+from nfstrace.text import count, file_names
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
@@ -965,7 +965,7 @@ def render_report(
     figs = _Figures()  # one numbering of the figure divs, the diagnosis's first
     diagnosis_html = _diagnosis_section(trace, diagnosis, figs)
     figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
-    title = "nfstrace report: " + ", ".join(os.path.basename(p) for p in trace.paths)
+    title = "nfstrace report: " + file_names(trace.paths, base=True)
     when = (
         f"times are seconds since the first RPC message ({_when(trace.overview.start_ns)}; "
         "TCP events before it, such as handshakes, have negative times)"
@@ -1015,7 +1015,7 @@ def _page(title: str, subtitle: str, body: list[str], notes: list[str]) -> str:
 def render_comparison(cmp: Comparison) -> str:
     """``nfstrace compare``: what changed in words, the two budgets as bars (each
     pair before and after), the pairs and the operations side by side."""
-    names = [", ".join(os.path.basename(p) for p in t.paths) for t in (cmp.before, cmp.after)]
+    names = [file_names(t.paths, base=True) for t in (cmp.before, cmp.after)]
     title = f"nfstrace compare: {names[0]} → {names[1]}"
     figs = _Figures()
     body = ['<section id="diagnosis"><h2>What changed</h2><ol>']

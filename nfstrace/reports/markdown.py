@@ -6,7 +6,6 @@ form GitHub, GitLab and Jira render.  Text from the capture is escaped."""
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pandas as pd
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.latency import by_time_spent
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import count, printable
+from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
 
 MAX_OPERATIONS = 8
@@ -42,7 +41,7 @@ def _row(cells: list[str]) -> str:
 
 def render_markdown(trace: Trace) -> str:
     ov, st, d = trace.overview, trace.stats, trace.diagnosis
-    names = ", ".join(os.path.basename(p) for p in trace.paths)
+    names = file_names(trace.paths, base=True)
     versions = ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
     out = [
         f"## nfstrace: {md(names)}",

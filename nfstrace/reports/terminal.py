@@ -21,7 +21,7 @@ from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.reports.style import titled_table
-from nfstrace.text import count, printable
+from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
 
 
@@ -170,7 +170,7 @@ def render_header(trace: Trace, console: Console) -> None:
     ov = trace.overview
     st = trace.stats
     say = console.print
-    say(f"[bold]nfstrace[/bold] {escape(', '.join(trace.paths))}", soft_wrap=True)
+    say(f"[bold]nfstrace[/bold] {escape(printable(file_names(trace.paths)))}", soft_wrap=True)
     links = sorted({LINKTYPE_NAMES.get(lt, str(lt)) for f in st.files for lt in f.linktypes})
     say(
         f"  {count(st.frames, 'frame')} ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
@@ -339,8 +339,9 @@ def render_comparison(cmp: Comparison, console: Console) -> None:
     say("[bold]nfstrace compare[/bold]")
     for label, t in (("before", cmp.before), ("after", cmp.after)):
         v = t.diagnosis.verdict
+        names = escape(printable(file_names(t.paths)))
         say(
-            f"  {label:<6} {escape(', '.join(t.paths))}: {count(t.stats.frames, 'frame')}, "
+            f"  {label:<6} {names}: {count(t.stats.frames, 'frame')}, "
             f"{count(t.overview.transactions, 'transaction')}; verdict {v.primary if v else '-'}",
             soft_wrap=True,
         )
