@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import io
 import os
-from importlib import metadata
 
 from nfstrace.errors import NfstraceError
 from nfstrace.trace import AnalysisConfig, Trace, load
+from nfstrace.version import __version__
 
-try:  # one truth for the version: pyproject.toml, as installed
-    __version__ = metadata.version("nfstrace")
-except metadata.PackageNotFoundError:  # run from a source tree never installed
-    __version__ = "0+unknown"
 __all__ = [
     "AnalysisConfig",
     "NfstraceError",

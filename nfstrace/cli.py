@@ -30,7 +30,6 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from nfstrace import __version__
 from nfstrace.analysis.diagnosis import DiagnosisOptions
 from nfstrace.analysis.model_inputs import overrides_from_options, parse_what_if
 from nfstrace.comparison import compare as compare_traces
@@ -52,6 +51,7 @@ from nfstrace.reports.terminal import render_comparison, render_summary
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import AnalysisConfig, Trace, load
 from nfstrace.units import parse_duration
+from nfstrace.version import __version__
 
 app = typer.Typer(
     add_completion=True,

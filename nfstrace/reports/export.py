@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from nfstrace import __version__
 from nfstrace.comparison import Comparison
 from nfstrace.parsers.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
+from nfstrace.version import __version__
 
 SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
 

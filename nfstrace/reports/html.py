@@ -50,6 +50,7 @@ from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import count, file_names
+from nfstrace.version import __version__
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
@@ -982,7 +983,6 @@ def render_report(
 def _page(title: str, subtitle: str, body: list[str], notes: list[str]) -> str:
     """One offline HTML document: the styles, the error recorder, the body, the
     notes, plotly.js packed and the scripts that unpack it and run the page."""
-    from nfstrace import __version__  # here: nfstrace/__init__ imports the trace module
 
     parts = [
         "<!DOCTYPE html>",
