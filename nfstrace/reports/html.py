@@ -34,6 +34,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -809,45 +810,18 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
 
 
 # ---- the page ------------------------------------------------------------------------
+# The page's own CSS and scripts are package data (nfstrace/reports/assets/),
+# read once at import.
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
-margin:0 auto;max-width:1300px;padding:0 1.5em 3em;color:#222}
-h1{font-size:1.5em;margin:.8em 0 .2em}h2{border-bottom:2px solid #ddd;margin-top:1.6em}
-.findings{padding-left:1.4em}.finding{margin:.35em 0}.sev{display:inline-block;min-width:5em;
-font-size:.8em;text-transform:uppercase;font-weight:bold;border-radius:3px;padding:1px 5px;
-text-align:center;color:#fff;background:#888}.sev-problem .sev{background:#c62828}
-.sev-warning .sev{background:#ef6c00}.sev-info .sev{background:#1565c0}.lost{color:#c62828}
-.headline{font-size:1.1em}.note{color:#666;font-size:.9em}.caption{color:#444;margin:.2em 0 1.2em}
-.verdict{font-size:1.15em;font-weight:600}.verdict .primary{display:inline-block;color:#fff;
-font-size:.75em;border-radius:3px;padding:2px 7px;margin-right:.4em;vertical-align:middle}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
-table.sortable th{cursor:pointer;background:#f4f4f4}
-table.sortable td[data-v]{font-variant-numeric:tabular-nums}
-table.facts th{background:#f4f4f4;white-space:nowrap}
-.figure{margin:.8em 0;border:1px solid #eee}
-#nfstrace-problems{display:none;background:#fdecea;border:1px solid #c62828;padding:.5em}
-details pre{white-space:pre-wrap;font-size:.85em}
-"""
+
+def _asset(name: str) -> str:
+    return resources.files("nfstrace.reports").joinpath("assets", name).read_text("utf-8")
+
+
+_CSS = _asset("report.css")
 
 # Runs first: records every script error so the check below (and a reader) sees it.
-_ERROR_RECORDER = """
-window.__nfstraceErrors = [];
-window.addEventListener("error", function (e) {
-  window.__nfstraceErrors.push(String(e.message || e));
-});
-window.addEventListener("unhandledrejection", function (e) {
-  window.__nfstraceErrors.push("unhandled rejection: " + String(e.reason));
-});
-(function () {
-  var original = console.error;
-  console.error = function () {
-    window.__nfstraceErrors.push(Array.prototype.join.call(arguments, " "));
-    return original.apply(console, arguments);
-  };
-})();
-"""
+_ERROR_RECORDER = _asset("errors.js")
 
 # Runs last: sortable tables, and the check that every figure was drawn.
 # plotly.js is 4.8 MB; gzip packs it to 1.5 MB (2.0 MB as base64 in the page).
@@ -857,34 +831,9 @@ window.addEventListener("unhandledrejection", function (e) {
 PACKED_PLOTLY_ID = "nfstrace-plotly"
 DEFERRED = "text/x-nfstrace-figure"
 _FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>')
-_UNPACK_SCRIPT = """
-window.__nfstraceDrawn = (function () {
-  function run(text) {
-    var s = document.createElement("script");
-    s.text = text;
-    document.head.appendChild(s);  // an inline script runs as it is inserted
-    s.remove();  // and has run: the page keeps only its own script elements
-  }
-  if (typeof DecompressionStream === "undefined") {
-    window.__nfstraceErrors.push("this browser cannot unpack the report's plotting " +
-      "library (it needs DecompressionStream: Chrome 80, Firefox 113, Safari 16.4 or " +
-      "later); the tables and the diagnosis are complete");
-    return Promise.resolve();
-  }
-  var text = atob(document.getElementById("PACKED_PLOTLY_ID").textContent.trim());
-  var bytes = new Uint8Array(text.length);
-  for (var i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
-  var js = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Response(js).text().then(function (plotly) {
-    run(plotly);
-    document.querySelectorAll('script[type="DEFERRED"]').forEach(function (s) {
-      run(s.textContent);
-    });
-  }).catch(function (e) {
-    window.__nfstraceErrors.push("plotting library not unpacked: " + String(e));
-  });
-})();
-""".replace("PACKED_PLOTLY_ID", PACKED_PLOTLY_ID).replace("DEFERRED", DEFERRED)
+_UNPACK_SCRIPT = (
+    _asset("unpack.js").replace("PACKED_PLOTLY_ID", PACKED_PLOTLY_ID).replace("DEFERRED", DEFERRED)
+)
 
 
 @functools.cache
@@ -897,58 +846,7 @@ def packed_plotly() -> tuple[str, str]:
     return packed, plotly.__version__
 
 
-_PAGE_SCRIPT = """
-(function () {
-  function key(td) {
-    var v = td.getAttribute("data-v");  // raw numbers: no thousands separators
-    var n = Number(v);
-    return v !== "" && !isNaN(n) ? n : v.toLowerCase();
-  }
-  document.querySelectorAll("table.sortable").forEach(function (table) {
-    table.querySelectorAll("th").forEach(function (th, col) {
-      th.addEventListener("click", function () {
-        var up = th.getAttribute("data-order") !== "asc";
-        table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("data-order"); });
-        th.setAttribute("data-order", up ? "asc" : "desc");
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = key(a.cells[col]), y = key(b.cells[col]);
-          if (typeof x !== typeof y) { x = String(x); y = String(y); }
-          return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      });
-    });
-  });
-  function check() {
-    var divs = document.querySelectorAll(".figure .plotly-graph-div");
-    var drawn = 0, failed = [];
-    divs.forEach(function (div) {
-      var gl = (div.data || []).some(function (t) { return /gl$/.test(t.type || ""); });
-      var ok = div._fullLayout && div.querySelector(".main-svg") &&
-        (!gl || div.querySelector("canvas"));
-      if (ok) { drawn++; } else { failed.push(div.parentNode.getAttribute("data-figure")); }
-    });
-    var errors = window.__nfstraceErrors;
-    document.body.setAttribute("data-figures", String(divs.length));
-    document.body.setAttribute("data-figures-drawn", String(drawn));
-    document.body.setAttribute("data-errors", String(errors.length));
-    if (errors.length || failed.length) {
-      var box = document.getElementById("nfstrace-problems");
-      box.textContent = "This browser could not draw everything: " +
-        (failed.length ? "figures not drawn: " + failed.join(", ") + ". " : "") +
-        (errors.length ? "script errors: " + errors.join(" | ") : "");
-      box.style.display = "block";
-    }
-  }
-  window.__nfstraceDrawn.then(function () {
-    // plotly.js unpacked and run, every figure's script run: for the browser test
-    document.body.setAttribute("data-load-ms", String(Math.round(performance.now())));
-    setTimeout(check, 500);
-  });
-})();
-"""
+_PAGE_SCRIPT = _asset("page.js")
 
 
 def transfer_figure(trace: Trace, point_budget: int = fg.POINT_BUDGET) -> go.Figure:
