@@ -5,6 +5,7 @@
 use crate::ip::Addr;
 use crate::maps::HashMap;
 use crate::rpc;
+use crate::tcp_state::ack_point;
 use std::collections::VecDeque;
 
 pub const MARK: u8 = 0;
@@ -843,18 +844,6 @@ impl TcpReassembler {
                 .push_back((ack_point(hs.msg_start, end, hs.max_seg), row));
         }
     }
-}
-
-/// The sequence number the receiver's ACK must reach for a message at [start,
-/// end) to count as received: all of it but its last segment (tcp_state.ack_point).
-pub fn ack_point(start: i64, end: i64, max_seg: i64) -> i64 {
-    let length = (end - start).rem_euclid(SEQ_MOD);
-    let back = if length > max_seg {
-        max_seg
-    } else {
-        length - 1
-    };
-    (end - back).rem_euclid(SEQ_MOD)
 }
 
 /// Check the RPC header after a record mark, as far as it was captured.
