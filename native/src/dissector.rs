@@ -35,7 +35,8 @@ fn udp_offset(version: u8, proto: i32, data: &[u8]) -> i64 {
     }
 }
 
-/// Limits and settings from ParseLimits (and one fact from procnames.py).
+/// Limits and settings from ParseLimits (and capture.MAX_INTERFACE_DROPS,
+/// config.CHECK_EVERY_FRAMES).
 pub struct Settings {
     pub tcp: Limits,
     pub max_frame_bytes: usize,

@@ -2,7 +2,9 @@
 //!
 //! A line-by-line port of the pure-Python parser (`nfstrace/parsers/frame_loop.py`
 //! and the modules it drives), which stays the readable reference: the two
-//! must give identical tables (tests/test_native.py).  Python builds the
+//! must give identical tables (tests/test_native.py).  Each module mirrors the
+//! Python module of its name (nfs.rs: decoders.py, nfs3.py, nfs4.py's COMPOUND
+//! walk; python.rs: the other side of native.py).  Python builds the
 //! DataFrames, names procedures and decodes the rare messages this crate
 //! hands back undecoded (`nfs::Kind::Defer`).
 
