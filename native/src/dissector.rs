@@ -1,28 +1,24 @@
-//! The frame loop and transport layer (mirrors `parsers/frame_loop.py` and `dissector.py`): mirror
-//! duplicates, link -> IP (fragment reassembly) -> UDP datagram or TCP segment
-//! (connections, handshake, windows, reassembly) -> record marking -> RPC
-//! header -> NFS fields, collected as columns.
+//! The transport layer (mirrors `parsers/dissector.py`): mirror copies, TCP
+//! connections and streams (handshake, windows and round trips through
+//! `tcp_state`, reassembly and record marking through `tcp`), UDP datagrams
+//! (fragments given up included), per-direction facts; messages and events go
+//! to its `Collector` (collector.rs).  The frame loop (frame_loop.rs) feeds it.
 
-use crate::capture::{Frame, Merge};
+use crate::capture::Frame;
+use crate::collector::Collector;
 use crate::ip::{self, Addr, Datagram, Facts, Reassembler};
 use crate::link::locate_ip;
 use crate::maps::{HashMap, HashSet, IndexMap};
-use crate::nfs;
-use crate::portmap;
 use crate::rpc;
-use crate::tcp::{
-    Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, EVENT_KIND_NAMES, IGNORE,
-    RTT_MAX_SEGMENT,
-};
-
-use std::collections::VecDeque;
-use std::hash::Hash;
-
+use crate::stats::FrameCounts;
 use crate::tables::{
-    is_rpc_well_known_port as well_known, Anomaly, DEFAULT_MSS, MAX_FLOWS, MAX_LEARNT_PORTS,
-    MAX_PORTMAP_ASKS, MAX_RECENT_FRAMES, MAX_WSCALE, MSGTYPE_CALL, MSGTYPE_REPLY,
-    NFSPROC4_COMPOUND, NFS_PROGRAM, SEQ_HALF, SEQ_MASK, SYN_WINDOW, TCPOPT_EOL, TCPOPT_MSS,
-    TCPOPT_NOP, TCPOPT_WSCALE, TH_ACK, TH_FIN, TH_RST, TH_SYN, TRANSPORT_TCP, TRANSPORT_UDP,
+    is_rpc_well_known_port as well_known, MAX_RECENT_FRAMES, SEQ_HALF, SEQ_MASK, SYN_WINDOW,
+    TH_ACK, TH_FIN, TH_RST, TH_SYN,
+};
+use crate::tcp::{Assembled, Ev, HalfStream, Limits, TcpReassembler, RTT_MAX_SEGMENT};
+use crate::tcp_state::{
+    ack_rtt_sample, close_stretches, end_window_full, ip_extremes, on_syn, retire, send_gap, watch,
+    window_reached,
 };
 
 /// Where the UDP header starts in an IP datagram's first fragment (IPv6: after
@@ -39,7 +35,8 @@ fn udp_offset(version: u8, proto: i32, data: &[u8]) -> i64 {
     }
 }
 
-/// Limits and settings from ParseLimits (and one fact from procnames.py).
+/// Limits and settings from ParseLimits (and capture.MAX_INTERFACE_DROPS,
+/// config.CHECK_EVERY_FRAMES).
 pub struct Settings {
     pub tcp: Limits,
     pub max_frame_bytes: usize,
@@ -64,607 +61,6 @@ pub struct Settings {
     pub partition: usize,
 }
 
-/// Distinct values of a column, numbered from 0 (0 = the empty value).
-pub struct Interner<K: Hash + Eq + Clone> {
-    map: HashMap<K, u32>,
-    pub values: Vec<K>,
-}
-
-impl<K: Hash + Eq + Clone> Interner<K> {
-    pub fn new(empty: K) -> Self {
-        let mut map = HashMap::default();
-        map.insert(empty.clone(), 0);
-        Interner {
-            map,
-            values: vec![empty],
-        }
-    }
-    #[inline]
-    pub fn id(&mut self, k: &K) -> u32 {
-        if let Some(&i) = self.map.get(k) {
-            return i;
-        }
-        let i = self.values.len() as u32;
-        self.values.push(k.clone());
-        self.map.insert(k.clone(), i);
-        i
-    }
-}
-
-impl Interner<Vec<u8>> {
-    #[inline]
-    pub fn bytes(&mut self, k: Option<&[u8]>) -> u32 {
-        match k {
-            None | Some([]) => 0,
-            Some(b) => {
-                if let Some(&i) = self.map.get(b) {
-                    return i;
-                }
-                self.id(&b.to_vec())
-            }
-        }
-    }
-}
-
-/// A growing column kept in fixed-size chunks: no reallocation copies and no
-/// doubled capacity on large captures; made one array when handed to Python.
-pub struct Col<T> {
-    pub chunks: Vec<Vec<T>>,
-    len: usize,
-}
-
-const COL_CHUNK: usize = 1 << 16;
-
-impl<T> Default for Col<T> {
-    fn default() -> Self {
-        Col {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
-impl<T> Col<T> {
-    #[inline]
-    pub fn push(&mut self, v: T) {
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < COL_CHUNK => c.push(v),
-            _ => {
-                let mut c = Vec::with_capacity(COL_CHUNK);
-                c.push(v);
-                self.chunks.push(c);
-            }
-        }
-        self.len += 1;
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-/// The messages table as columns (schema.MESSAGE_COLUMNS); strings as ids
-/// into the interners.
-#[derive(Default)]
-pub struct Columns {
-    pub ts_first: Col<i64>,
-    pub ts_last: Col<i64>,
-    pub frame_first: Col<i64>,
-    pub frame_last: Col<i64>,
-    pub src: Col<u32>,
-    pub sport: Col<i32>,
-    pub dst: Col<u32>,
-    pub dport: Col<i32>,
-    pub transport: Col<u8>,
-    pub conn: Col<i64>,
-    pub xid: Col<i64>,
-    pub msgtype: Col<u8>,
-    pub prog: Col<i64>,
-    pub vers: Col<i64>,
-    pub proc_: Col<i64>,
-    pub auth: Col<i64>,
-    pub auth_uid: Col<i64>,
-    pub auth_gid: Col<i64>,
-    pub auth_machine: Col<u32>,
-    pub gss_proc: Col<i32>,
-    pub gss_service: Col<i64>,
-    pub reply_stat: Col<u8>,
-    pub accept_stat: Col<i32>,
-    pub reject_stat: Col<i32>,
-    pub body_offset: Col<i32>,
-    pub rpc_len: Col<i64>,
-    pub captured_len: Col<i64>,
-    pub record_frags: Col<i32>,
-    pub frames: Col<i32>,
-    pub ip_frags: Col<i32>,
-    pub truncated: Col<u8>,
-    pub nfs_kind: Col<u8>,
-    pub ops: Col<u32>,
-    pub op_status: Col<u32>,
-    pub nfs_status: Col<i64>,
-    pub fh: Col<u32>,
-    pub name: Col<u32>,
-    pub offset: Col<i64>,
-    pub count: Col<i64>,
-    pub stable: Col<i32>,
-    pub committed: Col<i32>,
-    pub verifier: Col<u32>,
-    pub eof: Col<i32>,
-    pub session: Col<u32>,
-    pub slot: Col<i64>,
-    pub seqid: Col<i64>,
-    pub minor: Col<i32>,
-    pub nfs_decode: Col<u8>,
-}
-
-/// A message whose NFS fields Python decodes (nfs::Kind::Defer).
-pub struct Deferred {
-    pub row: u64,
-    pub head: Vec<u8>,
-    pub is_call: bool,
-    pub prog: i64,
-    pub vers: i64,
-    pub proc_: i64,
-    pub body_offset: i64,
-    pub gss_service: i64,
-    pub gss_proc: i64,
-}
-
-#[derive(Default)]
-pub struct Events {
-    pub ts: Vec<i64>,
-    pub frame: Vec<i64>,
-    pub conn: Vec<i64>,
-    pub src: Vec<u32>,
-    pub sport: Vec<i32>,
-    pub dst: Vec<u32>,
-    pub dport: Vec<i32>,
-    pub kind: Vec<u8>,
-    pub seq: Vec<i64>,
-    pub length: Vec<i64>,
-    pub duration: Vec<i64>,
-}
-
-#[derive(Default)]
-pub struct MsgStats {
-    pub messages: i64,
-    pub calls: i64,
-    pub replies: i64,
-    pub truncated_messages: i64,
-    pub incomplete_messages: i64,
-    pub headerless_messages: i64,
-    pub not_rpc_records: i64,
-    pub replies_without_call_info: i64,
-}
-
-type CallKey = (Addr, Addr, u32);
-/// (client, client port, server, server port) of a call
-type FlowKey = (Addr, i32, Addr, i32);
-/// (prog, vers, proc, gss_service, gss_proc) of the last call
-type CallInfo = (i64, i64, i64, i64, i64);
-
-/// Calls remembered to name replies, oldest forgotten first past a bound
-/// (a Python dict re-inserted on use); each with whether a reply came.
-struct Calls {
-    map: HashMap<CallKey, (CallInfo, u64, bool)>,
-    order: VecDeque<(CallKey, u64)>,
-    stamp: u64,
-    max: usize,
-    /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
-    forgotten: i64,
-}
-
-impl Calls {
-    fn insert(&mut self, key: CallKey, info: CallInfo) {
-        if !self.map.contains_key(&key) && self.map.len() >= self.max {
-            while let Some((k, s)) = self.order.pop_front() {
-                if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
-                    if let Some((_, _, answered)) = self.map.remove(&k) {
-                        self.forgotten += i64::from(!answered);
-                    }
-                    break;
-                }
-            }
-        }
-        self.stamp += 1;
-        self.map.insert(key, (info, self.stamp, false));
-        self.order.push_back((key, self.stamp));
-        if self.order.len() > 2 * self.map.len() + 1024 {
-            let map = &self.map;
-            self.order
-                .retain(|(k, s)| matches!(map.get(k), Some((_, t, _)) if t == s));
-        }
-    }
-    /// The call a reply answers, marked answered.
-    fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
-        self.map.get_mut(key).map(|(i, _, answered)| {
-            *answered = true;
-            *i
-        })
-    }
-}
-
-/// Assembled messages -> rows; remembers calls to name replies (collector.Collector).
-pub struct Collector {
-    pub cols: Columns,
-    /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
-    pub acked_rows: Vec<u64>,
-    pub acked_ts: Vec<i64>,
-    pub deferred: Vec<Deferred>,
-    pub events: Events,
-    event_counts: [usize; EVENT_KIND_NAMES.len()],
-    max_events: usize,
-    pub events_dropped: i64,
-    pub auth_too_long: i64,
-    calls: Calls,
-    /// the last call of each flow: names replies whose call was not seen
-    flows: HashMap<FlowKey, CallInfo>,
-    /// UDP (address, port) a portmap/rpcbind reply announced; portmap calls
-    /// asking for a UDP address (true) or another (false), until their reply
-    pub rpc_ports: HashSet<(Addr, i32)>,
-    portmap_asks: HashMap<CallKey, bool>,
-    pub stats: MsgStats,
-    pub addrs: Interner<Addr>,
-    pub machines: Interner<Vec<u8>>,
-    pub fhs: Interner<Vec<u8>>,
-    pub names: Interner<Vec<u8>>,
-    pub verifiers: Interner<Vec<u8>>,
-    pub sessions: Interner<Vec<u8>>,
-    pub op_lists: Interner<Vec<u32>>,
-    pub status_lists: Interner<Vec<u32>>,
-}
-
-impl Collector {
-    fn new(max_calls: usize, max_events: usize) -> Self {
-        Collector {
-            cols: Columns::default(),
-            acked_rows: Vec::new(),
-            acked_ts: Vec::new(),
-            deferred: Vec::new(),
-            events: Events::default(),
-            event_counts: [0; EVENT_KIND_NAMES.len()],
-            max_events,
-            events_dropped: 0,
-            auth_too_long: 0,
-            calls: Calls {
-                map: HashMap::default(),
-                order: VecDeque::new(),
-                stamp: 0,
-                max: max_calls.max(1),
-                forgotten: 0,
-            },
-            flows: HashMap::default(),
-            rpc_ports: HashSet::default(),
-            portmap_asks: HashMap::default(),
-            stats: MsgStats::default(),
-            addrs: Interner::new(Addr::default()),
-            machines: Interner::new(Vec::new()),
-            fhs: Interner::new(Vec::new()),
-            names: Interner::new(Vec::new()),
-            verifiers: Interner::new(Vec::new()),
-            sessions: Interner::new(Vec::new()),
-            op_lists: Interner::new(Vec::new()),
-            status_lists: Interner::new(Vec::new()),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push_event(
-        &mut self,
-        ts: i64,
-        frame: i64,
-        conn: i64,
-        src: Addr,
-        sport: i32,
-        dst: Addr,
-        dport: i32,
-        kind: Ev,
-        seq: i64,
-        length: i64,
-        duration: i64,
-    ) {
-        // past max_events of its kind an event is counted, not recorded
-        let n = &mut self.event_counts[kind as usize];
-        if *n >= self.max_events {
-            self.events_dropped += 1;
-            return;
-        }
-        *n += 1;
-        let s = self.addrs.id(&src);
-        let d = self.addrs.id(&dst);
-        let e = &mut self.events;
-        e.ts.push(ts);
-        e.frame.push(frame);
-        e.conn.push(conn);
-        e.src.push(s);
-        e.sport.push(sport);
-        e.dst.push(d);
-        e.dport.push(dport);
-        e.kind.push(kind as u8);
-        e.seq.push(seq);
-        e.length.push(length);
-        e.duration.push(duration);
-    }
-
-    /// One assembled message (collector.Collector.message).
-    #[allow(clippy::too_many_arguments)]
-    fn message(
-        &mut self,
-        src: Addr,
-        sport: i32,
-        dst: Addr,
-        dport: i32,
-        is_tcp: bool,
-        conn: i64,
-        head: &[u8],
-        m: &Assembled,
-    ) -> Option<u64> {
-        let st = &mut self.stats;
-        let mut hdr = match rpc::decode_header(head) {
-            Some(h) => h,
-            None => {
-                if head.len() < 8 {
-                    st.headerless_messages += 1;
-                } else {
-                    st.not_rpc_records += 1;
-                }
-                return None;
-            }
-        };
-        let xid = hdr.xid;
-        if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
-            self.auth_too_long += 1;
-        }
-        let fields = if hdr.is_call {
-            st.calls += 1;
-            let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
-            self.calls.insert((src, dst, xid), info);
-            let flow = (src, sport, dst, dport);
-            if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
-                self.flows.clear();
-            }
-            self.flows.insert(flow, info);
-            if hdr.prog == portmap::PORTMAP_PROGRAM {
-                if let Some(asks) = portmap::asks_udp(hdr.vers, hdr.proc_, head, hdr.body_offset) {
-                    if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
-                        self.portmap_asks.clear();
-                    }
-                    self.portmap_asks.insert((src, dst, xid), asks);
-                }
-            }
-            nfs::decode(
-                true,
-                hdr.prog,
-                hdr.vers,
-                hdr.proc_,
-                head,
-                hdr.body_offset,
-                hdr.gss_service,
-                hdr.gss_proc,
-            )
-        } else {
-            st.replies += 1;
-            match self.calls.answer(&(dst, src, xid)) {
-                Some((prog, vers, proc_, gss_service, gss_proc)) => {
-                    hdr.prog = prog;
-                    hdr.vers = vers;
-                    hdr.proc_ = proc_;
-                    if prog == portmap::PORTMAP_PROGRAM {
-                        // the ports it announces become RPC ports (collector.Collector._portmap_reply)
-                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
-                        if hdr.accept_stat == 0 {
-                            for port in
-                                portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
-                            {
-                                if self.rpc_ports.len() < MAX_LEARNT_PORTS {
-                                    self.rpc_ports.insert((src, port as i32));
-                                }
-                            }
-                        }
-                    }
-                    let f = nfs::decode(
-                        false,
-                        prog,
-                        vers,
-                        proc_,
-                        head,
-                        hdr.body_offset,
-                        gss_service,
-                        gss_proc,
-                    );
-                    if f.kind == nfs::Kind::Defer as u8 {
-                        self.deferred.push(Deferred {
-                            row: self.cols.ts_first.len() as u64,
-                            head: head.to_vec(),
-                            is_call: false,
-                            prog,
-                            vers,
-                            proc_,
-                            body_offset: hdr.body_offset,
-                            gss_service,
-                            gss_proc,
-                        });
-                    }
-                    f
-                }
-                None => {
-                    st.replies_without_call_info += 1;
-                    let last = self.flows.get(&(dst, dport, src, sport)).copied();
-                    if let Some(f) = nfs::reply_without_call(last, head, hdr.body_offset) {
-                        hdr.prog = NFS_PROGRAM;
-                        hdr.vers = 4;
-                        hdr.proc_ = NFSPROC4_COMPOUND;
-                        f
-                    } else {
-                        nfs::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
-                    }
-                }
-            }
-        };
-        if hdr.is_call && fields.kind == nfs::Kind::Defer as u8 {
-            self.deferred.push(Deferred {
-                row: self.cols.ts_first.len() as u64,
-                head: head.to_vec(),
-                is_call: true,
-                prog: hdr.prog,
-                vers: hdr.vers,
-                proc_: hdr.proc_,
-                body_offset: hdr.body_offset,
-                gss_service: hdr.gss_service,
-                gss_proc: hdr.gss_proc,
-            });
-        }
-        let st = &mut self.stats;
-        let truncated = m.captured < m.rpc_len || !m.complete;
-        if truncated {
-            st.truncated_messages += 1;
-        }
-        if !m.complete {
-            st.incomplete_messages += 1;
-        }
-        st.messages += 1;
-        let s_id = self.addrs.id(&src);
-        let d_id = self.addrs.id(&dst);
-        let machine = self.machines.bytes(hdr.machine);
-        let ops = if fields.ops.is_empty() {
-            0
-        } else {
-            self.op_lists.id(&fields.ops)
-        };
-        let statuses = if fields.statuses.is_empty() {
-            0
-        } else {
-            self.status_lists.id(&fields.statuses)
-        };
-        let fh = self.fhs.bytes(fields.fh);
-        let name = self.names.bytes(fields.name);
-        let verifier = self.verifiers.bytes(fields.verifier);
-        let session = self.sessions.bytes(fields.session);
-        let c = &mut self.cols;
-        let row = c.ts_first.len() as u64;
-        c.ts_first.push(m.ts_first);
-        c.ts_last.push(m.ts_last);
-        c.frame_first.push(m.frame_first);
-        c.frame_last.push(m.frame_last);
-        c.src.push(s_id);
-        c.sport.push(sport);
-        c.dst.push(d_id);
-        c.dport.push(dport);
-        c.transport
-            .push(if is_tcp { TRANSPORT_TCP } else { TRANSPORT_UDP });
-        c.conn.push(conn);
-        c.xid.push(xid as i64);
-        c.msgtype.push(if hdr.is_call {
-            MSGTYPE_CALL
-        } else {
-            MSGTYPE_REPLY
-        });
-        c.prog.push(hdr.prog);
-        c.vers.push(hdr.vers);
-        c.proc_.push(hdr.proc_);
-        c.auth.push(hdr.auth);
-        c.auth_uid.push(hdr.uid);
-        c.auth_gid.push(hdr.gid);
-        c.auth_machine.push(machine);
-        c.gss_proc.push(hdr.gss_proc as i32);
-        c.gss_service.push(hdr.gss_service);
-        c.reply_stat.push(hdr.reply_stat);
-        c.accept_stat.push(hdr.accept_stat as i32);
-        c.reject_stat.push(hdr.reject_stat as i32);
-        c.body_offset.push(hdr.body_offset as i32);
-        c.rpc_len.push(m.rpc_len);
-        c.captured_len.push(m.captured);
-        c.record_frags.push(m.record_frags as i32);
-        c.frames.push(m.frames as i32);
-        c.ip_frags.push(m.ip_frags as i32);
-        c.truncated.push(truncated as u8);
-        c.nfs_kind.push(fields.kind);
-        c.ops.push(ops);
-        c.op_status.push(statuses);
-        c.nfs_status
-            .push(fields.nfs_status.map_or(-1, |v| v as i64));
-        c.fh.push(fh);
-        c.name.push(name);
-        c.offset.push(fields.offset.map_or(-1, offset64));
-        c.count.push(fields.count.map_or(-1, |v| v as i64));
-        c.stable.push(fields.stable.map_or(-1, |v| v as i32));
-        c.committed.push(fields.committed.map_or(-1, |v| v as i32));
-        c.verifier.push(verifier);
-        c.eof.push(fields.eof.map_or(-1, |v| v as i32));
-        c.session.push(session);
-        c.slot.push(fields.slot.map_or(-1, |v| v as i64));
-        c.seqid.push(fields.seqid.map_or(-1, |v| v as i64));
-        c.minor.push(fields.minor.map_or(-1, |v| v as i32));
-        c.nfs_decode.push(fields.decode);
-        Some(row)
-    }
-}
-
-/// An XDR unsigned hyper file offset for the int64 column: one past 2**63 - 1
-/// is no file offset (a damaged message): -1, unknown (nfs_fields.offset64).
-fn offset64(v: u64) -> i64 {
-    if v > i64::MAX as u64 {
-        -1
-    } else {
-        v as i64
-    }
-}
-
-/// A message whose procedure data could not be located: is it because its
-/// credential or verifier claims more than RFC 5531's 400 bytes?  (head: at
-/// least 40 bytes)
-fn auth_too_long(head: &[u8], is_call: bool) -> bool {
-    if is_call {
-        let clen = rpc::be32(head, 28);
-        if clen > rpc::MAX_AUTH_BYTES {
-            return true;
-        }
-        let vpos = 32 + ((clen as usize + 3) & !3) + 4;
-        return head.len() >= vpos + 4 && rpc::be32(head, vpos) > rpc::MAX_AUTH_BYTES;
-    }
-    rpc::be32(head, 8) == 0 && rpc::be32(head, 16) > rpc::MAX_AUTH_BYTES
-}
-
-impl Sink for Collector {
-    fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64> {
-        let head = m.head;
-        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m)
-    }
-    fn event(
-        &mut self,
-        hs: &HalfStream,
-        kind: Ev,
-        ts: i64,
-        frame: i64,
-        seq: i64,
-        length: i64,
-        dur: i64,
-    ) {
-        self.push_event(
-            ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, dur,
-        );
-    }
-    fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
-        self.calls.map.contains_key(&(hs.dst, hs.src, xid))
-    }
-}
-
-/// Frames and packets by layer (stats.FrameCounts).
-#[derive(Default)]
-pub struct FrameCounts {
-    pub ipv4: i64,
-    pub ipv6: i64,
-    pub non_ip: i64,
-    pub tcp: i64,
-    pub udp: i64,
-    pub other: i64,
-    pub short: i64,
-    /// TCP data offset below 20 bytes or past the packet: skipped
-    pub bad_tcp_header: i64,
-}
-
 type StreamKey = (Addr, i32, Addr, i32);
 
 /// The transport layer (dissector.Dissector).
@@ -680,24 +76,24 @@ pub struct Dissector {
     conns: IndexMap<StreamKey, i64>,
     /// UDP flows: frame number of their last RPC message
     udp_seen: HashMap<StreamKey, i64>,
-    tracked_conns: HashSet<i64>,
+    pub(crate) tracked_conns: HashSet<i64>,
     max_connections: usize,
     pub n_forgotten: i64,
     pub n_cut: i64,
     /// SYN segments dropped: a bad checksum / inside an established window
-    bad_checksum: i64,
-    syn_in_window: i64,
-    lost_listed: i64,
+    pub(crate) bad_checksum: i64,
+    pub(crate) syn_in_window: i64,
+    pub(crate) lost_listed: i64,
     n_conns: i64,
     /// the frame that began each connection id (from 1): ParseStats.connection_frames
     pub conn_frames: Vec<i64>,
     pub n_tcp_conns: i64,
     pub n_dup: i64,
     pub n_frames: i64,
-    max_messages: i64,
+    pub(crate) max_messages: i64,
     partitions: usize,
     partition: usize,
-    check_every_frames: i64,
+    pub(crate) check_every_frames: i64,
     /// the frame not read: max_messages reached (0: read to the end)
     pub stopped_at: i64,
     ts: i64,
@@ -707,272 +103,6 @@ pub struct Dissector {
     recent: HashMap<u64, (i64, Vec<u8>)>,
     older: HashMap<u64, (i64, Vec<u8>)>,
     since: Option<i64>,
-}
-
-fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
-    let (mut mss, mut wscale) = (-1i64, -1i64);
-    let end = hl.min(p.len());
-    let mut i = 20usize;
-    while i < end {
-        let kind = p[i];
-        if kind == TCPOPT_EOL {
-            break;
-        }
-        if kind == TCPOPT_NOP {
-            i += 1;
-            continue;
-        }
-        if i + 1 >= end || p[i + 1] < 2 {
-            break;
-        }
-        let size = p[i + 1] as usize;
-        if kind == TCPOPT_MSS && size == 4 && i + 4 <= end {
-            mss = u16::from_be_bytes([p[i + 2], p[i + 3]]) as i64;
-        } else if kind == TCPOPT_WSCALE && size == 3 && i + 3 <= end {
-            wscale = (p[i + 2] as i64).min(MAX_WSCALE);
-        }
-        i += size;
-    }
-    (mss, wscale)
-}
-
-fn end_zero_window(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
-    col.event(
-        hs,
-        Ev::TcpZeroWindow,
-        hs.zw_since,
-        hs.zw_frame,
-        hs.zw_seq,
-        0,
-        ts - hs.zw_since,
-    );
-    hs.zw_since = -1;
-}
-
-fn end_window_full(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
-    col.event(
-        hs,
-        Ev::TcpWindowFull,
-        hs.wfull_since,
-        hs.wfull_frame,
-        hs.wfull_seq,
-        hs.wfull_wnd,
-        ts - hs.wfull_since,
-    );
-    hs.wfull_since = -1;
-}
-
-fn close_stretches(col: &mut Collector, hs: &mut HalfStream, ts: i64) {
-    if hs.zw_since >= 0 {
-        let t = ts.max(hs.zw_since);
-        end_zero_window(col, hs, t);
-        hs.watch = hs.handshake_ack_due;
-    }
-    if hs.wfull_since >= 0 {
-        let t = ts.max(hs.wfull_since);
-        end_window_full(col, hs, t);
-    }
-}
-
-/// The peer acknowledged the segment of hs being timed: a round-trip sample.
-fn ack_rtt_sample(hs: &mut HalfStream, ts: i64) {
-    hs.rtt_end = -1;
-    let sample = ts - hs.rtt_start[0];
-    if sample >= 0 && (hs.rtt_best[0] < 0 || sample < hs.rtt_best[0]) {
-        let [t, frame, seq, len] = hs.rtt_start;
-        hs.rtt_best = [sample, t, frame, seq, len];
-    }
-}
-
-/// hs sends data at ts after a gap of at least ParseLimits.send_gap_ns that it
-/// began part-way through an RPC message or ends by re-sending bytes: a gap
-/// ended by re-sent bytes (tcp_resend_gap), else the part with bytes
-/// unacknowledged (tcp_send_gap) and the part with none (tcp_send_idle).
-fn send_gap(col: &mut Collector, hs: &HalfStream, ts: i64, seq: i64, resent: bool) {
-    let (start, acked, flight) = (hs.gap_t, hs.gap_acked, hs.gap_flight);
-    if resent {
-        col.event(
-            hs,
-            Ev::TcpResendGap,
-            start,
-            hs.gap_frame,
-            seq,
-            flight,
-            ts - start,
-        );
-        return;
-    }
-    if flight < 0 || (flight > 0 && acked != start) {
-        // unknown ack state counts as waiting
-        let end = if acked >= 0 { acked } else { ts };
-        col.event(
-            hs,
-            Ev::TcpSendGap,
-            start,
-            hs.gap_frame,
-            seq,
-            flight,
-            end - start,
-        );
-    }
-    if acked >= 0 && hs.gap_mid && ts > acked {
-        col.event(hs, Ev::TcpSendIdle, acked, hs.gap_frame, seq, 0, ts - acked);
-    }
-}
-
-/// A stream replaced or at the end: close its stretches, record its smallest
-/// data->ACK round trip, fold its counts into its direction's facts.
-fn retire(col: &mut Collector, facts: &mut Facts, hs: &mut HalfStream, ts: i64) {
-    close_stretches(col, hs, ts);
-    if hs.rtt_best[0] >= 0 {
-        let [rtt, start, frame, seq, len] = hs.rtt_best;
-        col.event(hs, Ev::TcpAckRtt, start, frame, seq, len, rtt);
-        hs.rtt_best[0] = -1;
-    }
-    let f = &mut facts.rows[hs.facts];
-    f[ip::F_PACKETS] += hs.packets;
-    f[ip::F_IP_BYTES] += hs.ip_bytes;
-    hs.packets = 0;
-    hs.ip_bytes = 0;
-}
-
-fn ip_extremes(facts: &mut Facts, hs: &mut HalfStream, ip_len: i64, ttl: i64) {
-    if ttl < 0 {
-        // reassembled from fragments, which were counted one by one
-        hs.packets -= 1;
-        hs.ip_bytes -= ip_len;
-        return;
-    }
-    let f = &mut facts.rows[hs.facts];
-    hs.ttl = ttl;
-    if ttl < f[ip::F_TTL_MIN] {
-        f[ip::F_TTL_MIN] = ttl;
-    }
-    if ttl > f[ip::F_TTL_MAX] {
-        f[ip::F_TTL_MAX] = ttl;
-    }
-    if ip_len > hs.max_ip_len {
-        hs.max_ip_len = ip_len;
-        if ip_len > f[ip::F_MAX_IP_LEN] {
-            f[ip::F_MAX_IP_LEN] = ip_len;
-        }
-    }
-}
-
-fn watch(
-    col: &mut Collector,
-    hs: &mut HalfStream,
-    flags: u8,
-    window: i64,
-    seq: i64,
-    ts: i64,
-    frame: i64,
-) {
-    if hs.handshake_ack_due && flags & TH_ACK != 0 {
-        hs.handshake_ack_due = false;
-        col.event(hs, Ev::TcpHandshakeAck, ts, frame, seq, 0, 0);
-    }
-    if window == 0 && flags & TH_RST == 0 {
-        if hs.zw_since < 0 && hs.mode != IGNORE {
-            hs.zw_since = ts;
-            hs.zw_frame = frame;
-            hs.zw_seq = seq;
-        }
-    } else if hs.zw_since >= 0 {
-        end_zero_window(col, hs, ts);
-    }
-    hs.watch = hs.handshake_ack_due || hs.zw_since >= 0;
-}
-
-fn window_reached(hs: &mut HalfStream, seq: i64, end: i64, ts: i64, frame: i64) {
-    if ((end - hs.seq_hi) & SEQ_MASK) < SEQ_HALF {
-        hs.seq_hi = end;
-    }
-    if hs.wfull_since < 0 && hs.peer_wnd > 0 {
-        hs.wfull_since = ts;
-        hs.wfull_frame = frame;
-        hs.wfull_seq = seq;
-        hs.wfull_wnd = hs.peer_wnd;
-    }
-}
-
-/// A SYN or SYN-ACK: handshake event, MSS and window scale (tcp_state.on_syn).
-/// True when both directions' shifts are known (window tracking on).  `h` and
-/// its reverse `r` are arena indices; they are the same stream when a host
-/// talks to itself on one port (each field is then read and written in the
-/// reference's order).
-#[allow(clippy::too_many_arguments)]
-fn on_syn(
-    col: &mut Collector,
-    a: &mut [HalfStream],
-    h: usize,
-    r: Option<usize>,
-    p: &[u8],
-    hl: usize,
-    flags: u8,
-    seq: i64,
-    ack: i64,
-    window: i64,
-    ts: i64,
-    frame: i64,
-) -> bool {
-    let (mss, wscale) = tcp_options(p, hl);
-    a[h].syn_mss = mss;
-    a[h].syn_window = window;
-    a[h].seq_hi = (seq + 1) & SEQ_MASK;
-    if flags & TH_ACK == 0 {
-        a[h].syn_wscale = wscale;
-        col.event(&a[h], Ev::TcpSyn, ts, frame, seq, 0, 0);
-        return false;
-    }
-    col.event(&a[h], Ev::TcpSynAck, ts, frame, seq, 0, 0);
-    let r = match r {
-        None => {
-            a[h].wshift = if wscale >= 0 { wscale } else { 0 };
-            return false;
-        }
-        Some(r) => r,
-    };
-    if wscale < 0 || a[r].syn_wscale == -1 {
-        a[h].wshift = 0;
-        a[r].wshift = 0;
-    } else {
-        a[h].wshift = wscale;
-        a[r].wshift = a[r].syn_wscale;
-        if a[r].wshift < 0 {
-            a[r].wshift = -1;
-        }
-    }
-    if a[r].syn_wscale == -2 {
-        a[r].seq_hi = ack;
-    }
-    a[r].handshake_ack_due = true;
-    a[r].watch = true;
-    a[r].mss = if mss > 0 { mss } else { DEFAULT_MSS };
-    a[h].mss = if a[r].syn_mss > 0 {
-        a[r].syn_mss
-    } else {
-        DEFAULT_MSS
-    };
-    a[r].peer_wnd = window;
-    a[r].wlimit = (a[r].seq_hi + window - a[r].mss) & SEQ_MASK;
-    a[h].wack = -1;
-    a[h].wwin = -1;
-    a[r].wack = -1;
-    a[r].wwin = -1;
-    a[h].peer_wnd = if a[r].syn_wscale != -2 {
-        a[r].syn_window
-    } else {
-        0
-    };
-    a[h].wlimit = if a[h].peer_wnd != 0 {
-        (a[h].seq_hi + a[h].peer_wnd - a[h].mss) & SEQ_MASK
-    } else {
-        (a[h].seq_hi + SEQ_HALF - 1) & SEQ_MASK
-    };
-    a[r].wtrack = a[h].wshift >= 0;
-    a[h].wtrack = a[r].wshift >= 0;
-    a[r].wtrack && a[h].wtrack
 }
 
 impl Dissector {
@@ -1016,21 +146,6 @@ impl Dissector {
             recent: HashMap::default(),
             older: HashMap::default(),
             since: None,
-        }
-    }
-
-    /// Read every frame of the merged captures (until max_messages is reached).
-    pub fn run(&mut self, merge: &mut Merge, progress: &mut dyn FnMut(i64)) {
-        let mut last: Option<usize> = None;
-        while let Some((i, f)) = merge.next_frame(last) {
-            let next = self.n_frames + 1;
-            if next % self.check_every_frames == 0 && self.col.stats.messages >= self.max_messages {
-                self.stopped_at = next;
-                break;
-            }
-            last = Some(i);
-            let data = merge.readers[i].data(&f);
-            self.frame(&f, data, progress);
         }
     }
 
@@ -1093,100 +208,9 @@ impl Dissector {
         }
     }
 
-    fn layers(&mut self, f: &Frame, data: &[u8], frame_no: i64) {
-        let ts = f.ts;
-        let (ver, off) = locate_ip(f.linktype, data);
-        // the frame's length on the wire (a record claiming less than it
-        // captured is damaged: the captured length holds)
-        let wire = if f.origlen >= data.len() as i64 {
-            f.origlen - off as i64
-        } else {
-            data.len() as i64 - off as i64
-        };
-        let dg = if ver == 4 {
-            self.counts.ipv4 += 1;
-            ip::parse_ipv4(
-                data,
-                off,
-                wire,
-                ts,
-                frame_no,
-                &mut self.reasm,
-                &mut self.facts,
-            )
-        } else if ver == 6 {
-            self.counts.ipv6 += 1;
-            ip::parse_ipv6(
-                data,
-                off,
-                wire,
-                ts,
-                frame_no,
-                &mut self.reasm,
-                &mut self.facts,
-            )
-        } else {
-            self.counts.non_ip += 1;
-            return;
-        };
-        let dg = match dg {
-            Some(d) => d,
-            None => {
-                if !self.reasm.partial.is_empty() {
-                    self.partial_datagrams();
-                }
-                return;
-            }
-        };
-        let p: &[u8] = &dg.payload;
-        if dg.proto == ip::PROTO_TCP {
-            self.counts.tcp += 1;
-            if p.len() < 20 {
-                self.counts.short += 1;
-                self.count_packet(&dg);
-                return;
-            }
-            let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
-            let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
-            let seq = rpc::be32(p, 4) as i64;
-            let ack = rpc::be32(p, 8) as i64;
-            let hl = ((p[12] >> 4) as usize) * 4;
-            if hl < 20 || hl as i64 > dg.wire_len {
-                // a header length that lies
-                self.counts.bad_tcp_header += 1;
-                self.count_packet(&dg);
-                return;
-            }
-            let flags = p[13];
-            let window = u16::from_be_bytes([p[14], p[15]]) as i64;
-            self.tcp_segment(&dg, ts, frame_no, sport, dport, seq, ack, flags, window, hl);
-        } else if dg.proto == ip::PROTO_UDP {
-            self.counts.udp += 1;
-            let slot = self.count_packet(&dg);
-            if p.len() < 8 {
-                self.counts.short += 1;
-                return;
-            }
-            if let Some(s) = slot {
-                if self.facts.rows[s][ip::F_CSUM_CHECKED] < ip::CHECKSUM_SAMPLE
-                    && p.len() as i64 == dg.wire_len
-                {
-                    self.facts
-                        .sample_checksum(s, dg.src, dg.dst, ip::PROTO_UDP, p);
-                }
-            }
-            let sport = u16::from_be_bytes([p[0], p[1]]) as i32;
-            let dport = u16::from_be_bytes([p[2], p[3]]) as i32;
-            self.udp_datagram(&dg, ts, frame_no, sport, dport, &p[8..], true);
-        } else {
-            self.counts.other += 1;
-            self.count_packet(&dg);
-        }
-    }
-
     /// Into its direction's facts: the slot (None: reassembled from fragments,
     /// which were counted one by one).
-    fn count_packet(&mut self, dg: &Datagram) -> Option<usize> {
+    pub(crate) fn count_packet(&mut self, dg: &Datagram) -> Option<usize> {
         if dg.ttl >= 0 {
             let s = self.facts.slot(dg.src, dg.dst);
             self.facts.count_packet(s, dg.ip_len, dg.ttl);
@@ -1196,7 +220,7 @@ impl Dissector {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn tcp_segment(
+    pub(crate) fn tcp_segment(
         &mut self,
         dg: &Datagram,
         ts: i64,
@@ -1533,7 +557,7 @@ impl Dissector {
     /// One UDP datagram's payload: an RPC message if it looks like one
     /// (`complete` false: a datagram given up with fragments missing).
     #[allow(clippy::too_many_arguments)]
-    fn udp_datagram(
+    pub(crate) fn udp_datagram(
         &mut self,
         dg: &Datagram,
         ts: i64,
@@ -1629,7 +653,7 @@ impl Dissector {
 
     /// The UDP datagrams given up whose first fragment was captured: each an
     /// RPC message cut short if it holds one (dissector.Dissector.partial_datagrams).
-    fn partial_datagrams(&mut self) {
+    pub(crate) fn partial_datagrams(&mut self) {
         let partial = std::mem::take(&mut self.reasm.partial);
         for pd in partial {
             let at = udp_offset(pd.version, pd.proto, &pd.data);
@@ -1740,43 +764,5 @@ impl Dissector {
                 0,
             );
         }
-    }
-
-    /// TCP connections whose window scale is unknown in a direction.
-    pub fn window_scale_unknown(&self) -> i64 {
-        self.n_tcp_conns - self.tracked_conns.len() as i64
-    }
-
-    /// A named anomaly's count (every one of stats.ANOMALIES: the match is
-    /// exhaustive over the generated `Anomaly`).
-    pub fn anomaly(&self, a: Anomaly) -> i64 {
-        let fs = &self.reasm.stats;
-        match a {
-            Anomaly::RpcAuthTooLong => self.col.auth_too_long,
-            Anomaly::TcpHeaderLength => self.counts.bad_tcp_header,
-            Anomaly::IpLengthExceedsFrame => fs.length_exceeds_frame,
-            Anomaly::RecordMarkTooLong => self.tcp.stats.marks_too_long,
-            Anomaly::ConnectionsForgotten => self.n_forgotten,
-            Anomaly::MessagesCutByLimits => self.n_cut,
-            Anomaly::TcpHolesByMemory => self.tcp.stats.holes_by_memory,
-            Anomaly::IpDatagramsGivenUp => fs.given_up,
-            Anomaly::DirectionsUntracked => self.facts.rows[ip::OVERFLOW][ip::F_PACKETS],
-            Anomaly::EventsNotRecorded => {
-                self.col.events_dropped + fs.incomplete - self.lost_listed
-            }
-            Anomaly::CallsForgotten => self.col.calls.forgotten,
-            Anomaly::MessagesLimit => self.stopped_at,
-            Anomaly::TcpBadChecksum => self.bad_checksum,
-            Anomaly::TcpSynInWindow => self.syn_in_window,
-        }
-    }
-
-    /// Named anomalies (stats.ANOMALIES) with their counts, the non-zero ones.
-    pub fn anomalies(&self) -> Vec<(&'static str, i64)> {
-        Anomaly::ALL
-            .into_iter()
-            .map(|a| (a.name(), self.anomaly(a)))
-            .filter(|(_, n)| *n != 0)
-            .collect()
     }
 }

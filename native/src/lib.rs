@@ -2,47 +2,30 @@
 //!
 //! A line-by-line port of the pure-Python parser (`nfstrace/parsers/frame_loop.py`
 //! and the modules it drives), which stays the readable reference: the two
-//! must give identical tables (tests/test_native.py).  Python builds the
+//! must give identical tables (tests/test_native.py).  Each module mirrors the
+//! Python module of its name (nfs.rs: decoders.py, nfs3.py, nfs4.py's COMPOUND
+//! walk; python.rs: the other side of native.py).  Python builds the
 //! DataFrames, names procedures and decodes the rare messages this crate
 //! hands back undecoded (`nfs::Kind::Defer`).
 
 pub mod capture;
+pub mod collector;
 pub mod dissector;
+pub mod frame_loop;
 pub mod ip;
 pub mod link;
 pub mod maps;
 pub mod nfs;
 pub mod portmap;
 pub mod rpc;
+pub mod stats;
 pub mod tables;
 pub mod tcp;
+pub mod tcp_state;
 pub mod xdr;
 
-use std::io::Read;
-
 pub use dissector::{Dissector, Settings};
-
-/// Parse already-opened captures.  Err((file index, message)) when one of
-/// them is not a capture at all.
-pub fn parse_sources(
-    sources: Vec<Box<dyn Read + Send>>,
-    settings: Settings,
-    progress: &mut dyn FnMut(i64),
-) -> Result<(Dissector, Vec<capture::FileInfo>), (usize, String)> {
-    let mut readers = Vec::with_capacity(sources.len());
-    for (i, s) in sources.into_iter().enumerate() {
-        readers.push(
-            capture::Reader::open(s, settings.max_frame_bytes, settings.max_interface_drops)
-                .map_err(|e| (i, e))?,
-        );
-    }
-    let mut merge = capture::Merge::new(readers);
-    let mut d = Dissector::new(settings);
-    d.run(&mut merge, progress);
-    d.finish();
-    let infos = merge.readers.into_iter().map(|r| r.info).collect();
-    Ok((d, infos))
-}
+pub use frame_loop::parse_sources;
 
 /// Default settings (ParseLimits' defaults, from the generated `tables`), for
 /// tests and the fuzz target.

@@ -1141,38 +1141,7 @@ fn compound_call(buf: &[u8], off: usize) -> Fields<'_> {
         return st;
     }
     st.minor = Some(minor);
-    let n = x.u32();
-    let mut decode = DECODE_NONE;
-    for _ in 0..n {
-        let op = x.u32();
-        if !x.ok {
-            break;
-        }
-        st.ops.push(op);
-        match args_step(op, &mut x, &mut st) {
-            None => {
-                decode = DECODE_PARTIAL;
-                break;
-            }
-            Some(true) => {
-                decode = if x.ok {
-                    DECODE_PARTIAL
-                } else {
-                    DECODE_TRUNCATED
-                };
-                break;
-            }
-            Some(false) => {}
-        }
-        if !x.ok {
-            break;
-        }
-    }
-    st.decode = if decode != DECODE_NONE {
-        decode
-    } else {
-        outcome(&x)
-    };
+    st.decode = walk(&mut x, &mut st, false, |op, _, x, st| args_step(op, x, st));
     st
 }
 
@@ -1189,39 +1158,53 @@ fn compound_reply(buf: &[u8], off: usize) -> Fields<'_> {
     }
     st.nfs_status = Some(status);
     x.skip_opaque(NO_LIMIT); // tag
+    st.decode = walk(&mut x, &mut st, true, |op, status, x, st| {
+        if !has_step(op) {
+            None
+        } else if status != NFS4_OK && op != OP_SETATTR {
+            // (SETATTR's body follows its status whatever it is)
+            Some(error_step(op, status, x))
+        } else {
+            results_step(op, x, st)
+        }
+    });
+    st
+}
+
+/// Walk a COMPOUND's argarray<> or (`results`) resarray<> (nfs4._walk_args /
+/// nfs4._walk_results): each operation's opcode into `st.ops` and, in a
+/// reply, the nfsstat4 every result union starts with into `st.statuses`;
+/// `step(op, status, x, st)` steps over its body (None: no step known for
+/// it, Some(true): cannot step over it).  Returns the nfs_decode outcome.
+fn walk<'a>(
+    x: &mut Xdr<'a>,
+    st: &mut Fields<'a>,
+    results: bool,
+    mut step: impl FnMut(u32, u32, &mut Xdr<'a>, &mut Fields<'a>) -> Option<bool>,
+) -> u8 {
     let n = x.u32();
-    let mut decode = DECODE_NONE;
     for _ in 0..n {
         let op = x.u32();
         if !x.ok {
             break;
         }
         st.ops.push(op);
-        let status = x.u32(); // every result union starts with its nfsstat4
-        if !x.ok {
-            break;
-        }
-        st.statuses.push(status);
-        let stuck = if !has_step(op) {
-            None
-        } else if status != NFS4_OK && op != OP_SETATTR {
-            // (SETATTR's body follows its status whatever it is)
-            Some(error_step(op, status, &mut x))
-        } else {
-            results_step(op, &mut x, &mut st)
-        };
-        match stuck {
-            None => {
-                decode = DECODE_PARTIAL;
+        let mut status = NFS4_OK;
+        if results {
+            status = x.u32(); // every result union starts with its nfsstat4
+            if !x.ok {
                 break;
             }
+            st.statuses.push(status);
+        }
+        match step(op, status, x, st) {
+            None => return DECODE_PARTIAL,
             Some(true) => {
-                decode = if x.ok {
+                return if x.ok {
                     DECODE_PARTIAL
                 } else {
                     DECODE_TRUNCATED
-                };
-                break;
+                }
             }
             Some(false) => {}
         }
@@ -1229,10 +1212,5 @@ fn compound_reply(buf: &[u8], off: usize) -> Fields<'_> {
             break;
         }
     }
-    st.decode = if decode != DECODE_NONE {
-        decode
-    } else {
-        outcome(&x)
-    };
-    st
+    outcome(x)
 }

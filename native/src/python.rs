@@ -2,7 +2,8 @@
 //! returning plain columns (bytes of int arrays, lists of distinct values)
 //! that `nfstrace/parsers/native.py` turns into the parser's DataFrames.
 
-use crate::dissector::{Col, Collector, Dissector, Settings};
+use crate::collector::{Col, Collector};
+use crate::dissector::{Dissector, Settings};
 use crate::tcp::{Limits, EVENT_KIND_NAMES};
 use crate::{capture, parse_sources};
 use pyo3::exceptions::PyValueError;

@@ -5,6 +5,7 @@
 use crate::ip::Addr;
 use crate::maps::HashMap;
 use crate::rpc;
+use crate::tcp_state::ack_point;
 use std::collections::VecDeque;
 
 pub const MARK: u8 = 0;
@@ -122,7 +123,7 @@ pub struct HalfStream {
     pub ip_bytes: i64,
     pub max_ip_len: i64,
     pub ttl: i64,
-    // handshake and window (dissector.rs): see tcp.py
+    // handshake and window (tcp_state.rs): see tcp.py
     pub watch: bool,
     pub handshake_ack_due: bool,
     pub syn_wscale: i64,
@@ -143,7 +144,7 @@ pub struct HalfStream {
     pub wfull_frame: i64,
     pub wfull_seq: i64,
     pub wfull_wnd: i64,
-    /// Data->ACK round trips, one segment timed at a time (as TCP times them),
+    /// Data->ACK round trips (tcp_state.rs), one segment timed at a time (as TCP times them),
     /// of at most RTT_MAX_SEGMENT bytes: the end of the highest byte sent (-1:
     /// none yet), the end of the segment being timed (-1: none), its (ts, frame,
     /// seq, length), and the smallest sample as (round trip ns, ts, frame, seq,
@@ -152,7 +153,7 @@ pub struct HalfStream {
     pub rtt_end: i64,
     pub rtt_start: [i64; 4],
     pub rtt_best: [i64; 5],
-    /// Send gaps (dissector.rs): the peer's highest ACK number (-1: none yet);
+    /// Send gaps (tcp_state.rs): the peer's highest ACK number (-1: none yet);
     /// the time and frame of our last data segment (-1: none yet), whether it
     /// left an RPC message part-sent, the bytes we then had unacknowledged
     /// (-1: unknown), and when the peer had acknowledged everything (-1: not yet).
@@ -811,7 +812,8 @@ impl TcpReassembler {
 
     /// Hand on the message assembled; `end`: the sequence number just past its
     /// last byte (-1: cut short, not waited for an ACK).  A whole message waits
-    /// for the peer's ACK of its last byte (tcp.py does this in dissector.py's emit).
+    /// for the peer's ACK of its last byte (tcp.py leaves this to dissector.py's
+    /// emit_tcp).
     fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
         hs.in_msg = false;
         hs.msg_end = end;
@@ -843,18 +845,6 @@ impl TcpReassembler {
                 .push_back((ack_point(hs.msg_start, end, hs.max_seg), row));
         }
     }
-}
-
-/// The sequence number the receiver's ACK must reach for a message at [start,
-/// end) to count as received: all of it but its last segment (tcp_state.ack_point).
-pub fn ack_point(start: i64, end: i64, max_seg: i64) -> i64 {
-    let length = (end - start).rem_euclid(SEQ_MOD);
-    let back = if length > max_seg {
-        max_seg
-    } else {
-        length - 1
-    };
-    (end - back).rem_euclid(SEQ_MOD)
 }
 
 /// Check the RPC header after a record mark, as far as it was captured.

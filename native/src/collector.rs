@@ -1,0 +1,605 @@
+//! Assembled messages -> rows (mirrors `parsers/collector.py`): the messages
+//! table as columns of interned values, calls remembered to name replies,
+//! events per kind (bounded), UDP ports learnt from portmap replies; the
+//! `Sink` the TCP reassembler and `tcp_state` hand messages and events to.
+
+use crate::ip::Addr;
+use crate::maps::{HashMap, HashSet};
+use crate::nfs;
+use crate::portmap;
+use crate::rpc;
+use crate::tables::{
+    MAX_FLOWS, MAX_LEARNT_PORTS, MAX_PORTMAP_ASKS, MSGTYPE_CALL, MSGTYPE_REPLY, NFSPROC4_COMPOUND,
+    NFS_PROGRAM, TRANSPORT_TCP, TRANSPORT_UDP,
+};
+use crate::tcp::{Assembled, Ev, HalfStream, Sink, EVENT_KIND_NAMES};
+
+use std::collections::VecDeque;
+use std::hash::Hash;
+
+/// Distinct values of a column, numbered from 0 (0 = the empty value).
+pub struct Interner<K: Hash + Eq + Clone> {
+    map: HashMap<K, u32>,
+    pub values: Vec<K>,
+}
+
+impl<K: Hash + Eq + Clone> Interner<K> {
+    pub fn new(empty: K) -> Self {
+        let mut map = HashMap::default();
+        map.insert(empty.clone(), 0);
+        Interner {
+            map,
+            values: vec![empty],
+        }
+    }
+    #[inline]
+    pub fn id(&mut self, k: &K) -> u32 {
+        if let Some(&i) = self.map.get(k) {
+            return i;
+        }
+        let i = self.values.len() as u32;
+        self.values.push(k.clone());
+        self.map.insert(k.clone(), i);
+        i
+    }
+}
+
+impl Interner<Vec<u8>> {
+    #[inline]
+    pub fn bytes(&mut self, k: Option<&[u8]>) -> u32 {
+        match k {
+            None | Some([]) => 0,
+            Some(b) => {
+                if let Some(&i) = self.map.get(b) {
+                    return i;
+                }
+                self.id(&b.to_vec())
+            }
+        }
+    }
+}
+
+/// A growing column kept in fixed-size chunks: no reallocation copies and no
+/// doubled capacity on large captures; made one array when handed to Python.
+pub struct Col<T> {
+    pub chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+const COL_CHUNK: usize = 1 << 16;
+
+impl<T> Default for Col<T> {
+    fn default() -> Self {
+        Col {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Col<T> {
+    #[inline]
+    pub fn push(&mut self, v: T) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < COL_CHUNK => c.push(v),
+            _ => {
+                let mut c = Vec::with_capacity(COL_CHUNK);
+                c.push(v);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The messages table as columns (schema.MESSAGE_COLUMNS); strings as ids
+/// into the interners.
+#[derive(Default)]
+pub struct Columns {
+    pub ts_first: Col<i64>,
+    pub ts_last: Col<i64>,
+    pub frame_first: Col<i64>,
+    pub frame_last: Col<i64>,
+    pub src: Col<u32>,
+    pub sport: Col<i32>,
+    pub dst: Col<u32>,
+    pub dport: Col<i32>,
+    pub transport: Col<u8>,
+    pub conn: Col<i64>,
+    pub xid: Col<i64>,
+    pub msgtype: Col<u8>,
+    pub prog: Col<i64>,
+    pub vers: Col<i64>,
+    pub proc_: Col<i64>,
+    pub auth: Col<i64>,
+    pub auth_uid: Col<i64>,
+    pub auth_gid: Col<i64>,
+    pub auth_machine: Col<u32>,
+    pub gss_proc: Col<i32>,
+    pub gss_service: Col<i64>,
+    pub reply_stat: Col<u8>,
+    pub accept_stat: Col<i32>,
+    pub reject_stat: Col<i32>,
+    pub body_offset: Col<i32>,
+    pub rpc_len: Col<i64>,
+    pub captured_len: Col<i64>,
+    pub record_frags: Col<i32>,
+    pub frames: Col<i32>,
+    pub ip_frags: Col<i32>,
+    pub truncated: Col<u8>,
+    pub nfs_kind: Col<u8>,
+    pub ops: Col<u32>,
+    pub op_status: Col<u32>,
+    pub nfs_status: Col<i64>,
+    pub fh: Col<u32>,
+    pub name: Col<u32>,
+    pub offset: Col<i64>,
+    pub count: Col<i64>,
+    pub stable: Col<i32>,
+    pub committed: Col<i32>,
+    pub verifier: Col<u32>,
+    pub eof: Col<i32>,
+    pub session: Col<u32>,
+    pub slot: Col<i64>,
+    pub seqid: Col<i64>,
+    pub minor: Col<i32>,
+    pub nfs_decode: Col<u8>,
+}
+
+/// A message whose NFS fields Python decodes (nfs::Kind::Defer).
+pub struct Deferred {
+    pub row: u64,
+    pub head: Vec<u8>,
+    pub is_call: bool,
+    pub prog: i64,
+    pub vers: i64,
+    pub proc_: i64,
+    pub body_offset: i64,
+    pub gss_service: i64,
+    pub gss_proc: i64,
+}
+
+#[derive(Default)]
+pub struct Events {
+    pub ts: Vec<i64>,
+    pub frame: Vec<i64>,
+    pub conn: Vec<i64>,
+    pub src: Vec<u32>,
+    pub sport: Vec<i32>,
+    pub dst: Vec<u32>,
+    pub dport: Vec<i32>,
+    pub kind: Vec<u8>,
+    pub seq: Vec<i64>,
+    pub length: Vec<i64>,
+    pub duration: Vec<i64>,
+}
+
+#[derive(Default)]
+pub struct MsgStats {
+    pub messages: i64,
+    pub calls: i64,
+    pub replies: i64,
+    pub truncated_messages: i64,
+    pub incomplete_messages: i64,
+    pub headerless_messages: i64,
+    pub not_rpc_records: i64,
+    pub replies_without_call_info: i64,
+}
+
+type CallKey = (Addr, Addr, u32);
+/// (client, client port, server, server port) of a call
+type FlowKey = (Addr, i32, Addr, i32);
+/// (prog, vers, proc, gss_service, gss_proc) of the last call
+type CallInfo = (i64, i64, i64, i64, i64);
+
+/// Calls remembered to name replies, oldest forgotten first past a bound
+/// (a Python dict re-inserted on use); each with whether a reply came.
+pub(crate) struct Calls {
+    pub(crate) map: HashMap<CallKey, (CallInfo, u64, bool)>,
+    order: VecDeque<(CallKey, u64)>,
+    stamp: u64,
+    max: usize,
+    /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
+    pub(crate) forgotten: i64,
+}
+
+impl Calls {
+    fn insert(&mut self, key: CallKey, info: CallInfo) {
+        if !self.map.contains_key(&key) && self.map.len() >= self.max {
+            while let Some((k, s)) = self.order.pop_front() {
+                if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
+                    if let Some((_, _, answered)) = self.map.remove(&k) {
+                        self.forgotten += i64::from(!answered);
+                    }
+                    break;
+                }
+            }
+        }
+        self.stamp += 1;
+        self.map.insert(key, (info, self.stamp, false));
+        self.order.push_back((key, self.stamp));
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order
+                .retain(|(k, s)| matches!(map.get(k), Some((_, t, _)) if t == s));
+        }
+    }
+    /// The call a reply answers, marked answered.
+    fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
+        self.map.get_mut(key).map(|(i, _, answered)| {
+            *answered = true;
+            *i
+        })
+    }
+}
+
+/// Assembled messages -> rows; remembers calls to name replies (collector.Collector).
+pub struct Collector {
+    pub cols: Columns,
+    /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
+    pub acked_rows: Vec<u64>,
+    pub acked_ts: Vec<i64>,
+    pub deferred: Vec<Deferred>,
+    pub events: Events,
+    event_counts: [usize; EVENT_KIND_NAMES.len()],
+    max_events: usize,
+    pub events_dropped: i64,
+    pub auth_too_long: i64,
+    pub(crate) calls: Calls,
+    /// the last call of each flow: names replies whose call was not seen
+    flows: HashMap<FlowKey, CallInfo>,
+    /// UDP (address, port) a portmap/rpcbind reply announced; portmap calls
+    /// asking for a UDP address (true) or another (false), until their reply
+    pub rpc_ports: HashSet<(Addr, i32)>,
+    portmap_asks: HashMap<CallKey, bool>,
+    pub stats: MsgStats,
+    pub addrs: Interner<Addr>,
+    pub machines: Interner<Vec<u8>>,
+    pub fhs: Interner<Vec<u8>>,
+    pub names: Interner<Vec<u8>>,
+    pub verifiers: Interner<Vec<u8>>,
+    pub sessions: Interner<Vec<u8>>,
+    pub op_lists: Interner<Vec<u32>>,
+    pub status_lists: Interner<Vec<u32>>,
+}
+
+impl Collector {
+    pub(crate) fn new(max_calls: usize, max_events: usize) -> Self {
+        Collector {
+            cols: Columns::default(),
+            acked_rows: Vec::new(),
+            acked_ts: Vec::new(),
+            deferred: Vec::new(),
+            events: Events::default(),
+            event_counts: [0; EVENT_KIND_NAMES.len()],
+            max_events,
+            events_dropped: 0,
+            auth_too_long: 0,
+            calls: Calls {
+                map: HashMap::default(),
+                order: VecDeque::new(),
+                stamp: 0,
+                max: max_calls.max(1),
+                forgotten: 0,
+            },
+            flows: HashMap::default(),
+            rpc_ports: HashSet::default(),
+            portmap_asks: HashMap::default(),
+            stats: MsgStats::default(),
+            addrs: Interner::new(Addr::default()),
+            machines: Interner::new(Vec::new()),
+            fhs: Interner::new(Vec::new()),
+            names: Interner::new(Vec::new()),
+            verifiers: Interner::new(Vec::new()),
+            sessions: Interner::new(Vec::new()),
+            op_lists: Interner::new(Vec::new()),
+            status_lists: Interner::new(Vec::new()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_event(
+        &mut self,
+        ts: i64,
+        frame: i64,
+        conn: i64,
+        src: Addr,
+        sport: i32,
+        dst: Addr,
+        dport: i32,
+        kind: Ev,
+        seq: i64,
+        length: i64,
+        duration: i64,
+    ) {
+        // past max_events of its kind an event is counted, not recorded
+        let n = &mut self.event_counts[kind as usize];
+        if *n >= self.max_events {
+            self.events_dropped += 1;
+            return;
+        }
+        *n += 1;
+        let s = self.addrs.id(&src);
+        let d = self.addrs.id(&dst);
+        let e = &mut self.events;
+        e.ts.push(ts);
+        e.frame.push(frame);
+        e.conn.push(conn);
+        e.src.push(s);
+        e.sport.push(sport);
+        e.dst.push(d);
+        e.dport.push(dport);
+        e.kind.push(kind as u8);
+        e.seq.push(seq);
+        e.length.push(length);
+        e.duration.push(duration);
+    }
+
+    /// One assembled message (collector.Collector.message).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn message(
+        &mut self,
+        src: Addr,
+        sport: i32,
+        dst: Addr,
+        dport: i32,
+        is_tcp: bool,
+        conn: i64,
+        head: &[u8],
+        m: &Assembled,
+    ) -> Option<u64> {
+        let st = &mut self.stats;
+        let mut hdr = match rpc::decode_header(head) {
+            Some(h) => h,
+            None => {
+                if head.len() < 8 {
+                    st.headerless_messages += 1;
+                } else {
+                    st.not_rpc_records += 1;
+                }
+                return None;
+            }
+        };
+        let xid = hdr.xid;
+        if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
+            self.auth_too_long += 1;
+        }
+        let fields = if hdr.is_call {
+            st.calls += 1;
+            let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
+            self.calls.insert((src, dst, xid), info);
+            let flow = (src, sport, dst, dport);
+            if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
+                self.flows.clear();
+            }
+            self.flows.insert(flow, info);
+            if hdr.prog == portmap::PORTMAP_PROGRAM {
+                if let Some(asks) = portmap::asks_udp(hdr.vers, hdr.proc_, head, hdr.body_offset) {
+                    if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
+                        self.portmap_asks.clear();
+                    }
+                    self.portmap_asks.insert((src, dst, xid), asks);
+                }
+            }
+            nfs::decode(
+                true,
+                hdr.prog,
+                hdr.vers,
+                hdr.proc_,
+                head,
+                hdr.body_offset,
+                hdr.gss_service,
+                hdr.gss_proc,
+            )
+        } else {
+            st.replies += 1;
+            match self.calls.answer(&(dst, src, xid)) {
+                Some((prog, vers, proc_, gss_service, gss_proc)) => {
+                    hdr.prog = prog;
+                    hdr.vers = vers;
+                    hdr.proc_ = proc_;
+                    if prog == portmap::PORTMAP_PROGRAM {
+                        // the ports it announces become RPC ports (collector.Collector._portmap_reply)
+                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
+                        if hdr.accept_stat == 0 {
+                            for port in
+                                portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
+                            {
+                                if self.rpc_ports.len() < MAX_LEARNT_PORTS {
+                                    self.rpc_ports.insert((src, port as i32));
+                                }
+                            }
+                        }
+                    }
+                    let f = nfs::decode(
+                        false,
+                        prog,
+                        vers,
+                        proc_,
+                        head,
+                        hdr.body_offset,
+                        gss_service,
+                        gss_proc,
+                    );
+                    if f.kind == nfs::Kind::Defer as u8 {
+                        self.deferred.push(Deferred {
+                            row: self.cols.ts_first.len() as u64,
+                            head: head.to_vec(),
+                            is_call: false,
+                            prog,
+                            vers,
+                            proc_,
+                            body_offset: hdr.body_offset,
+                            gss_service,
+                            gss_proc,
+                        });
+                    }
+                    f
+                }
+                None => {
+                    st.replies_without_call_info += 1;
+                    let last = self.flows.get(&(dst, dport, src, sport)).copied();
+                    if let Some(f) = nfs::reply_without_call(last, head, hdr.body_offset) {
+                        hdr.prog = NFS_PROGRAM;
+                        hdr.vers = 4;
+                        hdr.proc_ = NFSPROC4_COMPOUND;
+                        f
+                    } else {
+                        nfs::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
+                    }
+                }
+            }
+        };
+        if hdr.is_call && fields.kind == nfs::Kind::Defer as u8 {
+            self.deferred.push(Deferred {
+                row: self.cols.ts_first.len() as u64,
+                head: head.to_vec(),
+                is_call: true,
+                prog: hdr.prog,
+                vers: hdr.vers,
+                proc_: hdr.proc_,
+                body_offset: hdr.body_offset,
+                gss_service: hdr.gss_service,
+                gss_proc: hdr.gss_proc,
+            });
+        }
+        let st = &mut self.stats;
+        let truncated = m.captured < m.rpc_len || !m.complete;
+        if truncated {
+            st.truncated_messages += 1;
+        }
+        if !m.complete {
+            st.incomplete_messages += 1;
+        }
+        st.messages += 1;
+        let s_id = self.addrs.id(&src);
+        let d_id = self.addrs.id(&dst);
+        let machine = self.machines.bytes(hdr.machine);
+        let ops = if fields.ops.is_empty() {
+            0
+        } else {
+            self.op_lists.id(&fields.ops)
+        };
+        let statuses = if fields.statuses.is_empty() {
+            0
+        } else {
+            self.status_lists.id(&fields.statuses)
+        };
+        let fh = self.fhs.bytes(fields.fh);
+        let name = self.names.bytes(fields.name);
+        let verifier = self.verifiers.bytes(fields.verifier);
+        let session = self.sessions.bytes(fields.session);
+        let c = &mut self.cols;
+        let row = c.ts_first.len() as u64;
+        c.ts_first.push(m.ts_first);
+        c.ts_last.push(m.ts_last);
+        c.frame_first.push(m.frame_first);
+        c.frame_last.push(m.frame_last);
+        c.src.push(s_id);
+        c.sport.push(sport);
+        c.dst.push(d_id);
+        c.dport.push(dport);
+        c.transport
+            .push(if is_tcp { TRANSPORT_TCP } else { TRANSPORT_UDP });
+        c.conn.push(conn);
+        c.xid.push(xid as i64);
+        c.msgtype.push(if hdr.is_call {
+            MSGTYPE_CALL
+        } else {
+            MSGTYPE_REPLY
+        });
+        c.prog.push(hdr.prog);
+        c.vers.push(hdr.vers);
+        c.proc_.push(hdr.proc_);
+        c.auth.push(hdr.auth);
+        c.auth_uid.push(hdr.uid);
+        c.auth_gid.push(hdr.gid);
+        c.auth_machine.push(machine);
+        c.gss_proc.push(hdr.gss_proc as i32);
+        c.gss_service.push(hdr.gss_service);
+        c.reply_stat.push(hdr.reply_stat);
+        c.accept_stat.push(hdr.accept_stat as i32);
+        c.reject_stat.push(hdr.reject_stat as i32);
+        c.body_offset.push(hdr.body_offset as i32);
+        c.rpc_len.push(m.rpc_len);
+        c.captured_len.push(m.captured);
+        c.record_frags.push(m.record_frags as i32);
+        c.frames.push(m.frames as i32);
+        c.ip_frags.push(m.ip_frags as i32);
+        c.truncated.push(truncated as u8);
+        c.nfs_kind.push(fields.kind);
+        c.ops.push(ops);
+        c.op_status.push(statuses);
+        c.nfs_status
+            .push(fields.nfs_status.map_or(-1, |v| v as i64));
+        c.fh.push(fh);
+        c.name.push(name);
+        c.offset.push(fields.offset.map_or(-1, offset64));
+        c.count.push(fields.count.map_or(-1, |v| v as i64));
+        c.stable.push(fields.stable.map_or(-1, |v| v as i32));
+        c.committed.push(fields.committed.map_or(-1, |v| v as i32));
+        c.verifier.push(verifier);
+        c.eof.push(fields.eof.map_or(-1, |v| v as i32));
+        c.session.push(session);
+        c.slot.push(fields.slot.map_or(-1, |v| v as i64));
+        c.seqid.push(fields.seqid.map_or(-1, |v| v as i64));
+        c.minor.push(fields.minor.map_or(-1, |v| v as i32));
+        c.nfs_decode.push(fields.decode);
+        Some(row)
+    }
+}
+
+/// An XDR unsigned hyper file offset for the int64 column: one past 2**63 - 1
+/// is no file offset (a damaged message): -1, unknown (nfs_fields.offset64).
+fn offset64(v: u64) -> i64 {
+    if v > i64::MAX as u64 {
+        -1
+    } else {
+        v as i64
+    }
+}
+
+/// A message whose procedure data could not be located: is it because its
+/// credential or verifier claims more than RFC 5531's 400 bytes?  (head: at
+/// least 40 bytes)
+fn auth_too_long(head: &[u8], is_call: bool) -> bool {
+    if is_call {
+        let clen = rpc::be32(head, 28);
+        if clen > rpc::MAX_AUTH_BYTES {
+            return true;
+        }
+        let vpos = 32 + ((clen as usize + 3) & !3) + 4;
+        return head.len() >= vpos + 4 && rpc::be32(head, vpos) > rpc::MAX_AUTH_BYTES;
+    }
+    rpc::be32(head, 8) == 0 && rpc::be32(head, 16) > rpc::MAX_AUTH_BYTES
+}
+
+impl Sink for Collector {
+    fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64> {
+        let head = m.head;
+        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m)
+    }
+    fn event(
+        &mut self,
+        hs: &HalfStream,
+        kind: Ev,
+        ts: i64,
+        frame: i64,
+        seq: i64,
+        length: i64,
+        dur: i64,
+    ) {
+        self.push_event(
+            ts, frame, hs.conn, hs.src, hs.sport, hs.dst, hs.dport, kind, seq, length, dur,
+        );
+    }
+    fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
+        self.calls.map.contains_key(&(hs.dst, hs.src, xid))
+    }
+}
