@@ -500,7 +500,9 @@ def _epam_plugin() -> Path | None:
     return found[0] if found else None
 
 
-def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list[Absent]]:
+def discover_tools(
+    workdir: Path, env: dict[str, str], other_parsers: bool = True
+) -> tuple[list[Tool], list[Absent]]:
     """The commands to compare; tools that are not installed are reported absent."""
     tools: list[Tool] = []
     absent: list[Absent] = []
@@ -509,6 +511,11 @@ def discover_tools(workdir: Path, env: dict[str, str]) -> tuple[list[Tool], list
     usable = []
     if "parser: native" in version:  # the default (auto) is the native parser: run it once
         others = [p for p in others if p != "native"]
+    if not other_parsers:
+        absent += [
+            Absent(f"nfstrace --parser {p}", "left out (--default-parser-only)") for p in others
+        ]
+        others = []
     for parser in others:  # a backend whose library is missing is reported, not run
         check = [
             *NFSTRACE_CMD,
@@ -1035,6 +1042,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "not the working tree",
     )
     ap.add_argument("--no-profile", action="store_true", help="skip the cProfile run")
+    ap.add_argument(
+        "--default-parser-only",
+        action="store_true",
+        help="leave out the other --parser choices (the pure-Python ones take minutes per "
+        "million packets)",
+    )
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
     runs = args.runs or (1 if args.quick else 3)
@@ -1056,7 +1069,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="nfstrace-bench-") as tmp:
         workdir = Path(tmp)
-        tools, absent = discover_tools(workdir, env)
+        tools, absent = discover_tools(workdir, env, not args.default_parser_only)
         for a in absent:
             print(f"bench: {a.name} absent: {a.reason}", file=sys.stderr)
         paths = [(s, ensure_input(s, mode, cache)) for s in specs]
