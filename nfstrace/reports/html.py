@@ -32,7 +32,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -44,8 +44,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
-from nfstrace.analysis.latency import LATENCY_COLUMNS, error_mask, status_name
+from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text
+from nfstrace.analysis.timeline import timeline
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
 
 MAX_PAIR_SECTIONS = 6  # client/server pairs drawn one section each (the busiest)
 MAX_TABLE_ROWS = 500  # rows of one table
-MAX_EVENTS_PER_KIND = 200  # events of one kind in the events table
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -573,143 +573,6 @@ def _figures_section(
     return "".join(parts)
 
 
-def _status_name(vers: Any, status: Any) -> str:
-    if pd.isna(status):
-        return ""
-    return status_name(int(status), 0 if pd.isna(vers) else int(vers))
-
-
-def _event_words(part: pd.DataFrame, rows: np.ndarray) -> list[str]:
-    """A parser event's words in the timeline: its endpoints, sequence and length."""
-    columns = (part[c].iloc[rows] for c in ("src", "sport", "dst", "dport", "seq", "length"))
-    return [
-        f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
-        for s, sp, d, dp, q, n in zip(*columns, strict=True)
-    ]
-
-
-def _events(trace: Trace, data: _Inputs) -> tuple[pd.DataFrame, int, list[str]]:
-    """Stalls, re-sent calls, verifier changes, error replies and transport events
-    in one time-ordered table (each kind capped at MAX_EVENTS_PER_KIND rows)."""
-    tx = trace.transactions
-    t0 = trace.overview.start_ns
-    frames: list[pd.DataFrame] = []
-    notes: list[str] = []
-
-    def add(
-        kind: str,
-        t_ns: pd.Series,
-        dur_ns: Any,
-        client: Any,
-        server: Any,
-        what: Callable[[np.ndarray], Iterable[object]],
-    ) -> None:
-        """``what(rows)``: the descriptions of the rows kept (positions): the rows
-        are chosen first, so only the shown ones are worded (not 100,000 handshakes)."""
-        part = pd.DataFrame(
-            {
-                "t_ns": pd.Series(t_ns).astype("Int64").to_numpy(),
-                "kind": kind,
-                "duration_ms": pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy()
-                / 1e6,
-            }
-        )
-        rows = np.arange(len(part))
-        if len(part) > MAX_EVENTS_PER_KIND:
-            notes.append(f"{kind}: {MAX_EVENTS_PER_KIND:,} of {len(part):,} shown")
-            order = part["duration_ms"].fillna(0).to_numpy()
-            rows = np.sort(np.argsort(-order, kind="stable")[:MAX_EVENTS_PER_KIND])
-            part = part.iloc[rows]
-        for name, values in (("client", client), ("server", server)):
-            part[name] = pd.Series(values, index=t_ns.index).iloc[rows].astype(object).to_numpy()
-        part["what"] = pd.Series(list(what(rows)), dtype=object).to_numpy()
-        frames.append(part)
-
-    if data.stalls is not None and len(data.stalls):
-        s = data.stalls
-        add(
-            "stall",
-            s["start_ns"],
-            s["duration_ns"],
-            s.get("client"),
-            s.get("server"),
-            lambda rows: (s["cause"].astype(str) + ": " + s["detail"].astype(str)).iloc[rows],
-        )
-    r = data.retransmissions
-    if len(r):
-        add(
-            "RPC re-sent",
-            r["t_call_ns"],
-            r.get("latency_ns"),
-            r["client"],
-            r["server"],
-            lambda rows: [
-                f"{op} xid 0x{int(xid):08x} sent {int(n)}×"
-                for op, xid, n in zip(
-                    r["op"].iloc[rows], r["xid"].iloc[rows], r["n_calls"].iloc[rows], strict=True
-                )
-            ],
-        )
-    v = data.verifier_changes
-    if v is not None and len(v):
-        add(
-            "write verifier changed",
-            v["t_ns"],
-            None,
-            v["client"],
-            v["server"],
-            lambda rows: [
-                f"{old} → {new}: {int(b):,} bytes uncommitted (must be re-sent)"
-                for old, new, b in zip(
-                    v["old"].iloc[rows],
-                    v["new"].iloc[rows],
-                    v["uncommitted_bytes"].iloc[rows],
-                    strict=True,
-                )
-            ],
-        )
-    errs = tx[error_mask(tx) & (tx["n_calls"] > 0)]
-    if len(errs):
-        add(
-            "error reply",
-            errs["t_call_ns"],
-            errs["latency_ns"],
-            errs["client"],
-            errs["server"],
-            lambda rows: [
-                " ".join(
-                    str(x)
-                    for x in (op, _status_name(vers, st) or f"RPC {rs} {acc}", name)
-                    if x is not None and not pd.isna(x) and str(x)
-                )
-                for op, vers, st, rs, acc, name in zip(
-                    *(
-                        errs[c].iloc[rows]
-                        for c in ("op", "vers", "status", "reply_stat", "accept_stat", "name")
-                    ),
-                    strict=True,
-                )
-            ],
-        )
-    ev = trace.events
-    if len(ev):
-        for kind, part in ev.groupby(ev["kind"].astype(str), sort=True):
-            add(
-                kind,  # the parser's name: tcp_window_full, ip_datagram_incomplete, ...
-                part["ts_ns"],
-                None,
-                part["src"],
-                part["dst"],
-                functools.partial(_event_words, part),
-            )
-    if not frames:
-        empty = pd.DataFrame(columns=["t_s", "kind", "duration_ms", "client", "server", "what"])
-        return empty, 0, notes
-    table = pd.concat(frames, ignore_index=True).sort_values("t_ns", kind="stable")
-    table.insert(0, "t_s", (table["t_ns"].astype("float64") - t0) / 1e9)
-    return table.drop(columns="t_ns"), len(table), notes
-
-
 # Event kinds in the order a reader looks for them: what cost time first; the
 # TCP events (often hundreds of window-full rows) after, busiest first.
 _EVENT_ORDER = ("stall", "RPC re-sent", "error reply", "write verifier changed")
@@ -778,7 +641,15 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
-    events, total, notes = _events(trace, data)
+    shown = timeline(
+        trace.transactions,
+        trace.events,
+        trace.overview.start_ns,
+        data.stalls,
+        data.retransmissions,
+        data.verifier_changes,
+    )
+    events, total, notes = shown.table, len(shown.table), shown.notes
     out.append("<h3>Events</h3>")
     if total:
         out.append(_events_by_kind(events))

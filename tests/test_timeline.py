@@ -1,0 +1,53 @@
+"""The timeline (nfstrace/analysis/timeline.py): every kind of event in one
+time-ordered table, each kind capped with a note."""
+
+from __future__ import annotations
+
+from conftest import SAMPLES
+
+from nfstrace.analysis.timeline import TIMELINE_COLUMNS, timeline
+from nfstrace.trace import load
+
+
+def _of(trace, max_per_kind: int = 200):
+    d = trace.diagnosis
+    return timeline(
+        trace.transactions,
+        trace.events,
+        trace.overview.start_ns,
+        d.stalls.stalls if d.stalls is not None else None,
+        d.repeats.retransmissions,
+        d.writes.verifier_changes if d.writes is not None else None,
+        max_per_kind,
+    )
+
+
+def test_every_kind_in_time_order() -> None:
+    trace = load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")  # loss: re-sends, TCP repeats
+    shown = _of(trace)
+    table = shown.table
+    assert list(table.columns) == list(TIMELINE_COLUMNS)
+    assert table["t_s"].is_monotonic_increasing  # (the handshake before the first RPC: < 0)
+    kinds = set(table["kind"])
+    assert "tcp_retransmission" in kinds and "tcp_syn" in kinds
+    assert table["kind"].value_counts().max() <= 200
+    # every parser event of a kind with few rows is there
+    events = trace.events["kind"].astype(str).value_counts()
+    for kind, n in events[events <= 200].items():
+        assert (table["kind"] == kind).sum() == n
+    assert all(
+        note.split(":")[0] in set(events[events > 200].index) | {"stall"} for note in shown.notes
+    )
+
+
+def test_a_kind_past_its_cap_keeps_the_longest_and_says_so() -> None:
+    trace = load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    whole = _of(trace).table
+    cut = _of(trace, max_per_kind=2)
+    many = whole["kind"].value_counts()
+    many = many[many > 2]
+    assert len(many)
+    for kind, n in many.items():
+        assert (cut.table["kind"] == kind).sum() == 2
+        assert f"{kind}: 2 of {n:,} shown" in cut.notes
+    assert cut.table["t_s"].is_monotonic_increasing
