@@ -23,7 +23,6 @@ if str(ROOT) not in sys.path:
 
 from nfstrace import config, schema  # noqa: E402
 from nfstrace.parsers import (  # noqa: E402
-    capture,
     collector,
     decoders,
     dissector,
@@ -33,6 +32,7 @@ from nfstrace.parsers import (  # noqa: E402
     nfs3,
     nfs4,
     nfs_fields,
+    pcapng,
     portmap,
     rpc,
     stats,
@@ -180,8 +180,8 @@ def generate() -> str:
     out.const(
         "MAX_INTERFACE_DROPS",
         "u64",
-        capture.MAX_INTERFACE_DROPS,
-        "capture.MAX_INTERFACE_DROPS",
+        pcapng.MAX_INTERFACE_DROPS,
+        "pcapng.MAX_INTERFACE_DROPS",
     )
 
     out.section("Link layer and IP (parsers/link.py, parsers/ip.py)")

@@ -30,7 +30,7 @@ pub const DEFAULT_PARTITIONS: i64 = 1;
 pub const DEFAULT_PARTITION: i64 = 0;
 /// config.CHECK_EVERY_FRAMES: the message count is checked this often
 pub const CHECK_EVERY_FRAMES: i64 = 4096;
-/// capture.MAX_INTERFACE_DROPS
+/// pcapng.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
 // ---- Link layer and IP (parsers/link.py, parsers/ip.py) -------------------------------------
