@@ -23,7 +23,6 @@ if str(ROOT) not in sys.path:
 
 from nfstrace import config, schema  # noqa: E402
 from nfstrace.parsers import (  # noqa: E402
-    capture,
     collector,
     decoders,
     dissector,
@@ -32,7 +31,9 @@ from nfstrace.parsers import (  # noqa: E402
     native,
     nfs3,
     nfs4,
+    nfs4_protocol,
     nfs_fields,
+    pcapng,
     portmap,
     rpc,
     stats,
@@ -180,8 +181,8 @@ def generate() -> str:
     out.const(
         "MAX_INTERFACE_DROPS",
         "u64",
-        capture.MAX_INTERFACE_DROPS,
-        "capture.MAX_INTERFACE_DROPS",
+        pcapng.MAX_INTERFACE_DROPS,
+        "pcapng.MAX_INTERFACE_DROPS",
     )
 
     out.section("Link layer and IP (parsers/link.py, parsers/ip.py)")
@@ -303,10 +304,10 @@ def generate() -> str:
     for name in ("FHSIZE3", "FATTR3_BYTES", "WCC_ATTR_BYTES", "VERIFIER_BYTES", "MAX_NAME"):
         out.const(name, "u64", getattr(nfs3, name))
 
-    out.section("NFSv4 (parsers/nfs4.py)")
-    out.const("NFSPROC4_NULL", "i64", nfs4.NFSPROC4_NULL)
-    out.const("NFSPROC4_COMPOUND", "i64", nfs4.NFSPROC4_COMPOUND)
-    for op, name in sorted(nfs4.OPERATIONS.items()):
+    out.section("NFSv4 (parsers/nfs4_protocol.py, parsers/nfs4.py)")
+    out.const("NFSPROC4_NULL", "i64", nfs4_protocol.NFSPROC4_NULL)
+    out.const("NFSPROC4_COMPOUND", "i64", nfs4_protocol.NFSPROC4_COMPOUND)
+    for op, name in sorted(nfs4_protocol.OPERATIONS.items()):
         out.const(f"OP_{name}", "u32", op)
     out.predicate(
         "has_step",
@@ -323,14 +324,22 @@ def generate() -> str:
         "NFS4ERR_LAYOUTTRYLATER",
         "NFS4ERR_OFFLOAD_NO_REQS",
     ):
-        out.const(name, "u32", getattr(nfs4, name))
-    out.const("NFS4_FHSIZE", "u64", nfs4.NFS4_FHSIZE)
-    out.const("VERIFIER4", "u64", nfs4.NFS4_VERIFIER_SIZE, "nfs4.NFS4_VERIFIER_SIZE")
-    out.const("SESSIONID4", "u64", nfs4.NFS4_SESSIONID_SIZE, "nfs4.NFS4_SESSIONID_SIZE")
-    out.const("DEVICEID4", "u64", nfs4.NFS4_DEVICEID4_SIZE, "nfs4.NFS4_DEVICEID4_SIZE")
-    out.const("OPAQUE_LIMIT", "u64", nfs4.NFS4_OPAQUE_LIMIT, "nfs4.NFS4_OPAQUE_LIMIT")
+        out.const(name, "u32", getattr(nfs4_protocol, name))
+    out.const("NFS4_FHSIZE", "u64", nfs4_protocol.NFS4_FHSIZE)
+    out.const(
+        "VERIFIER4", "u64", nfs4_protocol.NFS4_VERIFIER_SIZE, "nfs4_protocol.NFS4_VERIFIER_SIZE"
+    )
+    out.const(
+        "SESSIONID4", "u64", nfs4_protocol.NFS4_SESSIONID_SIZE, "nfs4_protocol.NFS4_SESSIONID_SIZE"
+    )
+    out.const(
+        "DEVICEID4", "u64", nfs4_protocol.NFS4_DEVICEID4_SIZE, "nfs4_protocol.NFS4_DEVICEID4_SIZE"
+    )
+    out.const(
+        "OPAQUE_LIMIT", "u64", nfs4_protocol.NFS4_OPAQUE_LIMIT, "nfs4_protocol.NFS4_OPAQUE_LIMIT"
+    )
     for name in ("STATEID4", "CHANGE_INFO4", "NFSTIME4", "HYPER", "WORD"):
-        out.const(name, "u64", getattr(nfs4, name))
+        out.const(name, "u64", getattr(nfs4_protocol, name))
 
     out.section("Coded columns (parsers/native.py: how Python names the codes)")
     decode_names = {getattr(nfs_fields, n): n for n in dir(nfs_fields) if n.startswith("DECODE_")}

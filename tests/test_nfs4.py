@@ -9,7 +9,7 @@ import pytest
 import tshark_ref
 from conftest import SAMPLES
 
-from nfstrace.parsers import nfs4, rpc
+from nfstrace.parsers import nfs4, nfs4_protocol, rpc
 from nfstrace.parsers.nfs_fields import (
     DECODE_OK,
     DECODE_PARTIAL,
@@ -316,15 +316,21 @@ def test_null_and_short_messages() -> None:
 
 
 def test_tables() -> None:
-    assert nfs4.OPERATIONS[38] == "WRITE" and nfs4.OPERATIONS[53] == "SEQUENCE"
-    assert nfs4.OPERATIONS[75] == "REMOVEXATTR" and nfs4.OPERATIONS[10044] == "ILLEGAL"
-    assert set(nfs4.OPERATIONS) == {*range(3, 76), 10044}
-    assert set(nfs4.CB_OPERATIONS) == {*range(3, 16), 10044}
-    assert nfs4.CB_OPERATIONS[11] == "CB_SEQUENCE"
-    assert nfs4.STATUS_NAMES[10008] == "NFS4ERR_DELAY" and nfs4.STATUS_NAMES[0] == "NFS4_OK"
+    assert nfs4_protocol.OPERATIONS[38] == "WRITE" and nfs4_protocol.OPERATIONS[53] == "SEQUENCE"
+    assert (
+        nfs4_protocol.OPERATIONS[75] == "REMOVEXATTR"
+        and nfs4_protocol.OPERATIONS[10044] == "ILLEGAL"
+    )
+    assert set(nfs4_protocol.OPERATIONS) == {*range(3, 76), 10044}
+    assert set(nfs4_protocol.CB_OPERATIONS) == {*range(3, 16), 10044}
+    assert nfs4_protocol.CB_OPERATIONS[11] == "CB_SEQUENCE"
+    assert (
+        nfs4_protocol.STATUS_NAMES[10008] == "NFS4ERR_DELAY"
+        and nfs4_protocol.STATUS_NAMES[0] == "NFS4_OK"
+    )
     # every operation can be stepped over in both directions
-    assert set(nfs4.ARGS) == set(nfs4.OPERATIONS) == set(nfs4.RESULTS)
-    assert set(nfs4.CB_ARGS) == set(nfs4.CB_OPERATIONS) == set(nfs4.CB_RESULTS)
+    assert set(nfs4.ARGS) == set(nfs4_protocol.OPERATIONS) == set(nfs4.RESULTS)
+    assert set(nfs4.CB_ARGS) == set(nfs4_protocol.CB_OPERATIONS) == set(nfs4.CB_RESULTS)
 
 
 def test_main_op() -> None:
@@ -399,34 +405,34 @@ def test_matches_tshark() -> None:
     for (xid, kind), (ours, ref) in messages.items():
         where = f"frame {ref['frame.number']} xid {xid:#x} {kind}"
         opcodes = _ints(ref["nfs.opcode"])
-        assert ours["ops"] == " ".join(nfs4.OPERATIONS[n] for n in opcodes), where
-        assert ours["op"] == nfs4.OPERATIONS[int(ref["nfs.main_opcode"])], where
+        assert ours["ops"] == " ".join(nfs4_protocol.OPERATIONS[n] for n in opcodes), where
+        assert ours["op"] == nfs4_protocol.OPERATIONS[int(ref["nfs.main_opcode"])], where
         assert ours["nfs_decode"] == DECODE_OK, where
         seen_ops.update(ours["ops"].split())
-        first_sequence = opcodes[0] == nfs4.OP_SEQUENCE
+        first_sequence = opcodes[0] == nfs4_protocol.OP_SEQUENCE
         if first_sequence:
             assert ours["slot"] == _ints(ref["nfs.slotid"])[0], where
             assert ours["seqid"] == _ints(ref["nfs.seqid"], 16)[0], where
             assert ours["session"] == ref["nfs.session_id4"].split(",")[0], where
         if kind == "call":
             assert ours["minor"] == int(ref["nfs.minorversion"]), where
-            if nfs4.OP_PUTFH in opcodes:
+            if nfs4_protocol.OP_PUTFH in opcodes:
                 assert ours["fh"] == ref["nfs.fhandle"].split(",")[-1], where
-            if nfs4.OP_WRITE in opcodes:
+            if nfs4_protocol.OP_WRITE in opcodes:
                 assert ours["count"] == sum(_ints(ref["nfs.write.data_length"])), where
                 assert ours["stable"] == int(ref["nfs.stable_how4"]), where
         else:
             statuses = _ints(ref["nfs.status"])  # the COMPOUND status, then one per op
             assert ours["nfs_status"] == statuses[0], where
             assert ours["op_status"] == " ".join(map(str, statuses[1:])), where
-            if nfs4.OP_GETFH in opcodes:
+            if nfs4_protocol.OP_GETFH in opcodes:
                 assert ours["fh"] in ref["nfs.fhandle"].split(","), where
-            if nfs4.OP_WRITE in opcodes:
+            if nfs4_protocol.OP_WRITE in opcodes:
                 assert ours["count"] == _ints(ref["nfs.count4"])[0], where
                 assert ours["committed"] == int(ref["nfs.stable_how4"]), where
                 call = messages[(xid, "call")][0]
                 assert ours["count"] == call["count"], where  # all bytes sent were written
-            if {nfs4.OP_WRITE, nfs4.OP_COMMIT} & set(opcodes):
+            if {nfs4_protocol.OP_WRITE, nfs4_protocol.OP_COMMIT} & set(opcodes):
                 assert "0x" + ours["verifier"] == ref["nfs.verifier4"], where
     # the capture exercises the session, open/create and write paths
     assert {"EXCHANGE_ID", "CREATE_SESSION", "SEQUENCE", "OPEN", "WRITE", "COMMIT"} <= seen_ops

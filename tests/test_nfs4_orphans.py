@@ -14,7 +14,7 @@ import tshark_ref
 
 import nfstrace
 from nfstrace.analysis.writes import analyze_writes
-from nfstrace.parsers import frame_loop, native, nfs4
+from nfstrace.parsers import frame_loop, native, nfs4_protocol
 
 try:
     from crafted import make_causes as mcs
@@ -127,7 +127,7 @@ def test_same_decode_as_tshark_on_the_twin(captures: dict[str, Path], version: s
         got = ours.loc[xid]
         opcodes = [int(v) for v in ref["nfs.opcode"].split(",")]
         statuses = [int(v) for v in ref["nfs.status"].split(",")]
-        assert got["ops"] == " ".join(nfs4.OPERATIONS[n] for n in opcodes), hex(xid)
+        assert got["ops"] == " ".join(nfs4_protocol.OPERATIONS[n] for n in opcodes), hex(xid)
         assert [got["nfs_status"], *map(int, got["op_status"].split())] == statuses
         assert got["count"] == int(ref["nfs.count4"]), hex(xid)
         assert got["committed"] == int(ref["nfs.stable_how4"]), hex(xid)

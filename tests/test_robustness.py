@@ -25,7 +25,7 @@ import nfstrace
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, ExitStatus
-from nfstrace.parsers import capture, dissector, frame_loop, native, stats
+from nfstrace.parsers import capture, dissector, frame_loop, native, pcapng, stats
 from nfstrace.trace import AnalysisConfig
 
 try:
@@ -730,7 +730,7 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str
         0,
         0,
         (mc.ISB_IFDROP, struct.pack("<Q", 2**64 - 1)),
-        (capture.ISB_OSDROP, struct.pack("<Q", 7)),
+        (pcapng.ISB_OSDROP, struct.pack("<Q", 7)),
     )
     path = tmp_path / "drops.pcapng"
     path.write_bytes(blob + isb)

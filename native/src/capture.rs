@@ -1,5 +1,6 @@
-//! Capture files -> raw frames (mirrors `nfstrace/parsers/capture.py`; read its
-//! docstring for what is done with each kind of damage).
+//! Capture files -> raw frames (mirrors `nfstrace/parsers/capture.py`, with its
+//! format readers `pcap.py` and `pcapng.py` and their shared `resync.py`; read
+//! capture.py's docstring for what is done with each kind of damage).
 //!
 //! libpcap (both byte orders, micro- and nanosecond timestamps) and pcapng
 //! (several sections and interfaces, per-interface link type, timestamp
@@ -255,7 +256,7 @@ fn fmt_thousands(n: u64) -> String {
         .join(",")
 }
 
-/// A chunked reader over one capture (capture.py's _Buffer and read_frames).
+/// A chunked reader over one capture (capture.py's Buffer and read_frames).
 pub struct Reader {
     src: Box<dyn Read + Send>,
     buf: Vec<u8>,
@@ -345,7 +346,7 @@ impl Reader {
         &self.buf[f.start..f.start + f.len]
     }
 
-    /// A capture file header at pos + at (capture.py's _format_at).
+    /// A capture file header at pos + at (resync.py's format_at).
     fn format_at(&mut self, at: usize) -> Option<Fmt> {
         self.fill(at + 4);
         let p = self.pos + at;
@@ -363,7 +364,7 @@ impl Reader {
     }
 
     /// A header met where a record was expected, checked further (version 2.x,
-    /// byte-order magic) (capture.py's _header_follows).
+    /// byte-order magic) (resync.py's header_follows).
     fn header_follows(&mut self, at: usize) -> Option<Fmt> {
         let fmt = self.format_at(at);
         self.fill(at + 24);
@@ -572,7 +573,7 @@ impl Reader {
 
     /// Step pos forward (at least one byte) to the first position that is a
     /// candidate and is accepted; the bytes skipped.  At the end of the data
-    /// when nothing is found (capture.py's _resync).
+    /// when nothing is found (resync.py's resync).
     fn resync(&mut self, pcapng: bool) -> u64 {
         let start = self.at();
         self.pos += 1;

@@ -3,9 +3,9 @@
 //! events per kind (bounded), UDP ports learnt from portmap replies; the
 //! `Sink` the TCP reassembler and `tcp_state` hand messages and events to.
 
+use crate::decoders;
 use crate::ip::Addr;
 use crate::maps::{HashMap, HashSet};
-use crate::nfs;
 use crate::portmap;
 use crate::rpc;
 use crate::tables::{
@@ -152,7 +152,7 @@ pub struct Columns {
     pub nfs_decode: Col<u8>,
 }
 
-/// A message whose NFS fields Python decodes (nfs::Kind::Defer).
+/// A message whose NFS fields Python decodes (decoders::Kind::Defer).
 pub struct Deferred {
     pub row: u64,
     pub head: Vec<u8>,
@@ -387,7 +387,7 @@ impl Collector {
                     self.portmap_asks.insert((src, dst, xid), asks);
                 }
             }
-            nfs::decode(
+            decoders::decode(
                 true,
                 hdr.prog,
                 hdr.vers,
@@ -417,7 +417,7 @@ impl Collector {
                             }
                         }
                     }
-                    let f = nfs::decode(
+                    let f = decoders::decode(
                         false,
                         prog,
                         vers,
@@ -427,7 +427,7 @@ impl Collector {
                         gss_service,
                         gss_proc,
                     );
-                    if f.kind == nfs::Kind::Defer as u8 {
+                    if f.kind == decoders::Kind::Defer as u8 {
                         self.deferred.push(Deferred {
                             row: self.cols.ts_first.len() as u64,
                             head: head.to_vec(),
@@ -445,18 +445,18 @@ impl Collector {
                 None => {
                     st.replies_without_call_info += 1;
                     let last = self.flows.get(&(dst, dport, src, sport)).copied();
-                    if let Some(f) = nfs::reply_without_call(last, head, hdr.body_offset) {
+                    if let Some(f) = decoders::reply_without_call(last, head, hdr.body_offset) {
                         hdr.prog = NFS_PROGRAM;
                         hdr.vers = 4;
                         hdr.proc_ = NFSPROC4_COMPOUND;
                         f
                     } else {
-                        nfs::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
+                        decoders::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
                     }
                 }
             }
         };
-        if hdr.is_call && fields.kind == nfs::Kind::Defer as u8 {
+        if hdr.is_call && fields.kind == decoders::Kind::Defer as u8 {
             self.deferred.push(Deferred {
                 row: self.cols.ts_first.len() as u64,
                 head: head.to_vec(),

@@ -3,19 +3,22 @@
 //! A line-by-line port of the pure-Python parser (`nfstrace/parsers/frame_loop.py`
 //! and the modules it drives), which stays the readable reference: the two
 //! must give identical tables (tests/test_native.py).  Each module mirrors the
-//! Python module of its name (nfs.rs: decoders.py, nfs3.py, nfs4.py's COMPOUND
-//! walk; python.rs: the other side of native.py).  Python builds the
+//! Python module of its name (capture.rs: capture.py with pcap.py, pcapng.py
+//! and resync.py; nfs4.rs: nfs4.py's steps and COMPOUND walks; python.rs: the
+//! other side of native.py).  Python builds the
 //! DataFrames, names procedures and decodes the rare messages this crate
-//! hands back undecoded (`nfs::Kind::Defer`).
+//! hands back undecoded (`decoders::Kind::Defer`).
 
 pub mod capture;
 pub mod collector;
+pub mod decoders;
 pub mod dissector;
 pub mod frame_loop;
 pub mod ip;
 pub mod link;
 pub mod maps;
-pub mod nfs;
+pub mod nfs3;
+pub mod nfs4;
 pub mod portmap;
 pub mod rpc;
 pub mod stats;

@@ -30,7 +30,7 @@ pub const DEFAULT_PARTITIONS: i64 = 1;
 pub const DEFAULT_PARTITION: i64 = 0;
 /// config.CHECK_EVERY_FRAMES: the message count is checked this often
 pub const CHECK_EVERY_FRAMES: i64 = 4096;
-/// capture.MAX_INTERFACE_DROPS
+/// pcapng.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
 // ---- Link layer and IP (parsers/link.py, parsers/ip.py) -------------------------------------
@@ -205,7 +205,7 @@ pub const WCC_ATTR_BYTES: u64 = 24;
 pub const VERIFIER_BYTES: u64 = 8;
 pub const MAX_NAME: u64 = 1024;
 
-// ---- NFSv4 (parsers/nfs4.py) ----------------------------------------------------------------
+// ---- NFSv4 (parsers/nfs4_protocol.py, parsers/nfs4.py) --------------------------------------
 pub const NFSPROC4_NULL: i64 = 0;
 pub const NFSPROC4_COMPOUND: i64 = 1;
 pub const OP_ACCESS: u32 = 3;
@@ -293,13 +293,13 @@ pub const NFS4ERR_CLID_INUSE: u32 = 10017;
 pub const NFS4ERR_LAYOUTTRYLATER: u32 = 10058;
 pub const NFS4ERR_OFFLOAD_NO_REQS: u32 = 10094;
 pub const NFS4_FHSIZE: u64 = 128;
-/// nfs4.NFS4_VERIFIER_SIZE
+/// nfs4_protocol.NFS4_VERIFIER_SIZE
 pub const VERIFIER4: u64 = 8;
-/// nfs4.NFS4_SESSIONID_SIZE
+/// nfs4_protocol.NFS4_SESSIONID_SIZE
 pub const SESSIONID4: u64 = 16;
-/// nfs4.NFS4_DEVICEID4_SIZE
+/// nfs4_protocol.NFS4_DEVICEID4_SIZE
 pub const DEVICEID4: u64 = 16;
-/// nfs4.NFS4_OPAQUE_LIMIT
+/// nfs4_protocol.NFS4_OPAQUE_LIMIT
 pub const OPAQUE_LIMIT: u64 = 1024;
 pub const STATEID4: u64 = 16;
 pub const CHANGE_INFO4: u64 = 20;

@@ -14,7 +14,7 @@ import pandas as pd
 
 from nfstrace.analysis.grouping import group_codes, group_keys
 from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
-from nfstrace.parsers.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
+from nfstrace.parsers.nfs4_protocol import STATUS_NAMES as NFS4_STATUS_NAMES
 
 LATENCY_COLUMNS = {
     "program": "RPC program name",

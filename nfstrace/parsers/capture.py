@@ -43,7 +43,6 @@ import lzma
 import os
 import shutil
 import stat
-import struct
 import sys
 import tempfile
 import zlib
@@ -51,9 +50,13 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-import numpy as np
-
 from nfstrace.errors import CaptureError
+from nfstrace.parsers.pcap import read_pcap
+
+# Re-exported: native.py hands it to the Rust reader as capture.MAX_INTERFACE_DROPS.
+from nfstrace.parsers.pcapng import MAX_INTERFACE_DROPS as MAX_INTERFACE_DROPS
+from nfstrace.parsers.pcapng import read_pcapng
+from nfstrace.parsers.resync import MAX_CAPLEN, PCAP_MAGIC_BYTES, PCAPNG_SHB_BYTES, format_at
 
 # Bytes as read: the readers hand out memoryviews of their buffers, the
 # backends and the tests bytes; the dissectors take either.
@@ -67,9 +70,6 @@ CHUNK = 4 * 1024 * 1024
 # Compressed streams are read in pieces of this size: a read that fails (data
 # cut off or corrupt) loses nothing decompressed before it.
 COMPRESSED_PIECE = 256 * 1024
-# The largest frame libpcap and wiretap accept (WTAP_MAX_PACKET_SIZE_STANDARD);
-# the default of ParseLimits.max_frame_bytes.
-MAX_CAPLEN = 262144
 # A compressed capture that has unpacked to more than RATIO_CHECK_BYTES at more
 # than this many bytes out per byte in is not a capture but a decompression
 # bomb: reading stops there (a warning, exit 6; what was read is analysed).
@@ -79,70 +79,8 @@ MAX_CAPLEN = 262144
 # gzip, 246:1 with bzip2 and 283:1 with xz.
 MAX_DECOMPRESSION_RATIO = 1000
 RATIO_CHECK_BYTES = 64 * 1024 * 1024
-# A pcapng block longer than this is damage (bounds what one block may pin in
-# memory; packet blocks are bounded by the frame limit as well).
-MAX_BLOCK = 32 * 1024 * 1024
-# Interfaces one pcapng section may describe (interface ids in packet blocks
-# are 16 or 32 bits: a flood of interface blocks is damage).
-MAX_INTERFACES = 65536
 # Kept for the dpkt backend's own reader.
 MAX_FRAME = 256 * 1024 * 1024
-# A frame's wire length above this is taken as damage when searching for a record.
-MAX_WIRE = 256 * 1024 * 1024
-# Timestamps are kept within what a pcap can express (u32 seconds).
-MAX_TS_NS = (1 << 32) * 1_000_000_000
-# A candidate record header found by the resync search must be stamped within
-# this long of the last good frame.
-RESYNC_TS_WINDOW_S = 30 * 86400
-# Bytes examined at a time by the resync search.
-RESYNC_WINDOW = 1024 * 1024
-
-# pcap magic numbers, as read little-endian
-PCAP_MAGIC_US = 0xA1B2C3D4
-PCAP_MAGIC_NS = 0xA1B23C4D
-# ... and as the file's first four bytes: (byte order, nanoseconds)
-PCAP_MAGIC_BYTES = {
-    b"\xd4\xc3\xb2\xa1": ("<", False),
-    b"\x4d\x3c\xb2\xa1": ("<", True),
-    b"\xa1\xb2\xc3\xd4": (">", False),
-    b"\xa1\xb2\x3c\x4d": (">", True),
-}
-# pcapng block types
-PCAPNG_SHB = 0x0A0D0D0A
-PCAPNG_IDB = 0x00000001
-PCAPNG_PB = 0x00000002  # obsolete Packet Block
-PCAPNG_SPB = 0x00000003
-PCAPNG_NRB = 0x00000004
-PCAPNG_ISB = 0x00000005
-PCAPNG_EPB = 0x00000006
-PCAPNG_JOURNAL = 0x00000009
-PCAPNG_DSB = 0x0000000A
-PCAPNG_CUSTOM = (0x00000BAD, 0x40000BAD)
-PCAPNG_BLOCKS = frozenset(
-    (
-        PCAPNG_SHB,
-        PCAPNG_IDB,
-        PCAPNG_PB,
-        PCAPNG_SPB,
-        PCAPNG_NRB,
-        PCAPNG_ISB,
-        PCAPNG_EPB,
-        PCAPNG_JOURNAL,
-        PCAPNG_DSB,
-        *PCAPNG_CUSTOM,
-    )
-)
-PCAPNG_SHB_BYTES = b"\x0a\x0d\x0d\x0a"
-# A pcap magic number where a record or block was expected, read in either byte order
-PCAP_MAGIC_INTS = frozenset((PCAP_MAGIC_US, PCAP_MAGIC_NS, 0xD4C3B2A1, 0x4D3CB2A1))
-HEADER_INTS = PCAP_MAGIC_INTS | {PCAPNG_SHB}
-PCAPNG_BOM = 0x1A2B3C4D
-# pcapng options
-OPT_ENDOFOPT = 0
-IF_TSRESOL = 9
-IF_TSOFFSET = 14
-ISB_IFDROP = 5
-ISB_OSDROP = 7
 
 # Kinds of damage (CaptureInfo.damage keys) and how each is reported
 DAMAGE = {
@@ -228,9 +166,6 @@ class CaptureInfo:
 
 STDIN = "-"  # the capture path that means standard input
 SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
-# A pcapng interface-statistics drop count above this is no count (some writers
-# fill an unknown one with all ones): left out (noted as damage), never summed.
-MAX_INTERFACE_DROPS = 1 << 48
 
 
 def _needs_spooling(path: str) -> bool:
@@ -437,7 +372,7 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
     return b"".join(parts), ""
 
 
-class _Buffer:
+class Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
     __slots__ = ("buf", "compressed", "consumed", "eof", "error", "info", "pos", "stream")
@@ -491,58 +426,29 @@ class _Buffer:
         return len(self.buf) - self.pos
 
 
-def _format_at(buf: _Buffer, at: int = 0) -> str:
-    """'pcap' / 'pcapng' when a capture file header starts at buf.pos + at, else ''."""
-    buf.fill(at + 4)  # from buf.pos: nothing before it is let go
-    p = buf.pos + at
-    magic = bytes(buf.buf[p : p + 4])
-    if magic in PCAP_MAGIC_BYTES:
-        return "pcap"
-    if magic == PCAPNG_SHB_BYTES:
-        return "pcapng"
-    return ""
-
-
-def _header_follows(buf: _Buffer, at: int = 0) -> str:
-    """Like _format_at, for a header met where a record was expected: checked
-    further (pcap version 2.x, pcapng byte-order magic), so that frame bytes
-    that happen to look like a magic number are not taken for one."""
-    fmt = _format_at(buf, at)
-    buf.fill(at + 24)
-    p = buf.pos + at
-    if fmt == "pcap" and len(buf.buf) >= p + 24:
-        e = PCAP_MAGIC_BYTES[bytes(buf.buf[p : p + 4])][0]
-        (vmaj,) = struct.unpack_from(e + "H", buf.buf, p + 4)
-        return fmt if vmaj == 2 else ""
-    if fmt == "pcapng" and len(buf.buf) >= p + 12:
-        bom = bytes(buf.buf[p + 8 : p + 12])
-        return fmt if bom in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d") else ""
-    return ""
-
-
 def read_frames(
     path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN
 ) -> Generator[Frame, None, None]:
     """Frames of one file, in file order; frames above max_frame bytes are damage."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = _Buffer(stream, compressed=bool(info.compression), info=info)
+        buf = Buffer(stream, compressed=bool(info.compression), info=info)
         if not buf.fill(4):
             if buf.error:
                 raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
             raise CaptureError(
                 "empty file" if not buf.buf else "too short to be a capture file", path
             )
-        fmt = _format_at(buf)
+        fmt = format_at(buf)
         if not fmt:
             raise CaptureError("not a pcap or pcapng capture file", path)
         info.format = fmt
         first = True
         while fmt:
             if fmt == "pcap":
-                fmt = yield from _pcap(buf, index, info, max_frame, first)
+                fmt = yield from read_pcap(buf, index, info, max_frame, first)
             else:
-                fmt = yield from _pcapng(buf, index, info, max_frame)
+                fmt = yield from read_pcapng(buf, index, info, max_frame)
             first = False
             if fmt:
                 info.note("concatenated", buf.at())
@@ -550,358 +456,6 @@ def read_frames(
             info.note("decompression", buf.at(), detail=buf.error)
         info.bytes = buf.at()
         info.finish()
-
-
-def _cut(buf: _Buffer, info: CaptureInfo, what: str) -> None:
-    """The data ends inside a record: count the bytes left over."""
-    left = buf.available()
-    info.note("cut", buf.at(), skipped=left, what=what)
-    buf.pos += left
-
-
-def _u32_at_every_byte(window: np.ndarray, e: str) -> np.ndarray:
-    """u32 values starting at every byte offset of window (len - 3 of them)."""
-    a = window.astype(np.uint32)
-    if e == "<":
-        return a[:-3] | a[1:-2] << 8 | a[2:-1] << 16 | a[3:] << 24
-    return a[:-3] << 24 | a[1:-2] << 16 | a[2:-1] << 8 | a[3:]
-
-
-def _resync(buf: _Buffer, candidates, accept) -> int:
-    """Step buf.pos forward (at least one byte) to the first position that
-    `candidates` proposes and `accept` confirms; returns the bytes skipped, and
-    leaves buf.pos at the end of the data when nothing is found.
-
-    candidates(window: np.ndarray) -> offsets of possible starts in window
-    (a vectorised filter); accept(buf) -> bool, at buf.pos (it may fill, so
-    positions are kept as file offsets here)."""
-    start = buf.at()
-    buf.pos += 1
-    while True:
-        buf.fill(RESYNC_WINDOW + MAX_CAPLEN + 64)
-        avail = buf.available()
-        if avail < 16:
-            buf.pos += avail
-            return buf.at() - start
-        n = min(RESYNC_WINDOW, avail - 15)
-        window = np.frombuffer(buf.buf, dtype=np.uint8, count=n + 15, offset=buf.pos)
-        base = buf.at()
-        for q in candidates(window):
-            buf.pos = base + int(q) - buf.consumed
-            if accept(buf):
-                return buf.at() - start
-        buf.pos = base + n - buf.consumed
-
-
-class _PcapRecords:
-    """Plausibility of pcap record headers (the resync test)."""
-
-    def __init__(self, e: str, nanos: bool, max_frame: int) -> None:
-        self.e = e
-        self.frac_limit = 1_000_000_000 if nanos else 1_000_000
-        self.max_frame = max_frame
-        self.last_sec = -1  # seconds of the last good record (-1: none yet)
-        self.rec = struct.Struct(e + "IIII").unpack_from
-
-    def plausible(self, sec: int, sub: int, caplen: int, origlen: int, near: int) -> bool:
-        return (
-            caplen <= self.max_frame
-            and caplen <= origlen <= MAX_WIRE
-            and sub < self.frac_limit
-            and (near < 0 or abs(sec - near) <= RESYNC_TS_WINDOW_S)
-        )
-
-    def next_ok(self, buf: _Buffer, at: int, sec: int) -> bool:
-        """Is there a plausible record (or a capture header, or the end of the
-        data) at buf.pos + at?"""
-        if not buf.fill(at + 16):
-            return buf.eof and buf.available() == at  # the record ends the file
-        if _header_follows(buf, at):
-            return True
-        ts_sec, ts_sub, caplen, origlen = self.rec(buf.buf, buf.pos + at)
-        return self.plausible(ts_sec, ts_sub, caplen, origlen, near=sec)
-
-    def accept(self, buf: _Buffer) -> bool:
-        """A resync candidate at buf.pos: it and the record after it plausible."""
-        if _header_follows(buf):
-            return True
-        if not buf.fill(16):
-            return False
-        sec, sub, caplen, origlen = self.rec(buf.buf, buf.pos)
-        if not self.plausible(sec, sub, caplen, origlen, self.last_sec):
-            return False
-        return self.next_ok(buf, 16 + caplen, sec)
-
-    def candidates(self, window: np.ndarray) -> np.ndarray:
-        w = _u32_at_every_byte(window, self.e)
-        n = len(window) - 15
-        sec, sub, caplen, origlen = w[:n], w[4 : n + 4], w[8 : n + 8], w[12 : n + 12]
-        ok = (caplen <= self.max_frame) & (caplen <= origlen) & (sub < self.frac_limit)
-        if self.last_sec >= 0:
-            ok &= np.abs(sec.astype(np.int64) - self.last_sec) <= RESYNC_TS_WINDOW_S
-        return np.flatnonzero(ok | np.isin(sec, list(HEADER_INTS)))
-
-
-def _pcap(
-    buf: _Buffer, index: int, info: CaptureInfo, max_frame: int, first: bool
-) -> Generator[Frame, None, str]:
-    """Frames of one pcap section (a file header and its records); returns the
-    format of a capture header met where a record was expected ('' at the end)."""
-    if not buf.fill(24):
-        if first:
-            raise CaptureError("pcap file header cut short", info.path)
-        _cut(buf, info, "file header")
-        return ""
-    e, nanos = PCAP_MAGIC_BYTES[bytes(buf.buf[buf.pos : buf.pos + 4])]
-    _magic, _vmaj, _vmin, _zone, _sigfigs, snaplen, linktype = struct.unpack_from(
-        e + "IHHiIII", buf.buf, buf.pos
-    )
-    # The upper bits of the link-type field may carry FCS length flags.
-    linktype &= 0x0FFFFFFF
-    info.snaplen = max(info.snaplen, snaplen)
-    info.linktypes.add(linktype)
-    buf.pos += 24
-    records = _PcapRecords(e, nanos, max_frame)
-    rec = records.rec
-    frac = 1 if nanos else 1000
-    frac_limit = records.frac_limit
-    frames = info.frames
-    truncated = info.truncated_frames
-    while True:
-        if not buf.fill(16):
-            if buf.available():
-                _cut(buf, info, "frame header")
-            return ""
-        sec, sub, caplen, origlen = rec(buf.buf, buf.pos)
-        if sec in HEADER_INTS:
-            fmt = _header_follows(buf)
-            if fmt:  # another capture file begins here (files concatenated)
-                return fmt
-        if caplen > max_frame or (
-            (caplen > snaplen > 0 or origlen < caplen or sub >= frac_limit)
-            and not records.next_ok(buf, 16 + caplen, sec)
-        ):
-            # Impossible, or odd and not followed by a record: damage.  (An odd
-            # record followed by a plausible one is taken as a frame.)
-            at = buf.at()
-            skipped = _resync(buf, records.candidates, records.accept)
-            info.note("bad_record" if buf.available() else "lost_tail", at, skipped=skipped)
-            continue
-        if not buf.fill(16 + caplen):
-            # The file ends inside this frame, or its length is wrong: a record
-            # further on tells them apart.
-            at, left = buf.at(), buf.available()
-            skipped = _resync(buf, records.candidates, records.accept)
-            if buf.available():
-                info.note("bad_record", at, skipped=skipped)
-                continue
-            info.note("cut", at, skipped=left, what="frame")
-            return ""
-        if caplen > snaplen > 0:
-            info.note("over_snaplen", buf.at())
-        start = buf.pos + 16
-        buf.pos = start + caplen
-        records.last_sec = sec
-        frames += 1
-        if caplen < origlen:
-            truncated += 1
-        info.frames = frames
-        info.truncated_frames = truncated
-        yield (
-            sec * 1_000_000_000 + sub * frac,
-            linktype,
-            memoryview(buf.buf)[start : start + caplen],
-            origlen,
-            index,
-        )
-
-
-@dataclass
-class _Interface:
-    linktype: int
-    snaplen: int
-    ts_mul: int = 1000  # ns per tick (when resolution divides a ns)
-    ts_div: int = 1  # ticks per ns unit otherwise
-    ts_offset_ns: int = 0
-
-
-def _parse_options(data: bytes | memoryview, e: str) -> Iterator[tuple[int, memoryview]]:
-    mv = memoryview(data)
-    pos = 0
-    while pos + 4 <= len(mv):
-        code, length = struct.unpack_from(e + "HH", mv, pos)
-        if code == OPT_ENDOFOPT:
-            return
-        yield code, mv[pos + 4 : pos + 4 + length]
-        pos += 4 + ((length + 3) & ~3)
-
-
-def _interface(body: memoryview, e: str) -> _Interface:
-    linktype, _reserved, snaplen = struct.unpack_from(e + "HHI", body, 0)
-    iface = _Interface(linktype=linktype, snaplen=snaplen)
-    for code, value in _parse_options(body[8:], e):
-        if code == IF_TSRESOL and len(value) >= 1:
-            v = value[0]
-            if v & 0x80:  # negative power of two
-                iface.ts_mul, iface.ts_div = 1_000_000_000, 1 << (v & 0x7F)
-            elif v <= 9:
-                iface.ts_mul, iface.ts_div = 10 ** (9 - v), 1
-            else:
-                iface.ts_mul, iface.ts_div = 1, 10 ** (v - 9)
-        elif code == IF_TSOFFSET and len(value) >= 8:
-            (iface.ts_offset_ns,) = struct.unpack_from(e + "q", value, 0)
-            iface.ts_offset_ns *= 1_000_000_000
-    return iface
-
-
-class _PcapngBlocks:
-    """Plausibility of pcapng blocks (the resync test): a known type and two
-    equal lengths at its ends."""
-
-    def __init__(self, e: str) -> None:
-        self.e = e
-
-    def accept(self, buf: _Buffer) -> bool:
-        if not buf.fill(12):
-            return False
-        if _header_follows(buf):
-            return True
-        btype, blen = struct.unpack_from(self.e + "II", buf.buf, buf.pos)
-        if btype not in PCAPNG_BLOCKS or blen < 12 or blen % 4 or blen > MAX_BLOCK:
-            return False
-        if not buf.fill(blen):
-            return False
-        return struct.unpack_from(self.e + "I", buf.buf, buf.pos + blen - 4)[0] == blen
-
-    def candidates(self, window: np.ndarray) -> np.ndarray:
-        w = _u32_at_every_byte(window, self.e)
-        n = len(window) - 15
-        btype, blen = w[:n], w[4 : n + 4]
-        ok = np.isin(btype, list(PCAPNG_BLOCKS)) & (blen >= 12) & (blen % 4 == 0)
-        ok &= blen <= MAX_BLOCK
-        return np.flatnonzero(ok | np.isin(btype, list(PCAP_MAGIC_INTS)))
-
-
-def _timestamp(ts: int, buf: _Buffer, info: CaptureInfo) -> int:
-    if 0 <= ts <= MAX_TS_NS:
-        return ts
-    info.note("bad_timestamp", buf.at())
-    return 0 if ts < 0 else MAX_TS_NS
-
-
-def _pcapng(
-    buf: _Buffer, index: int, info: CaptureInfo, max_frame: int
-) -> Generator[Frame, None, str]:
-    """Frames of pcapng sections; returns 'pcap' when a pcap file header is met
-    where a block was expected ('' at the end)."""
-    e = "<"
-    ifaces: list[_Interface] = []
-    frames = info.frames
-    truncated = info.truncated_frames
-    drops: dict[int, int] = {}
-    blocks = _PcapngBlocks(e)
-    while True:
-        if not buf.fill(12):
-            if buf.available():
-                _cut(buf, info, "block header")
-            return ""
-        btype, blen = struct.unpack_from(e + "II", buf.buf, buf.pos)
-        if btype in PCAP_MAGIC_INTS and _header_follows(buf):
-            return "pcap"  # a pcap file begins here (files concatenated)
-        bad = False
-        if btype == PCAPNG_SHB:
-            bom = bytes(buf.buf[buf.pos + 8 : buf.pos + 12])
-            if bom == b"\x4d\x3c\x2b\x1a":
-                e = "<"
-            elif bom == b"\x1a\x2b\x3c\x4d":
-                e = ">"
-            else:
-                bad = True
-            blocks = _PcapngBlocks(e)
-            (blen,) = struct.unpack_from(e + "I", buf.buf, buf.pos + 4)
-            ifaces = []  # interface ids are per section
-        cut = False
-        if bad or blen < 12 or blen % 4 or blen > MAX_BLOCK:
-            bad = True
-        elif not buf.fill(blen):
-            bad = cut = True  # the file ends inside the block, or its length is wrong
-        elif struct.unpack_from(e + "I", buf.buf, buf.pos + blen - 4)[0] != blen:
-            bad = True  # the trailing copy of the length disagrees
-        if bad:
-            at, left = buf.at(), buf.available()
-            skipped = _resync(buf, blocks.candidates, blocks.accept)
-            if buf.available():
-                info.note("bad_block", at, skipped=skipped)
-                continue
-            if cut:
-                info.note("cut", at, skipped=left, what="block")
-                return ""
-            info.note("lost_tail", at, skipped=skipped)
-            return ""
-        block = memoryview(buf.buf)[buf.pos : buf.pos + blen]
-        at = buf.at()
-        buf.pos += blen
-        body = block[8 : blen - 4]
-        if btype in (PCAPNG_EPB, PCAPNG_PB):
-            if len(body) < 20:
-                info.note("bad_packet_block", at, detail="too short")
-                continue
-            if btype == PCAPNG_EPB:
-                iface_id, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(e + "IIIII", body, 0)
-            else:
-                iface_id, _drops, ts_hi, ts_lo, caplen, origlen = struct.unpack_from(
-                    e + "HHIIII", body, 0
-                )
-            if iface_id >= len(ifaces):
-                info.note("bad_packet_block", at, detail=f"unknown interface {iface_id}")
-                continue
-            if 20 + caplen > len(body) or caplen > max_frame:
-                info.note("bad_packet_block", at, detail=f"captured length {caplen}")
-                continue
-            iface = ifaces[iface_id]
-            if caplen > iface.snaplen > 0:
-                info.note("over_snaplen", at)
-            ticks = (ts_hi << 32) | ts_lo
-            ts = _timestamp(ticks * iface.ts_mul // iface.ts_div + iface.ts_offset_ns, buf, info)
-            frames += 1
-            if caplen < origlen:
-                truncated += 1
-            info.frames = frames
-            info.truncated_frames = truncated
-            yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index
-        elif btype == PCAPNG_IDB:
-            if len(body) < 8 or len(ifaces) >= MAX_INTERFACES:
-                info.note("bad_packet_block", at, detail="interface block too short or too many")
-                continue
-            iface = _interface(body, e)
-            ifaces.append(iface)
-            info.linktypes.add(iface.linktype)
-            info.snaplen = max(info.snaplen, iface.snaplen)
-        elif btype == PCAPNG_SPB:
-            # No timestamp and no interface id: interface 0, time unknown (0).
-            if not ifaces or len(body) < 4:
-                info.note("bad_packet_block", at, detail="simple packet block without interface")
-                continue
-            (origlen,) = struct.unpack_from(e + "I", body, 0)
-            caplen = min(origlen, len(body) - 4, ifaces[0].snaplen or origlen, max_frame)
-            frames += 1
-            info.frames = frames
-            yield 0, ifaces[0].linktype, body[4 : 4 + caplen], origlen, index
-        elif btype == PCAPNG_ISB and len(body) >= 12:
-            (iface_id,) = struct.unpack_from(e + "I", body, 0)
-            if iface_id >= len(ifaces):
-                continue  # statistics of no interface: nothing to count them for
-            for code, value in _parse_options(body[12:], e):
-                if code in (ISB_IFDROP, ISB_OSDROP) and len(value) >= 8:
-                    # Statistics are cumulative: keep the latest per interface.
-                    key = (iface_id << 1) | (code == ISB_OSDROP)
-                    (count,) = struct.unpack_from(e + "Q", value, 0)
-                    if count > MAX_INTERFACE_DROPS:
-                        info.note("bad_drop_count", at, detail=f"{count:,}")
-                        continue
-                    drops[key] = count
-            info.interface_drops = sum(drops.values())
-        # other blocks (name resolution, decryption secrets, custom) are skipped
 
 
 def read_many(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nfstrace.parsers import nfs2, nfs3, nfs4
+from nfstrace.parsers import nfs2, nfs3, nfs4, nfs4_protocol
 from nfstrace.parsers.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
 from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.rpc import CALLBACK_RANGE, GSS_DATA
@@ -81,4 +81,4 @@ def decode_reply_without_call(
     if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):
         return None
     out = nfs4.decode_reply_without_call(buf, body_offset)
-    return None if out is None else (*NFS4_PROGRAM_VERSION, nfs4.NFSPROC4_COMPOUND, out)
+    return None if out is None else (*NFS4_PROGRAM_VERSION, nfs4_protocol.NFSPROC4_COMPOUND, out)

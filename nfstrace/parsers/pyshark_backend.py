@@ -41,7 +41,7 @@ import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
-from nfstrace.parsers import nfs3, nfs4, rpc
+from nfstrace.parsers import nfs3, nfs4, nfs4_protocol, rpc
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
 from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
 from nfstrace.parsers.procnames import procedure_name
@@ -334,29 +334,29 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
         return tuple(out.values())
     ops = [int(x) for x in f.get("nfs.opcode", [])]
     if ops:
-        names = nfs4.OPERATIONS
+        names = nfs4_protocol.OPERATIONS
         main = nfs4.main_op(ops)
         out["op"] = (names.get(main) if main is not None else None) or f"op{main}"
         out["ops"] = " ".join(names.get(o) or f"op{o}" for o in ops)
-    if nfs4.OP_SEQUENCE in ops:
+    if nfs4_protocol.OP_SEQUENCE in ops:
         out["session"] = _hex(f, "nfs.session_id4")
         out["slot"] = _int(f, "nfs.slotid")
         out["seqid"] = _int(f, "nfs.seqid")
     # the last file handle: PUTFH's in a call, GETFH's in a reply (a reply's
     # GETATTR may list a filehandle attribute too: not ours to report)
     fhs = f.get("nfs.fhandle", [])
-    if fhs and (is_call or nfs4.OP_GETFH in ops):
+    if fhs and (is_call or nfs4_protocol.OP_GETFH in ops):
         out["fh"] = fhs[-1].replace(":", "").lower()
     if is_call:
         out["minor"] = _int(f, "nfs.minorversion")
         components = f.get("nfs.pathname.component", [])
         out["name"] = components[-1] if components else ""
-        if nfs4.OP_WRITE in ops:
+        if nfs4_protocol.OP_WRITE in ops:
             out["offset"] = _int(f, "nfs.offset4")
             out["stable"] = _int(f, "nfs.stable_how4")
             lengths = f.get("nfs.write.data_length", [])
             out["count"] = sum(int(x) for x in lengths) if lengths else -1
-        elif nfs4.OP_READ in ops or nfs4.OP_COMMIT in ops:
+        elif nfs4_protocol.OP_READ in ops or nfs4_protocol.OP_COMMIT in ops:
             out["offset"] = _int(f, "nfs.offset4")
             out["count"] = _int(f, "nfs.count4")
     else:
@@ -364,13 +364,13 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
         out["nfs_status"] = int(statuses[0]) if statuses else -1
         if len(statuses) > 1:
             out["op_status"] = " ".join(statuses[1:])
-        if nfs4.OP_WRITE in ops:
+        if nfs4_protocol.OP_WRITE in ops:
             out["count"] = _int(f, "nfs.count4")
             out["committed"] = _int(f, "nfs.stable_how4")
-        elif nfs4.OP_READ in ops:
+        elif nfs4_protocol.OP_READ in ops:
             out["count"] = _int(f, "nfs.read.data_length")
             out["eof"] = _int(f, "nfs.eof")
-        if nfs4.OP_WRITE in ops or nfs4.OP_COMMIT in ops:
+        if nfs4_protocol.OP_WRITE in ops or nfs4_protocol.OP_COMMIT in ops:
             out["verifier"] = _hex(f, "nfs.verifier4")
     return tuple(out.values())
 

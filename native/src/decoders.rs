@@ -1,0 +1,130 @@
+//! NFS procedure decoding for the hot programs (mirrors `parsers/decoders.py`;
+//! the procedures' own decoding is in nfs3.rs and nfs4.rs).  Names are not made
+//! here: Python names procedures and operations from its one table
+//! (procnames.py, nfs4_protocol.OPERATIONS).  What this crate does not decode
+//! (NFSv2, NFSv4 NULL and callbacks) is marked `Kind::Defer`: Python decodes
+//! those messages' head bytes with its own decoders, so every row is decoded
+//! by one truth.
+
+use crate::nfs3::{nfs3_call, nfs3_reply};
+use crate::nfs4::{compound_call, compound_reply};
+use crate::tables::*;
+
+/// How Python completes a message's NFS fields (codes: native.py's KIND_*).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Kind {
+    /// op = procedure_name(prog, vers, proc); the other fields as decoded here.
+    Name = KIND_NAME,
+    /// op/ops from the NFSv4 operation list (nfs4 names, main_op).
+    Compound = KIND_COMPOUND,
+    /// Python decodes the head bytes itself.
+    Defer = KIND_DEFER,
+}
+
+// nfs_decode column codes: '', ok, partial, truncated, encrypted (generated)
+pub use crate::tables::{
+    DECODE_ENCRYPTED, DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED,
+};
+
+/// The decoded NFS fields of one message (nfs_fields.NFS_FIELDS); None /
+/// empty = the field's default.
+#[derive(Default, Clone, Debug)]
+pub struct Fields<'a> {
+    pub kind: u8,
+    pub ops: Vec<u32>,
+    pub statuses: Vec<u32>,
+    pub nfs_status: Option<u32>,
+    pub fh: Option<&'a [u8]>,
+    pub name: Option<&'a [u8]>,
+    pub offset: Option<u64>,
+    pub count: Option<u64>,
+    pub stable: Option<u32>,
+    pub committed: Option<u32>,
+    pub verifier: Option<&'a [u8]>,
+    pub eof: Option<u32>,
+    pub session: Option<&'a [u8]>,
+    pub slot: Option<u32>,
+    pub seqid: Option<u32>,
+    pub minor: Option<u32>,
+    pub decode: u8,
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn named(decode: u8) -> Fields<'a> {
+        Fields {
+            kind: Kind::Name as u8,
+            decode,
+            ..Default::default()
+        }
+    }
+}
+
+/// decoders.decode: the NFS fields of one message.
+#[allow(clippy::too_many_arguments)]
+pub fn decode<'a>(
+    is_call: bool,
+    prog: i64,
+    vers: i64,
+    proc_: i64,
+    buf: &'a [u8],
+    body_offset: i64,
+    gss_service: i64,
+    gss_proc: i64,
+) -> Fields<'a> {
+    let has_decoder = (prog == NFS_PROGRAM && (2..=4).contains(&vers))
+        || (crate::rpc::CALLBACK_FIRST as i64..=crate::rpc::CALLBACK_LAST as i64).contains(&prog);
+    if !has_decoder || proc_ < 0 {
+        return Fields::named(DECODE_NONE);
+    }
+    if gss_proc != -1 && (gss_proc != GSS_DATA || is_wrapped_gss_service(gss_service)) {
+        // Context set-up messages carry GSS tokens, DATA messages a wrapped body.
+        return Fields::named(DECODE_ENCRYPTED);
+    }
+    if body_offset < 0 {
+        return Fields::named(DECODE_TRUNCATED);
+    }
+    let off = body_offset as usize;
+    if prog == NFS_PROGRAM && vers == 3 {
+        return if is_call {
+            nfs3_call(buf, off, proc_)
+        } else {
+            nfs3_reply(buf, off, proc_)
+        };
+    }
+    if prog == NFS_PROGRAM && vers == 4 && proc_ == NFSPROC4_COMPOUND {
+        return if is_call {
+            compound_call(buf, off)
+        } else {
+            compound_reply(buf, off)
+        };
+    }
+    Fields {
+        kind: Kind::Defer as u8,
+        ..Default::default()
+    }
+}
+
+/// decoders.decode_reply_without_call: a reply whose call was not seen, decoded
+/// as an NFSv4 COMPOUND reply when the last call on its flow, `last` (prog,
+/// vers, proc, gss_service, gss_proc), was NFSv4 with a plain body and its
+/// results read as one (a result read, the first one's opcode known).
+pub fn reply_without_call(
+    last: Option<(i64, i64, i64, i64, i64)>,
+    buf: &[u8],
+    body_offset: i64,
+) -> Option<Fields<'_>> {
+    let (prog, vers, _, gss_service, gss_proc) = last?;
+    if body_offset < 0 || prog != NFS_PROGRAM || vers != 4 {
+        return None;
+    }
+    if gss_proc != -1 && (gss_proc != GSS_DATA || is_wrapped_gss_service(gss_service)) {
+        return None;
+    }
+    let f = compound_reply(buf, body_offset as usize);
+    if f.ops.first().is_some_and(|&op| has_step(op)) {
+        Some(f)
+    } else {
+        None
+    }
+}
