@@ -133,10 +133,20 @@ def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataF
 def _host_codes(messages: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """src and dst as integer codes of one vocabulary, in the strings' sort order
     (so sorting codes sorts addresses as strings would; missing sorts last)."""
+    src, dst = messages["src"], messages["dst"]
+    if isinstance(src.dtype, pd.CategoricalDtype) and isinstance(dst.dtype, pd.CategoricalDtype):
+        # category columns: their codes mapped into the union of their categories
+        hosts = pd.Index(sorted({*src.cat.categories, *dst.cat.categories}), dtype=object)
+
+        def codes(column: pd.Series) -> np.ndarray:
+            into = np.r_[hosts.get_indexer(column.cat.categories.astype(object)), len(hosts)]
+            return into[column.cat.codes.to_numpy("int64")]  # code -1 (missing): the last
+
+        return codes(src), codes(dst)
     n = len(messages)
-    codes, uniques = pd.factorize(pd.concat([messages["src"], messages["dst"]]), sort=True)
-    codes = np.where(codes < 0, len(uniques), codes)
-    return codes[:n], codes[n:]
+    both, uniques = pd.factorize(pd.concat([src, dst]), sort=True)
+    both = np.where(both < 0, len(uniques), both)
+    return both[:n], both[n:]
 
 
 @dataclass(frozen=True)

@@ -53,15 +53,17 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "fast.ack_point) (-1: UDP, no such ACK captured, or the message was cut short)",
 }
 
-# Columns as (name, pandas dtype), in table order.
+# Columns as (name, pandas dtype), in table order.  Text columns are categories
+# (each distinct address, name or handle stored once, a small code per row: a
+# capture repeats them on every message); none holds missing values ('' instead).
 MESSAGE_DTYPES: dict[str, str] = {
     "ts_first_ns": "int64",
     "ts_last_ns": "int64",
     "frame_first": "int64",
     "frame_last": "int64",
-    "src": "string",
+    "src": "category",
     "sport": "int32",
-    "dst": "string",
+    "dst": "category",
     "dport": "int32",
     "transport": "category",
     "conn": "int64",
@@ -73,7 +75,7 @@ MESSAGE_DTYPES: dict[str, str] = {
     "auth": "category",
     "auth_uid": "int64",
     "auth_gid": "int64",
-    "auth_machine": "string",
+    "auth_machine": "category",
     "gss_proc": "int32",
     "gss_service": "category",
     "reply_stat": "category",
