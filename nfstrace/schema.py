@@ -103,9 +103,9 @@ assert MESSAGE_DTYPES.keys() == MESSAGE_COLUMNS.keys()
 # per reply whose call is not in the capture.  Built by nfstrace/match.py.
 # <NA> marks what the capture did not show (no reply, no call).
 TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
-    "client": ("string", "client address (source of the call)"),
+    "client": ("category", "client address (source of the call)"),
     "client_port": ("Int32", "client port of the first call"),
-    "server": ("string", "server address"),
+    "server": ("category", "server address"),
     "server_port": ("Int32", "server port"),
     "transport": ("category", "tcp / udp (of the first call)"),
     "conn": ("Int64", "connection id of the first call"),
@@ -115,8 +115,8 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "program": ("category", "program name (nfs, mount, nlm, portmap, ...)"),
     "vers": ("int32", "program version"),
     "proc": ("int32", "procedure"),
-    "op": ("string", "procedure name; NFSv4: the main operation of the COMPOUND"),
-    "ops": ("string", "NFSv4: all operations of the COMPOUND"),
+    "op": ("category", "procedure name; NFSv4: the main operation of the COMPOUND"),
+    "ops": ("category", "NFSv4: all operations of the COMPOUND"),
     "auth": ("category", "credential flavour"),
     "gss_service": ("category", "RPCSEC_GSS service (none/integrity/privacy)"),
     "t_call_ns": ("Int64", "first packet of the first call"),
@@ -152,7 +152,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "eof": ("Int32", "READ reply: end of file"),
     "write_bytes": ("int64", "bytes acknowledged by a successful WRITE reply"),
     "read_bytes": ("int64", "bytes returned by a successful READ reply"),
-    "session": ("string", "NFSv4.1 session id"),
+    "session": ("category", "NFSv4.1 session id"),
     "slot": ("Int64", "NFSv4.1 slot id"),
     "seqid": ("Int64", "NFSv4.1 sequence id"),
     "minor": ("Int32", "NFSv4 minor version"),
