@@ -431,8 +431,9 @@ def _sends_after_heard_replies(
 
 
 # Text columns of the transactions kept as categories (the messages' text columns
-# are): those never missing, each distinct value stored once
-_TEXT_CATEGORIES = ("client", "server", "op", "ops", "session")
+# are), each distinct value stored once: those never missing, and the reply's
+# status codes and verifier (missing without a reply; read as object, fillna(""))
+_TEXT_CATEGORIES = ("client", "server", "op", "ops", "session", "op_status", "verifier")
 
 # For a reply without call, the transaction columns its own message fills.
 _ORPHAN_SOURCE = {

@@ -135,7 +135,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "reply_stat": ("category", "accepted / denied"),
     "accept_stat": ("Int32", "RPC accept_stat (0 = SUCCESS)"),
     "status": ("Int64", "NFS status of the first reply (0 = OK)"),
-    "op_status": ("string", "NFSv4: per-operation status codes"),
+    "op_status": ("category", "NFSv4: per-operation status codes"),
     "fh": ("string", "file handle (hex)"),
     "name": ("string", "file name argument"),
     "reply_fh": (
@@ -148,7 +148,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "stable": ("Int32", "WRITE stable_how asked for"),
     "reply_count": ("Int64", "bytes the reply says were written/read"),
     "committed": ("Int32", "WRITE reply: committed level"),
-    "verifier": ("string", "WRITE/COMMIT reply: write verifier (hex)"),
+    "verifier": ("category", "WRITE/COMMIT reply: write verifier (hex)"),
     "eof": ("Int32", "READ reply: end of file"),
     "write_bytes": ("int64", "bytes acknowledged by a successful WRITE reply"),
     "read_bytes": ("int64", "bytes returned by a successful READ reply"),

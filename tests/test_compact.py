@@ -16,7 +16,7 @@ from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 PARSERS = {"python": fast.parse, **({"native": native.parse} if native.available() else {})}
 MESSAGE_TEXT = ("src", "dst", "auth_machine", "op", "ops", "op_status", "fh", "name", "verifier",
                 "session")  # fmt: skip
-TRANSACTION_TEXT = ("client", "server", "op", "ops", "session")
+TRANSACTION_TEXT = ("client", "server", "op", "ops", "session", "op_status", "verifier")
 
 
 def test_schema_text_columns_are_categories() -> None:
