@@ -11,7 +11,7 @@ from conftest import SAMPLES
 
 from nfstrace.match import match
 from nfstrace.parsers import fast, native
-from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
+from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES, TRANSACTION_DTYPES
 
 PARSERS = {"python": fast.parse, **({"native": native.parse} if native.available() else {})}
 MESSAGE_TEXT = ("src", "dst", "auth_machine", "op", "ops", "op_status", "fh", "name", "verifier",
@@ -23,6 +23,7 @@ def test_schema_text_columns_are_categories() -> None:
     assert all(MESSAGE_DTYPES[c] == "category" for c in MESSAGE_TEXT)
     assert all(TRANSACTION_DTYPES[c] == "category" for c in TRANSACTION_TEXT)
     assert "string" not in MESSAGE_DTYPES.values()
+    assert "string" not in EVENT_DTYPES.values()  # src, dst, kind
 
 
 @pytest.mark.parametrize("parse", PARSERS.values(), ids=PARSERS.keys())

@@ -19,7 +19,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
@@ -134,8 +133,8 @@ def _check_readable(path: str, limits: ParseLimits) -> None:
 
 class _Strings:
     """A string column as distinct values and one id per row (Rust's form);
-    made a category column (each distinct value once, a small code per row)
-    or a pandas "string" column by arrow's take, never per-row objects."""
+    made a category column (each distinct value once, a small code per row),
+    never per-row objects."""
 
     def __init__(self, values: list[str], ids: np.ndarray) -> None:
         self.values = values
@@ -146,10 +145,6 @@ class _Strings:
             self.ids = self.ids.astype(np.int64)
         self.values.append(value)
         self.ids[row] = len(self.values) - 1
-
-    def column(self) -> pd.api.extensions.ExtensionArray:
-        taken = pa.array(self.values, type=pa.large_string()).take(pa.array(self.ids))
-        return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
     def category(self) -> pd.Categorical:
         """The values used, sorted (as astype("category") orders them), and
@@ -373,7 +368,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
     for name, col in data.items():
         if isinstance(col, _Strings):
             col.ids = col.ids[order]
-            data[name] = col.column()
+            data[name] = col.category()
         else:
             data[name] = col[order]
     df = pd.DataFrame(data, columns=list(EVENT_DTYPES), copy=False)
