@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from nfstrace.parsers.procnames import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -133,10 +134,20 @@ def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataF
 def _host_codes(messages: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """src and dst as integer codes of one vocabulary, in the strings' sort order
     (so sorting codes sorts addresses as strings would; missing sorts last)."""
+    src, dst = messages["src"], messages["dst"]
+    if isinstance(src.dtype, pd.CategoricalDtype) and isinstance(dst.dtype, pd.CategoricalDtype):
+        # category columns: their codes mapped into the union of their categories
+        hosts = pd.Index(sorted({*src.cat.categories, *dst.cat.categories}), dtype=object)
+
+        def codes(column: pd.Series) -> np.ndarray:
+            into = np.r_[hosts.get_indexer(column.cat.categories.astype(object)), len(hosts)]
+            return into[column.cat.codes.to_numpy("int64")]  # code -1 (missing): the last
+
+        return codes(src), codes(dst)
     n = len(messages)
-    codes, uniques = pd.factorize(pd.concat([messages["src"], messages["dst"]]), sort=True)
-    codes = np.where(codes < 0, len(uniques), codes)
-    return codes[:n], codes[n:]
+    both, uniques = pd.factorize(pd.concat([src, dst]), sort=True)
+    both = np.where(both < 0, len(uniques), both)
+    return both[:n], both[n:]
 
 
 @dataclass(frozen=True)
@@ -419,6 +430,11 @@ def _sends_after_heard_replies(
     return np.asarray(cuts, "int64")
 
 
+# Text columns of the transactions kept as categories (the messages' text columns
+# are), each distinct value stored once: those never missing, and the reply's
+# status codes and verifier (missing without a reply; read as object, fillna(""))
+_TEXT_CATEGORIES = ("client", "server", "op", "ops", "session", "op_status", "verifier")
+
 # For a reply without call, the transaction columns its own message fills.
 _ORPHAN_SOURCE = {
     {"src": "server", "dst": "client", "sport": "server_port", "dport": "client_port",
@@ -438,17 +454,26 @@ def reply_count_bound(tx: Any) -> np.ndarray:
         values = pd.Series(tx[name]).astype("Int64").fillna(-1).to_numpy("int64")
         return np.where(values >= 0, values, huge)
 
-    op = pd.Series(tx["op"]).astype(object)
+    op = pd.Series(tx["op"])
+
+    def is_op(name: str) -> np.ndarray:
+        return op.eq(name).fillna(False).to_numpy(bool)
+
     record = np.where(
-        op.eq("WRITE").to_numpy(bool),
-        known("call_bytes"),
-        np.where(op.eq("READ").to_numpy(bool), known("reply_bytes"), huge),
+        is_op("WRITE"), known("call_bytes"), np.where(is_op("READ"), known("reply_bytes"), huge)
     )
     return np.minimum(known("count"), record)
 
 
 def _take(column: pd.Series, pos: np.ndarray, dtype: str) -> Any:
     """column[pos] as ``dtype``, missing where pos < 0."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and dtype == "string":
+        # arrow's take of the distinct values: no Python string per row
+        codes = column.cat.codes.to_numpy()[np.maximum(pos, 0)] if len(column) else pos
+        codes = np.where(pos < 0, -1, codes)
+        values = pa.array(list(column.cat.categories), type=pa.large_string())
+        taken = values.take(pa.array(codes, mask=codes < 0))
+        return pd.arrays.ArrowStringArray(pa.chunked_array([taken])).astype(dtype)
     if not isinstance(column.dtype, np.dtype):  # strings, categories: their own take
         return column.array.take(pos, allow_fill=True).astype(dtype)
     values = column.to_numpy()[np.maximum(pos, 0)] if len(column) else np.zeros(len(pos))
@@ -462,6 +487,25 @@ def _take(column: pd.Series, pos: np.ndarray, dtype: str) -> Any:
     values = values.astype(object)
     values[missing] = None
     return pd.array(values, dtype=dtype)
+
+
+def _used_only(values: pd.Categorical) -> pd.Categorical:
+    """The categories present (``remove_unused_categories`` without its sort)."""
+    codes = values.codes
+    used = np.bincount(codes[codes >= 0], minlength=len(values.categories)) > 0
+    if used.all():
+        return values
+    renumber = np.r_[np.cumsum(used) - 1, -1]  # code -1 (missing) stays -1
+    return pd.Categorical.from_codes(renumber[codes], categories=values.categories[used])
+
+
+def _where(mask: np.ndarray, theirs: Any, ours: Any) -> Any:
+    """theirs where mask, else ours (two takes of the same type)."""
+    if isinstance(ours, pd.Categorical):  # categories united: codes of one vocabulary
+        both = pd.Index(sorted({*ours.categories, *theirs.categories}), dtype=object)
+        ours, theirs = ours.set_categories(both), theirs.set_categories(both)
+        return pd.Categorical.from_codes(np.where(mask, theirs.codes, ours.codes), dtype=ours.dtype)
+    return pd.Series(ours).mask(mask, pd.Series(theirs)).array
 
 
 def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
@@ -482,7 +526,7 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
             cols[c] = _take(messages[m], call, TRANSACTION_DTYPES[c])
             if source is not None and orphan.any():  # a reply's view of the same field
                 theirs = _take(messages[source], np.where(orphan, reply, -1), TRANSACTION_DTYPES[c])
-                cols[c] = pd.Series(cols[c]).mask(orphan, pd.Series(theirs)).array
+                cols[c] = _where(orphan, theirs, cols[c])
     for m, c in _REPLY_COLUMNS.items():
         cols[c] = _take(messages[m], reply, TRANSACTION_DTYPES[c])
 
@@ -522,6 +566,8 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
     for column, name in (("write_bytes", "WRITE"), ("read_bytes", "READ")):
         is_op = op.eq(name).fillna(False).to_numpy(dtype=bool)
         cols[column] = np.where(is_op & ok, counted, 0)
+    for c in _TEXT_CATEGORIES:  # categories of the values present, as astype("category") has
+        cols[c] = _used_only(cols[c])
     tx = pd.DataFrame(
         {c: cols[c] for c in TRANSACTION_DTYPES}, index=pd.RangeIndex(len(order)), copy=False
     )

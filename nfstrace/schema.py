@@ -53,15 +53,17 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "tcp_state.ack_point) (-1: UDP, no such ACK captured, or the message was cut short)",
 }
 
-# Columns as (name, pandas dtype), in table order.
+# Columns as (name, pandas dtype), in table order.  Text columns are categories
+# (each distinct address, name or handle stored once, a small code per row: a
+# capture repeats them on every message); none holds missing values ('' instead).
 MESSAGE_DTYPES: dict[str, str] = {
     "ts_first_ns": "int64",
     "ts_last_ns": "int64",
     "frame_first": "int64",
     "frame_last": "int64",
-    "src": "string",
+    "src": "category",
     "sport": "int32",
-    "dst": "string",
+    "dst": "category",
     "dport": "int32",
     "transport": "category",
     "conn": "int64",
@@ -73,7 +75,7 @@ MESSAGE_DTYPES: dict[str, str] = {
     "auth": "category",
     "auth_uid": "int64",
     "auth_gid": "int64",
-    "auth_machine": "string",
+    "auth_machine": "category",
     "gss_proc": "int32",
     "gss_service": "category",
     "reply_stat": "category",
@@ -101,9 +103,9 @@ assert MESSAGE_DTYPES.keys() == MESSAGE_COLUMNS.keys()
 # per reply whose call is not in the capture.  Built by nfstrace/match.py.
 # <NA> marks what the capture did not show (no reply, no call).
 TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
-    "client": ("string", "client address (source of the call)"),
+    "client": ("category", "client address (source of the call)"),
     "client_port": ("Int32", "client port of the first call"),
-    "server": ("string", "server address"),
+    "server": ("category", "server address"),
     "server_port": ("Int32", "server port"),
     "transport": ("category", "tcp / udp (of the first call)"),
     "conn": ("Int64", "connection id of the first call"),
@@ -113,8 +115,8 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "program": ("category", "program name (nfs, mount, nlm, portmap, ...)"),
     "vers": ("int32", "program version"),
     "proc": ("int32", "procedure"),
-    "op": ("string", "procedure name; NFSv4: the main operation of the COMPOUND"),
-    "ops": ("string", "NFSv4: all operations of the COMPOUND"),
+    "op": ("category", "procedure name; NFSv4: the main operation of the COMPOUND"),
+    "ops": ("category", "NFSv4: all operations of the COMPOUND"),
     "auth": ("category", "credential flavour"),
     "gss_service": ("category", "RPCSEC_GSS service (none/integrity/privacy)"),
     "t_call_ns": ("Int64", "first packet of the first call"),
@@ -133,7 +135,7 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "reply_stat": ("category", "accepted / denied"),
     "accept_stat": ("Int32", "RPC accept_stat (0 = SUCCESS)"),
     "status": ("Int64", "NFS status of the first reply (0 = OK)"),
-    "op_status": ("string", "NFSv4: per-operation status codes"),
+    "op_status": ("category", "NFSv4: per-operation status codes"),
     "fh": ("string", "file handle (hex)"),
     "name": ("string", "file name argument"),
     "reply_fh": (
@@ -146,11 +148,11 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "stable": ("Int32", "WRITE stable_how asked for"),
     "reply_count": ("Int64", "bytes the reply says were written/read"),
     "committed": ("Int32", "WRITE reply: committed level"),
-    "verifier": ("string", "WRITE/COMMIT reply: write verifier (hex)"),
+    "verifier": ("category", "WRITE/COMMIT reply: write verifier (hex)"),
     "eof": ("Int32", "READ reply: end of file"),
     "write_bytes": ("int64", "bytes acknowledged by a successful WRITE reply"),
     "read_bytes": ("int64", "bytes returned by a successful READ reply"),
-    "session": ("string", "NFSv4.1 session id"),
+    "session": ("category", "NFSv4.1 session id"),
     "slot": ("Int64", "NFSv4.1 slot id"),
     "seqid": ("Int64", "NFSv4.1 sequence id"),
     "minor": ("Int32", "NFSv4 minor version"),
@@ -173,11 +175,11 @@ EVENT_COLUMNS: dict[str, tuple[str, str]] = {
     "ts_ns": ("int64", "capture time of the event (a stretch: its start)"),
     "frame": ("int64", "frame number of that packet"),
     "conn": ("int64", "connection id, as in messages.conn (0: none / not known)"),
-    "src": ("string", "source address of the packet (the stream's sender)"),
+    "src": ("category", "source address of the packet (the stream's sender)"),
     "sport": ("int32", "source port (0 if none)"),
-    "dst": ("string", "destination address"),
+    "dst": ("category", "destination address"),
     "dport": ("int32", "destination port (0 if none)"),
-    "kind": ("string", "what happened: one of EVENT_KINDS"),
+    "kind": ("category", "what happened: one of EVENT_KINDS"),
     "seq": ("int64", "TCP sequence number (see EVENT_KINDS; -1 if none)"),
     "length": ("int64", "bytes concerned (see EVENT_KINDS)"),
     "duration_ns": (

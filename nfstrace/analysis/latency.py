@@ -131,7 +131,7 @@ def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:
 
 def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.DataFrame:
     """NFSv4: latency of the COMPOUNDs containing each operation."""
-    v4 = tx[(tx["ops"].fillna("") != "") & (tx["n_calls"] > 0)]
+    v4 = tx[(tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)]
     if v4.empty:
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
     # Each distinct operation list is split once; rows repeat once per operation.

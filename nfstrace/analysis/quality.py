@@ -301,7 +301,8 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
     if events is None or not len(events) or "kind" not in events:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
     hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
-    kind = pd.Categorical(hs["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
+    kinds = hs["kind"].astype(object)  # events.kind is a category column of its own
+    kind = pd.Categorical(kinds, categories=HANDSHAKE_KINDS).codes.astype("int64")
     conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
     t = hs["ts_ns"].to_numpy("int64")
     last = np.full((len(HANDSHAKE_KINDS), len(conns)), -1, "int64")

@@ -154,7 +154,7 @@ def _category(op: str) -> str:
 def op_mix(nfs_calls: pd.DataFrame) -> pd.DataFrame:
     """Calls per LADDIS category, LADDIS categories first (in mix order), then the others."""
     # each distinct operation categorised once, then the rows' categories counted
-    codes, names = pd.factorize(nfs_calls["op"].fillna("?"))
+    codes, names = pd.factorize(nfs_calls["op"].astype(object).fillna("?"))
     categories = np.array([_category(str(op)) for op in names], dtype=object)
     counts = pd.Series(categories[codes], dtype="str").value_counts()
     per_op = np.bincount(codes[codes >= 0], minlength=len(names))

@@ -19,7 +19,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
@@ -137,7 +136,8 @@ def _check_readable(path: str, limits: ParseLimits) -> None:
 
 class _Strings:
     """A string column as distinct values and one id per row (Rust's form);
-    made a pandas "string" column by arrow's take, not per-row objects."""
+    made a category column (each distinct value once, a small code per row),
+    never per-row objects."""
 
     def __init__(self, values: list[str], ids: np.ndarray) -> None:
         self.values = values
@@ -149,9 +149,23 @@ class _Strings:
         self.values.append(value)
         self.ids[row] = len(self.values) - 1
 
-    def column(self) -> pd.api.extensions.ExtensionArray:
-        taken = pa.array(self.values, type=pa.large_string()).take(pa.array(self.ids))
-        return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
+    def category(self) -> pd.Categorical:
+        """The values used, sorted (as astype("category") orders them), and
+        each row's code among them."""
+        used = np.flatnonzero(np.bincount(self.ids, minlength=len(self.values)))
+        labels = sorted({self.values[i] for i in used})
+        code = {label: k for k, label in enumerate(labels)}
+        recode = np.full(len(self.values), -1, dtype=_code_dtype(len(labels)))
+        recode[used] = [code[self.values[i]] for i in used]
+        return pd.Categorical.from_codes(recode[self.ids], categories=labels, validate=False)
+
+
+def _code_dtype(n: int) -> type[np.signedinteger]:
+    """The integer type pandas gives the codes of n categories."""
+    for t in (np.int8, np.int16, np.int32):
+        if n < np.iinfo(t).max:
+            return t
+    return np.int64
 
 
 def _addr_texts(raw: list[bytes]) -> list[str]:
@@ -315,11 +329,12 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         if isinstance(col, _Strings):
             if order is not None:
                 col.ids = col.ids[order]
-            data[name] = col.column()
+            data[name] = col.category()
         elif order is not None:
             data[name] = col[order]
     for name, namer in _CATEGORIES.items():  # coded columns named once per code
         data[name] = _category(data[name], namer)
+    # columns as built (views of Rust's buffers where their type is the table's)
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES), copy=False)
     return df.astype(MESSAGE_DTYPES)
 
@@ -356,7 +371,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
     for name, col in data.items():
         if isinstance(col, _Strings):
             col.ids = col.ids[order]
-            data[name] = col.column()
+            data[name] = col.category()
         else:
             data[name] = col[order]
     df = pd.DataFrame(data, columns=list(EVENT_DTYPES), copy=False)
