@@ -10,10 +10,10 @@ import pytest
 from conftest import SAMPLES
 
 from nfstrace.match import match
-from nfstrace.parsers import fast, native
+from nfstrace.parsers import frame_loop, native
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES, TRANSACTION_DTYPES
 
-PARSERS = {"python": fast.parse, **({"native": native.parse} if native.available() else {})}
+PARSERS = {"python": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 MESSAGE_TEXT = ("src", "dst", "auth_machine", "op", "ops", "op_status", "fh", "name", "verifier",
                 "session")  # fmt: skip
 TRANSACTION_TEXT = ("client", "server", "op", "ops", "session", "op_status", "verifier")
