@@ -72,6 +72,7 @@ CHECKSUM_GOOD_SHARE = 0.1
 # are needed to tell.
 COARSE_CLOCK_NS = 10_000_000
 CLOCK_MIN_TIMES = 8
+CLOCK_SAMPLE = 4096  # times whose step is found first (an upper bound of the step)
 # Both handshake intervals at least this share of the total: captured in between.
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
@@ -459,17 +460,30 @@ def _checksum_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | N
 def clock_step_ns(messages: pd.DataFrame, events: pd.DataFrame | None) -> int:
     """The step of the capture's timestamps: the largest power of ten (1 ns to
     1 s) they are all multiples of; 1 when fewer than CLOCK_MIN_TIMES distinct
-    times tell."""
+    times tell.  No sort of the times: being a multiple of 10^k implies being one
+    of 10^(k-1), so a sample's step bounds the whole's, and the whole is then
+    checked from there down (usually one pass)."""
     parts = [messages[c].to_numpy("int64") for c in ("ts_first_ns", "ts_last_ns") if c in messages]
     if events is not None and len(events) and "ts_ns" in events:
         parts.append(events["ts_ns"].to_numpy("int64"))
-    times = np.unique(np.concatenate(parts)) if parts else np.zeros(0, "int64")
-    if len(times) < CLOCK_MIN_TIMES:
+    times = np.concatenate(parts) if parts else np.zeros(0, "int64")
+    if not any(_has_distinct(t, CLOCK_MIN_TIMES) for t in (times[:CLOCK_SAMPLE], times)):
         return 1
     step = 1_000_000_000
-    while step > 1 and (times % step).any():
-        step //= 10
+    for some in (times[:CLOCK_SAMPLE], times):
+        while step > 1 and (some % step).any():
+            step //= 10
     return step
+
+
+def _has_distinct(values: np.ndarray, n: int) -> bool:
+    """Whether ``values`` holds at least ``n`` distinct values (n small): drop
+    each value found in turn, n passes at most instead of a sort."""
+    for _ in range(n):
+        if not len(values):
+            return False
+        values = values[values != values[0]]
+    return True
 
 
 def _step_text(step: int) -> str:
