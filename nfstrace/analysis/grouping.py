@@ -83,3 +83,31 @@ def first_rows(codes: np.ndarray) -> np.ndarray:
     code before them."""
     top = np.maximum.accumulate(codes)
     return np.flatnonzero(np.r_[len(codes) > 0, top[1:] > top[:-1]][: len(codes)])
+
+
+def is_value(column: pd.Series, value: object) -> np.ndarray:
+    """Rows whose value is ``value`` (missing: not), as
+    ``column.astype(object).eq(value)`` says, without making every row a Python
+    object first (the comparison runs on the column's own type)."""
+    return column.eq(value).fillna(False).to_numpy(dtype=bool)
+
+
+def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
+    """``groupby([c.astype(object) for c in columns]).indices``: per distinct key
+    (a tuple of Python values, in sorted order) its row positions, ascending; rows
+    with a missing value left out.  The rows are grouped by integer codes: only
+    the distinct values become Python objects."""
+    parts = [pd.factorize(column) for column in columns]
+    keep = np.logical_and.reduce([codes >= 0 for codes, _ in parts])
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return {}
+    group = row_codes([codes[rows] for codes, _ in parts])
+    order = np.argsort(group, kind="stable")
+    starts = first_rows(group[order])
+    values = [np.asarray(uniques, dtype=object) for _, uniques in parts]
+    at = rows[order]
+    keys = [tuple(v[codes[at[i]]] for v, (codes, _) in zip(values, parts, strict=True))
+            for i in starts]  # fmt: skip
+    found = dict(zip(keys, np.split(at, starts[1:]), strict=True))
+    return {key: found[key] for key in sorted(found)}

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf, parse_what_if
 from nfstrace.analysis.overview import throughput as write_throughput
 from nfstrace.analysis.quality import ack_round_trips, handshake_times
@@ -242,11 +243,8 @@ def _is_trivial(op: object, ops: object) -> bool:
 
 def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
     """_is_trivial of each row, decided once per distinct (op, ops) pair."""
-    op = pd.factorize(tx["op"])[0].astype("int64")  # missing: -1
-    ops = pd.factorize(tx["ops"])[0].astype("int64")
-    _, first, pair = np.unique(
-        (op + 1) * (ops.max(initial=0) + 2) + ops + 1, return_index=True, return_inverse=True
-    )
+    pair = row_codes([tx["op"], tx["ops"]])  # (missing a value of its own)
+    first = first_rows(pair)
     pairs = zip(tx["op"].iloc[first], tx["ops"].iloc[first], strict=True)
     # An array, not a list: an empty list would select no columns instead of no rows.
     return np.array([_is_trivial(o, s) for o, s in pairs], dtype=bool)[pair]

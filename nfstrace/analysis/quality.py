@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
 from nfstrace.match import reply_count_bound
@@ -398,11 +399,26 @@ def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
     }
 
 
-def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
-    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
-    if pairs.empty:
+def busiest_pair(transactions: pd.DataFrame) -> tuple[str, str] | None:
+    """The client/server pair with the most calls (of ties, the first seen), as
+    ``value_counts().index[0]`` of the calls' pairs says; None without calls.
+    Counted by integer codes: no Python string per row."""
+    calls = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]]
+    if calls.empty:
         return None
-    client, server = pairs.value_counts().index[0]
+    (client, clients), (server, servers) = (pd.factorize(calls[c]) for c in ("client", "server"))
+    known = (client >= 0) & (server >= 0)  # (value_counts leaves missing values out)
+    client, server = client[known], server[known]
+    pair = row_codes([client, server])  # numbered as first seen
+    at = first_rows(pair)[np.argmax(np.bincount(pair))]  # argmax: the first of ties
+    return clients[client[at]], servers[server[at]]
+
+
+def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
+    busiest = busiest_pair(transactions)
+    if busiest is None:
+        return None
+    client, server = busiest
     ttl = {(d.src, d.dst): d.ttl_max for d in stats.directions}
     c, s = ttl.get((client, server)), ttl.get((server, client))
     if c is None or s is None or c < 0 or s < 0:
@@ -424,10 +440,10 @@ def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
 
 
 def _checksum_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
-    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
-    if pairs.empty:
+    busiest = busiest_pair(transactions)
+    if busiest is None:
         return None
-    client, server = pairs.value_counts().index[0]
+    client, server = busiest
     facts = {(d.src, d.dst): d for d in stats.directions}
     c, s = facts.get((client, server)), facts.get((server, client))
     if c is None or s is None:
@@ -506,12 +522,14 @@ def _abstain(vote: dict[str, str] | None, step: int) -> dict[str, str] | None:
 
 
 def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
-    tx = transactions[(transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()]
+    once = (transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()
+    tx = transactions.loc[once, ["t_reply_ns", "t_call_end_ns"]]
     if len(tx) < 3:
         return None
     srt = (tx["t_reply_ns"] - tx["t_call_end_ns"]).astype("int64").to_numpy()
-    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy())
-    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy())
+    # (times come nearly sorted: a stable sort's merges are quick on them)
+    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy(), kind="stable")
+    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy(), kind="stable")
     nxt = np.searchsorted(calls, replies, side="right")
     ok = nxt < len(calls)
     if ok.sum() < 3:
@@ -572,7 +590,7 @@ def _outstanding_through(
     gap end).  When no call starts or ends inside a gap (their times are packet
     times) and none ends before it starts, that is #(start <= gap start) -
     #(end <= gap start): two binary searches per gap, not a scan of every call."""
-    starts, ends = np.sort(start), np.sort(end)
+    starts, ends = np.sort(start, kind="stable"), np.sort(end, kind="stable")  # (nearly sorted)
 
     def inside(times: np.ndarray) -> np.ndarray:
         return np.searchsorted(times, gap_end, "left") - np.searchsorted(times, gap_start, "right")
@@ -604,7 +622,7 @@ def assess_capture(
         if e is not None
     ]
     calls = transactions[transactions["n_calls"] > 0]
-    writes = calls[calls["op"].astype(object).eq("WRITE") & calls["call_truncated"].fillna(False)]
+    writes = calls[is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False)]
     return CaptureQuality(
         capture_point=_capture_point(evidence),
         evidence=pd.DataFrame(evidence, columns=list(EVIDENCE_COLUMNS)),
