@@ -9,21 +9,48 @@
 ``report`` and ``summary`` are functions of the package, not methods of
 ``Trace``: a Trace is what the analysis produced, and the reports sit above it
 (they import it); the package is where the layers meet.
+
+``import nfstrace`` is quick: ``load``, ``Trace``, ``AnalysisConfig`` and
+``__version__`` are looked up on first use (the analysis brings pandas).
 """
 
 from __future__ import annotations
 
 import io
 import os
-from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
 from nfstrace.errors import NfstraceError
-from nfstrace.trace import AnalysisConfig, Trace, load
 
-try:  # one truth for the version: pyproject.toml, as installed
-    __version__ = metadata.version("nfstrace")
-except metadata.PackageNotFoundError:  # run from a source tree never installed
-    __version__ = "0+unknown"
+if TYPE_CHECKING:
+    from nfstrace.trace import AnalysisConfig, Trace, load
+
+    __version__: str
+
+_FROM_TRACE = ("AnalysisConfig", "Trace", "load")
+
+
+if not TYPE_CHECKING:  # (type checkers see the imports above; other names stay unknown)
+
+    def __getattr__(name: str) -> Any:
+        """The names imported on first use (PEP 562); each is then a plain attribute."""
+        if name in _FROM_TRACE:
+            from nfstrace import trace
+
+            value: Any = getattr(trace, name)
+        elif name == "__version__":
+            from importlib import metadata
+
+            try:  # one truth for the version: pyproject.toml, as installed
+                value = metadata.version("nfstrace")
+            except metadata.PackageNotFoundError:  # run from a source tree never installed
+                value = "0+unknown"
+        else:
+            raise AttributeError(f"module 'nfstrace' has no attribute {name!r}")
+        globals()[name] = value
+        return value
+
+
 __all__ = [
     "AnalysisConfig",
     "NfstraceError",
