@@ -46,10 +46,11 @@ def status_name(status: int, vers: int) -> str:
     return names.get(status, str(status))
 
 
-def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> pd.Series:
-    """Per error row, its short name: NOENT, JUKEBOX, RPC denied, PROC_UNAVAIL
-    (named once per distinct status, version, accept_stat and denial)."""
-    e = t[errors.to_numpy(dtype=bool)]
+def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per error row, the code of its short name (NOENT, JUKEBOX, RPC denied,
+    PROC_UNAVAIL), and the names by code (object array).  Each distinct status,
+    version, accept_stat and denial is named once; kinds of one name share its code."""
+    e = t.loc[errors.to_numpy(dtype=bool), ["status", "vers", "accept_stat", "reply_stat"]]
     status = e["status"].fillna(0).astype("int64").to_numpy()
     vers = e["vers"].fillna(0).astype("int64").to_numpy()
     accept = e["accept_stat"].fillna(0).astype("int64").to_numpy()
@@ -61,7 +62,8 @@ def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> pd.Series:
         status_name(int(s), int(v)).removeprefix("NFS3ERR_").removeprefix("NFS4ERR_")
         for s, v, a, d in zip(status[at], vers[at], accept[at], denied[at], strict=True)
     ]  # fmt: skip
-    return pd.Series(np.array(names, dtype=object)[kind], index=e.index, dtype=object)
+    code, unique = pd.factorize(np.array(names, dtype=object))
+    return code[kind], np.asarray(unique, dtype=object)
 
 
 def error_mask(tx: pd.DataFrame) -> pd.Series:
@@ -111,13 +113,15 @@ def latency_table(
     out["no_reply"] = out["calls"] - out["replied"]
     out["error_names"] = ""
     if errors.any():
-        names = _short_error_names(t, errors)
+        code, names = _short_error_names(t, errors)
+        # counted by name codes: the same groups, in the same order, as by the names
         counts = (
-            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": names.to_numpy()})
+            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": code})
             .value_counts(sort=True)
             .reset_index()
         )
-        text = counts["name"] + " ×" + counts["count"].map("{:,}".format)
+        name = pd.Series(names[counts["name"].to_numpy()], index=counts.index, dtype=object)
+        text = name + " ×" + counts["count"].map("{:,}".format)
         out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
         out["error_names"] = out["error_names"].fillna("")
     out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
@@ -153,8 +157,13 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     # rows (rare), the first of each (call, operation) over those rows.
     once = np.concatenate([[x not in ops[:i] for i, x in enumerate(ops)] for ops in split])
     first = once[offsets[lists[row]] + nth]
-    call = row_codes([v4[c] for c in ("client", "server", "xid", "t_call_ns")])
-    shared = pd.Series(call).duplicated(keep=False).to_numpy()[row]
+    # (rows of one call share their call time: only those get the whole key)
+    when = v4["t_call_ns"].to_numpy("int64", na_value=-1)  # (times are >= 0)
+    maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
+    call = np.full(len(v4), -1, "int64")
+    key = ("client", "server", "xid", "t_call_ns")
+    call[maybe] = row_codes([v4[c].iloc[maybe] for c in key]) if len(maybe) else []
+    shared = (pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0))[row]
     if shared.any():
         again = pd.Series(call[row[shared]] * len(names) + op[shared]).duplicated()
         first[shared] = ~again.to_numpy()

@@ -303,9 +303,9 @@ def _estimate_rtt(
     host can be several times the propagation delay (lab d0: 199 µs against 22
     µs data->ACK).
     """
-    trivial = _clean_answered(tx)
-    trivial = trivial[_trivial_mask(trivial)]
-    rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
+    answered = _clean_answered(tx)
+    trivial = answered["latency_ns"].to_numpy(dtype="float64")[_trivial_mask(answered)]
+    rpc_rtts = np.sort(trivial / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.
     if capture_point == "server":
@@ -584,7 +584,8 @@ def _estimate_t_op(
         return out[np.isfinite(out)]
 
     which = "trivial RPCs"
-    server = server_times(answered[_trivial_mask(answered)])
+    times = [c for c in ("t_reply_ns", "t_call_end_ns", "t_call_ns", "latency_ns") if c in answered]
+    server = server_times(answered[times][_trivial_mask(answered)])  # (the columns: fewer copies)
     if len(server) < MIN_SAMPLES:
         # Too few trivial RPCs (an NFSv4.1 client may send none but set-up and
         # GETATTR): small metadata RPCs, still not the WRITEs being predicted.

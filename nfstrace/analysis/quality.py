@@ -302,7 +302,7 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
     connections: a capture of many short connections has tens of thousands."""
     if events is None or not len(events) or "kind" not in events:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
-    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
+    hs = events.loc[events["kind"].isin(HANDSHAKE_KINDS), ["kind", "conn", "ts_ns"]]
     kind = pd.Categorical(hs["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
     conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
     t = hs["ts_ns"].to_numpy("int64")
@@ -336,7 +336,8 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
     if events is None or not len(events) or "kind" not in events or "conn" not in transactions:
         return empty
-    rtt = events[events["kind"] == "tcp_ack_rtt"]
+    used = [c for c in ("conn", "src", "duration_ns") if c in events]  # (the columns it reads)
+    rtt = events.loc[events["kind"] == "tcp_ack_rtt", used]
     clients = transactions.loc[transactions["n_calls"] > 0, ["conn", "client"]].dropna()
     if rtt.empty or clients.empty:
         return empty
@@ -648,7 +649,9 @@ def assess_capture(
 
 def _implausible_counts(transactions: pd.DataFrame) -> int:
     """WRITE/READ replies whose count is beyond reply_count_bound."""
-    tx = transactions[transactions["reply_count"].notna()]
+    read = ("reply_count", "op", "count", "call_bytes", "reply_bytes")  # (what the bound reads)
+    used = [c for c in read if c in transactions]
+    tx = transactions.loc[transactions["reply_count"].notna(), used]
     if tx.empty:
         return 0
     counts = tx["reply_count"].astype("int64").to_numpy()
