@@ -346,12 +346,16 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     rtt = rtt.merge(clients, on="conn")
     if rtt.empty:
         return empty
-    side = np.where(rtt["src"] == rtt["client"], "client_data_ns", "server_data_ns")
-    out = rtt.assign(side=side).pivot_table(
-        index="conn", columns="side", values="duration_ns", aggfunc="min"
-    )
-    out = out.reindex(columns=list(ACK_RTT_COLUMNS)[1:]).fillna(-1).astype("int64")
-    return out.reset_index()[list(ACK_RTT_COLUMNS)]
+    server_data = (rtt["src"] != rtt["client"]).to_numpy(dtype=bool)
+    # the smallest per connection (in order) and side, -1 where a side has none
+    conns, conn = np.unique(rtt["conn"].to_numpy("int64"), return_inverse=True)
+    none = np.iinfo("int64").max
+    least = np.full((len(conns), 2), none, "int64")
+    np.minimum.at(least, (conn, server_data.astype("int64")), rtt["duration_ns"].to_numpy("int64"))
+    least[least == none] = -1
+    out = pd.DataFrame(dict(zip(ACK_RTT_COLUMNS, (conns, least[:, 0], least[:, 1]), strict=True)))
+    out.columns.name = "side"  # (as the pivot table it stands for named them)
+    return out
 
 
 def _ack_vote(events: pd.DataFrame, transactions: pd.DataFrame) -> dict[str, str] | None:
