@@ -16,42 +16,23 @@ from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from nfstrace.analysis.diagnosis import DiagnosisOptions
-from nfstrace.analysis.model_inputs import overrides_from_options, parse_what_if
-from nfstrace.comparison import compare as compare_traces
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.parsers.capture import STDIN
-from nfstrace.reports.export import (
-    write_comparison_json,
-    write_csv,
-    write_json,
-    write_model_json,
-    write_parquet,
-)
 from nfstrace.reports.files import check_outputs
-from nfstrace.reports.markdown import write_markdown
-from nfstrace.reports.model_view import render_model
-from nfstrace.reports.terminal import render_comparison, render_summary
 from nfstrace.text import count, file_names, printable
-from nfstrace.trace import AnalysisConfig, Trace, load
 from nfstrace.units import parse_duration
-from nfstrace.version import __version__
+
+# The analysis, the reports and the exports are imported where a command needs
+# them: --help, --version and a mistyped option answer without loading them.
+if TYPE_CHECKING:
+    from nfstrace.trace import AnalysisConfig, Trace
 
 app = typer.Typer(
     add_completion=True,
@@ -62,6 +43,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from nfstrace import __version__
+
         active = backends.auto_choice()
         how = "native, Rust" if active == "native" else "fast, pure Python"
         typer.echo(f"nfstrace {__version__} (parser: {how})")
@@ -150,6 +133,18 @@ def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -
     """load() with a progress bar on stderr when it is a terminal: the share of
     the files' bytes read (compressed files by their packed bytes) and the time
     left; frames only when the size is unknown (standard input, a pipe)."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        SpinnerColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from nfstrace.trace import load
+
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
         return load(paths, config)
@@ -300,6 +295,10 @@ class _Choices:
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
+        from nfstrace.analysis.diagnosis import DiagnosisOptions
+        from nfstrace.analysis.model_inputs import overrides_from_options, parse_what_if
+        from nfstrace.trace import AnalysisConfig
+
         stall = self.stall_threshold
         try:
             stall_ns = None if stall is None else round(parse_duration(stall) * 1e9)
@@ -552,6 +551,10 @@ def _compare(
     explicit: bool,
     json_out: Path | None,
 ) -> None:
+    from nfstrace.comparison import compare as compare_traces
+    from nfstrace.reports.export import write_comparison_json
+    from nfstrace.reports.terminal import render_comparison
+
     check_outputs([before, after], {"-o" if explicit else "the report": report, "--json": json_out})
     config = choices.config()
     traces = [_loaded([p], config, quiet) for p in (before, after)]
@@ -622,6 +625,9 @@ def _damaged_exit(trace: Trace) -> None:
 
 @_errors_handled
 def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path | None) -> None:
+    from nfstrace.reports.export import write_model_json
+    from nfstrace.reports.model_view import render_model
+
     check_outputs(captures, {"--json": json_out})
     trace = _loaded(captures, choices.config(), quiet)
     render_model(trace.diagnosis.model, _stdout())
@@ -634,6 +640,10 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
 def _analyze(
     captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs, full: bool
 ) -> None:
+    from nfstrace.reports.export import write_csv, write_json, write_parquet
+    from nfstrace.reports.markdown import write_markdown
+    from nfstrace.reports.terminal import render_summary
+
     check_outputs(
         captures,
         {

@@ -3,8 +3,10 @@ errors, NFSv4 operations inside COMPOUNDs (each counted once per compound)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 
 MS = 1_000_000
@@ -75,6 +77,28 @@ def test_compound_operations_count_once_per_compound() -> None:
     assert compound_op_latency(twice).set_index("op")["calls"].to_dict() == dict.fromkeys(
         ["SEQUENCE", "PUTFH", "OPEN", "GETFH", "GETATTR"], 1
     )
+
+    # ... also when their lists differ: each operation once, where it came first
+    other = tx([ROWS[0], ROWS[3], ROWS[2]])
+    other["client"] = pd.array(["10.0.0.1"] * 3, dtype="string")
+    other["xid"], other["t_call_ns"] = 7, pd.array([100, 100, 300], dtype="Int64")
+    assert compound_op_latency(other).set_index("op")["calls"].to_dict() == {
+        "SEQUENCE": 2, "PUTFH": 2, "OPEN": 1, "GETFH": 1, "GETATTR": 2
+    }  # fmt: skip
+
+
+def test_row_codes_tell_equal_rows() -> None:
+    """Equal rows share a code (missing equal to missing), numbered in order of
+    appearance, also past the int64 range of the mixed radix (re-numbered)."""
+    a = pd.array(["x", None, "x", "y", None], dtype="string")
+    codes = row_codes([np.array([3, 1, 3, 3, 1]), a])
+    assert codes.tolist() == [0, 1, 0, 2, 1]
+    assert first_rows(codes).tolist() == [0, 1, 3]
+    assert first_rows(codes[:0]).tolist() == []
+    wide = [np.arange(1000) % k for k in range(2, 40)]  # 39! combinations >> 2**63
+    codes = row_codes(wide)
+    assert codes.tolist() == list(range(1000))
+    assert row_codes([*wide, np.zeros(1000)]).tolist() == codes.tolist()
 
 
 def test_errors_by_name_and_server_time() -> None:

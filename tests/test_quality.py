@@ -117,6 +117,23 @@ def test_clock_step_of_fine_captures(frames) -> None:
     assert clock_step_ns(t.messages, t.events) < COARSE_CLOCK_NS
 
 
+def test_clock_step_is_that_of_every_time() -> None:
+    """The step found without sorting: what the distinct times say, also when the
+    first times (the sample looked at first) have a coarser step than the rest,
+    or when a long capture holds fewer than CLOCK_MIN_TIMES distinct times."""
+
+    def step(times: list[int]) -> int:
+        return clock_step_ns(pd.DataFrame({"ts_first_ns": times, "ts_last_ns": times}), None)
+
+    coarse = [i * 10_000_000 for i in range(5000)]
+    assert step(coarse) == 10_000_000
+    assert step([*coarse, 123_000]) == 1000  # one finer time, past the sample
+    assert step([*coarse, 7]) == 1
+    assert step([5_000_000] * 6000 + [i * 1_000_000 for i in range(7)]) == 1  # 7 distinct
+    assert step([5_000_000] * 6000 + [i * 1_000_000 for i in range(8)]) == 1_000_000
+    assert step([]) == 1
+
+
 def test_no_evidence_means_unknown(frames) -> None:
     # the window_unknown capture: no handshake, TTLs both initial, one call
     q = quality(frames["window_unknown"])

@@ -577,12 +577,12 @@ def test_no_rpc_in_a_damaged_capture(tmp_path: Path) -> None:
 def test_internal_error_is_one_line_and_debug_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nfstrace.cli as cli
+    import nfstrace.trace
 
     def broken(*a, **k):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "load", broken)
+    monkeypatch.setattr(nfstrace.trace, "load", broken)  # (the command imports it when it runs)
     r = runner.invoke(app, ["analyze", str(SAMPLE), "--no-report"])
     assert r.exit_code == ExitStatus.ERROR
     assert "Traceback" not in r.output

@@ -84,6 +84,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.grouping import group_indices, is_value
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.parsers.nfs3 import NFS3ERR_JUKEBOX
@@ -910,10 +911,10 @@ USED_COLUMNS = (
 
 
 def _indices(frame: pd.DataFrame, a: str, b: str) -> dict[tuple, np.ndarray]:
-    """Row positions per (frame[a], frame[b]) as Python strings (one groupby)."""
+    """Row positions per (frame[a], frame[b]) as Python strings (one grouping)."""
     if not len(frame):
         return {}
-    return dict(frame.groupby([frame[a].astype(object), frame[b].astype(object)]).indices)
+    return group_indices([frame[a], frame[b]])
 
 
 def time_budget(
@@ -930,27 +931,26 @@ def time_budget(
     tx = transactions[[c for c in USED_COLUMNS if c in transactions.columns]]
     calls = tx[tx["n_calls"] > 0]
     orphan = tx[tx["n_calls"] == 0]
-    writers = calls[calls["op"].astype(object).eq(WRITE_OP)]
-    by_pair = _indices(calls, "client", "server")
+    writers = calls[is_value(calls["op"], WRITE_OP)]
+    pairs = list(_indices(writers, "client", "server"))  # sorted
+    # (no pair wrote: nothing below is needed)
+    by_pair = _indices(calls, "client", "server") if pairs else {}
     orphans_of = _indices(orphan, "client", "server")
     orphan_t = _int(orphan["t_reply_ns"]) if len(orphan) else np.array([], "int64")
     orphan_x = orphan["xid"].to_numpy("int64") if len(orphan) else np.array([], "int64")
+    writing = {client for client, _ in pairs}
     xids_of = {
         client: np.unique(calls["xid"].to_numpy("int64")[rows])
-        for client, rows in (
-            calls.groupby(calls["client"].astype(object)).indices.items() if len(calls) else ()
-        )
+        for (client,), rows in (group_indices([calls["client"]]) if pairs else {}).items()
+        if client in writing
     }
     ev = events if events is not None and len(events) and "kind" in events else None
-    ev_of = _indices(ev, "src", "dst") if ev is not None else {}
+    ev_of = _indices(ev, "src", "dst") if ev is not None and pairs else {}
     no_events = pd.DataFrame(
         {c: pd.Series(dtype="int64" if c != "kind" and c != "src" else object)
          for c in ("kind", "ts_ns", "duration_ns", "length", "frame", "src", "conn")}
     )  # fmt: skip
     rows, intervals = [], []
-    pairs = sorted(
-        set(zip(writers["client"].astype(object), writers["server"].astype(object), strict=True))
-    )
     for client, server in pairs:
         part = calls.iloc[by_pair[(client, server)]]
         mine_orphans = orphans_of.get((client, server), np.array([], "int64"))

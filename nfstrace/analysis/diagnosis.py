@@ -26,6 +26,7 @@ import pandas as pd
 from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.fragments import FragmentsResult, analyze_fragments
+from nfstrace.analysis.grouping import is_value
 from nfstrace.analysis.model import ModelResult, fit_model, what_if
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
 from nfstrace.analysis.pace import PaceResult, analyze_pace
@@ -216,7 +217,7 @@ def _context(
 ) -> Context:
     rtt, _ = _round_trip_ns(model)
     commits = writes.commits["duration_ns"].dropna() if writes is not None else pd.Series()
-    udp = transactions["transport"].astype(object).eq("udp")
+    udp = is_value(transactions["transport"], "udp")
     return Context(
         rtt_ns=rtt,
         writes_in_flight_max=int(pace.outstanding_writes_max),

@@ -7,12 +7,18 @@ integer per key combination, numbered in the combinations' sort order.
 Grouping by that integer gives the groups of ``groupby(keys, sort=True,
 dropna=False)`` in the same order, so aggregates (sums, means, quantiles) see
 the same rows in the same order and come out the same.
+
+``row_codes`` is the unordered kind, for telling equal rows apart: hashing only,
+no sort at all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionArray
 
 
 def sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -53,3 +59,55 @@ def group_keys(group: np.ndarray, parts: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(
         {name: pd.Index(values[codes[at]].tolist()) for name, codes, values in parts}
     )
+
+
+def row_codes(columns: Sequence[pd.Series | np.ndarray | ExtensionArray]) -> np.ndarray:
+    """One integer per row, equal for rows equal in every column (missing equal
+    to missing), numbered in the order the combinations first appear: what
+    ``duplicated`` or a dedup needs, for the price of a hash per column."""
+    group = np.zeros(len(columns[0]), "int64")
+    size = 1  # group < size
+    for column in columns:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        n = max(len(uniques), 1)
+        if size > np.iinfo("int64").max // n:  # mixed radix, re-numbered before it overflows
+            group = pd.factorize(group)[0]
+            size = int(group.max(initial=0)) + 1
+        group, size = group * n + codes, size * n
+    return pd.factorize(group)[0]
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """Where each code of ``row_codes`` first appears (in code order): codes
+    numbered in order of appearance each first appear as one more than every
+    code before them."""
+    top = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.r_[len(codes) > 0, top[1:] > top[:-1]][: len(codes)])
+
+
+def is_value(column: pd.Series, value: object) -> np.ndarray:
+    """Rows whose value is ``value`` (missing: not), as
+    ``column.astype(object).eq(value)`` says, without making every row a Python
+    object first (the comparison runs on the column's own type)."""
+    return column.eq(value).fillna(False).to_numpy(dtype=bool)
+
+
+def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
+    """``groupby([c.astype(object) for c in columns]).indices``: per distinct key
+    (a tuple of Python values, in sorted order) its row positions, ascending; rows
+    with a missing value left out.  The rows are grouped by integer codes: only
+    the distinct values become Python objects."""
+    parts = [pd.factorize(column) for column in columns]
+    keep = np.logical_and.reduce([codes >= 0 for codes, _ in parts])
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return {}
+    group = row_codes([codes[rows] for codes, _ in parts])
+    order = np.argsort(group, kind="stable")
+    starts = first_rows(group[order])
+    values = [np.asarray(uniques, dtype=object) for _, uniques in parts]
+    at = rows[order]
+    keys = [tuple(v[codes[at[i]]] for v, (codes, _) in zip(values, parts, strict=True))
+            for i in starts]  # fmt: skip
+    found = dict(zip(keys, np.split(at, starts[1:]), strict=True))
+    return {key: found[key] for key in sorted(found)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.grouping import group_codes, group_keys
+from nfstrace.analysis.grouping import first_rows, group_codes, group_keys, row_codes
 from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
 from nfstrace.parsers.nfs4_protocol import STATUS_NAMES as NFS4_STATUS_NAMES
 
@@ -46,19 +46,24 @@ def status_name(status: int, vers: int) -> str:
     return names.get(status, str(status))
 
 
-def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> pd.Series:
-    """Per error row, its short name: NOENT, JUKEBOX, RPC denied, PROC_UNAVAIL."""
-    e = t[errors.to_numpy(dtype=bool)]
+def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per error row, the code of its short name (NOENT, JUKEBOX, RPC denied,
+    PROC_UNAVAIL), and the names by code (object array).  Each distinct status,
+    version, accept_stat and denial is named once; kinds of one name share its code."""
+    e = t.loc[errors.to_numpy(dtype=bool), ["status", "vers", "accept_stat", "reply_stat"]]
     status = e["status"].fillna(0).astype("int64").to_numpy()
     vers = e["vers"].fillna(0).astype("int64").to_numpy()
     accept = e["accept_stat"].fillna(0).astype("int64").to_numpy()
     denied = (e["reply_stat"] == "denied").to_numpy(dtype=bool)
+    kind = row_codes([status, vers, accept, denied])
+    at = first_rows(kind)
     names = [
         "RPC denied" if d else _ACCEPT_NAMES.get(a, f"RPC {a}") if a else
         status_name(int(s), int(v)).removeprefix("NFS3ERR_").removeprefix("NFS4ERR_")
-        for s, v, a, d in zip(status, vers, accept, denied, strict=True)
+        for s, v, a, d in zip(status[at], vers[at], accept[at], denied[at], strict=True)
     ]  # fmt: skip
-    return pd.Series(names, index=e.index, dtype=object)
+    code, unique = pd.factorize(np.array(names, dtype=object))
+    return code[kind], np.asarray(unique, dtype=object)
 
 
 def error_mask(tx: pd.DataFrame) -> pd.Series:
@@ -90,6 +95,7 @@ def latency_table(
         }
     )
     g = work.groupby(group, sort=True)
+    quantiles = g["lat_ms"].quantile([0.5, 0.9, 0.99]).unstack()  # one sort for the three
     out = pd.DataFrame(
         {
             "calls": g.size(),
@@ -97,9 +103,9 @@ def latency_table(
             "retransmitted": g["retransmitted"].sum(),
             "errors": g["errors"].sum(),
             "mean_ms": g["lat_ms"].mean(),
-            "p50_ms": g["lat_ms"].quantile(0.5),
-            "p90_ms": g["lat_ms"].quantile(0.9),
-            "p99_ms": g["lat_ms"].quantile(0.99),
+            "p50_ms": quantiles[0.5],
+            "p90_ms": quantiles[0.9],
+            "p99_ms": quantiles[0.99],
             "max_ms": g["lat_ms"].max(),
             "server_p50_ms": g["srt_ms"].median() if srt else np.nan,
         }
@@ -107,13 +113,15 @@ def latency_table(
     out["no_reply"] = out["calls"] - out["replied"]
     out["error_names"] = ""
     if errors.any():
-        names = _short_error_names(t, errors)
+        code, names = _short_error_names(t, errors)
+        # counted by name codes: the same groups, in the same order, as by the names
         counts = (
-            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": names.to_numpy()})
+            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": code})
             .value_counts(sort=True)
             .reset_index()
         )
-        text = counts["name"] + " ×" + counts["count"].map("{:,}".format)
+        name = pd.Series(names[counts["name"].to_numpy()], index=counts.index, dtype=object)
+        text = name + " ×" + counts["count"].map("{:,}".format)
         out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
         out["error_names"] = out["error_names"].fillna("")
     out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
@@ -144,11 +152,23 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     row = np.repeat(np.arange(len(v4)), per_row)
     nth = np.arange(len(row)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
     op = name_code[offsets[lists[row]] + nth]
-    # An operation counts once per compound (and per client, server, xid and call time).
-    call = group_codes([v4[c] for c in ("client", "server", "xid", "t_call_ns")])[0]
-    first = ~pd.Series(call[row] * len(names) + op).duplicated().to_numpy()
+    # An operation counts once per compound (and per client, server, xid and call
+    # time): the first of each name in its list, and where one call is on several
+    # rows (rare), the first of each (call, operation) over those rows.
+    once = np.concatenate([[x not in ops[:i] for i, x in enumerate(ops)] for ops in split])
+    first = once[offsets[lists[row]] + nth]
+    # (rows of one call share their call time: only those get the whole key)
+    when = v4["t_call_ns"].to_numpy("int64", na_value=-1)  # (times are >= 0)
+    maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
+    call = np.full(len(v4), -1, "int64")
+    key = ("client", "server", "xid", "t_call_ns")
+    call[maybe] = row_codes([v4[c].iloc[maybe] for c in key]) if len(maybe) else []
+    shared = (pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0))[row]
+    if shared.any():
+        again = pd.Series(call[row[shared]] * len(names) + op[shared]).duplicated()
+        first[shared] = ~again.to_numpy()
     row, op = row[first], op[first]
     wanted = ["program", "vers", column, "n_calls", "n_replies", *_ERROR_COLUMNS]
     exploded = v4[list(dict.fromkeys(wanted))].iloc[row]
-    exploded = exploded.assign(op=pd.Index(names.astype(object))[op])
+    exploded = exploded.assign(op=pd.Categorical.from_codes(op, names.astype(object)))
     return latency_table(exploded, column=column)

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf, parse_what_if
 from nfstrace.analysis.overview import throughput as write_throughput
 from nfstrace.analysis.quality import ack_round_trips, handshake_times
@@ -242,11 +243,8 @@ def _is_trivial(op: object, ops: object) -> bool:
 
 def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
     """_is_trivial of each row, decided once per distinct (op, ops) pair."""
-    op = pd.factorize(tx["op"])[0].astype("int64")  # missing: -1
-    ops = pd.factorize(tx["ops"])[0].astype("int64")
-    _, first, pair = np.unique(
-        (op + 1) * (ops.max(initial=0) + 2) + ops + 1, return_index=True, return_inverse=True
-    )
+    pair = row_codes([tx["op"], tx["ops"]])  # (missing a value of its own)
+    first = first_rows(pair)
     pairs = zip(tx["op"].iloc[first], tx["ops"].iloc[first], strict=True)
     # An array, not a list: an empty list would select no columns instead of no rows.
     return np.array([_is_trivial(o, s) for o, s in pairs], dtype=bool)[pair]
@@ -305,9 +303,9 @@ def _estimate_rtt(
     host can be several times the propagation delay (lab d0: 199 µs against 22
     µs data->ACK).
     """
-    trivial = _clean_answered(tx)
-    trivial = trivial[_trivial_mask(trivial)]
-    rpc_rtts = np.sort(trivial["latency_ns"].to_numpy(dtype="float64") / 1e9)
+    answered = _clean_answered(tx)
+    trivial = answered["latency_ns"].to_numpy(dtype="float64")[_trivial_mask(answered)]
+    rpc_rtts = np.sort(trivial / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.
     if capture_point == "server":
@@ -586,7 +584,8 @@ def _estimate_t_op(
         return out[np.isfinite(out)]
 
     which = "trivial RPCs"
-    server = server_times(answered[_trivial_mask(answered)])
+    times = [c for c in ("t_reply_ns", "t_call_end_ns", "t_call_ns", "latency_ns") if c in answered]
+    server = server_times(answered[times][_trivial_mask(answered)])  # (the columns: fewer copies)
     if len(server) < MIN_SAMPLES:
         # Too few trivial RPCs (an NFSv4.1 client may send none but set-up and
         # GETATTR): small metadata RPCs, still not the WRITEs being predicted.

@@ -182,22 +182,15 @@ def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> p
         ) + pd.Index(servers).get_indexer(windows["server"].astype(object))
     row = pd.Index(w_key).get_indexer(key)
     keep = row >= 0
-    order = np.lexsort((steps["t_ns"].to_numpy("int64")[keep], key[keep]))
-    m = pd.DataFrame(
-        {
-            "key": key[keep][order],
-            "t_ns": steps["t_ns"].to_numpy("int64")[keep][order],
-            column: steps[column].to_numpy("int64")[keep][order],
-            "start_ns": windows["start_ns"].to_numpy("int64")[row[keep][order]],
-            "end_ns": windows["end_ns"].to_numpy("int64")[row[keep][order]],
-        }
-    )
-    if m.empty:
+    k, t, row = key[keep], steps["t_ns"].to_numpy("int64")[keep], row[keep]
+    level = steps[column].to_numpy("int64")[keep]
+    if not len(k):
         return pd.Series(dtype="int64")
-    t = m["t_ns"].to_numpy("int64")
-    lo, hi = m["start_ns"].to_numpy("int64"), m["end_ns"].to_numpy("int64")
-    level = m[column].to_numpy("int64")
-    k = m["key"].to_numpy()
+    if not in_order(k, t):  # (steps come sorted by pair, then time: no sort needed)
+        order = np.lexsort((t, k))
+        k, t, row, level = k[order], t[order], row[order], level[order]
+    lo = windows["start_ns"].to_numpy("int64")[row]
+    hi = windows["end_ns"].to_numpy("int64")[row]
     same_next = np.r_[k[1:] == k[:-1], False]
     t_next = np.where(same_next, np.r_[t[1:], 0], hi)
     dur = np.clip(np.minimum(t_next, hi) - np.maximum(t, lo), 0, None)
@@ -211,6 +204,12 @@ def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> p
     total = np.bincount(levels, weights=weights)
     held = np.flatnonzero(total > 0)
     return pd.Series(total[held].round().astype("int64"), index=pd.Index(held, name="level"))
+
+
+def in_order(key: np.ndarray, t: np.ndarray) -> bool:
+    """Whether rows are sorted by ``key``, then ``t`` (a stable ``np.lexsort((t,
+    key))`` would leave them as they are)."""
+    return bool(np.all((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] >= t[:-1]))))
 
 
 def time_weighted_mean(at_levels: pd.Series) -> float:

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
 from nfstrace.match import reply_count_bound
@@ -72,6 +73,7 @@ CHECKSUM_GOOD_SHARE = 0.1
 # are needed to tell.
 COARSE_CLOCK_NS = 10_000_000
 CLOCK_MIN_TIMES = 8
+CLOCK_SAMPLE = 4096  # times whose step is found first (an upper bound of the step)
 # Both handshake intervals at least this share of the total: captured in between.
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
@@ -300,7 +302,7 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
     connections: a capture of many short connections has tens of thousands."""
     if events is None or not len(events) or "kind" not in events:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
-    hs = events[events["kind"].isin(HANDSHAKE_KINDS)]
+    hs = events.loc[events["kind"].isin(HANDSHAKE_KINDS), ["kind", "conn", "ts_ns"]]
     kinds = hs["kind"].astype(object)  # events.kind is a category column of its own
     kind = pd.Categorical(kinds, categories=HANDSHAKE_KINDS).codes.astype("int64")
     conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
@@ -335,7 +337,8 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
     if events is None or not len(events) or "kind" not in events or "conn" not in transactions:
         return empty
-    rtt = events[events["kind"] == "tcp_ack_rtt"]
+    used = [c for c in ("conn", "src", "duration_ns") if c in events]  # (the columns it reads)
+    rtt = events.loc[events["kind"] == "tcp_ack_rtt", used]
     clients = transactions.loc[transactions["n_calls"] > 0, ["conn", "client"]].dropna()
     if rtt.empty or clients.empty:
         return empty
@@ -344,12 +347,16 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     rtt = rtt.merge(clients, on="conn")
     if rtt.empty:
         return empty
-    side = np.where(rtt["src"] == rtt["client"], "client_data_ns", "server_data_ns")
-    out = rtt.assign(side=side).pivot_table(
-        index="conn", columns="side", values="duration_ns", aggfunc="min"
-    )
-    out = out.reindex(columns=list(ACK_RTT_COLUMNS)[1:]).fillna(-1).astype("int64")
-    return out.reset_index()[list(ACK_RTT_COLUMNS)]
+    server_data = (rtt["src"] != rtt["client"]).to_numpy(dtype=bool)
+    # the smallest per connection (in order) and side, -1 where a side has none
+    conns, conn = np.unique(rtt["conn"].to_numpy("int64"), return_inverse=True)
+    none = np.iinfo("int64").max
+    least = np.full((len(conns), 2), none, "int64")
+    np.minimum.at(least, (conn, server_data.astype("int64")), rtt["duration_ns"].to_numpy("int64"))
+    least[least == none] = -1
+    out = pd.DataFrame(dict(zip(ACK_RTT_COLUMNS, (conns, least[:, 0], least[:, 1]), strict=True)))
+    out.columns.name = "side"  # (as the pivot table it stands for named them)
+    return out
 
 
 def _ack_vote(events: pd.DataFrame, transactions: pd.DataFrame) -> dict[str, str] | None:
@@ -398,11 +405,26 @@ def _handshake_vote(events: pd.DataFrame) -> dict[str, str] | None:
     }
 
 
-def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
-    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
-    if pairs.empty:
+def busiest_pair(transactions: pd.DataFrame) -> tuple[str, str] | None:
+    """The client/server pair with the most calls (of ties, the first seen), as
+    ``value_counts().index[0]`` of the calls' pairs says; None without calls.
+    Counted by integer codes: no Python string per row."""
+    calls = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]]
+    if calls.empty:
         return None
-    client, server = pairs.value_counts().index[0]
+    (client, clients), (server, servers) = (pd.factorize(calls[c]) for c in ("client", "server"))
+    known = (client >= 0) & (server >= 0)  # (value_counts leaves missing values out)
+    client, server = client[known], server[known]
+    pair = row_codes([client, server])  # numbered as first seen
+    at = first_rows(pair)[np.argmax(np.bincount(pair))]  # argmax: the first of ties
+    return clients[client[at]], servers[server[at]]
+
+
+def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
+    busiest = busiest_pair(transactions)
+    if busiest is None:
+        return None
+    client, server = busiest
     ttl = {(d.src, d.dst): d.ttl_max for d in stats.directions}
     c, s = ttl.get((client, server)), ttl.get((server, client))
     if c is None or s is None or c < 0 or s < 0:
@@ -424,10 +446,10 @@ def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
 
 
 def _checksum_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
-    pairs = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]].astype(object)
-    if pairs.empty:
+    busiest = busiest_pair(transactions)
+    if busiest is None:
         return None
-    client, server = pairs.value_counts().index[0]
+    client, server = busiest
     facts = {(d.src, d.dst): d for d in stats.directions}
     c, s = facts.get((client, server)), facts.get((server, client))
     if c is None or s is None:
@@ -460,17 +482,30 @@ def _checksum_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | N
 def clock_step_ns(messages: pd.DataFrame, events: pd.DataFrame | None) -> int:
     """The step of the capture's timestamps: the largest power of ten (1 ns to
     1 s) they are all multiples of; 1 when fewer than CLOCK_MIN_TIMES distinct
-    times tell."""
+    times tell.  No sort of the times: being a multiple of 10^k implies being one
+    of 10^(k-1), so a sample's step bounds the whole's, and the whole is then
+    checked from there down (usually one pass)."""
     parts = [messages[c].to_numpy("int64") for c in ("ts_first_ns", "ts_last_ns") if c in messages]
     if events is not None and len(events) and "ts_ns" in events:
         parts.append(events["ts_ns"].to_numpy("int64"))
-    times = np.unique(np.concatenate(parts)) if parts else np.zeros(0, "int64")
-    if len(times) < CLOCK_MIN_TIMES:
+    times = np.concatenate(parts) if parts else np.zeros(0, "int64")
+    if not any(_has_distinct(t, CLOCK_MIN_TIMES) for t in (times[:CLOCK_SAMPLE], times)):
         return 1
     step = 1_000_000_000
-    while step > 1 and (times % step).any():
-        step //= 10
+    for some in (times[:CLOCK_SAMPLE], times):
+        while step > 1 and (some % step).any():
+            step //= 10
     return step
+
+
+def _has_distinct(values: np.ndarray, n: int) -> bool:
+    """Whether ``values`` holds at least ``n`` distinct values (n small): drop
+    each value found in turn, n passes at most instead of a sort."""
+    for _ in range(n):
+        if not len(values):
+            return False
+        values = values[values != values[0]]
+    return True
 
 
 def _step_text(step: int) -> str:
@@ -493,12 +528,14 @@ def _abstain(vote: dict[str, str] | None, step: int) -> dict[str, str] | None:
 
 
 def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
-    tx = transactions[(transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()]
+    once = (transactions["n_calls"] == 1) & transactions["t_reply_ns"].notna()
+    tx = transactions.loc[once, ["t_reply_ns", "t_call_end_ns"]]
     if len(tx) < 3:
         return None
     srt = (tx["t_reply_ns"] - tx["t_call_end_ns"]).astype("int64").to_numpy()
-    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy())
-    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy())
+    # (times come nearly sorted: a stable sort's merges are quick on them)
+    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy(), kind="stable")
+    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy(), kind="stable")
     nxt = np.searchsorted(calls, replies, side="right")
     ok = nxt < len(calls)
     if ok.sum() < 3:
@@ -559,7 +596,7 @@ def _outstanding_through(
     gap end).  When no call starts or ends inside a gap (their times are packet
     times) and none ends before it starts, that is #(start <= gap start) -
     #(end <= gap start): two binary searches per gap, not a scan of every call."""
-    starts, ends = np.sort(start), np.sort(end)
+    starts, ends = np.sort(start, kind="stable"), np.sort(end, kind="stable")  # (nearly sorted)
 
     def inside(times: np.ndarray) -> np.ndarray:
         return np.searchsorted(times, gap_end, "left") - np.searchsorted(times, gap_start, "right")
@@ -591,7 +628,7 @@ def assess_capture(
         if e is not None
     ]
     calls = transactions[transactions["n_calls"] > 0]
-    writes = calls[calls["op"].astype(object).eq("WRITE") & calls["call_truncated"].fillna(False)]
+    writes = calls[is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False)]
     return CaptureQuality(
         capture_point=_capture_point(evidence),
         evidence=pd.DataFrame(evidence, columns=list(EVIDENCE_COLUMNS)),
@@ -617,7 +654,9 @@ def assess_capture(
 
 def _implausible_counts(transactions: pd.DataFrame) -> int:
     """WRITE/READ replies whose count is beyond reply_count_bound."""
-    tx = transactions[transactions["reply_count"].notna()]
+    read = ("reply_count", "op", "count", "call_bytes", "reply_bytes")  # (what the bound reads)
+    used = [c for c in read if c in transactions]
+    tx = transactions.loc[transactions["reply_count"].notna(), used]
     if tx.empty:
         return 0
     counts = tx["reply_count"].astype("int64").to_numpy()
