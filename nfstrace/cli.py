@@ -24,7 +24,6 @@ from rich.console import Console
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
-from nfstrace.parsers.capture import STDIN
 from nfstrace.reports.files import check_outputs
 from nfstrace.text import count, file_names, printable
 from nfstrace.units import parse_duration
@@ -442,6 +441,8 @@ def analyze(
 def _default_report(capture: Path) -> Path:
     """Beside the capture; for standard input (``-``) or a pipe, in the current
     directory (stdin.report.html, <name>.report.html)."""
+    from nfstrace.parsers.capture import STDIN  # (the reader: only when a command runs)
+
     if str(capture) == STDIN:
         return Path("stdin.report.html")
     if capture.is_dir():  # rotated captures: beside the directory

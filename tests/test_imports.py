@@ -35,6 +35,13 @@ def test_command_line_imports_no_analysis_nor_reports() -> None:
     heavy = {m for m in mods if m.startswith(("nfstrace.analysis", "nfstrace.reports.", "plotly"))}
     assert heavy <= {"nfstrace.reports.files"}
     assert not {"nfstrace.trace", "nfstrace.comparison", "rich.progress"} & mods
+    # --help and option errors answer without pandas, numpy or a parser
+    assert not {"pandas", "numpy", "pyarrow", "nfstrace.parsers.native"} & mods
+    assert not {m for m in mods if m.startswith("nfstrace.parsers.") and m not in LIGHT}
+
+
+# What the command line's option handling may import from the parsers.
+LIGHT = {"nfstrace.parsers.backends"}
 
 
 def test_analysis_without_report_imports_no_plotly() -> None:

@@ -17,19 +17,21 @@ import importlib
 import importlib.util
 import shutil
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
-from nfstrace.parsers import frame_loop, native
-from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.stats import ParseStats
 
-Parser = Callable[
-    [list[str], ParseLimits | None, Progress | None],
-    tuple[pd.DataFrame, pd.DataFrame, ParseStats],
-]
+if TYPE_CHECKING:  # the parsers (pandas, pyarrow) are imported when one is used
+    import pandas as pd
+
+    from nfstrace.config import ParseLimits
+    from nfstrace.parsers.capture import Progress
+    from nfstrace.parsers.stats import ParseStats
+
+    Parser = Callable[
+        [list[str], ParseLimits | None, Progress | None],
+        tuple[pd.DataFrame, pd.DataFrame, ParseStats],
+    ]
 
 DEFAULT = "auto"
 TSHARK_INSTALL_HINT = (
@@ -37,24 +39,36 @@ TSHARK_INSTALL_HINT = (
 )
 
 
-def _lazy(name: str, module: str) -> Parser:
-    def parse(
+class _Lazy:
+    """A backend's ``parse``, its module imported on first use (the command
+    line's --help and option checks need only the names)."""
+
+    def __init__(self, name: str, module: str) -> None:
+        self.name, self.module = name, module
+        self.__doc__ = f"``{module}.parse``, imported on first use."
+
+    def __call__(
+        self,
         paths: list[str],
         limits: ParseLimits | None = None,
         progress: Progress | None = None,
     ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
-        why = available()[name]
+        why = available()[self.name]
         if why is not None:
             raise UsageError(why)
-        return importlib.import_module(module).parse(paths, limits, progress)
+        return importlib.import_module(self.module).parse(paths, limits, progress)
 
-    parse.__doc__ = f"``{module}.parse``, imported on first use."
-    return parse
+
+def _native_error() -> str | None:
+    """None when the native parser is built and not hidden, else why not."""
+    from nfstrace.parsers import native
+
+    return None if native.available() else native.IMPORT_ERROR
 
 
 def auto_choice() -> str:
     """The backend ``auto`` stands for here."""
-    return "native" if native.available() else "fast"
+    return "native" if _native_error() is None else "fast"
 
 
 def _auto(
@@ -68,10 +82,10 @@ def _auto(
 
 PARSERS: dict[str, Parser] = {
     "auto": _auto,
-    "native": native.parse,
-    "fast": frame_loop.parse,
-    "dpkt": _lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
-    "pyshark": _lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
+    "native": _Lazy("native", "nfstrace.parsers.native"),
+    "fast": _Lazy("fast", "nfstrace.parsers.frame_loop"),
+    "dpkt": _Lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
+    "pyshark": _Lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
 }
 
 
@@ -90,11 +104,12 @@ def tshark_path() -> str | None:
 def available() -> dict[str, str | None]:
     """Each backend's name -> None if it can run here, else why not (and how to fix it)."""
     out: dict[str, str | None] = {"auto": None, "fast": None}
+    error = _native_error()
     out["native"] = (
         None
-        if native.available()
+        if error is None
         else "the native parser was not built (a Rust toolchain at install time builds it: "
-        f"https://rustup.rs, then pip install again): {native.IMPORT_ERROR}"
+        f"https://rustup.rs, then pip install again): {error}"
     )
     out["dpkt"] = (
         None
