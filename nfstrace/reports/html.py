@@ -46,7 +46,6 @@ from plotly.offline import get_plotlyjs
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text
-from nfstrace.analysis.timeline import timeline
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
@@ -641,15 +640,11 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
-    shown = timeline(
-        trace.transactions,
-        trace.events,
-        trace.overview.start_ns,
-        data.stalls,
-        data.retransmissions,
-        data.verifier_changes,
-    )
-    events, total, notes = shown.table, len(shown.table), shown.notes
+    shown = trace.diagnosis.timeline
+    events = shown.table.drop(columns="t_ns")
+    # seconds from the first RPC message (a handshake before it is negative)
+    events.insert(0, "t_s", (shown.table["t_ns"].astype("float64") - trace.overview.start_ns) / 1e9)
+    total, notes = len(events), shown.notes
     out.append("<h3>Events</h3>")
     if total:
         out.append(_events_by_kind(events))
