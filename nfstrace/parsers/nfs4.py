@@ -25,6 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nfstrace.nfs_fields import (
+    DECODE_OK,
+    DECODE_PARTIAL,
+    DECODE_TRUNCATED,
+    fields,
+    offset64,
+)
 from nfstrace.parsers.nfs4_protocol import (
     CB_COMPOUND,
     CB_NULL,
@@ -171,13 +178,6 @@ from nfstrace.parsers.nfs4_protocol import (
     WND4_CONTENTION,
     WND4_RESOURCE,
     WORD,
-)
-from nfstrace.parsers.nfs_fields import (
-    DECODE_OK,
-    DECODE_PARTIAL,
-    DECODE_TRUNCATED,
-    fields,
-    offset64,
 )
 from nfstrace.parsers.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 from nfstrace.parsers.xdr import Xdr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from nfstrace.comparison import Comparison
-from nfstrace.parsers.nfs_fields import NFS_FIELDS
+from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
