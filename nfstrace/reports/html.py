@@ -21,6 +21,10 @@ A small script records script errors and checks that every figure was drawn;
 it writes the result on ``<body data-figures=... data-figures-drawn=...
 data-errors=...>`` and shows a banner when something failed (the browser test
 reads these attributes).
+
+Its length is one section builder per part of the page (verdict, budget,
+per-pair figures, findings, tables, events, model): rendering only, every
+number comes from the diagnosis; the CSS and scripts are package data.
 """
 
 from __future__ import annotations
