@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from nfstrace import config, schema  # noqa: E402
+from nfstrace import config, nfs_fields, schema  # noqa: E402
 from nfstrace.parsers import (  # noqa: E402
     collector,
     decoders,
@@ -32,7 +32,6 @@ from nfstrace.parsers import (  # noqa: E402
     nfs3,
     nfs4,
     nfs4_protocol,
-    nfs_fields,
     pcapng,
     portmap,
     rpc,

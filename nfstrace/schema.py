@@ -9,7 +9,7 @@ the Unix epoch (int64); floats appear only in presentation.
 
 from __future__ import annotations
 
-from nfstrace.parsers.nfs_fields import NFS_FIELDS
+from nfstrace.nfs_fields import NFS_FIELDS
 
 # messages: one row per ONC-RPC message (call or reply) found in the capture.
 MESSAGE_COLUMNS: dict[str, str] = {
@@ -91,7 +91,7 @@ MESSAGE_DTYPES: dict[str, str] = {
     "acked_ns": "int64",
 }
 
-# Decoded procedure fields (nfstrace/parsers/nfs_fields.py) follow the RPC ones.
+# Decoded procedure fields (nfstrace/nfs_fields.py) follow the RPC ones.
 MESSAGE_COLUMNS.update(
     {name: f"{dtype}: {meaning}" for name, (dtype, _, meaning) in NFS_FIELDS.items()}
 )

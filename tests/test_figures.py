@@ -22,10 +22,11 @@ from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
 from nfstrace.analysis.pace import outstanding_steps
+from nfstrace.analysis.timeline import timeline
 from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.reports import figures as fg
-from nfstrace.schema import EVENT_COLUMNS, TRANSACTION_DTYPES
+from nfstrace.schema import EVENT_COLUMNS, EVENT_DTYPES, TRANSACTION_DTYPES
 from nfstrace.trace import Trace
 
 START_NS = 1_700_000_000 * 10**9
@@ -163,7 +164,9 @@ def derived_diagnosis(tx: pd.DataFrame) -> SimpleNamespace:
         ),
         pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
         repeats=SimpleNamespace(retransmissions=tx[tx["n_calls"] > 1]),
-    )
+        timeline=timeline(tx, pd.DataFrame(columns=list(EVENT_DTYPES)), None,
+                          tx[tx["n_calls"] > 1], None),
+    )  # fmt: skip
 
 
 def study_budget(tx: pd.DataFrame) -> SimpleNamespace:

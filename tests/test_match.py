@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.match import MatchConfig, match
-from nfstrace.parsers.nfs_fields import NFS_FIELDS
+from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 
 T0 = 1_700_000_000 * 10**9 + 1  # odd: a float64 round trip would show

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
+from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_INDEX
 from nfstrace.parsers import nfs2
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_INDEX
 
 FH = bytes(range(32))  # fhandle: fixed 32 bytes
 

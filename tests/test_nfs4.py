@@ -9,14 +9,14 @@ import pytest
 import tshark_ref
 from conftest import SAMPLES
 
-from nfstrace.parsers import nfs4, nfs4_protocol, rpc
-from nfstrace.parsers.nfs_fields import (
+from nfstrace.nfs_fields import (
     DECODE_OK,
     DECODE_PARTIAL,
     DECODE_TRUNCATED,
     FIELD_NAMES,
     NFS_DEFAULTS,
 )
+from nfstrace.parsers import nfs4, nfs4_protocol, rpc
 
 
 def h(*parts: str) -> bytes:

@@ -3,6 +3,7 @@ time-ordered table, each kind capped with a note."""
 
 from __future__ import annotations
 
+import pandas as pd
 from conftest import SAMPLES
 
 from nfstrace.analysis.timeline import TIMELINE_COLUMNS, timeline
@@ -14,7 +15,6 @@ def _of(trace, max_per_kind: int = 200):
     return timeline(
         trace.transactions,
         trace.events,
-        trace.overview.start_ns,
         d.stalls.stalls if d.stalls is not None else None,
         d.repeats.retransmissions,
         d.writes.verifier_changes if d.writes is not None else None,
@@ -27,7 +27,8 @@ def test_every_kind_in_time_order() -> None:
     shown = _of(trace)
     table = shown.table
     assert list(table.columns) == list(TIMELINE_COLUMNS)
-    assert table["t_s"].is_monotonic_increasing  # (the handshake before the first RPC: < 0)
+    pd.testing.assert_frame_equal(table, trace.diagnosis.timeline.table)  # the diagnosis's
+    assert table["t_ns"].is_monotonic_increasing
     kinds = set(table["kind"])
     assert "tcp_retransmission" in kinds and "tcp_syn" in kinds
     assert table["kind"].value_counts().max() <= 200
@@ -50,4 +51,14 @@ def test_a_kind_past_its_cap_keeps_the_longest_and_says_so() -> None:
     for kind, n in many.items():
         assert (cut.table["kind"] == kind).sum() == 2
         assert f"{kind}: 2 of {n:,} shown" in cut.notes
-    assert cut.table["t_s"].is_monotonic_increasing
+    assert cut.table["t_ns"].is_monotonic_increasing
+
+
+def test_json_summary_holds_the_timeline() -> None:
+    from nfstrace.reports.export import summary
+
+    trace = load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    got = summary(trace)["diagnosis"]["timeline"]
+    assert len(got["events"]) == len(trace.diagnosis.timeline.table) > 0
+    first = got["events"][0]
+    assert set(first) == set(TIMELINE_COLUMNS) and isinstance(first["t_ns"], int)

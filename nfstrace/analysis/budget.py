@@ -70,7 +70,10 @@ Several pairs: each has its own budget; the capture's budget is their sum in
 pair-time (two pairs writing at once count their time twice), so its shares
 are shares of the pairs' total elapsed time.
 
-A pure function of the transactions and events tables; no I/O.
+A pure function of the transactions and events tables; no I/O.  Its length
+is the interval algebra (each instant given to one cause by precedence,
+per pair) and one rule per cause with the evidence it needs, which read
+best together.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from nfstrace.analysis.pace import PaceResult, analyze_pace
 from nfstrace.analysis.quality import CaptureQuality, assess_capture
 from nfstrace.analysis.repeats import RepeatsResult, analyze_repeats
 from nfstrace.analysis.stalls import StallsResult, find_stalls
+from nfstrace.analysis.timeline import Timeline, timeline
 from nfstrace.analysis.transport import TransportResult, analyze_transport
 from nfstrace.analysis.verdict import (
     Context,
@@ -94,6 +95,7 @@ class Diagnosis:
     workload: WorkloadResult
     budget: Budget
     verdict: Verdict
+    timeline: Timeline  # what happened when, every kind in one table (analysis.timeline)
     findings: list[Finding] = field(default_factory=list)
     pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
@@ -291,7 +293,15 @@ def diagnose(
     findings = rank(findings)
     if budget.elapsed_ns:
         findings.insert(0, verdict_finding(verdict, budget))
+    shown = timeline(
+        transactions,
+        events,
+        stalls.stalls,
+        repeats.retransmissions,
+        writes.verifier_changes,
+    )
     return Diagnosis(
+        timeline=shown,
         findings=findings,
         verdict=verdict,
         budget=budget,

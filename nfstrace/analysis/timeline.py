@@ -18,8 +18,7 @@ from nfstrace.analysis.latency import error_mask, status_name
 # Rows of one kind in the timeline: past it the longest are kept.
 MAX_PER_KIND = 200
 TIMELINE_COLUMNS = {
-    "t_s": "seconds since the first RPC message (overview.start_ns; earlier packets, "
-    "e.g. a handshake, are negative)",
+    "t_ns": "when (ns since the epoch; a stretch or stall: its start)",
     "kind": "stall / RPC re-sent / error reply / write verifier changed / a parser event kind",
     "duration_ms": "how long it lasted (stalls, waits; empty for instants)",
     "client": "client address (the sender, for transport events)",
@@ -31,7 +30,8 @@ TIMELINE_COLUMNS = {
 @dataclass(frozen=True)
 class Timeline:
     """table: one row per event (TIMELINE_COLUMNS), in time order; notes: the
-    kinds cut to MAX_PER_KIND rows."""
+    kinds cut to MAX_PER_KIND rows.  The report's events section draws it and
+    the JSON summary holds it (diagnosis.timeline)."""
 
     table: pd.DataFrame
     notes: list[str]
@@ -55,7 +55,6 @@ def _event_words(part: pd.DataFrame, rows: np.ndarray) -> list[str]:
 def timeline(
     transactions: pd.DataFrame,
     events: pd.DataFrame,
-    start_ns: int,
     stalls: pd.DataFrame | None,
     retransmissions: pd.DataFrame,
     verifier_changes: pd.DataFrame | None,
@@ -65,7 +64,6 @@ def timeline(
     transport events in one time-ordered table; of a kind with more than
     ``max_per_kind`` rows, the longest are kept (in time order) and a note says so."""
     tx = transactions
-    t0 = start_ns
     frames: list[pd.DataFrame] = []
     notes: list[str] = []
 
@@ -81,7 +79,7 @@ def timeline(
         are chosen first, so only the shown ones are worded (not 100,000 handshakes)."""
         part = pd.DataFrame(
             {
-                "t_ns": pd.Series(t_ns).astype("Int64").to_numpy(),
+                "t_ns": pd.Series(t_ns).astype("int64").to_numpy(),
                 "kind": kind,
                 "duration_ms": pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy()
                 / 1e6,
@@ -178,5 +176,4 @@ def timeline(
     if not frames:
         return Timeline(pd.DataFrame(columns=list(TIMELINE_COLUMNS)), [])
     table = pd.concat(frames, ignore_index=True).sort_values("t_ns", kind="stable")
-    table.insert(0, "t_s", (table["t_ns"].astype("float64") - t0) / 1e9)
-    return Timeline(table.drop(columns="t_ns").reset_index(drop=True), notes)
+    return Timeline(table.reset_index(drop=True), notes)

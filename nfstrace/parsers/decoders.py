@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nfstrace.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
 from nfstrace.parsers import nfs2, nfs3, nfs4, nfs4_protocol
-from nfstrace.parsers.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
 from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.rpc import CALLBACK_RANGE, GSS_DATA
 

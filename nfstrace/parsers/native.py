@@ -22,6 +22,14 @@ import pandas as pd
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
+from nfstrace.nfs_fields import (
+    DECODE_ENCRYPTED,
+    DECODE_NONE,
+    DECODE_OK,
+    DECODE_PARTIAL,
+    DECODE_TRUNCATED,
+    FIELD_NAMES,
+)
 from nfstrace.parsers import capture, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Damage
 from nfstrace.parsers.decoders import decode as decode_procedure
@@ -37,14 +45,6 @@ from nfstrace.parsers.ip import (
     F_TTL_MAX,
     F_TTL_MIN,
     NO_TTL,
-)
-from nfstrace.parsers.nfs_fields import (
-    DECODE_ENCRYPTED,
-    DECODE_NONE,
-    DECODE_OK,
-    DECODE_PARTIAL,
-    DECODE_TRUNCATED,
-    FIELD_NAMES,
 )
 from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.stats import DirectionFacts, ParseStats

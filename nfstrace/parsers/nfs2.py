@@ -4,7 +4,7 @@ and the status of every reply.  NFSv2 writes are always synchronous.
 
 from __future__ import annotations
 
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
+from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
 from nfstrace.parsers.procnames import PROCEDURES, procedure_name
 from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr

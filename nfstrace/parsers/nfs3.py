@@ -5,7 +5,7 @@ READ / COMMIT in full, and the status of every reply.
 
 from __future__ import annotations
 
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
+from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
 from nfstrace.parsers.procnames import PROCEDURES, procedure_name
 from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr

@@ -18,13 +18,22 @@ over it.
 
 The protocol's numbers (operation codes and names, status codes, item sizes,
 union discriminants) are in nfs4_protocol.py; this module holds the steps and
-the walks over a COMPOUND.
+the walks over a COMPOUND.  Its length is one step per operation's arguments
+and results (about 60 operations of v4.0-4.2): the specification the Rust port
+(native/src/nfs4.rs) mirrors line by line, kept in one file for that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from nfstrace.nfs_fields import (
+    DECODE_OK,
+    DECODE_PARTIAL,
+    DECODE_TRUNCATED,
+    fields,
+    offset64,
+)
 from nfstrace.parsers.nfs4_protocol import (
     CB_COMPOUND,
     CB_NULL,
@@ -171,13 +180,6 @@ from nfstrace.parsers.nfs4_protocol import (
     WND4_CONTENTION,
     WND4_RESOURCE,
     WORD,
-)
-from nfstrace.parsers.nfs_fields import (
-    DECODE_OK,
-    DECODE_PARTIAL,
-    DECODE_TRUNCATED,
-    fields,
-    offset64,
 )
 from nfstrace.parsers.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 from nfstrace.parsers.xdr import Xdr

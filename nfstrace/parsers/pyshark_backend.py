@@ -41,9 +41,9 @@ import pandas as pd
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
+from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
 from nfstrace.parsers import nfs3, nfs4, nfs4_protocol, rpc
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
-from nfstrace.parsers.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
 from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import ROW_COLUMNS, events_frame, messages_frame

@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from nfstrace.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
 from nfstrace.parsers import rpc
 from nfstrace.parsers.ip import addr_text
-from nfstrace.parsers.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 ROW_COLUMNS = (

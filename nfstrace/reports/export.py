@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from nfstrace.comparison import Comparison
-from nfstrace.parsers.nfs_fields import NFS_FIELDS
+from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
@@ -60,6 +60,10 @@ def diagnosis_summary(trace: Trace) -> dict:
     for part in DIAGNOSIS_PARTS:
         result = getattr(d, part)
         out[part] = None if result is None else result.as_dict()
+    out["timeline"] = {  # what happened when (analysis.timeline.TIMELINE_COLUMNS)
+        "events": d.timeline.table.to_dict(orient="records"),
+        "notes": d.timeline.notes,
+    }
     return out
 
 

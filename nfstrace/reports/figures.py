@@ -32,6 +32,10 @@ from the capture are HTML-escaped: plotly renders a subset of HTML in labels.
 
 Each budget cause has one colour, ``CAUSE_COLOURS``, used by the budget bars,
 the budget shading and (through ``STALL_CAUSE``) the stall shading.
+
+Its length is one builder per figure (cumulative transfer with its shadings,
+per-transaction latency, outstanding RPCs, budget bars, the model), sharing
+the decimation to POINT_BUDGET points and the colours above.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ A small script records script errors and checks that every figure was drawn;
 it writes the result on ``<body data-figures=... data-figures-drawn=...
 data-errors=...>`` and shows a banner when something failed (the browser test
 reads these attributes).
+
+Its length is one section builder per part of the page (verdict, budget,
+per-pair figures, findings, tables, events, model): rendering only, every
+number comes from the diagnosis; the CSS and scripts are package data.
 """
 
 from __future__ import annotations
@@ -46,7 +50,6 @@ from plotly.offline import get_plotlyjs
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text
-from nfstrace.analysis.timeline import timeline
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.parsers.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
@@ -641,15 +644,11 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
-    shown = timeline(
-        trace.transactions,
-        trace.events,
-        trace.overview.start_ns,
-        data.stalls,
-        data.retransmissions,
-        data.verifier_changes,
-    )
-    events, total, notes = shown.table, len(shown.table), shown.notes
+    shown = trace.diagnosis.timeline
+    events = shown.table.drop(columns="t_ns")
+    # seconds from the first RPC message (a handshake before it is negative)
+    events.insert(0, "t_s", (shown.table["t_ns"].astype("float64") - trace.overview.start_ns) / 1e9)
+    total, notes = len(events), shown.notes
     out.append("<h3>Events</h3>")
     if total:
         out.append(_events_by_kind(events))

@@ -1,4 +1,6 @@
-"""The decoded NFS fields every procedure decoder returns, in one fixed order.
+"""The decoded NFS fields every procedure decoder returns, in one fixed order:
+the messages table's NFS columns (schema.py lists them after the RPC ones), so
+it sits with the schema, below the parsers that fill it.
 
 A decoder is ``decode(buf, off, proc) -> tuple`` (one value per NFS_FIELDS
 entry, ``NFS_DEFAULTS`` where a field does not apply), where ``buf`` is the
