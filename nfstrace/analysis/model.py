@@ -38,7 +38,8 @@ latency) is kept beside it as a consistency check of the measurement, named as s
 Rates: Mbit/s = 10^6 bits per second; block sizes in bytes (8 KiB = 8192).
 A pure function of the tables; no I/O.  Its length is the four estimators
 of the model's terms (T_prop, T_ser, T_B, T_op), each with the evidence it
-needs and the reasons it abstains, beside the cycle arithmetic they feed; the units and what-if parsing are in units.py and model_inputs.py.
+needs and the reasons it abstains, beside the cycle arithmetic they feed;
+the units and what-if parsing are in units.py and model_inputs.py.
 """
 
 from __future__ import annotations
