@@ -338,6 +338,17 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
         ),
         Finding(kind="sequential", title="WRITEs ran one at a time: pace 390 µs per 8 KiB"),
     ]
+    verifier_changes = pd.DataFrame(
+        {
+            "t_ns": [int(commit["t_reply_ns"])],
+            "client": [CLIENT],
+            "server": [SERVER],
+            "old": ["0102030405060708"],
+            "new": ["1112131415161718"],
+            "uncommitted_bytes": [BLOCK * 4],
+        }
+    )
+    no_events = pd.DataFrame(columns=list(EVENT_DTYPES))
     return SimpleNamespace(
         findings=findings,
         verdict=verdict,
@@ -345,23 +356,12 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
         quality=SimpleNamespace(capture_point="client"),
         progress=write_progress(tx),
         stalls=SimpleNamespace(stalls=stalls, segments=segments),
-        writes=SimpleNamespace(
-            commits=commit_table(tx),
-            verifier_changes=pd.DataFrame(
-                {
-                    "t_ns": [int(commit["t_reply_ns"])],
-                    "client": [CLIENT],
-                    "server": [SERVER],
-                    "old": ["0102030405060708"],
-                    "new": ["1112131415161718"],
-                    "uncommitted_bytes": [BLOCK * 4],
-                }
-            ),
-        ),
+        writes=SimpleNamespace(commits=commit_table(tx), verifier_changes=verifier_changes),
         pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
         repeats=SimpleNamespace(retransmissions=resent),
         model=model,
         workload=workload,
+        timeline=timeline(tx, no_events, stalls, resent, verifier_changes),
     )
 
 

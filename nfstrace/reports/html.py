@@ -644,7 +644,7 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
-    shown = trace.diagnosis.timeline
+    shown = diagnosis.timeline
     events = shown.table.drop(columns="t_ns")
     # seconds from the first RPC message (a handshake before it is negative)
     events.insert(0, "t_s", (shown.table["t_ns"].astype("float64") - trace.overview.start_ns) / 1e9)
