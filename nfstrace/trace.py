@@ -17,6 +17,7 @@ from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
+from nfstrace.memory import release_freed
 from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
@@ -194,16 +195,24 @@ def load(
     for info, path in zip(stats.files, plist, strict=False):
         info.path = path  # a pipe read through its temporary copy: named as given
     messages = _select(messages, config)
+    release_freed()  # each stage's garbage back to the system before the next (nfstrace.memory)
     transactions = match(messages, config.match)
+    release_freed()
+    latency = latency_table(transactions)
+    latency_by_pair = latency_table(transactions, by=["client", "server"])
+    compound_latency = compound_op_latency(transactions)
+    release_freed()
+    diagnosis = diagnose(messages, transactions, events, stats, config.diagnosis)
+    release_freed()
     return Trace(
         paths=tuple(plist),
         messages=messages,
         transactions=transactions,
-        latency=latency_table(transactions),
-        latency_by_pair=latency_table(transactions, by=["client", "server"]),
-        compound_latency=compound_op_latency(transactions),
+        latency=latency,
+        latency_by_pair=latency_by_pair,
+        compound_latency=compound_latency,
         events=events,
         stats=stats,
         overview=overview(messages, transactions),
-        diagnosis=diagnose(messages, transactions, events, stats, config.diagnosis),
+        diagnosis=diagnosis,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from conftest import SAMPLES
 
+import nfstrace
 from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 
@@ -120,3 +122,26 @@ def test_errors_by_name_and_server_time() -> None:
     assert out["errors"].tolist() == [8, 1, 1]
     assert out.loc["LOOKUP", "server_p50_ms"] == 0.5 and out.loc["WRITE", "server_p50_ms"] == 2.5
     assert latency_table(tx(ROWS))["error_names"].tolist() == ["", "NOENT ×1", "", ""]
+
+
+def _by_definition(t: pd.DataFrame) -> pd.DataFrame:
+    """compound_op_latency the slow way: a table with a row per distinct
+    operation of each compound, through latency_table."""
+    v4 = t[(t["ops"].astype(object).fillna("") != "") & (t["n_calls"] > 0)]
+    rows, ops = [], []
+    for i, listed in enumerate(v4["ops"].astype(str)):
+        for op in dict.fromkeys(listed.split(" ")):
+            rows.append(i)
+            ops.append(op)
+    exploded = v4.iloc[rows].drop(columns=["srt_ns"], errors="ignore").assign(op=ops)
+    return latency_table(exploded)
+
+
+def test_compound_latency_one_operation_at_a_time_is_the_whole_table() -> None:
+    """compound_op_latency aggregates each operation's rows on their own (to
+    bound its memory): the table is the one of every operation's rows at once."""
+    pd.testing.assert_frame_equal(compound_op_latency(tx(ROWS)), _by_definition(tx(ROWS)))
+    trace = nfstrace.load(SAMPLES / "v41-tcp-nfsrs-w1m-d0-l0.pcap")
+    got = compound_op_latency(trace.transactions)
+    assert len(got) > 3  # SEQUENCE, PUTFH, WRITE, COMMIT...
+    pd.testing.assert_frame_equal(got, _by_definition(trace.transactions))

@@ -72,6 +72,10 @@ pub struct Dissector {
     pub reasm: Reassembler,
     pub tcp: TcpReassembler,
     arena: Vec<HalfStream>,
+    /// arena slots of forgotten streams, reused by new ones (the arena never
+    /// shrinks: without reuse, a capture of many connections would keep every
+    /// stream it ever saw, buffers and all)
+    free: Vec<usize>,
     streams: IndexMap<StreamKey, usize>,
     conns: IndexMap<StreamKey, i64>,
     /// UDP flows: frame number of their last RPC message
@@ -121,6 +125,7 @@ impl Dissector {
             ),
             tcp: TcpReassembler::new(s.tcp),
             arena: Vec::new(),
+            free: Vec::new(),
             streams: IndexMap::default(),
             conns: IndexMap::default(),
             udp_seen: HashMap::default(),
@@ -486,9 +491,8 @@ impl Dissector {
                         let x = &self.arena[r];
                         (x.src, x.sport, x.dst, x.dport, x.facts)
                     };
-                    let fresh = self.arena.len();
-                    self.arena.push(HalfStream::new(rs, rsp, rd, rdp, conn, rf));
-                    self.streams.insert(rkey, fresh);
+                    // in its slot: the stream it replaces is gone (streams[rkey] is r)
+                    self.arena[r] = HalfStream::new(rs, rsp, rd, rdp, conn, rf);
                 }
             }
         }
@@ -496,9 +500,17 @@ impl Dissector {
             Some(o) => self.arena[o].facts,
             None => self.facts.slot(dg.src, dg.dst),
         };
-        let h = self.arena.len();
-        self.arena
-            .push(HalfStream::new(dg.src, sport, dg.dst, dport, conn, facts));
+        let hs = HalfStream::new(dg.src, sport, dg.dst, dport, conn, facts);
+        let h = if let Some(o) = old {
+            self.arena[o] = hs; // replaces the old stream in its slot
+            o
+        } else if let Some(f) = self.free.pop() {
+            self.arena[f] = hs;
+            f
+        } else {
+            self.arena.push(hs);
+            self.arena.len() - 1
+        };
         self.streams.insert(key, h);
         if let Some(&r) = self.streams.get(&rkey) {
             self.arena[h].rev = Some(r);
@@ -548,6 +560,7 @@ impl Dissector {
                 self.tcp.flush(&mut self.arena[h], ts, frame, &mut self.col);
                 retire(&mut self.col, &mut self.facts, &mut self.arena[h], ts);
                 self.arena[h].rev = None;
+                self.free.push(h);
             }
         }
         self.conns.retain(|k, _| !gone_conns.contains(k));

@@ -46,15 +46,15 @@ def status_name(status: int, vers: int) -> str:
     return names.get(status, str(status))
 
 
-def _short_error_names(t: pd.DataFrame, errors: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Per error row, the code of its short name (NOENT, JUKEBOX, RPC denied,
-    PROC_UNAVAIL), and the names by code (object array).  Each distinct status,
-    version, accept_stat and denial is named once; kinds of one name share its code."""
-    e = t.loc[errors.to_numpy(dtype=bool), ["status", "vers", "accept_stat", "reply_stat"]]
-    status = e["status"].fillna(0).astype("int64").to_numpy()
-    vers = e["vers"].fillna(0).astype("int64").to_numpy()
-    accept = e["accept_stat"].fillna(0).astype("int64").to_numpy()
-    denied = (e["reply_stat"] == "denied").to_numpy(dtype=bool)
+def _short_error_names(t: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per error row of ``t`` (status, vers, accept_stat, reply_stat), the code of
+    its short name (NOENT, JUKEBOX, RPC denied, PROC_UNAVAIL), and the names by
+    code (object array).  Each distinct status, version, accept_stat and denial
+    is named once; kinds of one name share its code."""
+    status = t["status"].fillna(0).astype("int64").to_numpy()
+    vers = t["vers"].fillna(0).astype("int64").to_numpy()
+    accept = t["accept_stat"].fillna(0).astype("int64").to_numpy()
+    denied = (t["reply_stat"] == "denied").to_numpy(dtype=bool)
     kind = row_codes([status, vers, accept, denied])
     at = first_rows(kind)
     names = [
@@ -72,51 +72,96 @@ def error_mask(tx: pd.DataFrame) -> pd.Series:
     return (nfs_error | rpc_error) & (tx["n_replies"] > 0)
 
 
-def latency_table(
-    tx: pd.DataFrame, by: list[str] | None = None, column: str = "latency_ns"
+def _rows(column: pd.Series, rows: np.ndarray | None) -> pd.Series:
+    """A column's values at ``rows`` (None: all of them, not copied)."""
+    return column if rows is None else column.take(rows)
+
+
+def _samples(
+    tx: pd.DataFrame,
+    rows: np.ndarray | None,
+    column: str,
+    server_time: bool = True,
+    error_rows: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """What the latency tables aggregate, per call (``tx`` at ``rows``) as plain
+    arrays: the latency and (``server_time``) server time in ms (NaN: unknown), replied,
+    re-sent, and the error name code (-1: no error) with the names by code
+    (``error_rows``: ``error_mask(tx)`` when the caller has it).
+
+    Only these few arrays are made: a copy of the transactions' columns (a
+    DataFrame selection) would cost more than the analysis (measured: 1 GB of
+    the 5M-packet capture's peak came from copies here)."""
+    srt = server_time and "srt_ns" in tx and column == "latency_ns"
+    n_calls = _rows(tx["n_calls"], rows).to_numpy()
+    out: dict[str, np.ndarray] = {
+        "lat_ms": _rows(tx[column], rows).to_numpy("float64", na_value=np.nan) / 1e6,
+        "srt_ms": _rows(tx["srt_ns"], rows).to_numpy("float64", na_value=np.nan) / 1e6
+        if srt
+        else np.empty(0),
+        "replied": _rows(tx["n_replies"], rows).to_numpy() > 0,
+        "retransmitted": n_calls > 1,
+    }
+    errors = error_mask(tx).to_numpy(dtype=bool) if error_rows is None else error_rows
+    errors = errors if rows is None else errors[rows]
+    code = np.full(len(errors), -1, "int64")
+    names = np.empty(0, dtype=object)
+    if errors.any():
+        at = np.flatnonzero(errors) if rows is None else rows[errors]
+        code[errors], names = _short_error_names(tx[list(_ERROR_COLUMNS)].take(at))
+    out["error"], out["error_names"] = code, names
+    return out
+
+
+def _aggregate(
+    keys: list[pd.Series], samples: dict[str, np.ndarray], by: list[str] | None
 ) -> pd.DataFrame:
-    """One row per (by..., program, vers, op)."""
-    keys = [*(by or []), "program", "vers", "op"]
-    called = (tx["n_calls"] > 0).to_numpy(dtype=bool)
-    if not called.any():
-        return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
-    srt = ["srt_ns"] if "srt_ns" in tx and column == "latency_ns" else []
-    wanted = [*keys, column, *srt, "n_calls", "n_replies", *_ERROR_COLUMNS]
-    t = tx.loc[called, list(dict.fromkeys(wanted))]
-    group, parts = group_codes([t[k] for k in keys])  # integers, not strings
-    errors = error_mask(t)
+    """The latency table of the samples grouped by ``keys`` (the key columns at
+    the samples' rows)."""
+    group, parts = group_codes(keys)  # integers, not strings
+    srt = len(samples["srt_ms"]) > 0
+    errors = samples["error"] >= 0
     work = pd.DataFrame(
         {
-            "lat_ms": t[column].astype("Float64") / 1e6,
-            "srt_ms": t[srt[0]].astype("Float64") / 1e6 if srt else pd.NA,
-            "replied": t["n_replies"] > 0,
-            "retransmitted": t["n_calls"] > 1,
+            "lat_ms": samples["lat_ms"],
+            "srt_ms": samples["srt_ms"] if srt else np.nan,
+            "replied": samples["replied"],
+            "retransmitted": samples["retransmitted"],
             "errors": errors,
-        }
+        },
+        copy=False,
     )
     g = work.groupby(group, sort=True)
     quantiles = g["lat_ms"].quantile([0.5, 0.9, 0.99]).unstack()  # one sort for the three
+    # float64 with NaN for unknown gives the aggregates of the nullable column
+    # (the same algorithms skip NaN as they skip <NA>); shown nullable, as before
+    nullable = {
+        "mean_ms": g["lat_ms"].mean(),
+        "p50_ms": quantiles[0.5],
+        "p90_ms": quantiles[0.9],
+        "p99_ms": quantiles[0.99],
+        "max_ms": g["lat_ms"].max(),
+    }
+    if srt:
+        nullable["server_p50_ms"] = g["srt_ms"].median()
     out = pd.DataFrame(
         {
             "calls": g.size(),
             "replied": g["replied"].sum(),
             "retransmitted": g["retransmitted"].sum(),
             "errors": g["errors"].sum(),
-            "mean_ms": g["lat_ms"].mean(),
-            "p50_ms": quantiles[0.5],
-            "p90_ms": quantiles[0.9],
-            "p99_ms": quantiles[0.99],
-            "max_ms": g["lat_ms"].max(),
-            "server_p50_ms": g["srt_ms"].median() if srt else np.nan,
+            **{name: values.astype("Float64") for name, values in nullable.items()},
         }
     )
+    if not srt:
+        out["server_p50_ms"] = np.nan
     out["no_reply"] = out["calls"] - out["replied"]
     out["error_names"] = ""
     if errors.any():
-        code, names = _short_error_names(t, errors)
+        names = samples["error_names"]
         # counted by name codes: the same groups, in the same order, as by the names
         counts = (
-            pd.DataFrame({"g": group[errors.to_numpy(dtype=bool)], "name": code})
+            pd.DataFrame({"g": group[errors], "name": samples["error"][errors]})
             .value_counts(sort=True)
             .reset_index()
         )
@@ -125,9 +170,22 @@ def latency_table(
         out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
         out["error_names"] = out["error_names"].fillna("")
     out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
+    names_of_keys = [part[0] for part in parts]
     return out[[*(by or []), *LATENCY_COLUMNS]].sort_values(
-        ["calls", *keys], ascending=[False, *[True] * len(keys)], ignore_index=True
+        ["calls", *names_of_keys], ascending=[False, *[True] * len(parts)], ignore_index=True
     )
+
+
+def latency_table(
+    tx: pd.DataFrame, by: list[str] | None = None, column: str = "latency_ns"
+) -> pd.DataFrame:
+    """One row per (by..., program, vers, op)."""
+    keys = [*(by or []), "program", "vers", "op"]
+    called = (tx["n_calls"] > 0).to_numpy(dtype=bool)
+    if not called.any():
+        return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
+    rows = None if called.all() else np.flatnonzero(called)
+    return _aggregate([_rows(tx[k], rows) for k in keys], _samples(tx, rows, column), by)
 
 
 def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:
@@ -139,11 +197,13 @@ def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:
 
 def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.DataFrame:
     """NFSv4: latency of the COMPOUNDs containing each operation."""
-    v4 = tx[(tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)]
-    if v4.empty:
+    v4 = np.flatnonzero(
+        ((tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)).to_numpy(dtype=bool)
+    )
+    if not len(v4):
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
     # Each distinct operation list is split once; rows repeat once per operation.
-    lists, unique_lists = pd.factorize(v4["ops"])
+    lists, unique_lists = pd.factorize(tx["ops"].take(v4))
     split = [str(ops).split(" ") for ops in unique_lists]
     names, name_code = np.unique(np.concatenate(split), return_inverse=True)
     lengths = np.array([len(x) for x in split], "int64")
@@ -158,17 +218,33 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     once = np.concatenate([[x not in ops[:i] for i, x in enumerate(ops)] for ops in split])
     first = once[offsets[lists[row]] + nth]
     # (rows of one call share their call time: only those get the whole key)
-    when = v4["t_call_ns"].to_numpy("int64", na_value=-1)  # (times are >= 0)
+    when = tx["t_call_ns"].take(v4).to_numpy("int64", na_value=-1)  # (times are >= 0)
     maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
     call = np.full(len(v4), -1, "int64")
     key = ("client", "server", "xid", "t_call_ns")
-    call[maybe] = row_codes([v4[c].iloc[maybe] for c in key]) if len(maybe) else []
+    call[maybe] = row_codes([tx[c].take(v4[maybe]) for c in key]) if len(maybe) else []
     shared = (pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0))[row]
     if shared.any():
         again = pd.Series(call[row[shared]] * len(names) + op[shared]).duplicated()
         first[shared] = ~again.to_numpy()
-    row, op = row[first], op[first]
-    wanted = ["program", "vers", column, "n_calls", "n_replies", *_ERROR_COLUMNS]
-    exploded = v4[list(dict.fromkeys(wanted))].iloc[row]
-    exploded = exploded.assign(op=pd.Categorical.from_codes(op, names.astype(object)))
-    return latency_table(exploded, column=column)
+    # the transactions' rows, once per operation counted (no table of them is
+    # made), aggregated one operation at a time: a group is one operation, so
+    # the tables of each add up to the whole one, and the work arrays are as
+    # long as one operation's rows rather than every operation's (the peak of
+    # a big capture's analysis was here)
+    rows, op = v4[row[first]], op[first]
+    errors = error_mask(tx).to_numpy(dtype=bool)
+    tables = []
+    for code in np.unique(op):
+        at = rows[op == code]
+        keys = [
+            tx["program"].take(at),
+            tx["vers"].take(at),
+            pd.Series(
+                pd.Categorical.from_codes(np.zeros(len(at), "int8"), [names[code]]), name="op"
+            ),
+        ]
+        tables.append(_aggregate(keys, _samples(tx, at, column, False, errors), None))
+    return pd.concat(tables, ignore_index=True).sort_values(
+        ["calls", "program", "vers", "op"], ascending=[False, True, True, True], ignore_index=True
+    )
