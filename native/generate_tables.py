@@ -27,11 +27,9 @@ from nfstrace.parsers import (  # noqa: E402
     decoders,
     dissector,
     ip,
-    link,
     native,
     nfs3,
     nfs4,
-    nfs4_protocol,
     pcapng,
     portmap,
     rpc,
@@ -39,6 +37,11 @@ from nfstrace.parsers import (  # noqa: E402
     tcp,
     tcp_state,
 )
+from nfstrace.protocol import link  # noqa: E402
+from nfstrace.protocol import nfs3 as nfs3_protocol  # noqa: E402
+from nfstrace.protocol import nfs4 as nfs4_protocol  # noqa: E402
+from nfstrace.protocol import portmap as portmap_protocol  # noqa: E402
+from nfstrace.protocol import rpc as rpc_protocol  # noqa: E402
 
 OUTPUT = ROOT / "native" / "src" / "tables.rs"
 WIDTH = 100  # rustfmt's max_width
@@ -184,7 +187,7 @@ def generate() -> str:
         "pcapng.MAX_INTERFACE_DROPS",
     )
 
-    out.section("Link layer and IP (parsers/link.py, parsers/ip.py)")
+    out.section("Link layer and IP (protocol/link.py, parsers/ip.py)")
     for name in sorted(
         (n for n in dir(link) if n.startswith("LINKTYPE_") and n != "LINKTYPE_NAMES"),
         key=lambda n: getattr(link, n),
@@ -206,18 +209,24 @@ def generate() -> str:
     out.const("CHECKSUM_SAMPLE", "i64", ip.CHECKSUM_SAMPLE)
     out.const("NO_TTL", "i64", ip.NO_TTL)
 
-    out.section("ONC RPC (parsers/rpc.py)")
-    out.const("LAST_FRAG", "u32", _hex(rpc.LAST_FRAG))
-    out.const("FRAG_LEN_MASK", "u32", _hex(rpc.FRAG_LEN_MASK))
+    out.section("ONC RPC (protocol/rpc.py, parsers/rpc.py)")
+    out.const("LAST_FRAG", "u32", _hex(rpc_protocol.LAST_FRAG))
+    out.const("FRAG_LEN_MASK", "u32", _hex(rpc_protocol.FRAG_LEN_MASK))
     for name in ("CALL", "REPLY", "RPC_VERSION", "MSG_ACCEPTED", "MSG_DENIED", "PROG_MISMATCH"):
-        out.const(name, "u32", getattr(rpc, name))
+        out.const(name, "u32", getattr(rpc_protocol, name))
     for name in ("AUTH_NONE", "AUTH_SYS", "RPCSEC_GSS", "AUTH_TLS"):
-        out.const(name, "u32", getattr(rpc, name))
+        out.const(name, "u32", getattr(rpc_protocol, name))
     out.predicate(
-        "is_known_flavor", "flavor", "u32", rpc.AUTH_NAMES, "rpc.AUTH_NAMES: a known flavor"
+        "is_known_flavor",
+        "flavor",
+        "u32",
+        rpc_protocol.AUTH_NAMES,
+        "rpc.AUTH_NAMES: a known flavor",
     )
-    out.const("GSS_DATA", "i64", rpc.GSS_DATA, "RPCSEC_GSS procedure DATA")
-    wrapped = [c for c, n in rpc.GSS_SERVICE_NAMES.items() if n in decoders.WRAPPED_SERVICES]
+    out.const("GSS_DATA", "i64", rpc_protocol.GSS_DATA, "RPCSEC_GSS procedure DATA")
+    wrapped = [
+        c for c, n in rpc_protocol.GSS_SERVICE_NAMES.items() if n in decoders.WRAPPED_SERVICES
+    ]
     out.predicate(
         "is_wrapped_gss_service",
         "service",
@@ -225,26 +234,26 @@ def generate() -> str:
         wrapped,
         "decoders.WRAPPED_SERVICES: RPCSEC_GSS services whose procedure data is wrapped",
     )
-    out.const("MAX_AUTH_BYTES", "u32", rpc.MAX_AUTH_BYTES)
-    out.const("MIN_CALL_LEN", "usize", rpc.MIN_CALL_LEN)
-    out.const("MIN_REPLY_LEN", "u32", rpc.MIN_REPLY_LEN)
-    out.const("CALLBACK_FIRST", "u32", _hex(rpc.CALLBACK_RANGE[0]), "rpc.CALLBACK_RANGE")
-    out.const("CALLBACK_LAST", "u32", _hex(rpc.CALLBACK_RANGE[1]))
+    out.const("MAX_AUTH_BYTES", "u32", rpc_protocol.MAX_AUTH_BYTES)
+    out.const("MIN_CALL_LEN", "usize", rpc_protocol.MIN_CALL_LEN)
+    out.const("MIN_REPLY_LEN", "u32", rpc_protocol.MIN_REPLY_LEN)
+    out.const("CALLBACK_FIRST", "u32", _hex(rpc_protocol.CALLBACK_RANGE[0]), "rpc.CALLBACK_RANGE")
+    out.const("CALLBACK_LAST", "u32", _hex(rpc_protocol.CALLBACK_RANGE[1]))
     out.const("STRICT_MIN_PROG", "u32", rpc.STRICT_MIN_PROG)
     out.const("STRICT_MAX_PROG", "u32", _hex(rpc.STRICT_MAX_PROG))
     out.const("STRICT_MAX_VERS", "u32", rpc.STRICT_MAX_VERS)
-    out.const("AUTH_SYS_MAX_GIDS", "u32", rpc.AUTH_SYS_MAX_GIDS)
+    out.const("AUTH_SYS_MAX_GIDS", "u32", rpc_protocol.AUTH_SYS_MAX_GIDS)
     out.predicate(
         "is_named_program",
         "prog",
         "u32",
-        rpc.PROGRAMS,
+        rpc_protocol.PROGRAMS,
         "rpc.PROGRAMS: a program named in reports (callbacks aside)",
     )
-    out.const("NFS_PROGRAM", "i64", rpc.NFS_PROGRAM)
+    out.const("NFS_PROGRAM", "i64", rpc_protocol.NFS_PROGRAM)
 
-    out.section("portmap / rpcbind (parsers/portmap.py)")
-    out.const("PORTMAP_PROGRAM", "i64", portmap.PORTMAP_PROGRAM)
+    out.section("portmap / rpcbind (protocol/portmap.py, parsers/portmap.py)")
+    out.const("PORTMAP_PROGRAM", "i64", rpc_protocol.PORTMAP_PROGRAM)
     for name in (
         "PMAPPROC_GETPORT",
         "PMAPPROC_DUMP",
@@ -252,8 +261,8 @@ def generate() -> str:
         "RPCBPROC_DUMP",
         "RPCBPROC_GETVERSADDR",
     ):
-        out.const(name, "i64", getattr(portmap, name))
-    out.const("IPPROTO_UDP", "u32", portmap.IPPROTO_UDP)
+        out.const(name, "i64", getattr(portmap_protocol, name))
+    out.const("IPPROTO_UDP", "u32", portmap_protocol.IPPROTO_UDP)
     out.const("MAX_NETID", "u32", portmap.MAX_NETID)
     out.const("MAX_UADDR", "u32", portmap.MAX_UADDR)
 
@@ -278,32 +287,35 @@ def generate() -> str:
         "is_rpc_well_known_port",
         "port",
         "i32",
-        dissector.RPC_WELL_KNOWN_PORTS,
-        "dissector.RPC_WELL_KNOWN_PORTS",
+        rpc_protocol.RPC_WELL_KNOWN_PORTS,
+        "rpc.RPC_WELL_KNOWN_PORTS",
     )
 
-    out.section("NFSv3 (parsers/nfs3.py, procnames.py)")
-    for proc, name in enumerate(nfs3.PROC_NAMES):
+    out.section("NFSv3 (protocol/nfs3.py, parsers/nfs3.py)")
+    for proc, name in enumerate(nfs3_protocol.PROC_NAMES):
         out.const(f"NFS3_{name}", "i64", proc)
-    out.const("NFS3_PROCS", "i64", len(nfs3.PROC_NAMES), "NFSv3 procedures named (procnames.py)")
+    out.const(
+        "NFS3_PROCS", "i64", len(nfs3_protocol.PROC_NAMES), "nfs3.PROC_NAMES: the NFSv3 procedures"
+    )
     out.predicate(
         "is_dirop",
         "proc_",
         "i64",
-        nfs3.DIROP_PROCS,
+        nfs3_protocol.DIROP_PROCS,
         "nfs3.DIROP_PROCS: arguments start with diropargs3 (dir handle, then a name)",
     )
     out.predicate(
         "makes_object",
         "proc_",
         "i64",
-        nfs3.NEW_OBJECT_PROCS,
+        nfs3_protocol.NEW_OBJECT_PROCS,
         "nfs3.NEW_OBJECT_PROCS: the reply's post_op_fh3 is the new object's handle",
     )
-    for name in ("FHSIZE3", "FATTR3_BYTES", "WCC_ATTR_BYTES", "VERIFIER_BYTES", "MAX_NAME"):
-        out.const(name, "u64", getattr(nfs3, name))
+    for name in ("FHSIZE3", "FATTR3_BYTES", "WCC_ATTR_BYTES", "VERIFIER_BYTES"):
+        out.const(name, "u64", getattr(nfs3_protocol, name))
+    out.const("MAX_NAME", "u64", nfs3.MAX_NAME)
 
-    out.section("NFSv4 (parsers/nfs4_protocol.py, parsers/nfs4.py)")
+    out.section("NFSv4 (protocol/nfs4.py, parsers/nfs4.py)")
     out.const("NFSPROC4_NULL", "i64", nfs4_protocol.NFSPROC4_NULL)
     out.const("NFSPROC4_COMPOUND", "i64", nfs4_protocol.NFSPROC4_COMPOUND)
     for op, name in sorted(nfs4_protocol.OPERATIONS.items()):

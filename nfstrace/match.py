@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.parsers.procnames import program_name
+from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 
 

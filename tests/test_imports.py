@@ -4,6 +4,7 @@ reports, an analysis without the HTML report's plotly or Parquet's writer."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,101 @@ def test_analysis_without_report_imports_no_plotly() -> None:
     assert "nfstrace.analysis.diagnosis" in mods
     assert not {m for m in mods if m.startswith(("plotly", "pyarrow.parquet"))}
     assert not {"nfstrace.reports.html", "nfstrace.reports.figures", "nfstrace.reports.png"} & mods
+
+
+# The pipeline's stages, bottom up (README "Layout"): a module imports only
+# from its own stage and those below, so a change to a stage cannot reach down.
+# Keyed by the name under nfstrace/ (a module or a package); "__init__" is the
+# package's own facade (load(), the version), above everything it re-exports.
+STAGES = {
+    **dict.fromkeys(
+        ("config", "errors", "units", "schema", "text", "version", "nfs_fields", "protocol"), 0
+    ),
+    "parsers": 1,
+    "_native": 1,  # the Rust parser's extension, which parsers/native.py wraps
+    "match": 2,
+    "analysis": 3,
+    "trace": 4,
+    "comparison": 5,
+    "reports": 6,
+    "cli": 7,
+    "__init__": 7,
+}
+# What the parsers return, which the stages above them may name (in types):
+# their protocol numbers and names come from nfstrace.protocol instead.
+PARSER_RESULTS = {("nfstrace.parsers.stats", "ParseStats")}
+PACKAGE = Path(__file__).resolve().parent.parent / "nfstrace"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> list[tuple[str, str, str]]:
+    """(importing module, imported nfstrace module, name or "") for every
+    import in the package: at the top, in functions, under TYPE_CHECKING."""
+    out: list[tuple[str, str, str]] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                out += [(here, a.name, "") for a in node.names if a.name.startswith("nfstrace")]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                assert node.level == 0, f"{here}: relative import"
+                if node.module == "nfstrace" or node.module.startswith("nfstrace."):
+                    out += [(here, node.module, a.name) for a in node.names]
+    return out
+
+
+def _stage(module: str, name: str = "") -> int:
+    """The stage of a module, or of what ``from nfstrace import name`` takes."""
+    parts = module.split(".")
+    if len(parts) > 1:
+        return STAGES[parts[1]]
+    return STAGES[name if name in STAGES else "__init__"]
+
+
+def test_every_top_level_name_has_a_stage() -> None:
+    names = {p.stem for p in PACKAGE.glob("*.py")}
+    names |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert names == set(STAGES) - {"_native"}
+
+
+def test_modules_import_only_from_their_stage_and_below() -> None:
+    upward = [
+        (here, module, name)
+        for here, module, name in _imports()
+        if _stage(module, name) > _stage(here)
+    ]
+    assert not upward
+
+
+def test_no_private_names_from_another_module() -> None:
+    private = [
+        (here, module, name)
+        for here, module, name in _imports()
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    assert private == [("nfstrace.parsers.native", "nfstrace", "_native")]  # the extension
+
+
+def test_protocol_facts_come_from_protocol_not_from_the_parsers() -> None:
+    """nfstrace.protocol stands alone; above the parsers, only trace.py and
+    cli.py (which run them) import from the parsers: the matching, the
+    analysis, the comparison and the reports take protocol numbers and names
+    from nfstrace.protocol, and from the parsers only what they return."""
+    imports = _imports()
+    outside = [
+        (here, module)
+        for here, module, _ in imports
+        if here.startswith("nfstrace.protocol") and not module.startswith("nfstrace.protocol")
+    ]
+    assert not outside
+    users = ("nfstrace.match", "nfstrace.analysis", "nfstrace.comparison", "nfstrace.reports")
+    from_parsers = {
+        (module, name)
+        for here, module, name in imports
+        if here.startswith(users) and module.startswith("nfstrace.parsers")
+    }
+    assert from_parsers <= PARSER_RESULTS

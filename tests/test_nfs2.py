@@ -6,6 +6,8 @@ import struct
 
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_INDEX
 from nfstrace.parsers import nfs2
+from nfstrace.protocol.nfs2 import FATTR_BYTES, READ, WRITE
+from nfstrace.protocol.nfs3 import FILE_SYNC
 
 FH = bytes(range(32))  # fhandle: fixed 32 bytes
 
@@ -16,15 +18,15 @@ def _get(result: tuple, name: str) -> object:
 
 def test_write_call() -> None:
     args = FH + struct.pack(">IIII", 0, 8192, 0, 4096) + b"x" * 16  # begin, offset, total, len
-    r = nfs2.decode_call(b"HDR!" + args, 4, nfs2.WRITE)
+    r = nfs2.decode_call(b"HDR!" + args, 4, WRITE)
     assert _get(r, "op") == "WRITE"
     assert _get(r, "fh") == FH.hex()
-    assert (_get(r, "offset"), _get(r, "count"), _get(r, "stable")) == (8192, 4096, nfs2.FILE_SYNC)
+    assert (_get(r, "offset"), _get(r, "count"), _get(r, "stable")) == (8192, 4096, FILE_SYNC)
     assert _get(r, "nfs_decode") == DECODE_OK
 
 
 def test_write_call_cut_before_count_is_truncated() -> None:
-    r = nfs2.decode_call(FH + struct.pack(">II", 0, 8192), 0, nfs2.WRITE)
+    r = nfs2.decode_call(FH + struct.pack(">II", 0, 8192), 0, WRITE)
     assert _get(r, "nfs_decode") == DECODE_TRUNCATED and _get(r, "count") == -1
 
 
@@ -35,8 +37,8 @@ def test_lookup_call_name() -> None:
 
 
 def test_read_reply_count_and_error_status() -> None:
-    ok = struct.pack(">I", 0) + bytes(nfs2.FATTR_BYTES) + struct.pack(">I", 1000)
-    r = nfs2.decode_reply(ok, 0, nfs2.READ)
+    ok = struct.pack(">I", 0) + bytes(FATTR_BYTES) + struct.pack(">I", 1000)
+    r = nfs2.decode_reply(ok, 0, READ)
     assert (_get(r, "nfs_status"), _get(r, "count")) == (0, 1000)
-    err = nfs2.decode_reply(struct.pack(">I", 70), 0, nfs2.READ)  # NFSERR_STALE
+    err = nfs2.decode_reply(struct.pack(">I", 70), 0, READ)  # NFSERR_STALE
     assert (_get(err, "nfs_status"), _get(err, "count")) == (70, -1)

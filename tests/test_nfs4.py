@@ -16,7 +16,9 @@ from nfstrace.nfs_fields import (
     FIELD_NAMES,
     NFS_DEFAULTS,
 )
-from nfstrace.parsers import nfs4, nfs4_protocol, rpc
+from nfstrace.parsers import nfs4, rpc
+from nfstrace.protocol import nfs4 as nfs4_protocol
+from nfstrace.protocol.rpc import FRAG_LEN_MASK, LAST_FRAG
 
 
 def h(*parts: str) -> bytes:
@@ -387,8 +389,8 @@ def _messages(path: str) -> dict[tuple[int, str], tuple[dict, dict]]:
         assert "," not in ref["rpc.xid"], "one RPC message per frame in these captures"
         data = bytes.fromhex(ref["tcp.reassembled.data"] or ref["tcp.payload"])
         mark = int.from_bytes(data[:4], "big")
-        assert mark & rpc.LAST_FRAG
-        msg = data[4 : 4 + (mark & rpc.FRAG_LEN_MASK)]
+        assert mark & LAST_FRAG
+        msg = data[4 : 4 + (mark & FRAG_LEN_MASK)]
         key = (int(ref["rpc.xid"], 16), "call" if ref["rpc.msgtyp"] == "0" else "reply")
         out[key] = (_decode(msg, key[1] == "call"), ref)
     return out

@@ -14,7 +14,8 @@ import tshark_ref
 
 import nfstrace
 from nfstrace.analysis.writes import analyze_writes
-from nfstrace.parsers import frame_loop, native, nfs4_protocol
+from nfstrace.parsers import frame_loop, native
+from nfstrace.protocol import nfs4 as nfs4_protocol
 
 try:
     from crafted import make_causes as mcs

@@ -13,6 +13,8 @@ import tshark_ref
 from conftest import FULL_CAPTURES, ground_truth
 
 import nfstrace
+from nfstrace.protocol.procedures import PROCEDURES
+from nfstrace.protocol.rpc import NFS_PROGRAM
 
 
 @pytest.fixture(scope="module", params=FULL_CAPTURES, ids=lambda p: p.name)
@@ -112,7 +114,7 @@ def test_per_procedure_srt_matches_tshark_within_a_microsecond(capture) -> None:
         v = nfs[nfs.vers == vers]
         # tshark names the v4 procedure COMPOUND; ours is the main op inside
         by_proc = v.groupby("proc")["srt_ns"]
-        names = nfstrace.parsers.procnames.PROCEDURES[(100003, int(vers))]
+        names = PROCEDURES[(NFS_PROGRAM, int(vers))]
         assert set(theirs) == {names[p] for p in by_proc.groups}
         for proc, srt in by_proc:
             calls, lo, hi, mean = theirs[names[proc]]

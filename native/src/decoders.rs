@@ -1,7 +1,7 @@
 //! NFS procedure decoding for the hot programs (mirrors `parsers/decoders.py`;
 //! the procedures' own decoding is in nfs3.rs and nfs4.rs).  Names are not made
 //! here: Python names procedures and operations from its one table
-//! (procnames.py, nfs4_protocol.OPERATIONS).  What this crate does not decode
+//! (protocol/procedures.py, protocol/nfs4.py OPERATIONS).  What this crate does not decode
 //! (NFSv2, NFSv4 NULL and callbacks) is marked `Kind::Defer`: Python decodes
 //! those messages' head bytes with its own decoders, so every row is decoded
 //! by one truth.

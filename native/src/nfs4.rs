@@ -1,5 +1,5 @@
 //! NFSv4.x COMPOUND decoding (mirrors the steps and walks of `parsers/nfs4.py`;
-//! the protocol's numbers are generated from `nfs4_protocol.py` into tables.rs).
+//! the protocol's numbers are generated from `protocol/nfs4.py` into tables.rs).
 
 use crate::decoders::{Fields, Kind};
 use crate::nfs3::outcome;

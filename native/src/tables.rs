@@ -33,7 +33,7 @@ pub const CHECK_EVERY_FRAMES: i64 = 4096;
 /// pcapng.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
-// ---- Link layer and IP (parsers/link.py, parsers/ip.py) -------------------------------------
+// ---- Link layer and IP (protocol/link.py, parsers/ip.py) ------------------------------------
 pub const LINKTYPE_NULL: u32 = 0;
 pub const LINKTYPE_ETHERNET: u32 = 1;
 pub const LINKTYPE_RAW_OPENBSD: u32 = 12;
@@ -86,7 +86,7 @@ pub const F_CSUM_BAD: usize = 9;
 pub const CHECKSUM_SAMPLE: i64 = 64;
 pub const NO_TTL: i64 = 256;
 
-// ---- ONC RPC (parsers/rpc.py) ---------------------------------------------------------------
+// ---- ONC RPC (protocol/rpc.py, parsers/rpc.py) ----------------------------------------------
 pub const LAST_FRAG: u32 = 0x8000_0000;
 pub const FRAG_LEN_MASK: u32 = 0x7FFF_FFFF;
 pub const CALL: u32 = 0;
@@ -128,7 +128,7 @@ pub const fn is_named_program(prog: u32) -> bool {
 }
 pub const NFS_PROGRAM: i64 = 100_003;
 
-// ---- portmap / rpcbind (parsers/portmap.py) -------------------------------------------------
+// ---- portmap / rpcbind (protocol/portmap.py, parsers/portmap.py) ----------------------------
 pub const PORTMAP_PROGRAM: i64 = 100_000;
 pub const PMAPPROC_GETPORT: i64 = 3;
 pub const PMAPPROC_DUMP: i64 = 4;
@@ -161,12 +161,12 @@ pub const MAX_LEARNT_PORTS: usize = 65536;
 pub const MAX_PORTMAP_ASKS: usize = 4096;
 /// decoders.MAX_FLOWS
 pub const MAX_FLOWS: usize = 65536;
-/// dissector.RPC_WELL_KNOWN_PORTS
+/// rpc.RPC_WELL_KNOWN_PORTS
 pub const fn is_rpc_well_known_port(port: i32) -> bool {
     matches!(port, 111 | 2049)
 }
 
-// ---- NFSv3 (parsers/nfs3.py, procnames.py) --------------------------------------------------
+// ---- NFSv3 (protocol/nfs3.py, parsers/nfs3.py) ----------------------------------------------
 pub const NFS3_NULL: i64 = 0;
 pub const NFS3_GETATTR: i64 = 1;
 pub const NFS3_SETATTR: i64 = 2;
@@ -189,7 +189,7 @@ pub const NFS3_FSSTAT: i64 = 18;
 pub const NFS3_FSINFO: i64 = 19;
 pub const NFS3_PATHCONF: i64 = 20;
 pub const NFS3_COMMIT: i64 = 21;
-/// NFSv3 procedures named (procnames.py)
+/// nfs3.PROC_NAMES: the NFSv3 procedures
 pub const NFS3_PROCS: i64 = 22;
 /// nfs3.DIROP_PROCS: arguments start with diropargs3 (dir handle, then a name)
 pub const fn is_dirop(proc_: i64) -> bool {
@@ -205,7 +205,7 @@ pub const WCC_ATTR_BYTES: u64 = 24;
 pub const VERIFIER_BYTES: u64 = 8;
 pub const MAX_NAME: u64 = 1024;
 
-// ---- NFSv4 (parsers/nfs4_protocol.py, parsers/nfs4.py) --------------------------------------
+// ---- NFSv4 (protocol/nfs4.py, parsers/nfs4.py) ----------------------------------------------
 pub const NFSPROC4_NULL: i64 = 0;
 pub const NFSPROC4_COMPOUND: i64 = 1;
 pub const OP_ACCESS: u32 = 3;

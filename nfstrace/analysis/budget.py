@@ -90,7 +90,7 @@ import pandas as pd
 from nfstrace.analysis.grouping import group_indices, is_value
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
-from nfstrace.parsers.nfs3 import NFS3ERR_JUKEBOX
+from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 
 CAUSES = (
     "transfer",

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.grouping import first_rows, group_codes, group_keys, row_codes
-from nfstrace.parsers.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
-from nfstrace.parsers.nfs4_protocol import STATUS_NAMES as NFS4_STATUS_NAMES
+from nfstrace.protocol.nfs3 import STATUS_NAMES as NFS3_STATUS_NAMES
+from nfstrace.protocol.nfs4 import STATUS_NAMES as NFS4_STATUS_NAMES
 
 LATENCY_COLUMNS = {
     "program": "RPC program name",

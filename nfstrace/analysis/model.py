@@ -62,8 +62,8 @@ from nfstrace.analysis.workload import (
     json_records,
     outstanding,
 )
-from nfstrace.parsers.nfs3 import UNSTABLE
-from nfstrace.parsers.rpc import NFS_PROGRAM
+from nfstrace.protocol.nfs3 import UNSTABLE
+from nfstrace.protocol.rpc import NFS_PROGRAM
 
 TERMS = ("2·T_prop", "T_ser", "T_B", "T_op")
 PARAMETERS = ("T_prop", "T_ser", "T_B", "T_op")

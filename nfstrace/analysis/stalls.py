@@ -62,7 +62,7 @@ from nfstrace.analysis.writes import (
     progress_with_pairs,
     seconds_text,
 )
-from nfstrace.parsers.nfs3 import NFS3ERR_JUKEBOX
+from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 
 SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.parsers.rpc import NFS_PROGRAM
+from nfstrace.protocol.rpc import NFS_PROGRAM
 
 # SPEC SFS 1.0 (LADDIS) default operation mix, NFSv2 operation names.
 LADDIS_MIX: dict[str, float] = {

@@ -29,7 +29,7 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import status_name
-from nfstrace.parsers.nfs3 import STABLE_NAMES, UNSTABLE
+from nfstrace.protocol.nfs3 import STABLE_NAMES, UNSTABLE
 
 WRITE_OP = "WRITE"
 COMMIT_OP = "COMMIT"

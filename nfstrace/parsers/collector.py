@@ -18,6 +18,7 @@ from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import Event, rows_frame
 from nfstrace.parsers.tcp import HalfStream
+from nfstrace.protocol.rpc import MAX_AUTH_BYTES, MSG_ACCEPTED, PORTMAP_PROGRAM
 
 # UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
 # that are remembered, and portmap/rpcbind calls whose question is remembered
@@ -136,7 +137,7 @@ class Collector:
                 self.flows.clear()
             self.flows[flow] = what
             nfs = decode_procedure(True, *what[:3], head, hdr.body_offset, *what[3:])
-            if hdr.prog == portmap.PORTMAP_PROGRAM:
+            if hdr.prog == PORTMAP_PROGRAM:
                 self._portmap_call(key, hdr, head)
         else:
             st.replies += 1
@@ -149,7 +150,7 @@ class Collector:
                 nfs = decode_procedure(
                     False, prog, vers, proc, head, hdr.body_offset, gss_service, gss_proc
                 )
-                if prog == portmap.PORTMAP_PROGRAM:
+                if prog == PORTMAP_PROGRAM:
                     self._portmap_reply(src, dst, xid, hdr, head)
             else:
                 st.replies_without_call_info += 1
@@ -204,11 +205,9 @@ def _auth_too_long(head: bytes, is_call: bool) -> bool:
     credential or verifier claims more than RFC 5531's 400 bytes?"""
     if is_call:
         (clen,) = struct.unpack_from(">I", head, 28)
-        if clen > rpc.MAX_AUTH_BYTES:
+        if clen > MAX_AUTH_BYTES:
             return True
         vpos = 32 + ((clen + 3) & ~3) + 4
-        return (
-            len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > rpc.MAX_AUTH_BYTES
-        )
-    accepted = struct.unpack_from(">I", head, 8)[0] == rpc.MSG_ACCEPTED
-    return accepted and struct.unpack_from(">I", head, 16)[0] > rpc.MAX_AUTH_BYTES
+        return len(head) >= vpos + 4 and struct.unpack_from(">I", head, vpos)[0] > MAX_AUTH_BYTES
+    accepted = struct.unpack_from(">I", head, 8)[0] == MSG_ACCEPTED
+    return accepted and struct.unpack_from(">I", head, 16)[0] > MAX_AUTH_BYTES

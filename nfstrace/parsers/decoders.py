@@ -10,17 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nfstrace.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
-from nfstrace.parsers import nfs2, nfs3, nfs4, nfs4_protocol
-from nfstrace.parsers.procnames import procedure_name
-from nfstrace.parsers.rpc import CALLBACK_RANGE, GSS_DATA
+from nfstrace.parsers import nfs2, nfs3, nfs4
+from nfstrace.protocol.nfs4 import NFSPROC4_COMPOUND
+from nfstrace.protocol.procedures import procedure_name
+from nfstrace.protocol.rpc import CALLBACK_RANGE, GSS_DATA, NFS_PROGRAM
 
 Decoder = Callable[[bytes, int, int], tuple]
 
 # (prog, vers) -> (decode_call, decode_reply)
 DECODERS: dict[tuple[int, int], tuple[Decoder, Decoder]] = {
-    (100003, 2): (nfs2.decode_call, nfs2.decode_reply),
-    (100003, 3): (nfs3.decode_call, nfs3.decode_reply),
-    (100003, 4): (nfs4.decode_call, nfs4.decode_reply),
+    (NFS_PROGRAM, 2): (nfs2.decode_call, nfs2.decode_reply),
+    (NFS_PROGRAM, 3): (nfs3.decode_call, nfs3.decode_reply),
+    (NFS_PROGRAM, 4): (nfs4.decode_call, nfs4.decode_reply),
 }
 CALLBACK_DECODERS: tuple[Decoder, Decoder] = (nfs4.decode_cb_call, nfs4.decode_cb_reply)
 
@@ -65,7 +66,7 @@ def decode(
 # the last call seen on its flow (same addresses and ports, the other way) was
 # NFSv4 with a plain body: tshark decodes none of them, but the results name
 # their operations.  The flows remembered are bounded (all forgotten past it).
-NFS4_PROGRAM_VERSION = (100003, 4)
+NFS4_PROGRAM_VERSION = (NFS_PROGRAM, 4)
 MAX_FLOWS = 65536
 
 
@@ -81,4 +82,4 @@ def decode_reply_without_call(
     if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):
         return None
     out = nfs4.decode_reply_without_call(buf, body_offset)
-    return None if out is None else (*NFS4_PROGRAM_VERSION, nfs4_protocol.NFSPROC4_COMPOUND, out)
+    return None if out is None else (*NFS4_PROGRAM_VERSION, NFSPROC4_COMPOUND, out)

@@ -55,9 +55,9 @@ from nfstrace.parsers.tcp_state import (
     watch,
     window_reached,
 )
+from nfstrace.protocol.rpc import CALL, REPLY, RPC_WELL_KNOWN_PORTS
 
-# Ports where an RPC reply is accepted even without its call in the capture.
-RPC_WELL_KNOWN_PORTS = frozenset((2049, 111))
+# RPC_WELL_KNOWN_PORTS: where an RPC reply is accepted even without its call.
 # TCP and UDP headers as far as the loop reads them (frame_loop.py, dpkt_backend.py)
 TCP_HEADER = struct.Struct(">HHIIBBH").unpack_from
 UDP_HEADER = struct.Struct(">HHH").unpack_from
@@ -412,7 +412,7 @@ class Dissector:
             return
         src, dst = dg.src, dg.dst
         learnt = self.col.rpc_ports
-        if body[7] == rpc.CALL:
+        if body[7] == CALL:
             rpc_port = (
                 sport in RPC_WELL_KNOWN_PORTS
                 or dport in RPC_WELL_KNOWN_PORTS
@@ -420,7 +420,7 @@ class Dissector:
             )
             if not rpc.udp_call(body, dg.wire_len - 8, rpc_port):
                 return
-        elif body[7] == rpc.REPLY:
+        elif body[7] == REPLY:
             xid = int.from_bytes(body[0:4], "big")
             if not rpc.plausible_reply(body, 0):
                 return
@@ -470,7 +470,7 @@ class Dissector:
         datagram (its first fragment captured, another not)?  The server
         answered, so the client sent every fragment: the missing ones will not
         come.  Give that datagram up now, its call emitted cut short."""
-        want = struct.pack(">HHxxxxII", dport, sport, xid, rpc.CALL)
+        want = struct.pack(">HHxxxxII", dport, sport, xid, CALL)
 
         def test(version: int, proto: int, data: bytes) -> bool:
             at = _udp_offset(version, proto, data)

@@ -37,7 +37,6 @@ from dpkt import ethernet, ip6, loopback, pcap, pcapng, sll, sll2
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import link
 from nfstrace.parsers.capture import (
     MAX_FRAME,
     Bytes,
@@ -50,6 +49,7 @@ from nfstrace.parsers.capture import (
 from nfstrace.parsers.dissector import Dissector
 from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
 from nfstrace.parsers.stats import FrameCounts, ParseStats
+from nfstrace.protocol import link
 
 # ---- capture files, record by record with dpkt's record classes ---------------------
 

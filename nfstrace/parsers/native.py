@@ -4,10 +4,10 @@
 
 Rust walks the capture through the RPC header and the NFS fields and hands
 back columns (numbers, and ids into tables of distinct values); this module
-names them from the one Python truth (procnames.py, nfs4 operation names,
-rpc.py flavours) and decodes with the Python decoders the few messages Rust
-leaves to them (NFSv2, NFSv4 NULL, callbacks).  ``NFSTRACE_NO_NATIVE=1``
-hides the extension (``available()`` is then False).
+names them from the one Python truth (the procedure and NFSv4 operation names
+of ``nfstrace.protocol``, rpc.py's flavour names) and decodes with the Python
+decoders the few messages Rust leaves to them (NFSv2, NFSv4 NULL, callbacks).
+``NFSTRACE_NO_NATIVE=1`` hides the extension (``available()`` is then False).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from nfstrace.parsers.ip import (
     F_TTL_MIN,
     NO_TTL,
 )
-from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.stats import DirectionFacts, ParseStats
 from nfstrace.parsers.tables import events_frame, messages_frame
+from nfstrace.protocol.procedures import procedure_name
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
 try:

@@ -1,33 +1,28 @@
 """NFS version 2 arguments and results (RFC 1094): file handles, WRITE and READ,
-and the status of every reply.  NFSv2 writes are always synchronous.
+and the status of every reply.  NFSv2 writes are always synchronous.  The
+protocol's numbers and sizes: ``nfstrace.protocol.nfs2``.
 """
 
 from __future__ import annotations
 
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
-from nfstrace.parsers.procnames import PROCEDURES, procedure_name
-from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr
+from nfstrace.protocol.nfs2 import (
+    DIROP_PROCS,
+    FATTR_BYTES,
+    FHSIZE,
+    LINK,
+    NFS_OK,
+    NO_ARGS,
+    PROC_NAMES,
+    READ,
+    WRITE,
+)
+from nfstrace.protocol.nfs3 import FILE_SYNC  # NFSv2 writes are stable at the reply (§2.2.10)
+from nfstrace.protocol.procedures import procedure_name
+from nfstrace.protocol.rpc import NFS_PROGRAM
 
-PROC_NAMES = PROCEDURES[(NFS_PROGRAM, 2)]
-
-# procedure numbers
-NULL = 0
-ROOT = 3
-READ = 6
-WRITECACHE = 7
-WRITE = 8
-LINK = 12
-# procedures whose arguments start with diropargs (dir handle, then a name)
-DIROP_PROCS = frozenset((4, 9, 10, 11, 13, 14, 15))
-NO_ARGS = frozenset((NULL, ROOT, WRITECACHE))
-
-FHSIZE = 32
-FATTR_BYTES = 68
-MAX_NAME = 1024
-NFS_OK = 0
-# NFSv2 writes reach stable storage before the reply (RFC 1094 §2.2.10)
-FILE_SYNC = 2
+MAX_NAME = 1024  # a longer name is taken for damage
 
 
 def proc_name(proc: int) -> str:

@@ -1,78 +1,33 @@
 """NFS version 3 arguments and results (RFC 1813), as far as the analysis needs:
 every procedure's file handle (and name for directory operations), WRITE /
-READ / COMMIT in full, and the status of every reply.
+READ / COMMIT in full, and the status of every reply.  The protocol's numbers
+and sizes: ``nfstrace.protocol.nfs3``.
 """
 
 from __future__ import annotations
 
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
-from nfstrace.parsers.procnames import PROCEDURES, procedure_name
-from nfstrace.parsers.rpc import NFS_PROGRAM
 from nfstrace.parsers.xdr import Xdr
+from nfstrace.protocol.nfs3 import (
+    COMMIT,
+    DIROP_PROCS,
+    FATTR3_BYTES,
+    FHSIZE3,
+    LINK,
+    LOOKUP,
+    NEW_OBJECT_PROCS,
+    NFS3_OK,
+    NULL,
+    PROC_NAMES,
+    READ,
+    VERIFIER_BYTES,
+    WCC_ATTR_BYTES,
+    WRITE,
+)
+from nfstrace.protocol.procedures import procedure_name
+from nfstrace.protocol.rpc import NFS_PROGRAM
 
-PROC_NAMES = PROCEDURES[(NFS_PROGRAM, 3)]
-
-# procedure numbers
-NULL = 0
-READ = 6
-WRITE = 7
-RENAME = 14
-LINK = 15
-COMMIT = 21
-# procedures whose arguments start with diropargs3 (dir handle, then a name)
-DIROP_PROCS = frozenset((3, 8, 9, 10, 11, 12, 13, 14))
-LOOKUP = 3
-# Procedures whose reply hands back the file handle of a (new) object: LOOKUP's
-# nfs_fh3, and the post_op_fh3 of CREATE, MKDIR, SYMLINK, MKNOD.  A reply's
-# ``fh`` column holds it: with the call's name it names the file.
-NEW_OBJECT_PROCS = frozenset((8, 9, 10, 11))
-
-# stable_how
-UNSTABLE = 0
-DATA_SYNC = 1
-FILE_SYNC = 2
-STABLE_NAMES = {UNSTABLE: "UNSTABLE", DATA_SYNC: "DATA_SYNC", FILE_SYNC: "FILE_SYNC"}
-
-# nfsstat3
-NFS3_OK = 0
-NFS3ERR_JUKEBOX = 10008
-STATUS_NAMES = {
-    0: "NFS3_OK",
-    1: "NFS3ERR_PERM",
-    2: "NFS3ERR_NOENT",
-    5: "NFS3ERR_IO",
-    6: "NFS3ERR_NXIO",
-    13: "NFS3ERR_ACCES",
-    17: "NFS3ERR_EXIST",
-    18: "NFS3ERR_XDEV",
-    19: "NFS3ERR_NODEV",
-    20: "NFS3ERR_NOTDIR",
-    21: "NFS3ERR_ISDIR",
-    22: "NFS3ERR_INVAL",
-    27: "NFS3ERR_FBIG",
-    28: "NFS3ERR_NOSPC",
-    30: "NFS3ERR_ROFS",
-    31: "NFS3ERR_MLINK",
-    63: "NFS3ERR_NAMETOOLONG",
-    66: "NFS3ERR_NOTEMPTY",
-    69: "NFS3ERR_DQUOT",
-    70: "NFS3ERR_STALE",
-    71: "NFS3ERR_REMOTE",
-    10001: "NFS3ERR_BADHANDLE",
-    10002: "NFS3ERR_NOT_SYNC",
-    10003: "NFS3ERR_BAD_COOKIE",
-    10004: "NFS3ERR_NOTSUPP",
-    10005: "NFS3ERR_TOOSMALL",
-    10006: "NFS3ERR_SERVERFAULT",
-    10007: "NFS3ERR_BADTYPE",
-    10008: "NFS3ERR_JUKEBOX",
-}
-
-FHSIZE3 = 64
-FATTR3_BYTES = 84
-WCC_ATTR_BYTES = 24
-VERIFIER_BYTES = 8
-MAX_NAME = 1024
+MAX_NAME = 1024  # a longer name is taken for damage
 
 
 def proc_name(proc: int) -> str:

@@ -17,7 +17,7 @@ records decoded fields in the dict ``st`` and returns True when it cannot step
 over it.
 
 The protocol's numbers (operation codes and names, status codes, item sizes,
-union discriminants) are in nfs4_protocol.py; this module holds the steps and
+union discriminants) are in protocol/nfs4.py; this module holds the steps and
 the walks over a COMPOUND.  Its length is one step per operation's arguments
 and results (about 60 operations of v4.0-4.2): the specification the Rust port
 (native/src/nfs4.rs) mirrors line by line, kept in one file for that.
@@ -34,7 +34,8 @@ from nfstrace.nfs_fields import (
     fields,
     offset64,
 )
-from nfstrace.parsers.nfs4_protocol import (
+from nfstrace.parsers.xdr import Xdr
+from nfstrace.protocol.nfs4 import (
     CB_COMPOUND,
     CB_NULL,
     CB_OPERATIONS,
@@ -181,8 +182,7 @@ from nfstrace.parsers.nfs4_protocol import (
     WND4_RESOURCE,
     WORD,
 )
-from nfstrace.parsers.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
-from nfstrace.parsers.xdr import Xdr
+from nfstrace.protocol.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 
 Step = Callable[[Xdr, dict], object]
 

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import struct
 
-PORTMAP_PROGRAM = 100000
-PMAPPROC_GETPORT = 3
-PMAPPROC_DUMP = 4
-RPCBPROC_GETADDR = 3
-RPCBPROC_DUMP = 4
-RPCBPROC_GETVERSADDR = 9
-IPPROTO_UDP = 17
-UDP_NETIDS = (b"udp", b"udp6")
+from nfstrace.protocol.portmap import (
+    IPPROTO_UDP,
+    PMAPPROC_DUMP,
+    PMAPPROC_GETPORT,
+    RPCBPROC_DUMP,
+    RPCBPROC_GETADDR,
+    RPCBPROC_GETVERSADDR,
+    UDP_NETIDS,
+)
+
 MAX_NETID = 255  # longer strings are not netids: the message is damaged
 MAX_UADDR = 255
 

@@ -42,11 +42,13 @@ import pandas as pd
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
-from nfstrace.parsers import nfs3, nfs4, nfs4_protocol, rpc
+from nfstrace.parsers import nfs4
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
-from nfstrace.parsers.procnames import procedure_name
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import ROW_COLUMNS, events_frame, messages_frame
+from nfstrace.protocol import nfs3, rpc
+from nfstrace.protocol import nfs4 as nfs4_protocol
+from nfstrace.protocol.procedures import procedure_name
 
 
 class TsharkMissingError(UsageError):
@@ -68,13 +70,12 @@ NOT_FROM_TSHARK = {
 # ... and the transaction columns made from those alone.
 TRANSACTIONS_NOT_FROM_TSHARK = {"t_call_acked_ns": "missing (from acked_ns)"}
 
-WELL_KNOWN_RPC_PORTS = (2049, 111)
 TSHARK_OPTIONS = (
     "-n",
     "-2",
     *(
         a
-        for p in WELL_KNOWN_RPC_PORTS
+        for p in sorted(rpc.RPC_WELL_KNOWN_PORTS)
         for a in ("-d", f"tcp.port=={p},rpc", "-d", f"udp.port=={p},rpc")
     ),
     "--enable-heuristic",

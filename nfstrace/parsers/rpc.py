@@ -1,5 +1,6 @@
-"""ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
-constants (§11).  Knows no NFS: procedure decoding plugs in by (prog, vers).
+"""ONC RPC version 2 message header (RFC 5531 §9-§10): is it one, and decode
+it (the protocol's numbers: ``nfstrace.protocol.rpc``).  Knows no NFS:
+procedure decoding plugs in by (prog, vers).
 
 A decoded header is an ``RpcHeader`` (a NamedTuple: the messages-table
 columns this module owns, in ``HEADER_FIELDS`` order).
@@ -10,71 +11,28 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-# Record marking (RFC 5531 §11): 4-byte mark, high bit = last fragment
-LAST_FRAG = 0x80000000
-FRAG_LEN_MASK = 0x7FFFFFFF
-
-# msg_type
-CALL = 0
-REPLY = 1
-RPC_VERSION = 2
-# reply_stat
-MSG_ACCEPTED = 0
-MSG_DENIED = 1
-# accept_stat
-ACCEPT_STAT_NAMES = {
-    0: "SUCCESS",
-    1: "PROG_UNAVAIL",
-    2: "PROG_MISMATCH",
-    3: "PROC_UNAVAIL",
-    4: "GARBAGE_ARGS",
-    5: "SYSTEM_ERR",
-}
-PROG_MISMATCH = 2
-# reject_stat
-RPC_MISMATCH = 0
-AUTH_ERROR = 1
-
-# auth_flavor
-AUTH_NONE = 0
-AUTH_SYS = 1
-AUTH_SHORT = 2
-AUTH_DH = 3
-RPCSEC_GSS = 6
-AUTH_TLS = 7
-AUTH_NAMES = {
-    AUTH_NONE: "none",
-    AUTH_SYS: "sys",
-    AUTH_SHORT: "short",
-    AUTH_DH: "dh",
-    RPCSEC_GSS: "gss",
-    AUTH_TLS: "tls",
-}
-# RPCSEC_GSS (RFC 2203): rpc_gss_service_t
-GSS_SERVICE_NAMES = {1: "none", 2: "integrity", 3: "privacy"}
-GSS_DATA = 0
-
-# Programs named in reports; any other program is still matched and timed.
-PROGRAMS = {
-    100000: "portmap",
-    100003: "nfs",
-    100005: "mount",
-    100021: "nlm",
-    100024: "status",
-    100227: "nfsacl",
-    100011: "rquota",
-    100001: "rstat",
-    100002: "rusers",
-    100004: "ypserv",
-    100007: "ypbind",
-}
-NFS_PROGRAM = 100003
-# NFSv4 callback programs are chosen by the client in this range (RFC 7530 §16.33)
-CALLBACK_RANGE = (0x40000000, 0x5FFFFFFF)
-
-MAX_AUTH_BYTES = 400  # RFC 5531 §8.2: opaque_auth body is at most 400 bytes
-MIN_CALL_LEN = 40  # xid, type, rpcvers, prog, vers, proc, cred (8), verf (8)
-MIN_REPLY_LEN = 12  # xid, type, reply_stat (a denied reply's shortest prefix)
+from nfstrace.protocol.rpc import (
+    ACCEPT_STAT_NAMES,
+    AUTH_ERROR,
+    AUTH_NAMES,
+    AUTH_NONE,
+    AUTH_SYS,
+    AUTH_SYS_MAX_GIDS,
+    AUTH_TLS,
+    CALL,
+    CALLBACK_RANGE,
+    GSS_SERVICE_NAMES,
+    MAX_AUTH_BYTES,
+    MIN_CALL_LEN,
+    MSG_ACCEPTED,
+    MSG_DENIED,
+    PROG_MISMATCH,
+    PROGRAMS,
+    REPLY,
+    RPC_MISMATCH,
+    RPC_VERSION,
+    RPCSEC_GSS,
+)
 
 
 class RpcHeader(NamedTuple):
@@ -124,11 +82,9 @@ def plausible_call(buf: bytes | memoryview, pos: int, known_only: bool = True) -
 
 
 # strict_call: the program numbers it accepts (assigned ones start at 100000,
-# the portmapper; 0x60000000 and above are reserved), the highest version and
-# the most supplementary AUTH_SYS groups (RFC 5531 appendix A: gids<16>).
+# the portmapper; 0x60000000 and above are reserved) and the highest version.
 STRICT_MIN_PROG, STRICT_MAX_PROG = 100000, 0x5FFFFFFF
 STRICT_MAX_VERS = 255
-AUTH_SYS_MAX_GIDS = 16
 
 
 def strict_call(buf: bytes | memoryview, wire_len: int) -> bool:

@@ -33,8 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import rpc
 from nfstrace.parsers.capture import Bytes
+from nfstrace.parsers.rpc import plausible_call, plausible_reply
+from nfstrace.protocol import rpc
 
 # record-marking states
 MARK, FRAG, RESYNC, IGNORE = 0, 1, 2, 3
@@ -606,9 +607,9 @@ class TcpReassembler:
             if flen < rpc.MIN_REPLY_LEN or flen > self.limits.max_record_bytes:
                 continue
             if buf[q + 11] == rpc.CALL:
-                if rpc.plausible_call(buf, q + 4, known_only=not (q == 0 and not hs.synced)):
+                if plausible_call(buf, q + 4, known_only=not (q == 0 and not hs.synced)):
                     return pos + q
-            elif rpc.plausible_reply(buf, q + 4):
+            elif plausible_reply(buf, q + 4):
                 xid = int.from_bytes(buf[q + 4 : q + 8], "big")
                 if self.is_pending_call(hs, xid) or (q == 0 and value & rpc.LAST_FRAG):
                     return pos + q

@@ -51,7 +51,7 @@ from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text
 from nfstrace.analysis.writes import FILE_COLUMNS
-from nfstrace.parsers.link import LINKTYPE_NAMES
+from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import count, file_names

@@ -18,7 +18,7 @@ from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent
 from nfstrace.analysis.overview import Throughput, throughput_text
 from nfstrace.comparison import Comparison, speed_words
-from nfstrace.parsers.link import LINKTYPE_NAMES
+from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.reports.style import titled_table
 from nfstrace.text import count, file_names, printable

@@ -1,14 +1,22 @@
-"""NFSv4 protocol numbers (RFC 7530/7531, RFC 8881/5662, RFC 7862/7863, RFC
-8276): the procedures, operation codes and their names (OPERATIONS,
-CB_OPERATIONS), status codes (STATUS_NAMES), the fixed sizes of XDR items and
-the union discriminants the decoder's steps (nfs4.py) switch on.  Constants
-only: nothing here decodes."""
+"""NFSv4 protocol numbers: the procedures and their names, operation codes
+and their names (OPERATIONS, CB_OPERATIONS), status codes (STATUS_NAMES), the
+fixed sizes of XDR items and the union discriminants the decoder's steps
+(parsers/nfs4.py) switch on.  Constants only: nothing here decodes.
+
+Sources: NFSv4.0, RFC 7530 (§15 procedures, §16 operations, §18 callback
+operations, §13 errors) with its XDR in RFC 7531; NFSv4.1, RFC 8881 (§18
+operations, §20 callback operations, §15.1 nfsstat4) with RFC 5662; NFSv4.2,
+RFC 7862 (§15 operations, §16 callback operations, §11.1 errors) with RFC
+7863; extended attributes, RFC 8276 (§8).
+"""
 
 # Procedures: NFS4_PROGRAM version 4, and the callback program version 1
 NFSPROC4_NULL = 0
 NFSPROC4_COMPOUND = 1
 CB_NULL = 0
 CB_COMPOUND = 1
+PROC_NAMES = ["NULL", "COMPOUND"]
+CB_PROC_NAMES = ["CB_NULL", "CB_COMPOUND"]
 
 # nfs_opnum4
 OP_ACCESS = 3
