@@ -62,7 +62,9 @@ def test_analysis_without_report_imports_no_plotly() -> None:
 # package's own facade (load(), the version), above everything it re-exports.
 STAGES = {
     **dict.fromkeys(
-        ("config", "errors", "units", "schema", "text", "version", "nfs_fields", "protocol"), 0
+        ("config", "errors", "units", "schema", "text", "version", "nfs_fields", "protocol")
+        + ("memory",),
+        0,
     ),
     "parsers": 1,
     "_native": 1,  # the Rust parser's extension, which parsers/native.py wraps
