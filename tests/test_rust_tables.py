@@ -1,17 +1,19 @@
-"""One specification for two parsers: native/src/tables.rs is generated from
-the Python parser's definitions (native/generate_tables.py) and must match
-them; the built extension must know every event kind and anomaly Python does."""
+"""One specification for two parsers: native/src/tables.rs and nfs4_steps.rs
+are generated from the Python parser's definitions (native/generate_tables.py)
+and must match them; the built extension must know every event kind and
+anomaly Python does."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import native, stats
+from nfstrace.parsers import native, nfs4, nfs4_protocol, stats
 from nfstrace.schema import EVENT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,3 +61,42 @@ def test_tables_rs_covers_event_kinds_and_anomalies():
 def test_every_parse_limit_is_handed_to_rust():
     names = {f.name for f in dataclasses.fields(ParseLimits)}
     assert names <= set(native._settings(ParseLimits()))
+
+
+STEPS = ROOT / "native" / "src" / "nfs4_steps.rs"
+NFS4_RS = ROOT / "native" / "src" / "nfs4.rs"
+
+
+def test_nfs4_steps_rs_is_generated_from_the_python_tables():
+    assert STEPS.read_text() == _generator().generate_steps(), (
+        "native/src/nfs4_steps.rs differs from nfs4.py's tables: run "
+        "`python native/generate_tables.py` from the repository root, rebuild the "
+        "native parser and commit the result."
+    )
+
+
+def _arms(text: str, fn: str) -> list[str]:
+    """The patterns of the match arms of the generated function fn."""
+    body = text.split(f"pub(super) fn {fn}<'a>(", 1)[1].split("\n}\n", 1)[0]
+    return re.findall(r"^ {8}(\S.*?) =>", body, re.M)
+
+
+def test_every_python_step_is_a_generated_arm():
+    """One arm per key of nfs4.ARGS / RESULTS / ERROR_RESULTS, no other (but the
+    default), so the Rust dispatch is exactly the Python tables'."""
+    text = STEPS.read_text()
+    op = {code: f"OP_{name}" for code, name in nfs4_protocol.OPERATIONS.items()}
+    assert _arms(text, "args_step") == [op[k] for k in nfs4.ARGS] + ["_"]
+    assert _arms(text, "results_step") == [op[k] for k in nfs4.RESULTS] + ["_"]
+    errors = [f"({op[o]}, {nfs4_protocol.STATUS_NAMES[s]})" for o, s in nfs4.ERROR_RESULTS]
+    assert _arms(text, "error_results_step") == errors + ["_"]
+    any_status = " | ".join(op[k] for k in sorted(nfs4.ANY_STATUS_RESULTS))
+    assert f"matches!(op, {any_status})" in text
+
+
+def test_a_named_step_without_a_rust_primitive_stops_the_generation():
+    gen = _generator()
+    primitives = gen.rust_primitives(NFS4_RS.read_text())
+    assert {"fattr", "open_args", "open_delegation"} <= primitives
+    with pytest.raises(gen.MissingPrimitive, match="_open_delegation"):
+        gen.generate_steps(primitives - {"open_delegation"})

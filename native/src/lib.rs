@@ -4,10 +4,10 @@
 //! and the modules it drives), which stays the readable reference: the two
 //! must give identical tables (tests/test_native.py).  Each module mirrors the
 //! Python module of its name (capture.rs: capture.py with pcap.py, pcapng.py
-//! and resync.py; nfs4.rs: nfs4.py's steps and COMPOUND walks; python.rs: the
-//! other side of native.py).  Python builds the
-//! DataFrames, names procedures and decodes the rare messages this crate
-//! hands back undecoded (`decoders::Kind::Defer`).
+//! and resync.py; nfs4.rs: nfs4.py's named steps and COMPOUND walks, its step
+//! programs generated into nfs4_steps.rs; python.rs: the other side of
+//! native.py).  Python builds the DataFrames, names procedures and decodes the
+//! rare messages this crate hands back undecoded (`decoders::Kind::Defer`).
 
 pub mod capture;
 pub mod collector;

@@ -282,7 +282,7 @@ pub const OP_SETXATTR: u32 = 73;
 pub const OP_LISTXATTRS: u32 = 74;
 pub const OP_REMOVEXATTR: u32 = 75;
 pub const OP_ILLEGAL: u32 = 10044;
-/// nfs4.ARGS keys: operations whose arguments (and results) can be stepped over
+/// nfs4.RESULTS keys: operations whose results can be stepped over
 pub const fn has_step(op: u32) -> bool {
     matches!(op, 3..=75 | 10044)
 }

@@ -14,13 +14,18 @@ the last one).
 
 A step is ``step(x, st) -> bool``: it advances the cursor over one item,
 records decoded fields in the dict ``st`` and returns True when it cannot step
-over it.
+over it.  A step is either named (a hand-written function) or built by a
+combinator (_seq, _array, _array_of, _optional), which records how it built it
+(``shape``): native/generate_tables.py writes the Rust parser's step programs
+(native/src/nfs4_steps.rs) from these tables through it, calling a Rust
+primitive of the same name (native/src/nfs4.rs) for each named step.
 
 The protocol's numbers (operation codes and names, status codes, item sizes,
 union discriminants) are in protocol/nfs4.py; this module holds the steps and
 the walks over a COMPOUND.  Its length is one step per operation's arguments
 and results (about 60 operations of v4.0-4.2): the specification the Rust port
-(native/src/nfs4.rs) mirrors line by line, kept in one file for that.
+follows (its step programs generated from the tables, its named steps mirrored
+line by line in native/src/nfs4.rs), kept in one file for that.
 """
 
 from __future__ import annotations
@@ -185,6 +190,23 @@ from nfstrace.protocol.nfs4 import (
 from nfstrace.protocol.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 
 Step = Callable[[Xdr, dict], object]
+# How a combinator built a step: ("seq", items: tuple[int | Step, ...]),
+# ("array", item size), ("array_of", item step) or ("optional", item size)
+Shape = tuple[str, object]
+_SHAPES: dict[Step, Shape] = {}
+
+
+def shape(step: Step) -> Shape | None:
+    """How a combinator built step; None for a named (hand-written) step.  Kept
+    beside the step, not on it, so that the steps stay plain closures (as fast
+    to call as before) and the Rust step programs can be generated from them."""
+    return _SHAPES.get(step)
+
+
+def _shaped(step: Step, how: Shape) -> Step:
+    _SHAPES[step] = how
+    return step
+
 
 # --- items shared by several operations (step signature; truthy = cannot step over) ---
 
@@ -201,10 +223,10 @@ def _seq(*parts: int | Step) -> Step:
             items[-1] += p
         else:
             items.append(p)
+    frozen = tuple(items)
     if len(items) == 1 and isinstance(items[0], int):
         n = items[0]
-        return lambda x, st: x.skip(n)
-    frozen = tuple(items)
+        return _shaped(lambda x, st: x.skip(n), ("seq", frozen))
 
     def step(x: Xdr, st: dict) -> bool:
         for p in frozen:
@@ -214,12 +236,12 @@ def _seq(*parts: int | Step) -> Step:
                 return True
         return False
 
-    return step
+    return _shaped(step, ("seq", frozen))
 
 
 def _array(size: int) -> Step:
     """Step over a counted array of fixed-size items."""
-    return lambda x, st: x.skip(x.u32() * size)
+    return _shaped(lambda x, st: x.skip(x.u32() * size), ("array", size))
 
 
 def _array_of(item: Step) -> Step:
@@ -233,7 +255,7 @@ def _array_of(item: Step) -> Step:
                 return True
         return False
 
-    return step
+    return _shaped(step, ("array_of", item))
 
 
 def _optional(size: int) -> Step:
@@ -243,7 +265,7 @@ def _optional(size: int) -> Step:
         if x.boolean():
             x.skip(size)
 
-    return step
+    return _shaped(step, ("optional", size))
 
 
 def _opaque(x: Xdr, st: dict) -> None:
