@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import native, nfs4, nfs4_protocol, stats
+from nfstrace.parsers import native, nfs4, stats
+from nfstrace.protocol import nfs4 as nfs4_protocol
 from nfstrace.schema import EVENT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
