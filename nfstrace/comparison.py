@@ -23,6 +23,7 @@ import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.overview import Throughput
+from nfstrace.jsonable import json_field
 from nfstrace.trace import Trace
 
 PAIR_COLUMNS: dict[str, str] = {
@@ -59,36 +60,25 @@ NOTABLE_SHARE = 0.05
 MAX_OPERATIONS = 3  # operations whose change is said in words: the busiest
 
 
+def side_summary(t: Trace) -> dict[str, Any]:
+    """What the JSON gives of one side: its captures, verdict and write rate."""
+    return {"paths": list(t.paths), "verdict": t.diagnosis.verdict, "write_mbit_s": write_rate(t)}
+
+
 @dataclass(frozen=True)
 class Comparison:
-    before: Trace
-    after: Trace
+    before: Trace = field(metadata=json_field(convert=side_summary))
+    after: Trace = field(metadata=json_field(convert=side_summary))
+    changes: list[str]
     pairs: pd.DataFrame
     operations: pd.DataFrame
-    changes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        def side(t: Trace) -> dict[str, Any]:
-            v = t.diagnosis.verdict
-            return {
-                "paths": list(t.paths),
-                "verdict": v.as_dict() if v is not None else None,
-                "write_mbit_s": write_rate(t),
-            }
-
-        return {
-            "before": side(self.before),
-            "after": side(self.after),
-            "changes": self.changes,
-            "pairs": self.pairs.to_dict(orient="records"),
-            "operations": self.operations.to_dict(orient="records"),
-        }
 
 
 def compare(before: Trace, after: Trace) -> Comparison:
     pairs = _pairs(before, after)
     operations = _operations(before, after)
-    return Comparison(before, after, pairs, operations, _changes(before, after, pairs, operations))
+    changes = _changes(before, after, pairs, operations)
+    return Comparison(before, after, changes=changes, pairs=pairs, operations=operations)
 
 
 def _pair_rows(t: Trace) -> pd.DataFrame:

@@ -2,14 +2,22 @@
 
 Every sample capture through every backend gives the same transactions table
 as the fast parser (same rows, keys, times to the ns, decoded fields), except
-for the differences asserted here, each with its reason.  dpkt shares our
-reassembly code, so it must give the very same messages table everywhere;
-pyshark is Wireshark's own view.  tshark is required: the pyshark tests fail,
-not skip, without it (apt-get install tshark).
+for the differences asserted here, each with its reason.
+
+dpkt is an independent decoding of the link, IP, TCP and UDP headers only:
+the capture files are read by the main parser's reader (``capture.read_many``)
+and everything above those headers (IP and TCP reassembly, RPC and NFS) is
+the main parser's ``Dissector``.  So the dpkt comparison checks those layers:
+the same messages and transport events everywhere, the same IP and TCP/UDP
+counts; and that the reading really is shared (ParseLimits.max_frame_bytes,
+damaged files), not a second reader that could disagree.  pyshark is
+Wireshark's own view of every layer.  tshark is required: the pyshark tests
+fail, not skip, without it (apt-get install tshark).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 from functools import cache
 from pathlib import Path
@@ -18,6 +26,7 @@ import pandas as pd
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES
 
+from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
 from nfstrace.match import match
 from nfstrace.parsers import backends, pyshark_backend
@@ -25,9 +34,11 @@ from nfstrace.parsers import backends, pyshark_backend
 try:
     from crafted import make_backends as mb
     from crafted import make_crafted as mc
+    from crafted import make_damaged as md
 except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_backends as mb
     from tests.crafted import make_crafted as mc
+    from tests.crafted import make_damaged as md
 
 KEY = ["client", "server", "xid", "op"]
 
@@ -119,14 +130,16 @@ def test_missing_tshark_names_the_package(monkeypatch: pytest.MonkeyPatch) -> No
     assert issubclass(pyshark_backend.TsharkMissingError, UsageError)  # CLI exit status 2
 
 
-# ---- dpkt: the same messages everywhere -----------------------------------------------
+# ---- dpkt: the link, IP, TCP and UDP headers decoded by dpkt ------------------------------
 
 
 @pytest.mark.parametrize("capture", FULL_CAPTURES + S256_CAPTURES, ids=lambda p: p.name)
-def test_dpkt_same_messages_on_samples(capture: Path) -> None:
+def test_dpkt_link_and_ip_layers_same_on_samples(capture: Path) -> None:
+    """dpkt's link/IP/TCP/UDP decoding feeds the shared transport layer the same
+    datagrams and segments as ours: the same messages, events and counts."""
     ours, theirs = parsed("fast", capture), parsed("dpkt", capture)
     pd.testing.assert_frame_equal(theirs[0], ours[0])
-    assert theirs[2].frames == ours[2].frames and theirs[2].tcp == ours[2].tcp
+    assert theirs[2].tcp == ours[2].tcp
     assert_same_transport(ours, theirs)
 
 
@@ -161,19 +174,20 @@ CRAFTED_SETS = [
 
 
 @pytest.mark.parametrize("names", CRAFTED_SETS, ids="+".join)
-def test_dpkt_same_on_crafted(crafted: dict[str, Path], names: tuple[str, ...]) -> None:
+def test_dpkt_link_and_ip_layers_same_on_crafted(
+    crafted: dict[str, Path], names: tuple[str, ...]
+) -> None:
+    """Every link type (LINK_CASES: Ethernet, VLAN/QinQ tags, Linux cooked v1/v2,
+    loopback, raw IP; a second pcapng interface of another type), IPv4 and
+    IPv6 fragments and extension headers, TCP pathologies: dpkt's headers give
+    the same messages, events, IP counts and TCP/UDP facts as ours."""
     paths = [crafted[n] for n in names]
     ours, theirs = parsed("fast", *paths), parsed("dpkt", *paths)
     pd.testing.assert_frame_equal(theirs[0], ours[0])
     a, b = ours[2], theirs[2]
-    counters = ("frames", "ip_fragments", "ip_datagrams_reassembled", "ip_datagrams_incomplete")
-    counters += ("ipv4_packets", "ipv6_packets", "non_ip_frames", "duplicate_frames", "tcp")
+    counters = ("ip_fragments", "ip_datagrams_reassembled", "ip_datagrams_incomplete")
+    counters += ("ipv4_packets", "ipv6_packets", "non_ip_frames", "tcp")
     assert {c: getattr(b, c) for c in counters} == {c: getattr(a, c) for c in counters}
-    facts = ("format", "compression", "linktypes", "snaplen", "frames", "truncated_frames")
-    assert [[getattr(f, x) for x in facts] for f in b.files] == [
-        [getattr(f, x) for x in facts] for f in a.files
-    ]
-    assert b.interface_drops == a.interface_drops
     pd.testing.assert_frame_equal(theirs[1], ours[1])
     assert b.directions == a.directions
     assert (b.tcp_connections, b.tcp_window_scale_unknown) == (
@@ -182,14 +196,71 @@ def test_dpkt_same_on_crafted(crafted: dict[str, Path], names: tuple[str, ...]) 
     )
 
 
-def test_dpkt_reads_what_dpkt_readers_cannot(crafted: dict[str, Path]) -> None:
-    """Why dpkt's own Readers are not used: nanosecond times, wire lengths and
-    a second pcapng interface with another link type all survive."""
-    m = parsed("dpkt", crafted["pcap_nano"])[0]
-    assert (m.ts_first_ns % 1000 != 0).all()
-    stats = parsed("dpkt", crafted["pcapng"])[2]
-    assert stats.files[0].linktypes == {1, 101} and stats.interface_drops == 7
-    assert parsed("dpkt", crafted["snaplen"])[2].truncated_frames == 23
+# ---- dpkt: the frames are the main parser's ------------------------------------------------
+
+
+def assert_same_reading(ours: tuple, theirs: tuple) -> None:
+    """The same frames read, so the same messages and every fact of each file
+    (format, frames, damage and its warnings, ...)."""
+    pd.testing.assert_frame_equal(theirs[0], ours[0])
+    assert theirs[2].frames == ours[2].frames
+    assert theirs[2].files == ours[2].files
+
+
+def test_dpkt_honours_max_frame_bytes() -> None:
+    """ParseLimits.max_frame_bytes below the capture's 1,514-byte frames: those
+    records are damage to step over, for dpkt as for the main parser."""
+    path = [str(FULL_CAPTURES[0])]
+    limits = ParseLimits(max_frame_bytes=1000)
+    whole = backends.PARSERS["dpkt"](path, None, None)
+    ours = backends.PARSERS["fast"](path, limits, None)
+    theirs = backends.PARSERS["dpkt"](path, limits, None)
+    assert_same_reading(ours, theirs)
+    assert 0 < theirs[2].frames < whole[2].frames
+    assert theirs[2].files[0].damage["bad_record"].count > 0
+
+
+def _damaged(kind: str) -> tuple[str, bytes]:
+    """A capture of tests/crafted/make_damaged.py's exchange, damaged one way
+    the reader reads past (tests/test_robustness.py: what each must keep)."""
+    if kind == "pcap_impossible_caplen":  # call 4's record claims 2 GiB
+        blob = md.pcap_bytes(md.exchange())
+        at = md.record_offsets(blob)[md.call_frame(4) - 1]
+        return "bad.pcap", md.set_u32(blob, at + 8, 0x7FFFFFFF)
+    if kind == "pcapng_impossible_block":  # call 4's block has an impossible length
+        blob = md.pcapng_bytes(md.exchange())
+        at = md.block_offsets(blob)[md.call_frame(4) + 1]
+        return "bad.pcapng", md.set_u32(blob, at + 4, 0x00FFFF01)
+    if kind == "gzip_cut":  # the compressed stream ends two thirds in
+        blob = gzip.compress(md.pcap_bytes(md.exchange()))
+        return "cut.pcap.gz", blob[: 2 * len(blob) // 3]
+    assert kind == "concatenated"  # cat a.pcap b.pcap, b big-endian and later
+    later = md.exchange(xid0=0x7000, cport=43000)
+    later.frames = [(t + 10**9, d, w) for t, d, w in later.frames]
+    return "cat.pcap", md.pcap_bytes(md.exchange()) + md.pcap_bytes(later, endianness=">")
+
+
+FRAMES = 3 + 2 * md.N  # of the healthy exchange
+# Frames read from each damaged capture: all but the damaged one, both files,
+# those before the cut (whatever gzip's blocks leave: None)
+DAMAGED_FRAMES = {
+    "pcap_impossible_caplen": FRAMES - 1,
+    "pcapng_impossible_block": FRAMES - 1,
+    "gzip_cut": None,
+    "concatenated": 2 * FRAMES,
+}
+
+
+@pytest.mark.parametrize("kind", list(DAMAGED_FRAMES))
+def test_dpkt_reads_damaged_files_as_the_main_parser(tmp_path: Path, kind: str) -> None:
+    name, blob = _damaged(kind)
+    path = tmp_path / name
+    path.write_bytes(blob)
+    ours, theirs = parsed("fast", path), parsed("dpkt", path)
+    assert_same_reading(ours, theirs)
+    info = theirs[2].files[0]
+    assert info.damage and info.warnings  # damaged, and said so
+    assert theirs[2].frames == (DAMAGED_FRAMES[kind] or info.frames) and info.frames > 0
 
 
 # ---- the crafted edge cases the issue lists, not in test_crafted.py ----------------------

@@ -13,6 +13,7 @@ from conftest import SAMPLES
 
 import nfstrace
 from nfstrace.analysis.fragments import DIRECTION_COLUMNS, _by_rpc, analyze_fragments
+from nfstrace.jsonable import jsonable
 
 MTU1000 = SAMPLES / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap"
 MTU1000_SERVER = SAMPLES / "v3-udp-py-w32k-mtu1000-d2-l0.5.server-side.pcap"
@@ -43,7 +44,7 @@ def test_fragment_count_equals_tshark(capture: Path) -> None:
     assert writes.fragmented == writes.messages >= gt["client"]["expected_write_rpcs"]
     # the calls of datagrams that lost a later fragment are kept, in fewer fragments
     partial = int((r.incomplete.xid >= 0).sum()) if len(r.incomplete) else 0
-    assert r.as_dict()["distribution"][34]["calls"] == writes.fragmented - partial
+    assert jsonable(r)["distribution"][34]["calls"] == writes.fragmented - partial
 
 
 def test_incomplete_datagrams_are_the_dropped_ones() -> None:

@@ -24,6 +24,7 @@ from nfstrace.analysis.model import (
 )
 from nfstrace.analysis.model_inputs import ModelOverrides, overrides_from_options, parse_what_if
 from nfstrace.analysis.quality import HANDSHAKE_KINDS, assess_capture
+from nfstrace.jsonable import jsonable
 from nfstrace.schema import TRANSACTION_DTYPES
 from nfstrace.units import parse_duration, parse_rate, parse_size
 
@@ -231,7 +232,7 @@ def test_three_transactions_cannot_estimate() -> None:
     assert math.isnan(r.t_cycle_s) and r.dominant == ""
     model_rows = ~r.predictions["scenario"].str.startswith("Little's law")
     assert r.predictions.loc[model_rows, "predicted_mbit_s"].isna().all()
-    d = json.loads(json.dumps(r.as_dict(), allow_nan=False))
+    d = json.loads(json.dumps(jsonable(r), allow_nan=False))
     assert [p["name"] for p in d["parameters"]] == list(PARAMETERS)
     for p in d["parameters"]:
         assert p["value_s"] is None and p["method"].startswith("cannot estimate")
@@ -474,7 +475,7 @@ def test_tcp_t_prop_follows_the_injected_delay(with_events: bool) -> None:
 @pytest.mark.parametrize("capture", [UDP["d2"], UDP["d10"], TCP_D2, TCP_D10], ids=lambda p: p.name)
 def test_lab_parameters_carry_method_and_samples(capture: Path) -> None:
     r = lab(capture)
-    d = json.loads(json.dumps(r.as_dict(), allow_nan=False))
+    d = json.loads(json.dumps(jsonable(r), allow_nan=False))
     for p in d["parameters"]:
         assert p["value_s"] is not None and p["value_s"] >= 0
         assert p["method"] and not p["method"].startswith("cannot")
@@ -634,7 +635,7 @@ def test_model_that_misses_the_measured_rate_gives_no_advice() -> None:
     link = nfstrace.load(CAUSES / "v3-tcp-nfsrs-w1m-rate50mbit-d0-l0.pcap").diagnosis
     assert link.model.fits and link.model.prediction_ratio == pytest.approx(1.0, abs=0.1)
     assert link.model.dominant == "T_ser" and "a faster link" in link.model.dominant_text
-    assert link.model.as_dict()["fits"] is True
+    assert jsonable(link.model)["fits"] is True
 
 
 def test_round_trip_remedy_priced_by_the_model_only_where_it_fits() -> None:

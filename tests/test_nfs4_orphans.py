@@ -14,6 +14,7 @@ import tshark_ref
 
 import nfstrace
 from nfstrace.analysis.writes import analyze_writes
+from nfstrace.jsonable import jsonable
 from nfstrace.parsers import frame_loop, native
 from nfstrace.protocol import nfs4 as nfs4_protocol
 
@@ -152,7 +153,7 @@ def test_bytes_counted_from_the_replies_and_said(captures: dict[str, Path]) -> N
     assert w.bytes_written == mo.WRITES * mo.COUNT
     assert (w.replies_without_call, w.bytes_without_call) == (11, 11 * mo.COUNT)
     assert w.committed_granted == {"UNSTABLE": 15, "FILE_SYNC": 1}
-    assert w.as_dict()["bytes_without_call"] == 11 * mo.COUNT
+    assert jsonable(w)["bytes_without_call"] == 11 * mo.COUNT
     said = "11 WRITE calls not captured: 2.8 MiB written counted from their replies"
     d = t.diagnosis
     assert said in [f.title for f in d.notes + d.findings]

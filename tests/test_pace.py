@@ -21,6 +21,7 @@ from nfstrace.analysis.pace import (
     time_weighted_mean,
     turnaround_gaps,
 )
+from nfstrace.jsonable import jsonable
 
 try:
     from crafted import make_writes as mw
@@ -151,7 +152,7 @@ def test_window_of_four_exact(crafted: dict[str, nfstrace.Trace]) -> None:
     assert pace.gap("reply_to_next_call", stat="p10_ns") == 50 * US
     kinds = [f.kind for f in pace.findings()]
     assert "sequential_writes" not in kinds and "write_concurrency" in kinds
-    json.dumps(pace.as_dict())
+    json.dumps(jsonable(pace), allow_nan=False)
 
 
 def test_sequential_client_finding(crafted: dict[str, nfstrace.Trace]) -> None:
@@ -179,7 +180,7 @@ def test_outstanding_writes_within_client_limit(capture: Path) -> None:
     assert 0 < pace.outstanding_writes_mean <= pace.outstanding_writes_max
     assert pace.levels["writes_share"].sum() == pytest.approx(1.0)
     assert pace.gap("call_to_reply", "write") > 0
-    json.dumps(pace.as_dict())
+    json.dumps(jsonable(pace), allow_nan=False)
 
 
 def test_udp_window_16_vs_default() -> None:

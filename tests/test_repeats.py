@@ -13,6 +13,7 @@ from conftest import SAMPLES, ground_truth
 
 import nfstrace
 from nfstrace.analysis.repeats import RETRANSMISSION_COLUMNS, analyze_repeats
+from nfstrace.jsonable import jsonable
 
 try:
     from crafted import make_frames as mf
@@ -55,7 +56,7 @@ def test_backoff_and_time_lost(frames) -> None:
     assert lost.time_lost_ns == r.time_lost_ns == int(r.retransmissions.time_lost_ns.sum())
     assert "370 ms, 379 ms, 1780 ms" in lost.title
     assert {"rpc_retransmission", "duplicate_reply"} <= kinds(r)
-    assert r.as_dict()["resends"] == 4
+    assert jsonable(r)["resends"] == 4
 
 
 def test_resent_on_a_new_connection(frames) -> None:

@@ -22,6 +22,7 @@ from nfstrace.analysis.stalls import (
     THRESHOLD_FLOOR_NS,
     find_stalls,
 )
+from nfstrace.jsonable import jsonable
 
 try:
     from crafted import make_writes as mw
@@ -79,7 +80,7 @@ def test_one_stall_of_its_cause(crafted: dict[str, nfstrace.Trace], name: str) -
     assert finding.kind == f"{cause}_stall" and finding.time_lost_ns == stall.duration_ns
     words = r"^1 [a-zA-Z -]*stall[^0-9]* cost [\d.]+ m?s of [\d.]+ m?s \(\d+%\)$"
     assert re.search(words, finding.title), finding.title
-    json.dumps(result.as_dict())
+    json.dumps(jsonable(result), allow_nan=False)
 
 
 def test_commit_stall_lasts_the_commit(crafted: dict[str, nfstrace.Trace]) -> None:
@@ -187,7 +188,7 @@ def test_lab_captures(capture: Path) -> None:
     if _loss_free(capture):
         assert "retransmission" not in set(result.stalls["cause"])
         assert not trace.transactions["n_calls"].gt(1).any()  # what makes the check honest
-    json.dumps(result.as_dict())
+    json.dumps(jsonable(result), allow_nan=False)
 
 
 def test_win16_lost_its_time_to_re_sends() -> None:

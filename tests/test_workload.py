@@ -18,6 +18,7 @@ from nfstrace.analysis.workload import (
     outstanding,
     outstanding_means,
 )
+from nfstrace.jsonable import jsonable
 
 
 def calls(ops: list[str], spacing_ns: int = 100 * US, latency_ns: int = 50 * US) -> list[dict]:
@@ -84,7 +85,7 @@ def test_windows_and_littles_law() -> None:
     wrong = analyze_workload(tx, outstanding_mean=2.5 * (1 + 2 * LITTLE_TOLERANCE))
     assert wrong.little_ok is False and wrong.outstanding_source == "given"
     assert [f.kind for f in wrong.findings()].count("littles_law_mismatch") == 1
-    json.dumps(wrong.as_dict(), allow_nan=False)
+    json.dumps(jsonable(wrong), allow_nan=False)
 
 
 def test_signature_finds_where_latency_turns_up() -> None:
@@ -118,7 +119,7 @@ def test_lab_capture_mix_matches_ground_truth() -> None:
     assert mix["WRITE"] == gt["client"]["expected_write_rpcs"]
     assert mix["other: COMMIT"] == gt["client"]["expected_commit_rpcs"]
     assert r.little_ok  # computed from the same calls: holds by construction
-    d = json.loads(json.dumps(r.as_dict(), allow_nan=False))
+    d = json.loads(json.dumps(jsonable(r), allow_nan=False))
     assert d["calls"] == int(mix.sum())
 
 

@@ -21,6 +21,7 @@ from nfstrace.analysis.writes import (
     analyze_writes,
     write_progress,
 )
+from nfstrace.jsonable import jsonable
 from nfstrace.parsers import native
 
 try:
@@ -89,7 +90,7 @@ def test_verifier_change_flags_the_uncommitted_bytes(crafted: dict[str, nfstrace
     assert result.stable_asked == {"UNSTABLE": 14, "FILE_SYNC": 1}
     assert result.committed_granted == {"UNSTABLE": 14, "FILE_SYNC": 1}
     assert result.unstable_bytes == 14 * mw.BLOCK
-    json.dumps(result.as_dict())
+    json.dumps(jsonable(result), allow_nan=False)
 
 
 def test_verifier_change_before_any_commit() -> None:
@@ -187,7 +188,7 @@ def test_lab_writes_against_ground_truth(capture: Path) -> None:
         assert result.committed_granted == client["committed_in_replies"]
     assert result.writes == client["expected_write_rpcs"]
     assert result.failed == 0
-    json.dumps(result.as_dict())
+    json.dumps(jsonable(result), allow_nan=False)
 
 
 def test_large_table_in_seconds() -> None:

@@ -90,6 +90,7 @@ import pandas as pd
 from nfstrace.analysis.grouping import group_indices, is_value
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
+from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 
 CAUSES = (
@@ -174,13 +175,30 @@ class Budget:
     """Per pair and for the whole capture (``PAIR_COLUMNS``), and the intervals
     (``INTERVAL_COLUMNS``), in pair then time order."""
 
-    pairs: pd.DataFrame
-    intervals: pd.DataFrame
-    options: BudgetOptions = field(default_factory=BudgetOptions)
+    pairs: pd.DataFrame = field(metadata=NOT_IN_JSON)
+    intervals: pd.DataFrame = field(metadata=NOT_IN_JSON)
+    # the JSON: the round trips, then per cause and per pair (pair_summaries)
+    options: BudgetOptions = field(
+        default_factory=BudgetOptions,
+        metadata=json_field(
+            omit=True,
+            then=(
+                ("rtt_ns", "options.rtt_ns"),
+                ("rtt_visible_ns", "options.rtt_visible_ns"),
+                "elapsed_s",
+                ("total", "cause_times"),
+                ("pairs", "pair_summaries"),
+            ),
+        ),
+    )
 
     @property
     def elapsed_ns(self) -> int:
         return int(self.pairs["elapsed_ns"].sum()) if len(self.pairs) else 0
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.elapsed_ns / 1e9
 
     def seconds(self) -> dict[str, int]:
         """Nanoseconds per cause over every pair (pair-time)."""
@@ -192,28 +210,24 @@ class Budget:
         total = self.elapsed_ns
         return {c: v / total for c, v in self.seconds().items()} if total else {}
 
-    def as_dict(self, max_intervals: int = 200) -> dict[str, Any]:
-        """JSON: per pair and total (cause, seconds, share), the longest intervals."""
+    @property
+    def cause_times(self) -> list[dict[str, Any]]:
+        """Over every pair: each cause that took time, its seconds and share."""
+        total = {f"{c}_ns": v for c, v in self.seconds().items()}
+        return _cause_times(total, self.elapsed_ns) if total else []
 
-        def causes(row: dict[str, Any], elapsed: int) -> list[dict[str, Any]]:
-            return [
-                {
-                    "cause": c,
-                    "seconds": row[f"{c}_ns"] / 1e9,
-                    "share": row[f"{c}_ns"] / elapsed if elapsed else 0.0,
-                }
-                for c in CAUSES
-                if row[f"{c}_ns"]
-            ]
-
-        pairs = []
+    @property
+    def pair_summaries(self) -> list[dict[str, Any]]:
+        """Per pair: its span, bytes and rate, each cause's time, and its
+        JSON_INTERVALS longest intervals (in time order) of all it has."""
+        out = []
         for p in self.pairs.to_dict("records"):
             mine = self.intervals[
                 (self.intervals["client"] == p["client"])
                 & (self.intervals["server"] == p["server"])
             ]
-            longest = mine.nlargest(max_intervals, "duration_ns").sort_values("start_ns")
-            pairs.append(
+            longest = mine.nlargest(JSON_INTERVALS, "duration_ns").sort_values("start_ns")
+            out.append(
                 {
                     "client": p["client"],
                     "server": p["server"],
@@ -222,7 +236,7 @@ class Budget:
                     "elapsed_s": p["elapsed_ns"] / 1e9,
                     "bytes": int(p["bytes"]),
                     "mbit_s": float(p["mbit_s"]),
-                    "causes": causes(p, int(p["elapsed_ns"])),
+                    "causes": _cause_times(p, int(p["elapsed_ns"])),
                     "intervals": len(mine),
                     "longest_intervals": [
                         {
@@ -237,16 +251,25 @@ class Budget:
                     ],
                 }
             )
-        total = {f"{c}_ns": v for c, v in self.seconds().items()}
-        return {
-            "rtt_ns": None if math.isnan(self.options.rtt_ns) else self.options.rtt_ns,
-            "rtt_visible_ns": None
-            if math.isnan(self.options.rtt_visible_ns)
-            else self.options.rtt_visible_ns,
-            "elapsed_s": self.elapsed_ns / 1e9,
-            "total": causes(total, self.elapsed_ns) if total else [],
-            "pairs": pairs,
+        return out
+
+
+# The intervals of a pair the JSON summary lists: its longest
+JSON_INTERVALS = 200
+
+
+def _cause_times(row: dict[str, Any], elapsed: int) -> list[dict[str, Any]]:
+    """Each cause that took time in ``row`` (``{cause}_ns`` keys): its seconds
+    and its share of ``elapsed`` (ns)."""
+    return [
+        {
+            "cause": c,
+            "seconds": row[f"{c}_ns"] / 1e9,
+            "share": row[f"{c}_ns"] / elapsed if elapsed else 0.0,
         }
+        for c in CAUSES
+        if row[f"{c}_ns"]
+    ]
 
 
 # ---- layers ------------------------------------------------------------------------

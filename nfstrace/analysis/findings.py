@@ -10,7 +10,7 @@ are shown first whatever their cost.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["info", "warning", "problem"]
@@ -40,9 +40,6 @@ class Finding:
     time_lost_ns: int = 0  # what it cost the transfer (ranking key); 0: not a time cost
     limits_conclusions: bool = False  # capture-quality: shown before everything else
     details: dict[str, Any] = field(default_factory=dict)  # JSON-able figures
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def evidence(self) -> str:
         """Where to look in Wireshark: "frames 12, 40, 77" (the frames of the

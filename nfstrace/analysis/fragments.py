@@ -17,13 +17,14 @@ per-direction facts (``ParseStats.directions``) and, when given, its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.grouping import group_codes, group_keys
+from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 DISTRIBUTION_COLUMNS: dict[str, str] = {
     "ip_frags": "IP fragments carrying a message (1: not fragmented; TCP: one per packet)",
@@ -75,12 +76,17 @@ ANSWERED, RESENT, UNANSWERED, CAPTURE_END, UNKNOWN = (
 LOST_FATES = (RESENT, UNANSWERED, UNKNOWN)
 
 
+def by_fragment_count(distribution: pd.DataFrame) -> dict[int, dict[str, int]]:
+    """The distribution (DISTRIBUTION_COLUMNS) as the JSON gives it: fragments
+    per message -> {"calls": n, "replies": n}."""
+    return {
+        int(r.ip_frags): {"calls": int(r.calls), "replies": int(r.replies)}
+        for r in distribution.itertuples()
+    }
+
+
 @dataclass(frozen=True)
 class FragmentsResult:
-    distribution: pd.DataFrame  # DISTRIBUTION_COLUMNS, UDP messages
-    by_rpc: pd.DataFrame  # BY_RPC_COLUMNS
-    directions: pd.DataFrame  # DIRECTION_COLUMNS
-    incomplete: pd.DataFrame  # INCOMPLETE_COLUMNS (empty unless events were given)
     fragments: int
     datagrams_reassembled: int
     datagrams_incomplete: int
@@ -90,10 +96,16 @@ class FragmentsResult:
     # incomplete datagrams by fate (INCOMPLETE_COLUMNS): lost in the network
     # (re-sent, unanswered, or no call header to tell), answered (fragments the
     # capture missed), cut by the capture's end
-    datagrams_lost: int = 0
-    datagrams_resent: int = 0
-    datagrams_not_captured: int = 0
-    datagrams_cut_by_end: int = 0
+    datagrams_lost: int
+    datagrams_resent: int
+    datagrams_not_captured: int
+    datagrams_cut_by_end: int
+    # DISTRIBUTION_COLUMNS, UDP messages
+    distribution: pd.DataFrame = field(metadata=json_field(convert=by_fragment_count))
+    by_rpc: pd.DataFrame = field(metadata=NOT_IN_JSON)  # BY_RPC_COLUMNS
+    directions: pd.DataFrame = field(metadata=NOT_IN_JSON)  # DIRECTION_COLUMNS
+    # INCOMPLETE_COLUMNS (empty unless events were given)
+    incomplete: pd.DataFrame = field(metadata=NOT_IN_JSON)
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -149,24 +161,6 @@ class FragmentsResult:
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "fragments": self.fragments,
-            "datagrams_reassembled": self.datagrams_reassembled,
-            "datagrams_incomplete": self.datagrams_incomplete,
-            "fragmented_messages": self.fragmented_messages,
-            "max_frags_per_message": self.max_frags_per_message,
-            "mtu": self.mtu,
-            "datagrams_lost": self.datagrams_lost,
-            "datagrams_resent": self.datagrams_resent,
-            "datagrams_not_captured": self.datagrams_not_captured,
-            "datagrams_cut_by_end": self.datagrams_cut_by_end,
-            "distribution": {
-                int(r.ip_frags): {"calls": int(r.calls), "replies": int(r.replies)}
-                for r in self.distribution.itertuples()
-            },
-        }
 
 
 def _distribution(udp: pd.DataFrame) -> pd.DataFrame:

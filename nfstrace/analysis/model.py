@@ -47,7 +47,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,11 +56,8 @@ from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf, parse_what_if
 from nfstrace.analysis.overview import throughput as write_throughput
 from nfstrace.analysis.quality import ack_round_trips, handshake_times
-from nfstrace.analysis.workload import (
-    json_number,
-    json_records,
-    outstanding,
-)
+from nfstrace.analysis.workload import outstanding
+from nfstrace.jsonable import NOT_IN_JSON, json_field, jsonable
 from nfstrace.protocol.nfs3 import UNSTABLE
 from nfstrace.protocol.rpc import NFS_PROGRAM
 
@@ -659,27 +655,28 @@ class ModelResult:
     ``WHAT_IF_COLUMNS``); terms and t_cycle in seconds, rates in bits/bytes per second."""
 
     capture_point: str
-    parameters: pd.DataFrame
     block_bytes: int | None
     block_method: str
+    parameters: pd.DataFrame
     link_rate_bps: float
     disk_rate_Bps: float
     outstanding_seen: float  # mean WRITEs in flight at the capture point
     outstanding_mean: float  # ... at the client (= seen on the client side)
     outstanding_max: int
-    terms: dict[str, float]
+    terms: dict[str, float] = field(metadata=json_field(key="terms_s"))
     t_cycle_s: float
     dominant: str
     dominant_text: str
+    # predicted / measured Mbit/s at the client's maximum concurrency (NaN: unknown)
+    prediction_ratio: float = field(metadata=json_field(then=("fits",)))
     measured_mbit_s: float
     predictions: pd.DataFrame
+    inputs: list[str] = field(default_factory=list)  # what the prediction rests on
     what_if: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(WHAT_IF_COLUMNS))
     )
-    rtt_visible_s: float = math.nan  # the part of the round trip inside call->reply here
-    inputs: list[str] = field(default_factory=list)  # what the prediction rests on
-    # predicted / measured Mbit/s at the client's maximum concurrency (NaN: unknown)
-    prediction_ratio: float = math.nan
+    # the part of the round trip inside call->reply here
+    rtt_visible_s: float = field(default=math.nan, metadata=NOT_IN_JSON)
 
     @property
     def fits(self) -> bool:
@@ -714,7 +711,7 @@ class ModelResult:
                         + ": "
                         + "; ".join(m.removeprefix("cannot estimate: ") for m in missing["method"])
                     ),
-                    details={"parameters": json_records(self.parameters)},
+                    details={"parameters": jsonable(self.parameters)},
                 )
             )
             return out
@@ -723,8 +720,8 @@ class ModelResult:
                 kind="model_dominant_term",
                 title=self.dominant_text,
                 details={
-                    "terms_s": {k: json_number(v) for k, v in self.terms.items()},
-                    "t_cycle_s": json_number(self.t_cycle_s),
+                    "terms_s": jsonable(self.terms),
+                    "t_cycle_s": jsonable(self.t_cycle_s),
                     "dominant": self.dominant,
                 },
             )
@@ -744,33 +741,10 @@ class ModelResult:
                         "transfer (the time budget says what)"
                     ),
                     severity="warning",
-                    details={"predictions": json_records(self.predictions)},
+                    details={"predictions": jsonable(self.predictions)},
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "capture_point": self.capture_point,
-            "block_bytes": self.block_bytes,
-            "block_method": self.block_method,
-            "parameters": json_records(self.parameters),
-            "link_rate_bps": json_number(self.link_rate_bps),
-            "disk_rate_Bps": json_number(self.disk_rate_Bps),
-            "outstanding_seen": json_number(self.outstanding_seen),
-            "outstanding_mean": json_number(self.outstanding_mean),
-            "outstanding_max": self.outstanding_max,
-            "terms_s": {k: json_number(v) for k, v in self.terms.items()},
-            "t_cycle_s": json_number(self.t_cycle_s),
-            "dominant": self.dominant,
-            "dominant_text": self.dominant_text,
-            "prediction_ratio": json_number(self.prediction_ratio),
-            "fits": self.fits,
-            "measured_mbit_s": json_number(self.measured_mbit_s),
-            "predictions": json_records(self.predictions),
-            "inputs": self.inputs,
-            "what_if": json_records(self.what_if),
-        }
 
 
 def _dominant_text(

@@ -4,7 +4,7 @@ A pure function of the tables; the terminal and JSON reports render it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -39,9 +39,6 @@ class Overview:
     errors: int
     write: Throughput | None
     read: Throughput | None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
     def counts_text(self) -> str:
         """'12 transactions (23 RPC messages): 11 answered, 1 call without reply,

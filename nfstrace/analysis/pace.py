@@ -18,7 +18,7 @@ concurrent because they overlap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from nfstrace.analysis.writes import (
     seconds_text,
     write_sizes,
 )
+from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 OUTSTANDING_COLUMNS: dict[str, str] = {
     "t_ns": "int64: time of the change",
@@ -292,9 +293,7 @@ class PaceResult:
     figures over the pairs' spans.
     """
 
-    outstanding: pd.DataFrame
-    levels: pd.DataFrame
-    gaps: pd.DataFrame
+    outstanding: pd.DataFrame = field(metadata=NOT_IN_JSON)
     outstanding_mean: float
     outstanding_max: int
     outstanding_writes_mean: float  # NaN without write activity
@@ -306,6 +305,20 @@ class PaceResult:
     write_size: int | None  # median WRITE size (bytes)
     pace_ns: int | None  # median WRITE call->reply + median reply->next WRITE call
     saving_ns: int  # sequential: lower bound of what concurrency would save (else 0)
+    levels: pd.DataFrame = field(
+        metadata=json_field(omit=True, then=("writes_share_by_level", "all_share_by_level"))
+    )
+    gaps: pd.DataFrame
+
+    @property
+    def writes_share_by_level(self) -> dict[int, float]:
+        """WRITEs outstanding -> share of the write activity at that level (levels seen)."""
+        return _shares(self.levels, "writes")
+
+    @property
+    def all_share_by_level(self) -> dict[int, float]:
+        """RPCs outstanding -> share of the pairs' spans at that level (levels seen)."""
+        return _shares(self.levels, "all")
 
     def gap(self, gap: str, scope: str = "write", stat: str = "p50_ns") -> float:
         row = self.gaps[(self.gaps["gap"] == gap) & (self.gaps["scope"] == scope)]
@@ -366,37 +379,17 @@ class PaceResult:
             )
         return out
 
-    def as_dict(self) -> dict[str, Any]:
-        def num(v: float) -> float | None:
-            return None if v is None or np.isnan(v) else float(v)
 
-        return {
-            "outstanding_mean": num(self.outstanding_mean),
-            "outstanding_max": self.outstanding_max,
-            "outstanding_writes_mean": num(self.outstanding_writes_mean),
-            "outstanding_writes_max": self.outstanding_writes_max,
-            "write_activity_ns": self.write_activity_ns,
-            "sequential_share": num(self.sequential_share),
-            "sequential": self.sequential,
-            "idle_ns": self.idle_ns,
-            "write_size": self.write_size,
-            "pace_ns": self.pace_ns,
-            "saving_ns": self.saving_ns,
-            "writes_share_by_level": {
-                int(r.level): float(r.writes_share)
-                for r in self.levels.itertuples(index=False)
-                if r.writes_ns > 0
-            },
-            "all_share_by_level": {
-                int(r.level): float(r.all_share)
-                for r in self.levels.itertuples(index=False)
-                if r.all_ns > 0
-            },
-            "gaps": [
-                {k: (num(v) if k.endswith("_ns") else v) for k, v in row.items()}
-                for row in self.gaps.to_dict("records")
-            ],
-        }
+def _shares(levels: pd.DataFrame, scope: str) -> dict[int, float]:
+    """Level -> share of time (``LEVEL_COLUMNS``), for the levels of ``scope``
+    (writes / all) seen at all."""
+    return {
+        int(level): float(share)
+        for level, share, ns in zip(
+            levels["level"], levels[f"{scope}_share"], levels[f"{scope}_ns"], strict=True
+        )
+        if ns > 0
+    }
 
 
 def _levels_table(all_levels: pd.Series, write_levels: pd.Series) -> pd.DataFrame:

@@ -41,7 +41,7 @@ network's, and "unknown" is said rather than a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.grouping import first_rows, is_value, row_codes
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
+from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.match import reply_count_bound
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
@@ -112,15 +113,15 @@ class CaptureQuality:
     duplicate_frames: int
     capture_missed_bytes: int  # TCP bytes the receiver acknowledged, never captured
     capture_missed_ranges: int
-    gaps: pd.DataFrame  # GAP_COLUMNS
+    gaps: pd.DataFrame = field(metadata=json_field(convert=len))  # GAP_COLUMNS
     warnings: list[str]
     # the capture's clock ran backwards: replies stamped before their call (their
     # latency is negative in the transactions table; analyses take it as 0) and
     # messages stamped before one captured earlier (in frame order)
     replies_before_call: int = 0
-    answered: int = 0
+    answered: int = field(default=0, metadata=NOT_IN_JSON)
     messages_back_in_time: int = 0
-    messages: int = 0
+    messages: int = field(default=0, metadata=NOT_IN_JSON)
     # WRITE/READ replies claiming more bytes than their call asked for or their
     # record carried (match counts what the call carried: reply_count_bound)
     implausible_reply_counts: int = 0
@@ -260,27 +261,6 @@ class CaptureQuality:
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "capture_point": self.capture_point,
-            "evidence": self.evidence.to_dict("records"),
-            "snaplens": self.snaplens,
-            "truncated_frames": self.truncated_frames,
-            "truncated_messages": self.truncated_messages,
-            "truncated_writes": self.truncated_writes,
-            "writes_stable_unknown": self.writes_stable_unknown,
-            "writes_count_unknown": self.writes_count_unknown,
-            "interface_drops": self.interface_drops,
-            "duplicate_frames": self.duplicate_frames,
-            "capture_missed_bytes": self.capture_missed_bytes,
-            "capture_missed_ranges": self.capture_missed_ranges,
-            "gaps": len(self.gaps),
-            "warnings": self.warnings,
-            "replies_before_call": self.replies_before_call,
-            "messages_back_in_time": self.messages_back_in_time,
-            "implausible_reply_counts": self.implausible_reply_counts,
-        }
 
 
 # ---- capture point --------------------------------------------------------------------

@@ -17,7 +17,7 @@ ones of each call's wait), so calls stuck together are not counted twice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, Finding, listed
+from nfstrace.jsonable import NOT_IN_JSON
 
 RETRANSMISSION_COLUMNS: dict[str, str] = {
     "client": "client address",
@@ -64,8 +65,10 @@ TCP_RETRANSMISSION_COLUMNS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class RepeatsResult:
-    retransmissions: pd.DataFrame  # RETRANSMISSION_COLUMNS, one row per re-sent call
-    tcp_retransmissions: pd.DataFrame  # TCP_RETRANSMISSION_COLUMNS, one row per direction
+    # RETRANSMISSION_COLUMNS, one row per re-sent call
+    retransmissions: pd.DataFrame = field(metadata=NOT_IN_JSON)
+    # TCP_RETRANSMISSION_COLUMNS, one row per direction
+    tcp_retransmissions: pd.DataFrame = field(metadata=NOT_IN_JSON)
     retransmitted_calls: int  # calls sent more than once
     resends: int  # extra sends in all
     resent_on_new_connection: int  # calls re-sent on another connection
@@ -145,21 +148,6 @@ class RepeatsResult:
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "retransmitted_calls": self.retransmitted_calls,
-            "resends": self.resends,
-            "resent_on_new_connection": self.resent_on_new_connection,
-            "unanswered_retransmitted": self.unanswered_retransmitted,
-            "time_lost_ns": self.time_lost_ns,
-            "duplicate_replies": self.duplicate_replies,
-            "calls_with_duplicate_replies": self.calls_with_duplicate_replies,
-            "tcp_retransmitted_segments": self.tcp_retransmitted_segments,
-            "tcp_retransmitted_bytes": self.tcp_retransmitted_bytes,
-            "mirror_duplicates": self.mirror_duplicates,
-            "first_timeout_ms_median": self.first_timeout_ms_median,
-        }
 
 
 def _expected_latency(tx: pd.DataFrame, resent: pd.DataFrame) -> pd.Series:

@@ -46,8 +46,7 @@ RPC the stall waited on in the detail.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -62,6 +61,7 @@ from nfstrace.analysis.writes import (
     progress_with_pairs,
     seconds_text,
 )
+from nfstrace.jsonable import json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 
 SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
@@ -85,6 +85,10 @@ STALL_COLUMNS: dict[str, str] = {
     "server": "str: server address",
     "cause_share": "float: share of the stall covered by the cause's evidence",
 }
+
+# The stalls the JSON summary lists (StallsResult.longest), and what of each
+LONGEST_LISTED = 10
+LONGEST_COLUMNS = ("start_ns", "duration_ns", "cause", "detail")
 
 SEGMENT_COLUMNS: dict[str, str] = {
     "start_ns": "int64: end of the previous stall (or the activity's start)",
@@ -417,17 +421,28 @@ class StallsResult:
 
     threshold_ns: int
     threshold_method: str
-    stalls: pd.DataFrame
-    segments: pd.DataFrame
+    stalls: pd.DataFrame = field(metadata=json_field(convert=len, then=("stalls_by_cause",)))
     time_lost_by_cause: dict[str, int]
     activity_ns: int  # write activity, pair-time
     bytes_written: int  # acknowledged within it
     throughput_mbit_s: float  # bytes / activity
     transfer_mbit_s: float  # bytes in segments / segment time (the slope between stalls)
+    segments: pd.DataFrame = field(metadata=json_field(convert=len, then=("longest",)))
 
     @property
     def stalled_ns(self) -> int:
         return int(sum(self.time_lost_by_cause.values()))
+
+    @property
+    def stalls_by_cause(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.stalls["cause"].value_counts().items()}
+
+    @property
+    def longest(self) -> pd.DataFrame:
+        """The LONGEST_LISTED longest stalls, longest first: when, how long, why."""
+        if self.stalls.empty:
+            return pd.DataFrame(columns=list(LONGEST_COLUMNS))
+        return self.stalls.nlargest(LONGEST_LISTED, "duration_ns")[list(LONGEST_COLUMNS)]
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -475,36 +490,6 @@ class StallsResult:
             )
         )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        longest = self.stalls.nlargest(10, "duration_ns") if len(self.stalls) else self.stalls
-        return {
-            "threshold_ns": self.threshold_ns,
-            "threshold_method": self.threshold_method,
-            "stalls": len(self.stalls),
-            "stalls_by_cause": {
-                str(k): int(v) for k, v in self.stalls["cause"].value_counts().items()
-            },
-            "time_lost_by_cause": self.time_lost_by_cause,
-            "activity_ns": self.activity_ns,
-            "bytes_written": self.bytes_written,
-            "throughput_mbit_s": _num(self.throughput_mbit_s),
-            "transfer_mbit_s": _num(self.transfer_mbit_s),
-            "segments": len(self.segments),
-            "longest": [
-                {
-                    "start_ns": int(r.start_ns),
-                    "duration_ns": int(r.duration_ns),
-                    "cause": r.cause,
-                    "detail": r.detail,
-                }
-                for r in longest.itertuples(index=False)
-            ],
-        }
-
-
-def _num(v: float) -> float | None:
-    return None if np.isnan(v) else float(v)
 
 
 def _mbit_s(nbytes: float, ns: float) -> float:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.latency import error_mask, status_name
+from nfstrace.jsonable import json_field
 
 # Rows of one kind in the timeline: past it the longest are kept.
 MAX_PER_KIND = 200
@@ -33,7 +34,7 @@ class Timeline:
     kinds cut to MAX_PER_KIND rows.  The report's events section draws it and
     the JSON summary holds it (diagnosis.timeline)."""
 
-    table: pd.DataFrame
+    table: pd.DataFrame = field(metadata=json_field(key="events"))
     notes: list[str]
 
 

@@ -14,14 +14,14 @@ the pair (N^2/2 links: 15 s and 0.8 GB for 4,000 connections).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding, listed
 from nfstrace.analysis.grouping import sorted_codes
+from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 # events.kind values this module reports
 TRANSPORT_KINDS = ("tcp_retransmission", "tcp_hole", "tcp_zero_window", "tcp_window_full")
@@ -61,8 +61,6 @@ CONNECTION_COLUMNS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class TransportResult:
-    events: pd.DataFrame  # EVENT_LINK_COLUMNS
-    connections: pd.DataFrame  # CONNECTION_COLUMNS, connections with any event
     retransmissions: int
     retransmitted_bytes: int
     holes: int
@@ -73,6 +71,9 @@ class TransportResult:
     window_full_ns: int
     rpcs_in_zero_window: int  # distinct RPCs overlapping a zero-window stretch
     rpcs_in_window_full: int  # distinct RPCs overlapping a window-full stretch
+    events: pd.DataFrame = field(metadata=NOT_IN_JSON)  # EVENT_LINK_COLUMNS
+    # CONNECTION_COLUMNS, connections with any event (the JSON: how many)
+    connections: pd.DataFrame = field(metadata=json_field(convert=len))
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -127,21 +128,6 @@ class TransportResult:
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "retransmissions": self.retransmissions,
-            "retransmitted_bytes": self.retransmitted_bytes,
-            "holes": self.holes,
-            "hole_bytes": self.hole_bytes,
-            "zero_windows": self.zero_windows,
-            "zero_window_ns": self.zero_window_ns,
-            "window_full": self.window_full,
-            "window_full_ns": self.window_full_ns,
-            "rpcs_in_zero_window": self.rpcs_in_zero_window,
-            "rpcs_in_window_full": self.rpcs_in_window_full,
-            "connections": len(self.connections),
-        }
 
 
 def _overlaps(

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,8 +95,8 @@ class PairVerdict:
     server: str
     primary: str
     text: str
-    shares: dict[str, float]
     mbit_s: float
+    shares: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -107,26 +106,8 @@ class Verdict:
 
     primary: str
     text: str
-    pairs: list[PairVerdict] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "primary": self.primary,
-            "text": self.text,
-            "limits": self.limits,
-            "pairs": [
-                {
-                    "client": p.client,
-                    "server": p.server,
-                    "primary": p.primary,
-                    "text": p.text,
-                    "mbit_s": p.mbit_s,
-                    "shares": p.shares,
-                }
-                for p in self.pairs
-            ],
-        }
+    pairs: list[PairVerdict] = field(default_factory=list)
 
 
 def link_rate(mbit_s: float) -> float | None:
@@ -263,7 +244,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     """The verdict over every pair (their pair-time summed) and per pair."""
     limits = limits or []
     if budget.pairs.empty:
-        return Verdict("none", "no WRITE activity to judge", [], limits)
+        return Verdict("none", "no WRITE activity to judge", limits=limits)
     pairs = []
     for _, row in budget.pairs.iterrows():
         primary, shares = pair_primary(row)
@@ -304,7 +285,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
             text += f"; {len(pairs) - MAX_PAIRS_IN_TEXT} more pairs in the budget"
     if limits:
         text = f"{text} (limited: {'; '.join(limits)})"
-    return Verdict(primary, text, pairs, limits)
+    return Verdict(primary, text, limits=limits, pairs=pairs)
 
 
 # ---- findings ----------------------------------------------------------------------

@@ -16,13 +16,14 @@ A pure function of the transactions table; no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.jsonable import NOT_IN_JSON, json_field, jsonable
 from nfstrace.protocol.rpc import NFS_PROGRAM
 
 # SPEC SFS 1.0 (LADDIS) default operation mix, NFSv2 operation names.
@@ -238,21 +239,24 @@ class WorkloadResult:
     mean_latency_s over [span_start_ns, span_end_ns]; little_ok within LITTLE_TOLERANCE.
     """
 
-    op_mix: pd.DataFrame
-    windows: pd.DataFrame
-    window_ns: int
     calls: int
-    base_ms: float
-    slope: float
-    saturation: float | None
-    span_start_ns: int
-    span_end_ns: int
-    outstanding_mean: float
-    outstanding_source: str
-    throughput_ops_s: float
-    mean_latency_s: float
-    little_product: float  # throughput x mean latency
-    little_ok: bool | None  # None: nothing to check
+    op_mix: pd.DataFrame
+    window_ns: int
+    windows: pd.DataFrame = field(
+        metadata=json_field(convert=len, then=("signature", "littles_law"))
+    )
+    # in the JSON under signature and littles_law
+    base_ms: float = field(metadata=NOT_IN_JSON)
+    slope: float = field(metadata=NOT_IN_JSON)
+    saturation: float | None = field(metadata=NOT_IN_JSON)
+    span_start_ns: int = field(metadata=NOT_IN_JSON)
+    span_end_ns: int = field(metadata=NOT_IN_JSON)
+    outstanding_mean: float = field(metadata=NOT_IN_JSON)
+    outstanding_source: str = field(metadata=NOT_IN_JSON)
+    throughput_ops_s: float = field(metadata=NOT_IN_JSON)
+    mean_latency_s: float = field(metadata=NOT_IN_JSON)
+    little_product: float = field(metadata=NOT_IN_JSON)  # throughput x mean latency
+    little_ok: bool | None = field(metadata=NOT_IN_JSON)  # None: nothing to check
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -269,7 +273,7 @@ class WorkloadResult:
                     f"{_mix_text(top)}; WRITE is {writes:.0%} of calls "
                     f"(LADDIS mix: {LADDIS_MIX['WRITE']:.0%})"
                 ),
-                details={"op_mix": json_records(mix)},
+                details={"op_mix": jsonable(mix)},
             )
         )
         if self.saturation is not None:
@@ -295,49 +299,34 @@ class WorkloadResult:
                         "capture, or the outstanding count measures something else"
                     ),
                     severity="warning",
-                    details=self._little_dict(),
+                    details=jsonable(self.littles_law),
                 )
             )
         return out
 
-    def _little_dict(self) -> dict[str, Any]:
+    @property
+    def signature(self) -> dict[str, Any]:
+        """Latency vs throughput per window, in the units its keys say."""
         return {
-            "outstanding_mean": json_number(self.outstanding_mean),
+            "base_ms": self.base_ms,
+            "slope_ms_per_op_s": self.slope,
+            "saturation_ops_s": self.saturation,
+        }
+
+    @property
+    def littles_law(self) -> dict[str, Any]:
+        """The Little's-law check: what it compared, over which span, its verdict."""
+        return {
+            "outstanding_mean": self.outstanding_mean,
             "outstanding_source": self.outstanding_source,
-            "throughput_ops_s": json_number(self.throughput_ops_s),
-            "mean_latency_s": json_number(self.mean_latency_s),
-            "product": json_number(self.little_product),
+            "throughput_ops_s": self.throughput_ops_s,
+            "mean_latency_s": self.mean_latency_s,
+            "product": self.little_product,
             "tolerance": LITTLE_TOLERANCE,
             "ok": self.little_ok,
             "span_start_ns": self.span_start_ns,
             "span_end_ns": self.span_end_ns,
         }
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "op_mix": json_records(self.op_mix),
-            "window_ns": self.window_ns,
-            "windows": len(self.windows),
-            "signature": {
-                "base_ms": json_number(self.base_ms),
-                "slope_ms_per_op_s": json_number(self.slope),
-                "saturation_ops_s": self.saturation,
-            },
-            "littles_law": self._little_dict(),
-        }
-
-
-def json_number(value: float) -> float | None:
-    """JSON-able number: NaN becomes None."""
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    return [
-        {k: (json_number(v) if isinstance(v, float) else v) for k, v in row.items()}
-        for row in table.astype(object).to_dict("records")
-    ]
 
 
 def analyze_workload(

@@ -21,14 +21,14 @@ Simplifications, said once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import status_name
+from nfstrace.jsonable import json_field
 from nfstrace.protocol.nfs3 import STABLE_NAMES, UNSTABLE
 
 WRITE_OP = "WRITE"
@@ -391,6 +391,22 @@ def seconds_text(ns: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
+# Rows of a table the JSON summary lists (the most used sizes, the first
+# verifier changes): a summary, not a dump; the tables keep every row.
+JSON_ROWS = 20
+
+
+def most_used_sizes(sizes: pd.DataFrame) -> dict[int, int]:
+    """The JSON_ROWS most used WRITE sizes (``SIZE_COLUMNS``, most used first):
+    size -> WRITE calls."""
+    return {int(r.size): int(r.writes) for r in sizes.head(JSON_ROWS).itertuples(index=False)}
+
+
+def json_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The first JSON_ROWS rows of a table."""
+    return table.head(JSON_ROWS)
+
+
 @dataclass(frozen=True)
 class WritesResult:
     """What the trace's WRITEs and COMMITs show.
@@ -407,17 +423,19 @@ class WritesResult:
     failed_by_status: dict[str, int]
     bytes_written: int  # acknowledged by successful replies (with or without their call)
     unstable_bytes: int  # of which written unstable (need a COMMIT)
-    sizes: pd.DataFrame
-    stable_asked: dict[str, int]
-    committed_granted: dict[str, int]
-    commits: pd.DataFrame
-    verifier_changes: pd.DataFrame
-    files: pd.DataFrame
-    sequential_share: float  # over all files: sequential / WRITEs with a predecessor (NaN: none)
     # WRITE replies whose call was not captured, and the bytes their successful
     # ones acknowledged (counted in bytes_written; their committed level too)
-    replies_without_call: int = 0
-    bytes_without_call: int = 0
+    replies_without_call: int
+    bytes_without_call: int = field(metadata=json_field(then=("median_size",)))
+    sizes: pd.DataFrame = field(metadata=json_field(convert=most_used_sizes))
+    stable_asked: dict[str, int]
+    committed_granted: dict[str, int]
+    commits: pd.DataFrame = field(
+        metadata=json_field(convert=len, then=("commit_max_ns", "commit_total_ns"))
+    )
+    verifier_changes: pd.DataFrame = field(metadata=json_field(convert=json_rows))
+    files: pd.DataFrame = field(metadata=json_field(convert=len))
+    sequential_share: float  # over all files: sequential / WRITEs with a predecessor (NaN: none)
 
     @property
     def median_size(self) -> int | None:
@@ -426,6 +444,17 @@ class WritesResult:
         s = self.sizes.sort_values("size")
         cum = s["writes"].cumsum()
         return int(s["size"].to_numpy()[np.searchsorted(cum, cum.iloc[-1] / 2)])
+
+    @property
+    def commit_max_ns(self) -> int | None:
+        """The slowest answered COMMIT's call-to-reply time (None: none answered)."""
+        d = self.commits["duration_ns"].dropna()
+        return int(d.max()) if len(d) else None
+
+    @property
+    def commit_total_ns(self) -> int:
+        """The answered COMMITs' call-to-reply times summed."""
+        return int(self.commits["duration_ns"].dropna().sum())
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -482,16 +511,16 @@ class WritesResult:
                 )
             )
         if len(self.commits):
-            d = self.commits["duration_ns"].dropna()
-            slowest = f", slowest {seconds_text(float(d.max()))}" if len(d) else ""
+            longest = self.commit_max_ns
+            slowest = f", slowest {seconds_text(float(longest))}" if longest is not None else ""
             out.append(
                 Finding(
                     kind="commits",
                     title=f"{len(self.commits)} COMMIT{'s' * (len(self.commits) > 1)}{slowest}",
                     details={
                         "commits": len(self.commits),
-                        "max_ns": int(d.max()) if len(d) else None,
-                        "total_ns": int(d.sum()) if len(d) else 0,
+                        "max_ns": longest,
+                        "total_ns": self.commit_total_ns,
                     },
                 )
             )
@@ -506,36 +535,6 @@ class WritesResult:
                 )
             )
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        d = self.commits["duration_ns"].dropna()
-        return {
-            "writes": self.writes,
-            "answered": self.answered,
-            "failed": self.failed,
-            "failed_by_status": self.failed_by_status,
-            "bytes_written": self.bytes_written,
-            "unstable_bytes": self.unstable_bytes,
-            "replies_without_call": self.replies_without_call,
-            "bytes_without_call": self.bytes_without_call,
-            "median_size": self.median_size,
-            "sizes": {
-                int(r.size): int(r.writes) for r in self.sizes.head(20).itertuples(index=False)
-            },
-            "stable_asked": self.stable_asked,
-            "committed_granted": self.committed_granted,
-            "commits": len(self.commits),
-            "commit_max_ns": int(d.max()) if len(d) else None,
-            "commit_total_ns": int(d.sum()) if len(d) else 0,
-            "verifier_changes": [
-                {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-                for row in self.verifier_changes.head(20).to_dict("records")
-            ],
-            "files": len(self.files),
-            "sequential_share": None
-            if np.isnan(self.sequential_share)
-            else float(self.sequential_share),
-        }
 
 
 def analyze_writes(transactions: pd.DataFrame) -> WritesResult:

@@ -79,8 +79,6 @@ COMPRESSED_PIECE = 256 * 1024
 # gzip, 246:1 with bzip2 and 283:1 with xz.
 MAX_DECOMPRESSION_RATIO = 1000
 RATIO_CHECK_BYTES = 64 * 1024 * 1024
-# Kept for the dpkt backend's own reader.
-MAX_FRAME = 256 * 1024 * 1024
 
 # Kinds of damage (CaptureInfo.damage keys) and how each is reported
 DAMAGE = {

@@ -4,12 +4,12 @@ CSV or Parquet."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from nfstrace.comparison import Comparison
+from nfstrace.jsonable import jsonable
 from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
@@ -17,21 +17,6 @@ from nfstrace.trace import Trace
 from nfstrace.version import __version__
 
 SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
-
-
-def _clean(value: object) -> object:
-    """JSON-safe: NaN/NA -> null, numpy scalars -> Python."""
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if value is pd.NA or value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
 
 
 DIAGNOSIS_PARTS = (
@@ -48,35 +33,20 @@ DIAGNOSIS_PARTS = (
 
 
 def diagnosis_summary(trace: Trace) -> dict:
-    """The verdict, the ranked findings, the time budget, then each module's own
-    summary (its ``as_dict()``) and findings (``notes``)."""
+    """The verdict, the ranked findings, the time budget, then each module's
+    result and findings (``notes``), and the timeline: the objects, in the
+    order the JSON gives them (``jsonable`` makes the JSON of each)."""
     d = trace.diagnosis
-    out: dict = {
-        "verdict": d.verdict.as_dict() if d.verdict is not None else None,
-        "findings": [f.as_dict() for f in d.findings],
-        "budget": d.budget.as_dict() if d.budget is not None else None,
-        "notes": [f.as_dict() for f in d.notes],
-    }
-    for part in DIAGNOSIS_PARTS:
-        result = getattr(d, part)
-        out[part] = None if result is None else result.as_dict()
-    out["timeline"] = {  # what happened when (analysis.timeline.TIMELINE_COLUMNS)
-        "events": d.timeline.table.to_dict(orient="records"),
-        "notes": d.timeline.notes,
-    }
-    return out
-
-
-def _clean_dict(value: dict) -> dict:
-    """``_clean`` of a dict (a dict again)."""
-    out = _clean(value)
-    assert isinstance(out, dict)
+    out: dict = {"verdict": d.verdict, "findings": d.findings, "budget": d.budget, "notes": d.notes}
+    out.update((part, getattr(d, part)) for part in DIAGNOSIS_PARTS)
+    out["timeline"] = d.timeline  # what happened when (analysis.timeline.TIMELINE_COLUMNS)
     return out
 
 
 def summary(trace: Trace) -> dict:
+    """The JSON summary (``--json``), as data ``json.dumps`` writes."""
     st = trace.stats
-    return _clean_dict(
+    data = jsonable(
         {
             "format": SUMMARY_FORMAT,
             "nfstrace_version": __version__,
@@ -102,11 +72,11 @@ def summary(trace: Trace) -> dict:
                 }
                 for f in st.files
             ],
-            "overview": trace.overview.as_dict(),
+            "overview": trace.overview,
             "diagnosis": diagnosis_summary(trace),
-            "latency": trace.latency.to_dict(orient="records"),
-            "latency_by_pair": trace.latency_by_pair.to_dict(orient="records"),
-            "compound_latency": trace.compound_latency.to_dict(orient="records"),
+            "latency": trace.latency,
+            "latency_by_pair": trace.latency_by_pair,
+            "compound_latency": trace.compound_latency,
             "parse": {
                 "frames": st.frames,
                 "ip_fragments": st.ip_fragments,
@@ -124,10 +94,12 @@ def summary(trace: Trace) -> dict:
             "warnings": st.warnings,
         }
     )
+    assert isinstance(data, dict)
+    return data
 
 
 def write_json(trace: Trace, path: Path) -> None:
-    text = json.dumps(summary(trace), indent=1) + "\n"
+    text = json.dumps(summary(trace), indent=1, allow_nan=False) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
@@ -202,14 +174,14 @@ def write_parquet(trace: Trace, path: Path) -> None:
 def write_model_json(trace: Trace, path: Path) -> None:
     """``nfstrace model --json``: the model's parameters, predictions and what-ifs."""
     model = trace.diagnosis.model
-    body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model.as_dict()}
-    text = json.dumps(_clean(body), indent=1) + "\n"
+    body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model}
+    text = json.dumps(jsonable(body), indent=1, allow_nan=False) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
 def write_comparison_json(cmp: Comparison, path: Path) -> None:
     """``nfstrace compare --json``: both verdicts, the changes in words, the
     pairs and operations tables (``nfstrace.comparison``)."""
-    data = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, **cmp.as_dict()}
-    text = json.dumps(_clean(data), indent=1) + "\n"
+    data = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, **jsonable(cmp)}
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
