@@ -82,12 +82,10 @@ def _samples(
     rows: np.ndarray | None,
     column: str,
     server_time: bool = True,
-    error_rows: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """What the latency tables aggregate, per call (``tx`` at ``rows``) as plain
     arrays: the latency and (``server_time``) server time in ms (NaN: unknown), replied,
-    re-sent, and the error name code (-1: no error) with the names by code
-    (``error_rows``: ``error_mask(tx)`` when the caller has it).
+    re-sent, and the error name code (-1: no error) with the names by code.
 
     Only these few arrays are made: a copy of the transactions' columns (a
     DataFrame selection) would cost more than the analysis (measured: 1 GB of
@@ -102,7 +100,7 @@ def _samples(
         "replied": _rows(tx["n_replies"], rows).to_numpy() > 0,
         "retransmitted": n_calls > 1,
     }
-    errors = error_mask(tx).to_numpy(dtype=bool) if error_rows is None else error_rows
+    errors = error_mask(tx).to_numpy(dtype=bool)
     errors = errors if rows is None else errors[rows]
     code = np.full(len(errors), -1, "int64")
     names = np.empty(0, dtype=object)
@@ -113,44 +111,67 @@ def _samples(
     return out
 
 
+class _Sorted:
+    """One sort of a sample per group (NaN: no sample, left out), for the
+    aggregates the latency tables show.
+
+    numpy, not ``groupby``: a groupby on the samples copies them (and its keys)
+    several times over; here the arrays are the sample, its order and the sorted
+    values.  The quantiles interpolate linearly between the sorted values at
+    q x (n - 1) exactly as pandas' groupby quantile does (same positions, same
+    arithmetic); the mean is the plain sum over the count (pandas' compensated
+    sum can differ in the last bit)."""
+
+    def __init__(self, group: np.ndarray, values: np.ndarray, n: int) -> None:
+        known = ~np.isnan(values)
+        g, v = group[known], values[known]
+        order = np.lexsort((v, g))
+        self.values = v[order]
+        self.count = np.bincount(g, minlength=n)
+        self.start = np.cumsum(self.count) - self.count
+        self.total = np.bincount(g, weights=v, minlength=n)
+
+    def mean(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > 0, self.total / self.count, np.nan)
+
+    def quantile(self, q: float) -> np.ndarray:
+        some = self.count > 0
+        at = q * (np.maximum(self.count, 1) - 1).astype("float64")
+        low = self.start + at.astype("int64")
+        frac = at % 1
+        value = self.values[np.where(some, low, 0)] if len(self.values) else np.zeros(len(at))
+        after = self.values[np.where(some & (frac > 0), low + 1, 0)] if len(self.values) else value
+        out = np.where(frac > 0, value + (after - value) * frac, value)
+        return np.where(some, out, np.nan)
+
+
 def _aggregate(
-    keys: list[pd.Series], samples: dict[str, np.ndarray], by: list[str] | None
+    group: np.ndarray, keys: pd.DataFrame, samples: dict[str, np.ndarray]
 ) -> pd.DataFrame:
-    """The latency table of the samples grouped by ``keys`` (the key columns at
-    the samples' rows)."""
-    group, parts = group_codes(keys)  # integers, not strings
+    """The latency table of the samples in groups (``group``: 0, 1, ... per
+    sample), each group's key values a row of ``keys``, unsorted."""
+    n = len(keys)
     srt = len(samples["srt_ms"]) > 0
     errors = samples["error"] >= 0
-    work = pd.DataFrame(
-        {
-            "lat_ms": samples["lat_ms"],
-            "srt_ms": samples["srt_ms"] if srt else np.nan,
-            "replied": samples["replied"],
-            "retransmitted": samples["retransmitted"],
-            "errors": errors,
-        },
-        copy=False,
-    )
-    g = work.groupby(group, sort=True)
-    quantiles = g["lat_ms"].quantile([0.5, 0.9, 0.99]).unstack()  # one sort for the three
-    # float64 with NaN for unknown gives the aggregates of the nullable column
-    # (the same algorithms skip NaN as they skip <NA>); shown nullable, as before
+    lat = _Sorted(group, samples["lat_ms"], n)
     nullable = {
-        "mean_ms": g["lat_ms"].mean(),
-        "p50_ms": quantiles[0.5],
-        "p90_ms": quantiles[0.9],
-        "p99_ms": quantiles[0.99],
-        "max_ms": g["lat_ms"].max(),
+        "mean_ms": lat.mean(),
+        "p50_ms": lat.quantile(0.5),
+        "p90_ms": lat.quantile(0.9),
+        "p99_ms": lat.quantile(0.99),
+        "max_ms": lat.quantile(1.0),
     }
     if srt:
-        nullable["server_p50_ms"] = g["srt_ms"].median()
+        nullable["server_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
     out = pd.DataFrame(
         {
-            "calls": g.size(),
-            "replied": g["replied"].sum(),
-            "retransmitted": g["retransmitted"].sum(),
-            "errors": g["errors"].sum(),
-            **{name: values.astype("Float64") for name, values in nullable.items()},
+            "calls": np.bincount(group, minlength=n),
+            "replied": np.bincount(group[samples["replied"]], minlength=n),
+            "retransmitted": np.bincount(group[samples["retransmitted"]], minlength=n),
+            "errors": np.bincount(group[errors], minlength=n),
+            # NaN (no sample) shown as <NA>, as the nullable columns always were
+            **{name: pd.array(values, dtype="Float64") for name, values in nullable.items()},
         }
     )
     if not srt:
@@ -169,10 +190,12 @@ def _aggregate(
         text = name + " ×" + counts["count"].map("{:,}".format)
         out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
         out["error_names"] = out["error_names"].fillna("")
-    out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
-    names_of_keys = [part[0] for part in parts]
-    return out[[*(by or []), *LATENCY_COLUMNS]].sort_values(
-        ["calls", *names_of_keys], ascending=[False, *[True] * len(parts)], ignore_index=True
+    return pd.concat([keys.reset_index(drop=True), out.reset_index(drop=True)], axis=1)
+
+
+def _most_called_first(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return table[[*keys[:-3], *LATENCY_COLUMNS]].sort_values(
+        ["calls", *keys], ascending=[False, *[True] * len(keys)], ignore_index=True
     )
 
 
@@ -185,7 +208,9 @@ def latency_table(
     if not called.any():
         return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
     rows = None if called.all() else np.flatnonzero(called)
-    return _aggregate([_rows(tx[k], rows) for k in keys], _samples(tx, rows, column), by)
+    group, parts = group_codes([_rows(tx[k], rows) for k in keys])  # integers, not strings
+    table = _aggregate(group, group_keys(group, parts), _samples(tx, rows, column))
+    return _most_called_first(table, keys)
 
 
 def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:
@@ -196,55 +221,44 @@ def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:
 
 
 def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.DataFrame:
-    """NFSv4: latency of the COMPOUNDs containing each operation."""
+    """NFSv4: latency of the COMPOUNDs containing each operation.
+
+    One operation at a time: its rows are the compounds that list it, so no
+    table with a row per (compound, operation) is made (on a 5M-packet capture
+    that table and its work arrays were the analysis' peak, 1 GB)."""
     v4 = np.flatnonzero(
         ((tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)).to_numpy(dtype=bool)
     )
     if not len(v4):
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
-    # Each distinct operation list is split once; rows repeat once per operation.
+    # Each distinct operation list is split once.
     lists, unique_lists = pd.factorize(tx["ops"].take(v4))
-    split = [str(ops).split(" ") for ops in unique_lists]
-    names, name_code = np.unique(np.concatenate(split), return_inverse=True)
-    lengths = np.array([len(x) for x in split], "int64")
-    offsets = np.r_[0, np.cumsum(lengths)[:-1]]
-    per_row = lengths[lists]
-    row = np.repeat(np.arange(len(v4)), per_row)
-    nth = np.arange(len(row)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-    op = name_code[offsets[lists[row]] + nth]
+    listed = [set(str(ops).split(" ")) for ops in unique_lists]
     # An operation counts once per compound (and per client, server, xid and call
-    # time): the first of each name in its list, and where one call is on several
-    # rows (rare), the first of each (call, operation) over those rows.
-    once = np.concatenate([[x not in ops[:i] for i, x in enumerate(ops)] for ops in split])
-    first = once[offsets[lists[row]] + nth]
-    # (rows of one call share their call time: only those get the whole key)
+    # time): once per row, and where one call is on several rows (rare), on the
+    # first of its rows that lists it.  (Rows of one call share their call time:
+    # only those get the whole key.)
     when = tx["t_call_ns"].take(v4).to_numpy("int64", na_value=-1)  # (times are >= 0)
     maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
     call = np.full(len(v4), -1, "int64")
     key = ("client", "server", "xid", "t_call_ns")
     call[maybe] = row_codes([tx[c].take(v4[maybe]) for c in key]) if len(maybe) else []
-    shared = (pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0))[row]
-    if shared.any():
-        again = pd.Series(call[row[shared]] * len(names) + op[shared]).duplicated()
-        first[shared] = ~again.to_numpy()
-    # the transactions' rows, once per operation counted (no table of them is
-    # made), aggregated one operation at a time: a group is one operation, so
-    # the tables of each add up to the whole one, and the work arrays are as
-    # long as one operation's rows rather than every operation's (the peak of
-    # a big capture's analysis was here)
-    rows, op = v4[row[first]], op[first]
-    errors = error_mask(tx).to_numpy(dtype=bool)
+    shared = pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0)
+    samples = _samples(tx, v4, column, server_time=False)
+    pair, parts = group_codes([tx["program"].take(v4), tx["vers"].take(v4)])
+    pair_keys = group_keys(pair, parts)
     tables = []
-    for code in np.unique(op):
-        at = rows[op == code]
-        keys = [
-            tx["program"].take(at),
-            tx["vers"].take(at),
-            pd.Series(
-                pd.Categorical.from_codes(np.zeros(len(at), "int8"), [names[code]]), name="op"
-            ),
-        ]
-        tables.append(_aggregate(keys, _samples(tx, at, column, False, errors), None))
-    return pd.concat(tables, ignore_index=True).sort_values(
-        ["calls", "program", "vers", "op"], ascending=[False, True, True, True], ignore_index=True
-    )
+    for op in sorted(set().union(*listed)):
+        has = np.array([op in ops for ops in listed])[lists]
+        again = np.flatnonzero(shared & has)
+        has[again[pd.Series(call[again]).duplicated().to_numpy()]] = False
+        at = np.flatnonzero(has)
+        used, group = np.unique(pair[at], return_inverse=True)
+        keys = pair_keys.iloc[used].assign(op=op)
+        tables.append(_aggregate(group, keys, _at(samples, at)))
+    return _most_called_first(pd.concat(tables, ignore_index=True), ["program", "vers", "op"])
+
+
+def _at(samples: dict[str, np.ndarray], at: np.ndarray) -> dict[str, np.ndarray]:
+    """The samples of rows ``at`` (the names by error code are the same)."""
+    return {k: v if k == "error_names" or not len(v) else v[at] for k, v in samples.items()}
