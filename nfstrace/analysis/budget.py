@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.grouping import group_indices, is_value
+from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.jsonable import NOT_IN_JSON, json_field
@@ -955,7 +955,7 @@ def time_budget(
     options = options or BudgetOptions()
     per_pair = per_pair or {}
     tx = transactions[[c for c in USED_COLUMNS if c in transactions.columns]]
-    calls = tx[tx["n_calls"] > 0]
+    calls = rows_where(tx, tx["n_calls"] > 0)
     orphan = tx[tx["n_calls"] == 0]
     writers = calls[is_value(calls["op"], WRITE_OP)]
     pairs = list(_indices(writers, "client", "server"))  # sorted

@@ -111,3 +111,14 @@ def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
             for i in starts]  # fmt: skip
     found = dict(zip(keys, np.split(at, starts[1:]), strict=True))
     return {key: found[key] for key in sorted(found)}
+
+
+def rows_where(table: pd.DataFrame, keep: pd.Series | np.ndarray) -> pd.DataFrame:
+    """``table[keep]``; when every row is kept, the table itself (a shallow
+    copy: columns may be added to it, its values are the table's own).
+
+    A boolean selection copies every column, and the usual one here (the
+    transactions with a call, ``n_calls > 0``) keeps nearly every row or all of
+    them: on a 5M-packet capture such copies made 0.8 GB of the analysis' peak."""
+    mask = np.asarray(keep, dtype=bool)
+    return table.copy(deep=False) if mask.all() else table[mask]

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import first_rows, row_codes
+from nfstrace.analysis.grouping import first_rows, row_codes, rows_where
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf, parse_what_if
 from nfstrace.analysis.overview import throughput as write_throughput
 from nfstrace.analysis.quality import ack_round_trips, handshake_times
@@ -859,13 +859,13 @@ def fit_model(
     computed_mean, outstanding_max = outstanding(writes)
     seen = computed_mean if outstanding_mean is None else outstanding_mean
     t_prop, visible = _estimate_rtt(
-        transactions[transactions["n_calls"] > 0], events, capture_point, overrides
+        rows_where(transactions, transactions["n_calls"] > 0), events, capture_point, overrides
     )
     outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible)
     t_ser, link_rate = _estimate_t_ser(writes, messages, block, capture_point, overrides)
     t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides)
     t_op = _estimate_t_op(
-        transactions[transactions["n_calls"] > 0],
+        rows_where(transactions, transactions["n_calls"] > 0),
         writes,
         visible,
         capture_point,

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import rows_where
 from nfstrace.analysis.writes import (
     WRITE_OP,
     activity_with_pairs,
@@ -37,8 +38,8 @@ from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 OUTSTANDING_COLUMNS: dict[str, str] = {
     "t_ns": "int64: time of the change",
-    "client": "str: client address",
-    "server": "str: server address",
+    "client": "category (str): client address",
+    "server": "category (str): server address",
     "outstanding": "int64: RPCs of the pair called and not yet answered, from t_ns on",
     "outstanding_writes": "int64: the WRITEs among them",
 }
@@ -125,7 +126,7 @@ def outstanding_steps(transactions: pd.DataFrame) -> pd.DataFrame:
 
 def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     """outstanding_steps with the pair code kept (``transactions`` prepared)."""
-    tx = transactions[transactions["n_calls"] > 0]
+    tx = rows_where(transactions, transactions["n_calls"] > 0)
     if tx.empty:
         return _empty({**OUTSTANDING_COLUMNS, "pair": ""})
     start = tx["t_call_ns"].to_numpy(dtype="int64")
@@ -148,9 +149,11 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     level_all, level_write = np.cumsum(d_all), np.cumsum(d_write)
     keep = (d_all != 0) | (d_write != 0)
 
-    def label(column: str) -> pd.api.extensions.ExtensionArray:
-        # one string per pair, repeated by index (no per-row Python strings)
-        return pd.array(labels[column].astype(object).to_numpy(), dtype="str").take(p[keep])
+    def label(column: str) -> pd.Categorical:
+        # one string per pair, repeated by code: a category (a string array of
+        # the rows cost 0.2 GB and 0.2 s on a 5M-packet capture)
+        codes, names = pd.factorize(labels[column].astype(object), sort=True)
+        return pd.Categorical.from_codes(codes[p[keep]], categories=names)
 
     return pd.DataFrame(
         {
@@ -225,7 +228,7 @@ def time_weighted_mean(at_levels: pd.Series) -> float:
 
 def _pair_spans(tx: pd.DataFrame) -> pd.DataFrame:
     """Per pair, first call to last reply (``tx`` prepared)."""
-    called = tx[tx["n_calls"] > 0]
+    called = rows_where(tx, tx["n_calls"] > 0)
     if called.empty:
         return pd.DataFrame(columns=["pair", *PAIR, "start_ns", "end_ns"])
     end = called["t_reply_ns"].astype("Int64").fillna(trace_end_ns(tx))
@@ -254,10 +257,10 @@ def _stats(gap: str, scope: str, values: np.ndarray) -> dict[str, Any]:
 def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray:
     """For each reply, the time to the pair's next call (sent at or after it)."""
     tx = prepared(transactions)
-    tx = tx[tx["n_calls"] > 0]
+    tx = rows_where(tx, tx["n_calls"] > 0)
     if writes_only:
         tx = tx[tx["op"].eq(WRITE_OP)]
-    answered = tx[tx["t_reply_ns"].notna()]
+    answered = rows_where(tx, tx["t_reply_ns"].notna())
     if answered.empty:
         return np.array([], dtype="int64")
     replies = pd.DataFrame(
@@ -277,10 +280,10 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
 
 
 def _latencies(tx: pd.DataFrame, writes_only: bool) -> np.ndarray:
-    tx = tx[(tx["n_calls"] > 0) & tx["latency_ns"].notna()]
+    keep = ((tx["n_calls"] > 0) & tx["latency_ns"].notna()).to_numpy(dtype=bool)
     if writes_only:
-        tx = tx[tx["op"].eq(WRITE_OP)]
-    return tx["latency_ns"].to_numpy(dtype="int64")
+        keep = keep & tx["op"].eq(WRITE_OP).to_numpy(dtype=bool)
+    return tx["latency_ns"].to_numpy("int64", na_value=0)[keep]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import first_rows, is_value, row_codes
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
 from nfstrace.jsonable import NOT_IN_JSON, json_field
@@ -555,7 +555,7 @@ def _gaps(messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFra
     if len(t) < 2 or t[0] == t[-1]:
         return pd.DataFrame(columns=list(GAP_COLUMNS))
     idx = np.flatnonzero(np.diff(t) >= GAP_NS)
-    tx = transactions[transactions["n_calls"] > 0]
+    tx = rows_where(transactions, transactions["n_calls"] > 0)
     start = tx["t_call_ns"].astype("int64").to_numpy()
     # an unanswered call holds nothing up past UNANSWERED_HORIZON_NS after its last send
     end = call_ends_ns(tx, np.iinfo("int64").max)
@@ -607,7 +607,7 @@ def assess_capture(
         )
         if e is not None
     ]
-    calls = transactions[transactions["n_calls"] > 0]
+    calls = rows_where(transactions, transactions["n_calls"] > 0)
     writes = calls[is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False)]
     return CaptureQuality(
         capture_point=_capture_point(evidence),

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, Finding, listed
+from nfstrace.analysis.grouping import rows_where
 from nfstrace.jsonable import NOT_IN_JSON
 
 RETRANSMISSION_COLUMNS: dict[str, str] = {
@@ -242,7 +243,7 @@ def _wall_clock_lost(rt: pd.DataFrame) -> int:
 
 def analyze_repeats(transactions: pd.DataFrame, events: pd.DataFrame, stats: Any) -> RepeatsResult:
     """Every kind of repeat in the trace (``stats``: the parser's ParseStats)."""
-    tx = transactions[transactions["n_calls"] > 0]
+    tx = rows_where(transactions, transactions["n_calls"] > 0)
     rt = _retransmissions(tx)
     tcp = _tcp_retransmissions(events)
     first = [i[0] for i in rt["intervals_ms"] if i]

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding, Severity
+from nfstrace.analysis.grouping import rows_where
 from nfstrace.analysis.pace import call_ends_ns, steps_with_pairs, trace_end_ns
 from nfstrace.analysis.writes import (
     COMMIT_OP,
@@ -205,7 +206,7 @@ class _ByPair:
 
     def __init__(self, tx: pd.DataFrame, steps: pd.DataFrame, events: pd.DataFrame | None):
         self.end_of_trace = trace_end_ns(tx)
-        calls = tx[tx["n_calls"] > 0]
+        calls = rows_where(tx, tx["n_calls"] > 0)
         calls = calls.iloc[np.argsort(calls["pair"].to_numpy(), kind="stable")]
         self._call_pair = calls["pair"].to_numpy()
         self._calls = _Calls(

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding, listed
-from nfstrace.analysis.grouping import sorted_codes
+from nfstrace.analysis.grouping import rows_where, sorted_codes
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 # events.kind values this module reports
@@ -191,7 +191,7 @@ class _Links:
 
 def _link(ev: pd.DataFrame, tx: pd.DataFrame) -> _Links:
     """Per event: count, summed latency and ops of the overlapping RPCs."""
-    rpcs = tx[tx["n_calls"] > 0]
+    rpcs = rows_where(tx, tx["n_calls"] > 0)
     start = rpcs["t_call_ns"].astype("int64").to_numpy()
     end = rpcs["t_reply_ns"].fillna(rpcs["t_call_last_end_ns"]).astype("int64").to_numpy()
     latency = rpcs["latency_ns"].fillna(0).astype("int64").to_numpy()
