@@ -227,11 +227,11 @@ pub(crate) fn window_reached(win: &mut WindowWatch, seq: i64, end: i64, ts: i64,
     }
 }
 
-/// A SYN or SYN-ACK: handshake event, MSS and window scale (tcp_state.on_syn),
-/// in the `win` parts of `h` and its reverse `r`.
-/// True when both directions' shifts are known (window tracking on).  `h` and
-/// `r` are arena indices; they are the same stream when a host talks to itself
-/// on one port (each field is then read and written in the reference's order).
+/// A SYN or SYN-ACK: handshake event, MSS and window scale in the `win` parts
+/// of `h` and its reverse `r` (tcp_state.on_syn).  True when both directions'
+/// shifts are known (window tracking on).  `h` and `r` are arena indices; they
+/// are the same stream when a host talks to itself on one port (each field is
+/// then read and written in the reference's order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn on_syn(
     col: &mut impl Sink,
