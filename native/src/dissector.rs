@@ -244,7 +244,7 @@ impl Dissector {
             Some(h) => h,
             None => self.new_stream(None, dg, sport, dport, ts, frame),
         };
-        let slot = self.arena[h].facts;
+        let slot = self.arena[h].ip.facts;
         // this segment's checksum: 1 right, 0 bad, -1 not verified
         let mut csum = -1;
         if self.facts.rows[slot][ip::F_CSUM_CHECKED] < ip::CHECKSUM_SAMPLE
@@ -255,7 +255,7 @@ impl Dissector {
                 .facts
                 .sample_checksum(slot, dg.src, dg.dst, ip::PROTO_TCP, seg);
         }
-        if flags & TH_SYN != 0 && self.arena[h].synced {
+        if flags & TH_SYN != 0 && self.arena[h].framing.synced {
             if self.syn_dropped(h, dg, seq, csum) {
                 return;
             }
@@ -267,10 +267,11 @@ impl Dissector {
         {
             let hs = &mut self.arena[h];
             hs.seen = frame;
-            hs.packets += 1;
-            hs.ip_bytes += ip_len;
-            if ip_len > hs.max_ip_len || dg.ttl != hs.ttl {
-                ip_extremes(&mut self.facts, hs, ip_len, dg.ttl);
+            let ipf = &mut hs.ip;
+            ipf.packets += 1;
+            ipf.ip_bytes += ip_len;
+            if ip_len > ipf.max_ip_len || dg.ttl != ipf.ttl {
+                ip_extremes(&mut self.facts, ipf, ip_len, dg.ttl);
             }
         }
         let rev_i = self.arena[h].rev;
@@ -296,7 +297,7 @@ impl Dissector {
             if tracked {
                 self.tracked_conns.insert(self.arena[h].conn);
             }
-        } else if self.arena[h].watch || window == 0 {
+        } else if self.arena[h].win.watch || window == 0 {
             watch(
                 &mut self.col,
                 &mut self.arena[h],
@@ -309,40 +310,43 @@ impl Dissector {
         }
         if flags & TH_ACK != 0 {
             if let Some(r) = rev_i {
-                let wshift = self.arena[h].wshift;
+                let wshift = self.arena[h].win.wshift;
                 let rev = &mut self.arena[r];
-                if rev.rtt_end >= 0 && ((ack - rev.rtt_end) & SEQ_MASK) < SEQ_HALF {
-                    ack_rtt_sample(rev, ts);
+                if rev.rtt.end >= 0 && ((ack - rev.rtt.end) & SEQ_MASK) < SEQ_HALF {
+                    ack_rtt_sample(&mut rev.rtt, ts);
                 }
-                if rev.ack_hi < 0 || ((ack - rev.ack_hi) & SEQ_MASK) < SEQ_HALF {
-                    rev.ack_hi = ack;
-                    while let Some(&(end, row)) = rev.ack_due.front() {
+                let acks = &mut rev.acks;
+                if acks.hi < 0 || ((ack - acks.hi) & SEQ_MASK) < SEQ_HALF {
+                    acks.hi = ack;
+                    while let Some(&(end, row)) = acks.due.front() {
                         if ((ack - end) & SEQ_MASK) >= SEQ_HALF {
                             break;
                         }
-                        rev.ack_due.pop_front();
+                        acks.due.pop_front();
                         self.col.acked_rows.push(row);
                         self.col.acked_ts.push(ts);
                     }
-                    if rev.gap_acked < 0
-                        && rev.gap_t >= 0
-                        && ((ack - rev.rtt_hi) & SEQ_MASK) < SEQ_HALF
+                    let gaps = &mut rev.gaps;
+                    if gaps.acked < 0
+                        && gaps.last_ts >= 0
+                        && ((ack - rev.rtt.hi) & SEQ_MASK) < SEQ_HALF
                     {
-                        rev.gap_acked = ts; // everything the peer sent is acknowledged
+                        gaps.acked = ts; // everything the peer sent is acknowledged
                     }
                 }
-                if !rev.pending.is_empty() {
+                if !rev.order.pending.is_empty() {
                     self.tcp.acked(rev, ack, ts, frame, &mut self.col);
                 }
-                if rev.wtrack && (ack != rev.wack || window != rev.wwin) && flags & TH_SYN == 0 {
+                let w = &mut rev.win;
+                if w.wtrack && (ack != w.wack || window != w.wwin) && flags & TH_SYN == 0 {
                     // The peer (rev) fills our window when its data reaches wlimit.
-                    rev.wack = ack;
-                    rev.wwin = window;
+                    w.wack = ack;
+                    w.wwin = window;
                     let wnd = window << wshift.max(0);
-                    rev.peer_wnd = wnd;
-                    let limit = (ack + wnd - rev.mss) & SEQ_MASK;
-                    rev.wlimit = limit;
-                    if rev.wfull_since >= 0 && ((rev.seq_hi - limit) & SEQ_MASK) >= SEQ_HALF {
+                    w.peer_wnd = wnd;
+                    let limit = (ack + wnd - w.mss) & SEQ_MASK;
+                    w.wlimit = limit;
+                    if w.wfull_since >= 0 && ((w.seq_hi - limit) & SEQ_MASK) >= SEQ_HALF {
                         end_window_full(&mut self.col, rev, ts);
                     }
                 }
@@ -351,35 +355,37 @@ impl Dissector {
         let wire = dg.wire_len - hl as i64;
         if wire > 0 {
             let hs = &mut self.arena[h];
-            if wire > hs.max_seg {
-                hs.max_seg = wire;
+            if wire > hs.acks.max_seg {
+                hs.acks.max_seg = wire;
             }
             let end = (seq + wire) & SEQ_MASK;
-            if hs.gap_t >= 0 && ts - hs.gap_t >= self.send_gap_ns {
-                let before = (hs.rtt_hi - seq) & SEQ_MASK;
-                let resent = hs.rtt_hi >= 0 && before > 0 && before < SEQ_HALF;
-                if hs.gap_mid || resent {
+            if hs.gaps.last_ts >= 0 && ts - hs.gaps.last_ts >= self.send_gap_ns {
+                let before = (hs.rtt.hi - seq) & SEQ_MASK;
+                let resent = hs.rtt.hi >= 0 && before > 0 && before < SEQ_HALF;
+                if hs.gaps.mid || resent {
                     send_gap(&mut self.col, hs, ts, seq, resent);
                 }
             }
-            if hs.rtt_end >= 0 {
-                let before = (hs.rtt_end - seq) & SEQ_MASK;
+            let rtt = &mut hs.rtt;
+            if rtt.end >= 0 {
+                let before = (rtt.end - seq) & SEQ_MASK;
                 if before > 0 && before < SEQ_HALF {
                     // bytes re-sent: no sample (Karn: which copy the ACK answers is unknown)
-                    hs.rtt_end = -1;
+                    rtt.end = -1;
                 }
             } else if wire <= RTT_MAX_SEGMENT
-                && hs.rtt_hi >= 0
-                && ((seq - hs.rtt_hi) & SEQ_MASK) < SEQ_HALF
+                && rtt.hi >= 0
+                && ((seq - rtt.hi) & SEQ_MASK) < SEQ_HALF
             {
-                hs.rtt_end = end; // all new bytes: time this segment
-                hs.rtt_start = [ts, frame, seq, wire];
+                rtt.end = end; // all new bytes: time this segment
+                rtt.start = [ts, frame, seq, wire];
             }
-            if hs.rtt_hi < 0 || ((end - hs.rtt_hi) & SEQ_MASK) < SEQ_HALF {
-                hs.rtt_hi = end;
+            if rtt.hi < 0 || ((end - rtt.hi) & SEQ_MASK) < SEQ_HALF {
+                rtt.hi = end;
             }
-            if hs.wtrack && ((seq + wire - hs.wlimit) & SEQ_MASK) < SEQ_HALF {
-                window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame);
+            let w = &mut hs.win;
+            if w.wtrack && ((seq + wire - w.wlimit) & SEQ_MASK) < SEQ_HALF {
+                window_reached(w, seq, (seq + wire) & SEQ_MASK, ts, frame);
             }
             let payload = if hl < seg.len() {
                 &seg[hl..]
@@ -396,12 +402,13 @@ impl Dissector {
                 dg.frags,
                 &mut self.col,
             );
-            hs.gap_t = ts;
-            hs.gap_frame = frame;
-            hs.gap_mid = hs.in_msg;
-            hs.gap_acked = -1;
-            hs.gap_flight = if hs.ack_hi >= 0 {
-                (hs.rtt_hi - hs.ack_hi) & SEQ_MASK
+            let gaps = &mut hs.gaps;
+            gaps.last_ts = ts;
+            gaps.last_frame = frame;
+            gaps.mid = hs.msg.assembling;
+            gaps.acked = -1;
+            gaps.flight = if hs.acks.hi >= 0 {
+                (hs.rtt.hi - hs.acks.hi) & SEQ_MASK
             } else {
                 -1
             };
@@ -415,7 +422,7 @@ impl Dissector {
     /// true when the receiver would have dropped it (dissector.Dissector._syn_dropped).
     fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: i32) -> bool {
         let seg: &[u8] = &dg.payload;
-        let f = &self.facts.rows[self.arena[h].facts];
+        let f = &self.facts.rows[self.arena[h].ip.facts];
         let good = f[ip::F_CSUM_CHECKED] - f[ip::F_CSUM_BAD];
         let mut bad = f[ip::F_CSUM_BAD];
         if csum == 0 {
@@ -430,11 +437,12 @@ impl Dissector {
         }
         let hs = &self.arena[h];
         let rev_ended = hs.rev.is_some_and(|r| self.arena[r].ended);
-        if hs.ended || rev_ended || hs.next_seq < 0 {
+        let next_seq = hs.order.next_seq;
+        if hs.ended || rev_ended || next_seq < 0 {
             return false;
         }
-        let wnd = hs.peer_wnd.max(SYN_WINDOW);
-        let d = (seq + 1 - hs.next_seq) & SEQ_MASK;
+        let wnd = hs.win.peer_wnd.max(SYN_WINDOW);
+        let d = (seq + 1 - next_seq) & SEQ_MASK;
         if d <= wnd || SEQ_MASK + 1 - d <= wnd {
             self.syn_in_window += 1;
             self.count_packet(dg);
@@ -489,7 +497,7 @@ impl Dissector {
                     retire(&mut self.col, &mut self.facts, &mut self.arena[r], ts);
                     let (rs, rsp, rd, rdp, rf) = {
                         let x = &self.arena[r];
-                        (x.src, x.sport, x.dst, x.dport, x.facts)
+                        (x.src, x.sport, x.dst, x.dport, x.ip.facts)
                     };
                     // in its slot: the stream it replaces is gone (streams[rkey] is r)
                     self.arena[r] = HalfStream::new(rs, rsp, rd, rdp, conn, rf);
@@ -497,7 +505,7 @@ impl Dissector {
             }
         }
         let facts = match old {
-            Some(o) => self.arena[o].facts,
+            Some(o) => self.arena[o].ip.facts,
             None => self.facts.slot(dg.src, dg.dst),
         };
         let hs = HalfStream::new(dg.src, sport, dg.dst, dport, conn, facts);
@@ -554,7 +562,7 @@ impl Dissector {
                     continue;
                 };
                 gone_streams.insert(key);
-                if self.arena[h].in_msg {
+                if self.arena[h].msg.assembling {
                     self.n_cut += 1;
                 }
                 self.tcp.flush(&mut self.arena[h], ts, frame, &mut self.col);
@@ -754,7 +762,7 @@ impl Dissector {
         let order: Vec<usize> = self.streams.values().copied().collect();
         for h in order {
             let hs = &mut self.arena[h];
-            let (t, fr) = (hs.ts_last, hs.frame_last);
+            let (t, fr) = (hs.msg.ts_last, hs.msg.frame_last);
             self.tcp.flush(hs, t, fr, &mut self.col);
             retire(&mut self.col, &mut self.facts, hs, self.ts);
         }

@@ -1,6 +1,6 @@
 //! TCP stream reassembly and ONC-RPC record marking (RFC 5531 §11); mirrors
-//! `parsers/tcp.py` (read its docstring for the two state machines and the
-//! resync acceptance rule).
+//! `parsers/tcp.py` (read its docstring for the two state machines, the parts
+//! of a `HalfStream` and the resync acceptance rule).
 
 use crate::ip::Addr;
 use crate::maps::HashMap;
@@ -78,37 +78,78 @@ pub struct Held {
     ip_frags: i64,
 }
 
-/// One direction of one TCP connection (tcp.py's HalfStream).
-pub struct HalfStream {
-    // identity
-    pub src: Addr,
-    pub sport: i32,
-    pub dst: Addr,
-    pub dport: i32,
-    pub conn: i64,
-    /// frame number of its last packet (the idlest connections are forgotten)
-    pub seen: i64,
-    // ordering
+/// Sequence ordering of one direction (tcp.py's Ordering): the next byte
+/// expected and the segments held until the hole before them is filled.
+/// Mutated by `TcpReassembler`; the dissector reads `next_seq`.
+pub struct Ordering {
+    /// sequence number of the next byte in order (-1: none yet)
     pub next_seq: i64,
     pub pending: HashMap<u32, Held>,
+    /// captured bytes held in pending
     pub pending_bytes: i64,
+    /// when the hole before the held segments opened (-1: none)
     pub hole_since: i64,
-    // record marking
+}
+
+impl Default for Ordering {
+    fn default() -> Self {
+        Ordering {
+            next_seq: -1,
+            pending: HashMap::default(),
+            pending_bytes: 0,
+            hole_since: -1,
+        }
+    }
+}
+
+/// ONC-RPC record marking of one direction (tcp.py's Framing). Mutated by
+/// `TcpReassembler`; `tcp_state::watch` reads `mode`, the dissector `synced`.
+pub struct Framing {
     pub mode: u8,
+    /// the bytes of a record mark split across segments
     mark: [u8; 4],
     mark_len: usize,
+    /// (ts, frame, ip_frags) of a split mark
     mark_pkt: Option<(i64, i64, i64)>,
+    /// bytes of the current fragment still to come
     frag_left: i64,
+    /// the current fragment ends its record
     frag_last: bool,
+    /// a record mark was accepted once
     pub synced: bool,
+    /// bytes searched for a first record start
     unsynced_bytes: i64,
-    /// a FIN or RST seen from this direction (or an RST from the other)
-    pub ended: bool,
-    // the message being assembled
-    pub in_msg: bool,
+}
+
+impl Default for Framing {
+    fn default() -> Self {
+        Framing {
+            mode: RESYNC,
+            mark: [0; 4],
+            mark_len: 0,
+            mark_pkt: None,
+            frag_left: 0,
+            frag_last: false,
+            synced: false,
+            unsynced_bytes: 0,
+        }
+    }
+}
+
+/// The RPC message being assembled (tcp.py's Message), and where the last one
+/// handed on ended. Mutated by `TcpReassembler`; the dissector reads
+/// `assembling` and `ts_last` / `frame_last`.
+pub struct Message {
+    /// a record mark began a message not yet handed on
+    pub assembling: bool,
+    /// sequence number of the message's record mark
+    pub start: i64,
+    /// sequence number past the last message handed on (-1: cut short)
+    pub end: i64,
     head: Vec<u8>,
     head_open: bool,
-    msg_len: i64,
+    /// bytes of its fragments so far
+    length: i64,
     captured: i64,
     ts_first: i64,
     pub ts_last: i64,
@@ -117,13 +158,57 @@ pub struct HalfStream {
     frames: i64,
     ip_frags: i64,
     record_frags: i64,
-    // per-direction IP facts (the slot shared by the address pair) and counts
+}
+
+impl Default for Message {
+    fn default() -> Self {
+        Message {
+            assembling: false,
+            start: 0,
+            end: -1,
+            head: Vec::new(),
+            head_open: false,
+            length: 0,
+            captured: 0,
+            ts_first: 0,
+            ts_last: 0,
+            frame_first: 0,
+            frame_last: 0,
+            frames: 0,
+            ip_frags: 0,
+            record_frags: 0,
+        }
+    }
+}
+
+/// The IP packets of one direction (tcp.py's IpFacts): counts and extremes,
+/// and the facts slot of its address pair. Mutated by the dissector and
+/// `tcp_state::ip_extremes` / `retire`.
+pub struct IpFacts {
     pub facts: usize,
     pub packets: i64,
     pub ip_bytes: i64,
     pub max_ip_len: i64,
+    /// TTL of the last packet (-2: none yet)
     pub ttl: i64,
-    // handshake and window (tcp_state.rs): see tcp.py
+}
+
+impl IpFacts {
+    pub fn new(facts: usize) -> Self {
+        IpFacts {
+            facts,
+            packets: 0,
+            ip_bytes: 0,
+            max_ip_len: 0,
+            ttl: -2,
+        }
+    }
+}
+
+/// The handshake and the windows of one direction (tcp.py's WindowWatch, whose
+/// fields are explained there). Mutated by `tcp_state` and by the dissector on
+/// the peer's ACKs.
+pub struct WindowWatch {
     pub watch: bool,
     pub handshake_ack_due: bool,
     pub syn_wscale: i64,
@@ -144,77 +229,11 @@ pub struct HalfStream {
     pub wfull_frame: i64,
     pub wfull_seq: i64,
     pub wfull_wnd: i64,
-    /// Data->ACK round trips (tcp_state.rs), one segment timed at a time (as TCP times them),
-    /// of at most RTT_MAX_SEGMENT bytes: the end of the highest byte sent (-1:
-    /// none yet), the end of the segment being timed (-1: none), its (ts, frame,
-    /// seq, length), and the smallest sample as (round trip ns, ts, frame, seq,
-    /// length) (round trip -1: none).
-    pub rtt_hi: i64,
-    pub rtt_end: i64,
-    pub rtt_start: [i64; 4],
-    pub rtt_best: [i64; 5],
-    /// Send gaps (tcp_state.rs): the peer's highest ACK number (-1: none yet);
-    /// the time and frame of our last data segment (-1: none yet), whether it
-    /// left an RPC message part-sent, the bytes we then had unacknowledged
-    /// (-1: unknown), and when the peer had acknowledged everything (-1: not yet).
-    pub ack_hi: i64,
-    pub gap_t: i64,
-    pub gap_frame: i64,
-    pub gap_mid: bool,
-    pub gap_flight: i64,
-    pub gap_acked: i64,
-    /// sequence number of the message's record mark
-    pub msg_start: i64,
-    /// sequence number past the last message handed on (-1: cut short)
-    pub msg_end: i64,
-    /// the longest data segment seen (bytes)
-    pub max_seg: i64,
-    /// messages waiting for the peer's ACK: (sequence number past their last
-    /// byte, row), oldest first
-    pub ack_due: VecDeque<(i64, u64)>,
-    /// the other direction of the same connection, once seen (arena index)
-    pub rev: Option<usize>,
 }
 
-impl HalfStream {
-    pub fn new(src: Addr, sport: i32, dst: Addr, dport: i32, conn: i64, facts: usize) -> Self {
-        HalfStream {
-            src,
-            sport,
-            dst,
-            dport,
-            conn,
-            seen: 0,
-            next_seq: -1,
-            pending: HashMap::default(),
-            pending_bytes: 0,
-            hole_since: -1,
-            mode: RESYNC,
-            mark: [0; 4],
-            mark_len: 0,
-            mark_pkt: None,
-            frag_left: 0,
-            frag_last: false,
-            synced: false,
-            unsynced_bytes: 0,
-            ended: false,
-            in_msg: false,
-            head: Vec::new(),
-            head_open: false,
-            msg_len: 0,
-            captured: 0,
-            ts_first: 0,
-            ts_last: 0,
-            frame_first: 0,
-            frame_last: 0,
-            frames: 0,
-            ip_frags: 0,
-            record_frags: 0,
-            facts,
-            packets: 0,
-            ip_bytes: 0,
-            max_ip_len: 0,
-            ttl: -2,
+impl Default for WindowWatch {
+    fn default() -> Self {
+        WindowWatch {
             watch: false,
             handshake_ack_due: false,
             syn_wscale: -2,
@@ -235,20 +254,126 @@ impl HalfStream {
             wfull_frame: -1,
             wfull_seq: -1,
             wfull_wnd: -1,
-            rtt_hi: -1,
-            rtt_end: -1,
-            rtt_start: [0; 4],
-            rtt_best: [-1, 0, 0, 0, 0],
-            ack_hi: -1,
-            gap_t: -1,
-            gap_frame: -1,
-            gap_mid: false,
-            gap_flight: 0,
-            gap_acked: -1,
-            msg_start: 0,
-            msg_end: -1,
+        }
+    }
+}
+
+/// Data->ACK round trips of one direction (tcp.py's RttWatch), one segment
+/// timed at a time, of at most RTT_MAX_SEGMENT bytes. Mutated by the dissector
+/// and `tcp_state::ack_rtt_sample` / `retire`.
+pub struct RttWatch {
+    /// the end of the highest byte sent (-1: none yet)
+    pub hi: i64,
+    /// the end of the segment being timed (-1: none)
+    pub end: i64,
+    /// its (ts, frame, seq, length)
+    pub start: [i64; 4],
+    /// the smallest sample as (round trip ns, ts, frame, seq, length) (round trip -1: none)
+    pub best: [i64; 5],
+}
+
+impl Default for RttWatch {
+    fn default() -> Self {
+        RttWatch {
+            hi: -1,
+            end: -1,
+            start: [0; 4],
+            best: [-1, 0, 0, 0, 0],
+        }
+    }
+}
+
+/// Where this direction's last data segment left it, for the send gap after it
+/// (tcp.py's SendGaps). Mutated by the dissector; `tcp_state::send_gap` reads it.
+pub struct SendGaps {
+    /// time and frame of our last data segment (-1: none yet)
+    pub last_ts: i64,
+    pub last_frame: i64,
+    /// it left an RPC message part-sent
+    pub mid: bool,
+    /// the bytes we then had unacknowledged (-1: unknown)
+    pub flight: i64,
+    /// when the peer had acknowledged everything we had sent (-1: not yet)
+    pub acked: i64,
+}
+
+impl Default for SendGaps {
+    fn default() -> Self {
+        SendGaps {
+            last_ts: -1,
+            last_frame: -1,
+            mid: false,
+            flight: 0,
+            acked: -1,
+        }
+    }
+}
+
+/// What the peer acknowledged of this direction's data (tcp.py's Acks): its
+/// highest ACK number and the whole messages waiting for their ACK. Mutated by
+/// `TcpReassembler::emit` (tcp.py leaves this to dissector.py's emit_tcp),
+/// and by the dissector on the peer's ACKs.
+pub struct Acks {
+    /// the peer's highest ACK number (-1: none yet)
+    pub hi: i64,
+    /// the longest data segment seen (bytes)
+    pub max_seg: i64,
+    /// (the sequence number an ACK must reach, row of the message), oldest first
+    pub due: VecDeque<(i64, u64)>,
+}
+
+impl Default for Acks {
+    fn default() -> Self {
+        Acks {
+            hi: -1,
             max_seg: 0,
-            ack_due: VecDeque::new(),
+            due: VecDeque::new(),
+        }
+    }
+}
+
+/// One direction of one TCP connection (tcp.py's HalfStream): who it is, and
+/// one part per concern.
+pub struct HalfStream {
+    pub src: Addr,
+    pub sport: i32,
+    pub dst: Addr,
+    pub dport: i32,
+    pub conn: i64,
+    /// frame number of its last packet (the idlest connections are forgotten)
+    pub seen: i64,
+    /// a FIN or RST seen from this direction (or an RST from the other)
+    pub ended: bool,
+    pub order: Ordering,
+    pub framing: Framing,
+    pub msg: Message,
+    pub ip: IpFacts,
+    pub win: WindowWatch,
+    pub rtt: RttWatch,
+    pub gaps: SendGaps,
+    pub acks: Acks,
+    /// the other direction of the same connection, once seen (arena index)
+    pub rev: Option<usize>,
+}
+
+impl HalfStream {
+    pub fn new(src: Addr, sport: i32, dst: Addr, dport: i32, conn: i64, facts: usize) -> Self {
+        HalfStream {
+            src,
+            sport,
+            dst,
+            dport,
+            conn,
+            seen: 0,
+            ended: false,
+            order: Ordering::default(),
+            framing: Framing::default(),
+            msg: Message::default(),
+            ip: IpFacts::new(facts),
+            win: WindowWatch::default(),
+            rtt: RttWatch::default(),
+            gaps: SendGaps::default(),
+            acks: Acks::default(),
             rev: None,
         }
     }
@@ -298,6 +423,9 @@ pub struct Limits {
     pub max_ack_waiting: usize,
 }
 
+/// Feeds segments into half-streams and emits RPC messages: it mutates a
+/// stream's `order`, `framing` and `msg` parts, and its `acks` (a whole message
+/// waits for its ACK).
 pub struct TcpReassembler {
     pub limits: Limits,
     pub stats: TcpStats,
@@ -315,6 +443,14 @@ fn rel_of(next_seq: i64, seq: i64) -> i64 {
     }
 }
 
+/// The earliest held segment: (its sequence number, distance from the next byte).
+fn first_pending(o: &Ordering) -> Option<(u32, i64)> {
+    o.pending
+        .keys()
+        .map(|&s| (s, rel_of(o.next_seq, s as i64)))
+        .min_by_key(|&(_, r)| r)
+}
+
 impl TcpReassembler {
     pub fn new(limits: Limits) -> Self {
         TcpReassembler {
@@ -326,11 +462,11 @@ impl TcpReassembler {
 
     /// A SYN: the stream begins at isn+1 with a record mark.
     pub fn start<S: Sink>(&mut self, hs: &mut HalfStream, isn: i64, sink: &mut S) {
-        let (ts, frame) = (hs.ts_last, hs.frame_last);
+        let (ts, frame) = (hs.msg.ts_last, hs.msg.frame_last);
         self.flush(hs, ts, frame, sink);
-        hs.next_seq = (isn + 1).rem_euclid(SEQ_MOD);
-        hs.mode = MARK;
-        hs.mark_len = 0;
+        hs.order.next_seq = (isn + 1).rem_euclid(SEQ_MOD);
+        hs.framing.mode = MARK;
+        hs.framing.mark_len = 0;
     }
 
     /// One segment's payload: data is what was captured of wire_len bytes.
@@ -348,16 +484,16 @@ impl TcpReassembler {
     ) {
         self.stats.segments += 1;
         self.stats.payload_bytes += wire_len;
-        if hs.mode == IGNORE {
+        if hs.framing.mode == IGNORE {
             return;
         }
-        if hs.next_seq < 0 {
-            hs.next_seq = seq; // first data seen without the SYN: mid-stream start
+        if hs.order.next_seq < 0 {
+            hs.order.next_seq = seq; // first data seen without the SYN: mid-stream start
         }
-        let rel = rel_of(hs.next_seq, seq);
+        let rel = rel_of(hs.order.next_seq, seq);
         if rel == 0 {
             self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
-            if !hs.pending.is_empty() {
+            if !hs.order.pending.is_empty() {
                 self.drain(hs, ts, frame, sink);
             }
             return;
@@ -382,7 +518,7 @@ impl TcpReassembler {
                 &data[data.len()..]
             };
             self.feed(hs, rest, wire_len + rel, ts, frame, ip_frags, sink);
-            if !hs.pending.is_empty() {
+            if !hs.order.pending.is_empty() {
                 self.drain(hs, ts, frame, sink);
             }
             return;
@@ -395,14 +531,14 @@ impl TcpReassembler {
         // Early: hold it until the hole before it is filled.
         self.stats.out_of_order += 1;
         let key = seq as u32;
-        if hs.pending.contains_key(&key) {
+        if hs.order.pending.contains_key(&key) {
             self.stats.retransmitted += 1;
             sink.event(hs, Ev::TcpRetransmission, ts, frame, seq, wire_len, 0);
             return;
         }
-        hs.pending_bytes += data.len() as i64;
+        hs.order.pending_bytes += data.len() as i64;
         self.pending_total += data.len() as i64;
-        hs.pending.insert(
+        hs.order.pending.insert(
             key,
             Held {
                 data: data.to_vec(),
@@ -412,13 +548,13 @@ impl TcpReassembler {
                 ip_frags,
             },
         );
-        if hs.hole_since < 0 {
-            hs.hole_since = ts;
+        if hs.order.hole_since < 0 {
+            hs.order.hole_since = ts;
         }
         let lim = &self.limits;
-        if hs.pending.len() > lim.max_pending_segments
-            || hs.pending_bytes > lim.max_pending_bytes
-            || ts - hs.hole_since > lim.max_hole_age_ns
+        if hs.order.pending.len() > lim.max_pending_segments
+            || hs.order.pending_bytes > lim.max_pending_bytes
+            || ts - hs.order.hole_since > lim.max_hole_age_ns
         {
             self.skip_hole(hs, ts, frame, false, sink);
         } else if self.pending_total > lim.max_pending_bytes_total {
@@ -444,16 +580,9 @@ impl TcpReassembler {
     ) {
         self.flush(hs, ts, frame, sink);
         sink.event(hs, Ev::SeqJump, ts, frame, seq, rel, 0);
-        hs.next_seq = seq;
-        hs.mode = RESYNC;
+        hs.order.next_seq = seq;
+        hs.framing.mode = RESYNC;
         self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
-    }
-
-    fn first_pending(hs: &HalfStream) -> Option<(u32, i64)> {
-        hs.pending
-            .keys()
-            .map(|&s| (s, rel_of(hs.next_seq, s as i64)))
-            .min_by_key(|&(_, r)| r)
     }
 
     /// The peer acknowledged up to `ack`: held holes before it were received
@@ -466,9 +595,9 @@ impl TcpReassembler {
         frame: i64,
         sink: &mut S,
     ) {
-        while !hs.pending.is_empty() && hs.next_seq >= 0 {
-            let (_, first_rel) = Self::first_pending(hs).unwrap();
-            if rel_of(hs.next_seq, ack) < first_rel {
+        while !hs.order.pending.is_empty() && hs.order.next_seq >= 0 {
+            let (_, first_rel) = first_pending(&hs.order).unwrap();
+            if rel_of(hs.order.next_seq, ack) < first_rel {
                 break;
             }
             self.skip_hole(hs, ts, frame, true, sink);
@@ -478,21 +607,22 @@ impl TcpReassembler {
     /// Feed held segments that are now in order (each at its own capture time).
     fn drain<S: Sink>(&mut self, hs: &mut HalfStream, ts: i64, frame: i64, sink: &mut S) {
         let mut order: Vec<(i64, u32)> = hs
+            .order
             .pending
             .keys()
-            .map(|&s| (rel_of(hs.next_seq, s as i64), s))
+            .map(|&s| (rel_of(hs.order.next_seq, s as i64), s))
             .collect();
         order.sort_unstable();
         for (_, seq) in order {
-            let rel = rel_of(hs.next_seq, seq as i64);
+            let rel = rel_of(hs.order.next_seq, seq as i64);
             if rel > 0 {
                 break;
             }
-            let held = match hs.pending.remove(&seq) {
+            let held = match hs.order.pending.remove(&seq) {
                 Some(h) => h,
                 None => break, // the stream was given up (IGNORE) while feeding
             };
-            hs.pending_bytes -= held.data.len() as i64;
+            hs.order.pending_bytes -= held.data.len() as i64;
             self.pending_total -= held.data.len() as i64;
             if rel + held.wire_len <= 0 {
                 self.stats.retransmitted += 1;
@@ -523,12 +653,12 @@ impl TcpReassembler {
                 sink,
             );
         }
-        if !hs.pending.is_empty() {
-            if hs.hole_since < 0 {
-                hs.hole_since = ts;
+        if !hs.order.pending.is_empty() {
+            if hs.order.hole_since < 0 {
+                hs.order.hole_since = ts;
             }
         } else {
-            hs.hole_since = -1;
+            hs.order.hole_since = -1;
         }
         let _ = frame;
     }
@@ -543,7 +673,7 @@ impl TcpReassembler {
         acked: bool,
         sink: &mut S,
     ) {
-        let (_, gap) = match Self::first_pending(hs) {
+        let (_, gap) = match first_pending(&hs.order) {
             Some(f) => f,
             None => return,
         };
@@ -553,26 +683,26 @@ impl TcpReassembler {
             self.stats.holes_acked += 1;
             self.stats.hole_bytes_acked += gap;
         }
-        sink.event(hs, Ev::TcpHole, ts, frame, hs.next_seq, gap, 0);
+        sink.event(hs, Ev::TcpHole, ts, frame, hs.order.next_seq, gap, 0);
         self.feed(hs, &[], gap, ts, frame, 0, sink);
-        hs.hole_since = -1;
+        hs.order.hole_since = -1;
         self.drain(hs, ts, frame, sink);
     }
 
     /// End of stream (FIN/RST/end of capture): step over held holes and emit
     /// a message left incomplete.
     pub fn flush<S: Sink>(&mut self, hs: &mut HalfStream, ts: i64, frame: i64, sink: &mut S) {
-        while !hs.pending.is_empty() {
+        while !hs.order.pending.is_empty() {
             self.skip_hole(hs, ts, frame, false, sink);
         }
-        if hs.in_msg {
+        if hs.msg.assembling {
             self.emit(hs, false, -1, sink);
         }
-        if hs.mode != IGNORE {
-            hs.mode = RESYNC;
+        if hs.framing.mode != IGNORE {
+            hs.framing.mode = RESYNC;
         }
-        hs.mark_len = 0;
-        hs.next_seq = -1;
+        hs.framing.mark_len = 0;
+        hs.order.next_seq = -1;
     }
 
     // ---- record marking ---------------------------------------------------
@@ -590,55 +720,56 @@ impl TcpReassembler {
         ip_frags: i64,
         sink: &mut S,
     ) {
-        let base = hs.next_seq; // the sequence number of data[0]
-        hs.next_seq = (hs.next_seq + wire_len).rem_euclid(SEQ_MOD);
+        let base = hs.order.next_seq; // the sequence number of data[0]
+        hs.order.next_seq = (hs.order.next_seq + wire_len).rem_euclid(SEQ_MOD);
         let cap = (data.len() as i64).min(wire_len);
         let mut pos: i64 = 0;
         let hole = cap == 0 && ip_frags == 0; // bytes lost by the capture, no packet
         let mut counted = false; // this segment already counted in the message's frames
         let head_limit = self.limits.head_bytes;
         while pos < wire_len {
-            match hs.mode {
+            match hs.framing.mode {
                 FRAG => {
-                    let n = hs.frag_left.min(wire_len - pos);
+                    let n = hs.framing.frag_left.min(wire_len - pos);
                     if !counted && !hole {
-                        hs.frames += 1;
-                        hs.ip_frags += ip_frags;
+                        hs.msg.frames += 1;
+                        hs.msg.ip_frags += ip_frags;
                         counted = true;
                     }
                     if pos < cap {
                         let got = (cap - pos).min(n);
-                        if hs.head_open {
-                            let room = head_limit as i64 - hs.head.len() as i64;
+                        if hs.msg.head_open {
+                            let room = head_limit as i64 - hs.msg.head.len() as i64;
                             if room > 0 {
                                 let take = got.min(room);
-                                hs.head
+                                hs.msg
+                                    .head
                                     .extend_from_slice(&data[pos as usize..(pos + take) as usize]);
                             }
-                            if got < n && hs.head.len() < head_limit {
-                                hs.head_open = false;
+                            if got < n && hs.msg.head.len() < head_limit {
+                                hs.msg.head_open = false;
                             }
                         }
-                        hs.captured += got;
-                    } else if hs.head_open && hs.head.len() < head_limit {
-                        hs.head_open = false;
+                        hs.msg.captured += got;
+                    } else if hs.msg.head_open && hs.msg.head.len() < head_limit {
+                        hs.msg.head_open = false;
                     }
-                    hs.msg_len += n;
-                    hs.frag_left -= n;
+                    hs.msg.length += n;
+                    hs.framing.frag_left -= n;
                     pos += n;
-                    if frame > hs.frame_last && !hole {
-                        hs.ts_last = ts;
-                        hs.frame_last = frame;
+                    if frame > hs.msg.frame_last && !hole {
+                        hs.msg.ts_last = ts;
+                        hs.msg.frame_last = frame;
                     }
-                    if hs.frag_left == 0 {
-                        hs.mode = MARK;
-                        if hs.frag_last {
+                    if hs.framing.frag_left == 0 {
+                        hs.framing.mode = MARK;
+                        if hs.framing.frag_last {
                             self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                         }
                     }
                 }
                 MARK => {
-                    let need = 4 - hs.mark_len as i64;
+                    let need = 4 - hs.framing.mark_len as i64;
                     let avail = cap - pos;
                     if avail < need && pos + avail < wire_len {
                         // The mark lies (partly) in bytes that were not captured.
@@ -647,25 +778,25 @@ impl TcpReassembler {
                     }
                     if avail < need {
                         // mark split across segments
-                        if hs.mark_len == 0 && !hs.in_msg {
-                            hs.mark_pkt = Some((ts, frame, ip_frags));
+                        if hs.framing.mark_len == 0 && !hs.msg.assembling {
+                            hs.framing.mark_pkt = Some((ts, frame, ip_frags));
                         }
                         for &b in &data[pos as usize..cap as usize] {
-                            hs.mark[hs.mark_len] = b;
-                            hs.mark_len += 1;
+                            hs.framing.mark[hs.framing.mark_len] = b;
+                            hs.framing.mark_len += 1;
                         }
                         break;
                     }
-                    let mut mark = hs.mark;
-                    let had = hs.mark_len;
+                    let mut mark = hs.framing.mark;
+                    let had = hs.framing.mark_len;
                     for i in 0..need as usize {
                         mark[had + i] = data[pos as usize + i];
                     }
-                    hs.mark_len = 0;
+                    hs.framing.mark_len = 0;
                     let value = u32::from_be_bytes(mark);
-                    let mark_pkt = hs.mark_pkt.take();
+                    let mark_pkt = hs.framing.mark_pkt.take();
                     let flen = (value & rpc::FRAG_LEN_MASK) as i64;
-                    let start = !hs.in_msg;
+                    let start = !hs.msg.assembling;
                     let hdr = pos + need;
                     if flen > self.limits.max_record_bytes
                         || (start
@@ -684,40 +815,40 @@ impl TcpReassembler {
                     }
                     pos = hdr;
                     if start {
-                        hs.msg_start = (base + hdr - 4).rem_euclid(SEQ_MOD); // its record mark
-                        hs.in_msg = true;
-                        hs.head.clear();
-                        hs.head_open = true;
-                        hs.msg_len = 0;
-                        hs.captured = 0;
-                        hs.ts_first = ts;
-                        hs.frame_first = frame;
-                        hs.ts_last = ts;
-                        hs.frame_last = frame;
-                        hs.frames = 1;
-                        hs.ip_frags = ip_frags;
+                        hs.msg.start = (base + hdr - 4).rem_euclid(SEQ_MOD); // its record mark
+                        hs.msg.assembling = true;
+                        hs.msg.head.clear();
+                        hs.msg.head_open = true;
+                        hs.msg.length = 0;
+                        hs.msg.captured = 0;
+                        hs.msg.ts_first = ts;
+                        hs.msg.frame_first = frame;
+                        hs.msg.ts_last = ts;
+                        hs.msg.frame_last = frame;
+                        hs.msg.frames = 1;
+                        hs.msg.ip_frags = ip_frags;
                         if let Some((mts, mframe, mfrags)) = mark_pkt {
                             if need < 4 && mframe != frame {
-                                hs.ts_first = mts;
-                                hs.frame_first = mframe;
-                                hs.frames = 2;
-                                hs.ip_frags += mfrags;
+                                hs.msg.ts_first = mts;
+                                hs.msg.frame_first = mframe;
+                                hs.msg.frames = 2;
+                                hs.msg.ip_frags += mfrags;
                             }
                         }
-                        hs.record_frags = 0;
+                        hs.msg.record_frags = 0;
                         counted = true;
                     } else if !counted {
-                        hs.frames += 1;
-                        hs.ip_frags += ip_frags;
+                        hs.msg.frames += 1;
+                        hs.msg.ip_frags += ip_frags;
                         counted = true;
                     }
-                    hs.record_frags += 1;
-                    hs.frag_left = flen;
-                    hs.frag_last = value & rpc::LAST_FRAG != 0;
-                    hs.synced = true;
-                    hs.mode = FRAG;
-                    if flen == 0 && hs.frag_last {
-                        hs.mode = MARK;
+                    hs.msg.record_frags += 1;
+                    hs.framing.frag_left = flen;
+                    hs.framing.frag_last = value & rpc::LAST_FRAG != 0;
+                    hs.framing.synced = true;
+                    hs.framing.mode = FRAG;
+                    if flen == 0 && hs.framing.frag_last {
+                        hs.framing.mode = MARK;
                         self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                     }
                 }
@@ -726,26 +857,26 @@ impl TcpReassembler {
                     if q < 0 {
                         let skipped = wire_len - pos;
                         self.stats.resync_skipped_bytes += skipped;
-                        if !hs.synced {
-                            hs.unsynced_bytes += skipped;
-                            if hs.unsynced_bytes > self.limits.max_unsynced_bytes {
-                                hs.mode = IGNORE;
-                                hs.pending.clear();
-                                self.pending_total -= hs.pending_bytes;
-                                hs.pending_bytes = 0;
+                        if !hs.framing.synced {
+                            hs.framing.unsynced_bytes += skipped;
+                            if hs.framing.unsynced_bytes > self.limits.max_unsynced_bytes {
+                                hs.framing.mode = IGNORE;
+                                hs.order.pending.clear();
+                                self.pending_total -= hs.order.pending_bytes;
+                                hs.order.pending_bytes = 0;
                                 self.stats.ignored_streams += 1;
                             }
                         }
                         break;
                     }
-                    if q > pos || hs.synced {
+                    if q > pos || hs.framing.synced {
                         self.stats.resyncs += 1;
-                        sink.event(hs, Ev::RpcResync, ts, frame, hs.next_seq, q - pos, 0);
+                        sink.event(hs, Ev::RpcResync, ts, frame, hs.order.next_seq, q - pos, 0);
                     }
                     self.stats.resync_skipped_bytes += q - pos;
                     pos = q;
-                    hs.mode = MARK;
-                    hs.mark_len = 0;
+                    hs.framing.mode = MARK;
+                    hs.framing.mark_len = 0;
                 }
                 _ => break, // IGNORE
             }
@@ -753,11 +884,11 @@ impl TcpReassembler {
     }
 
     fn lose_sync<S: Sink>(&mut self, hs: &mut HalfStream, sink: &mut S) {
-        if hs.in_msg {
+        if hs.msg.assembling {
             self.emit(hs, false, -1, sink);
         }
-        hs.mode = RESYNC;
-        hs.mark_len = 0;
+        hs.framing.mode = RESYNC;
+        hs.framing.mark_len = 0;
     }
 
     /// Offset of the first plausible record start in data[pos..cap], or -1.
@@ -797,7 +928,7 @@ impl TcpReassembler {
                 continue;
             }
             if buf[q + 11] as u32 == rpc::CALL {
-                if rpc::plausible_call(buf, q + 4, q != 0 || hs.synced) {
+                if rpc::plausible_call(buf, q + 4, q != 0 || hs.framing.synced) {
                     return (pos + q) as i64;
                 }
             } else if rpc::plausible_reply(buf, q + 4) {
@@ -815,34 +946,35 @@ impl TcpReassembler {
     /// for the peer's ACK of its last byte (tcp.py leaves this to dissector.py's
     /// emit_tcp).
     fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
-        hs.in_msg = false;
-        hs.msg_end = end;
-        let head = std::mem::take(&mut hs.head);
+        hs.msg.assembling = false;
+        hs.msg.end = end;
+        let head = std::mem::take(&mut hs.msg.head);
         let row = sink.emit(
             hs,
             Assembled {
                 head: &head,
-                rpc_len: hs.msg_len + hs.frag_left, // declared length, also when cut short
-                captured: hs.captured,
-                ts_first: hs.ts_first,
-                ts_last: hs.ts_last,
-                frame_first: hs.frame_first,
-                frame_last: hs.frame_last,
-                frames: hs.frames,
-                ip_frags: hs.ip_frags,
-                record_frags: hs.record_frags,
+                rpc_len: hs.msg.length + hs.framing.frag_left, // declared length, also when cut short
+                captured: hs.msg.captured,
+                ts_first: hs.msg.ts_first,
+                ts_last: hs.msg.ts_last,
+                frame_first: hs.msg.frame_first,
+                frame_last: hs.msg.frame_last,
+                frames: hs.msg.frames,
+                ip_frags: hs.msg.ip_frags,
+                record_frags: hs.msg.record_frags,
                 complete,
             },
         );
-        hs.head = head;
-        hs.head.clear();
-        hs.frag_left = 0;
+        hs.msg.head = head;
+        hs.msg.head.clear();
+        hs.framing.frag_left = 0;
         if let (Some(row), true) = (row, end >= 0) {
-            if hs.ack_due.len() >= self.limits.max_ack_waiting.max(1) {
-                hs.ack_due.pop_front();
+            if hs.acks.due.len() >= self.limits.max_ack_waiting.max(1) {
+                hs.acks.due.pop_front();
             }
-            hs.ack_due
-                .push_back((ack_point(hs.msg_start, end, hs.max_seg), row));
+            hs.acks
+                .due
+                .push_back((ack_point(hs.msg.start, end, hs.acks.max_seg), row));
         }
     }
 }

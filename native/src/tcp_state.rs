@@ -2,15 +2,17 @@
 //! `parsers/tcp_state.py`): the handshake (MSS and window scale options, RFC
 //! 9293 / RFC 7323), advertised windows (zero and full windows), data->ACK
 //! round trips, send gaps, and what a stream leaves in its direction's facts
-//! when it ends.  Functions of a `HalfStream` (tcp.rs) and the `Sink` events go
-//! to (the collector), called from the dissector's slow paths.
+//! when it ends, called from the dissector's slow paths.  A function that only
+//! updates state takes the part of a `HalfStream` (tcp.rs) it changes; one that
+//! records events takes the stream (the events' subject) and the `Sink` they go
+//! to (the collector), as tcp_state.py's do.
 
 use crate::ip::{self, Facts};
 use crate::tables::{
     DEFAULT_MSS, MAX_WSCALE, SEQ_HALF, SEQ_MASK, SEQ_MOD, TCPOPT_EOL, TCPOPT_MSS, TCPOPT_NOP,
     TCPOPT_WSCALE, TH_ACK, TH_RST,
 };
-use crate::tcp::{Ev, HalfStream, Sink, IGNORE};
+use crate::tcp::{Ev, HalfStream, IpFacts, RttWatch, Sink, WindowWatch, IGNORE};
 
 fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     let (mut mss, mut wscale) = (-1i64, -1i64);
@@ -39,51 +41,56 @@ fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     (mss, wscale)
 }
 
+/// The zero-window stretch open on hs's `win` ends at ts.
 pub(crate) fn end_zero_window(col: &mut impl Sink, hs: &mut HalfStream, ts: i64) {
+    let w = &hs.win;
     col.event(
         hs,
         Ev::TcpZeroWindow,
-        hs.zw_since,
-        hs.zw_frame,
-        hs.zw_seq,
+        w.zw_since,
+        w.zw_frame,
+        w.zw_seq,
         0,
-        ts - hs.zw_since,
+        ts - w.zw_since,
     );
-    hs.zw_since = -1;
+    hs.win.zw_since = -1;
 }
 
+/// The window-full stretch open on hs's `win` ends at ts.
 pub(crate) fn end_window_full(col: &mut impl Sink, hs: &mut HalfStream, ts: i64) {
+    let w = &hs.win;
     col.event(
         hs,
         Ev::TcpWindowFull,
-        hs.wfull_since,
-        hs.wfull_frame,
-        hs.wfull_seq,
-        hs.wfull_wnd,
-        ts - hs.wfull_since,
+        w.wfull_since,
+        w.wfull_frame,
+        w.wfull_seq,
+        w.wfull_wnd,
+        ts - w.wfull_since,
     );
-    hs.wfull_since = -1;
+    hs.win.wfull_since = -1;
 }
 
+/// End the stretches still open on a direction's `win`.
 pub(crate) fn close_stretches(col: &mut impl Sink, hs: &mut HalfStream, ts: i64) {
-    if hs.zw_since >= 0 {
-        let t = ts.max(hs.zw_since);
+    if hs.win.zw_since >= 0 {
+        let t = ts.max(hs.win.zw_since);
         end_zero_window(col, hs, t);
-        hs.watch = hs.handshake_ack_due;
+        hs.win.watch = hs.win.handshake_ack_due;
     }
-    if hs.wfull_since >= 0 {
-        let t = ts.max(hs.wfull_since);
+    if hs.win.wfull_since >= 0 {
+        let t = ts.max(hs.win.wfull_since);
         end_window_full(col, hs, t);
     }
 }
 
-/// The peer acknowledged the segment of hs being timed: a round-trip sample.
-pub(crate) fn ack_rtt_sample(hs: &mut HalfStream, ts: i64) {
-    hs.rtt_end = -1;
-    let sample = ts - hs.rtt_start[0];
-    if sample >= 0 && (hs.rtt_best[0] < 0 || sample < hs.rtt_best[0]) {
-        let [t, frame, seq, len] = hs.rtt_start;
-        hs.rtt_best = [sample, t, frame, seq, len];
+/// The peer acknowledged the segment being timed: a round-trip sample.
+pub(crate) fn ack_rtt_sample(rtt: &mut RttWatch, ts: i64) {
+    rtt.end = -1;
+    let sample = ts - rtt.start[0];
+    if sample >= 0 && (rtt.best[0] < 0 || sample < rtt.best[0]) {
+        let [t, frame, seq, len] = rtt.start;
+        rtt.best = [sample, t, frame, seq, len];
     }
 }
 
@@ -103,14 +110,16 @@ pub fn ack_point(start: i64, end: i64, max_seg: i64) -> i64 {
 /// began part-way through an RPC message or ends by re-sending bytes: a gap
 /// ended by re-sent bytes (tcp_resend_gap), else the part with bytes
 /// unacknowledged (tcp_send_gap) and the part with none (tcp_send_idle).
+/// Reads hs's `gaps`.
 pub(crate) fn send_gap(col: &mut impl Sink, hs: &HalfStream, ts: i64, seq: i64, resent: bool) {
-    let (start, acked, flight) = (hs.gap_t, hs.gap_acked, hs.gap_flight);
+    let g = &hs.gaps;
+    let (start, acked, flight) = (g.last_ts, g.acked, g.flight);
     if resent {
         col.event(
             hs,
             Ev::TcpResendGap,
             start,
-            hs.gap_frame,
+            g.last_frame,
             seq,
             flight,
             ts - start,
@@ -124,56 +133,61 @@ pub(crate) fn send_gap(col: &mut impl Sink, hs: &HalfStream, ts: i64, seq: i64, 
             hs,
             Ev::TcpSendGap,
             start,
-            hs.gap_frame,
+            g.last_frame,
             seq,
             flight,
             end - start,
         );
     }
-    if acked >= 0 && hs.gap_mid && ts > acked {
-        col.event(hs, Ev::TcpSendIdle, acked, hs.gap_frame, seq, 0, ts - acked);
+    if acked >= 0 && g.mid && ts > acked {
+        col.event(hs, Ev::TcpSendIdle, acked, g.last_frame, seq, 0, ts - acked);
     }
 }
 
-/// A stream replaced or at the end: close its stretches, record its smallest
-/// data->ACK round trip, fold its counts into its direction's facts.
+/// A stream replaced or at the end: close its stretches (`win`), record its
+/// smallest data->ACK round trip (`rtt`), fold its counts into its direction's
+/// facts (`ip`).
 pub(crate) fn retire(col: &mut impl Sink, facts: &mut Facts, hs: &mut HalfStream, ts: i64) {
     close_stretches(col, hs, ts);
-    if hs.rtt_best[0] >= 0 {
-        let [rtt, start, frame, seq, len] = hs.rtt_best;
+    if hs.rtt.best[0] >= 0 {
+        let [rtt, start, frame, seq, len] = hs.rtt.best;
         col.event(hs, Ev::TcpAckRtt, start, frame, seq, len, rtt);
-        hs.rtt_best[0] = -1;
+        hs.rtt.best[0] = -1;
     }
-    let f = &mut facts.rows[hs.facts];
-    f[ip::F_PACKETS] += hs.packets;
-    f[ip::F_IP_BYTES] += hs.ip_bytes;
-    hs.packets = 0;
-    hs.ip_bytes = 0;
+    let ip = &mut hs.ip;
+    let f = &mut facts.rows[ip.facts];
+    f[ip::F_PACKETS] += ip.packets;
+    f[ip::F_IP_BYTES] += ip.ip_bytes;
+    ip.packets = 0;
+    ip.ip_bytes = 0;
 }
 
-pub(crate) fn ip_extremes(facts: &mut Facts, hs: &mut HalfStream, ip_len: i64, ttl: i64) {
+/// A packet with a new largest length or another TTL than the last one.
+pub(crate) fn ip_extremes(facts: &mut Facts, ipf: &mut IpFacts, ip_len: i64, ttl: i64) {
     if ttl < 0 {
         // reassembled from fragments, which were counted one by one
-        hs.packets -= 1;
-        hs.ip_bytes -= ip_len;
+        ipf.packets -= 1;
+        ipf.ip_bytes -= ip_len;
         return;
     }
-    let f = &mut facts.rows[hs.facts];
-    hs.ttl = ttl;
+    let f = &mut facts.rows[ipf.facts];
+    ipf.ttl = ttl;
     if ttl < f[ip::F_TTL_MIN] {
         f[ip::F_TTL_MIN] = ttl;
     }
     if ttl > f[ip::F_TTL_MAX] {
         f[ip::F_TTL_MAX] = ttl;
     }
-    if ip_len > hs.max_ip_len {
-        hs.max_ip_len = ip_len;
+    if ip_len > ipf.max_ip_len {
+        ipf.max_ip_len = ip_len;
         if ip_len > f[ip::F_MAX_IP_LEN] {
             f[ip::F_MAX_IP_LEN] = ip_len;
         }
     }
 }
 
+/// A packet of a direction under watch, or one advertising a zero window
+/// (hs's `win`; its `framing` read: a stream given up opens no stretch).
 pub(crate) fn watch(
     col: &mut impl Sink,
     hs: &mut HalfStream,
@@ -183,39 +197,41 @@ pub(crate) fn watch(
     ts: i64,
     frame: i64,
 ) {
-    if hs.handshake_ack_due && flags & TH_ACK != 0 {
-        hs.handshake_ack_due = false;
+    if hs.win.handshake_ack_due && flags & TH_ACK != 0 {
+        hs.win.handshake_ack_due = false;
         col.event(hs, Ev::TcpHandshakeAck, ts, frame, seq, 0, 0);
     }
     if window == 0 && flags & TH_RST == 0 {
-        if hs.zw_since < 0 && hs.mode != IGNORE {
-            hs.zw_since = ts;
-            hs.zw_frame = frame;
-            hs.zw_seq = seq;
+        if hs.win.zw_since < 0 && hs.framing.mode != IGNORE {
+            let w = &mut hs.win;
+            w.zw_since = ts;
+            w.zw_frame = frame;
+            w.zw_seq = seq;
         }
-    } else if hs.zw_since >= 0 {
+    } else if hs.win.zw_since >= 0 {
         end_zero_window(col, hs, ts);
     }
-    hs.watch = hs.handshake_ack_due || hs.zw_since >= 0;
+    hs.win.watch = hs.win.handshake_ack_due || hs.win.zw_since >= 0;
 }
 
-pub(crate) fn window_reached(hs: &mut HalfStream, seq: i64, end: i64, ts: i64, frame: i64) {
-    if ((end - hs.seq_hi) & SEQ_MASK) < SEQ_HALF {
-        hs.seq_hi = end;
+/// A data segment reaching (within one MSS) the window the peer advertised.
+pub(crate) fn window_reached(win: &mut WindowWatch, seq: i64, end: i64, ts: i64, frame: i64) {
+    if ((end - win.seq_hi) & SEQ_MASK) < SEQ_HALF {
+        win.seq_hi = end;
     }
-    if hs.wfull_since < 0 && hs.peer_wnd > 0 {
-        hs.wfull_since = ts;
-        hs.wfull_frame = frame;
-        hs.wfull_seq = seq;
-        hs.wfull_wnd = hs.peer_wnd;
+    if win.wfull_since < 0 && win.peer_wnd > 0 {
+        win.wfull_since = ts;
+        win.wfull_frame = frame;
+        win.wfull_seq = seq;
+        win.wfull_wnd = win.peer_wnd;
     }
 }
 
-/// A SYN or SYN-ACK: handshake event, MSS and window scale (tcp_state.on_syn).
-/// True when both directions' shifts are known (window tracking on).  `h` and
-/// its reverse `r` are arena indices; they are the same stream when a host
-/// talks to itself on one port (each field is then read and written in the
-/// reference's order).
+/// A SYN or SYN-ACK: handshake event, MSS and window scale in the `win` parts
+/// of `h` and its reverse `r` (tcp_state.on_syn).  True when both directions'
+/// shifts are known (window tracking on).  `h` and `r` are arena indices; they
+/// are the same stream when a host talks to itself on one port (each field is
+/// then read and written in the reference's order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn on_syn(
     col: &mut impl Sink,
@@ -232,60 +248,60 @@ pub(crate) fn on_syn(
     frame: i64,
 ) -> bool {
     let (mss, wscale) = tcp_options(p, hl);
-    a[h].syn_mss = mss;
-    a[h].syn_window = window;
-    a[h].seq_hi = (seq + 1) & SEQ_MASK;
+    a[h].win.syn_mss = mss;
+    a[h].win.syn_window = window;
+    a[h].win.seq_hi = (seq + 1) & SEQ_MASK;
     if flags & TH_ACK == 0 {
-        a[h].syn_wscale = wscale;
+        a[h].win.syn_wscale = wscale;
         col.event(&a[h], Ev::TcpSyn, ts, frame, seq, 0, 0);
         return false;
     }
     col.event(&a[h], Ev::TcpSynAck, ts, frame, seq, 0, 0);
     let r = match r {
         None => {
-            a[h].wshift = if wscale >= 0 { wscale } else { 0 };
+            a[h].win.wshift = if wscale >= 0 { wscale } else { 0 };
             return false;
         }
         Some(r) => r,
     };
-    if wscale < 0 || a[r].syn_wscale == -1 {
-        a[h].wshift = 0;
-        a[r].wshift = 0;
+    if wscale < 0 || a[r].win.syn_wscale == -1 {
+        a[h].win.wshift = 0;
+        a[r].win.wshift = 0;
     } else {
-        a[h].wshift = wscale;
-        a[r].wshift = a[r].syn_wscale;
-        if a[r].wshift < 0 {
-            a[r].wshift = -1;
+        a[h].win.wshift = wscale;
+        a[r].win.wshift = a[r].win.syn_wscale;
+        if a[r].win.wshift < 0 {
+            a[r].win.wshift = -1;
         }
     }
-    if a[r].syn_wscale == -2 {
-        a[r].seq_hi = ack;
+    if a[r].win.syn_wscale == -2 {
+        a[r].win.seq_hi = ack;
     }
-    a[r].handshake_ack_due = true;
-    a[r].watch = true;
-    a[r].mss = if mss > 0 { mss } else { DEFAULT_MSS };
-    a[h].mss = if a[r].syn_mss > 0 {
-        a[r].syn_mss
+    a[r].win.handshake_ack_due = true;
+    a[r].win.watch = true;
+    a[r].win.mss = if mss > 0 { mss } else { DEFAULT_MSS };
+    a[h].win.mss = if a[r].win.syn_mss > 0 {
+        a[r].win.syn_mss
     } else {
         DEFAULT_MSS
     };
-    a[r].peer_wnd = window;
-    a[r].wlimit = (a[r].seq_hi + window - a[r].mss) & SEQ_MASK;
-    a[h].wack = -1;
-    a[h].wwin = -1;
-    a[r].wack = -1;
-    a[r].wwin = -1;
-    a[h].peer_wnd = if a[r].syn_wscale != -2 {
-        a[r].syn_window
+    a[r].win.peer_wnd = window;
+    a[r].win.wlimit = (a[r].win.seq_hi + window - a[r].win.mss) & SEQ_MASK;
+    a[h].win.wack = -1;
+    a[h].win.wwin = -1;
+    a[r].win.wack = -1;
+    a[r].win.wwin = -1;
+    a[h].win.peer_wnd = if a[r].win.syn_wscale != -2 {
+        a[r].win.syn_window
     } else {
         0
     };
-    a[h].wlimit = if a[h].peer_wnd != 0 {
-        (a[h].seq_hi + a[h].peer_wnd - a[h].mss) & SEQ_MASK
+    a[h].win.wlimit = if a[h].win.peer_wnd != 0 {
+        (a[h].win.seq_hi + a[h].win.peer_wnd - a[h].win.mss) & SEQ_MASK
     } else {
-        (a[h].seq_hi + SEQ_HALF - 1) & SEQ_MASK
+        (a[h].win.seq_hi + SEQ_HALF - 1) & SEQ_MASK
     };
-    a[r].wtrack = a[h].wshift >= 0;
-    a[h].wtrack = a[r].wshift >= 0;
-    a[r].wtrack && a[h].wtrack
+    a[r].win.wtrack = a[h].win.wshift >= 0;
+    a[h].win.wtrack = a[r].win.wshift >= 0;
+    a[r].win.wtrack && a[h].win.wtrack
 }

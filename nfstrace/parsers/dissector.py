@@ -94,13 +94,15 @@ class Dissector:
             row = col.message(
                 hs.src, hs.sport, hs.dst, hs.dport, "tcp", hs.conn, head, rpc_len, captured, *rest
             )
-            if row >= 0 and hs.msg_end >= 0:  # whole: wait for the ACK of its data
-                due = hs.ack_due
+            msg = hs.msg
+            if row >= 0 and msg.end >= 0:  # whole: wait for the ACK of its data
+                acks = hs.acks
+                due = acks.due
                 if due is None:
-                    due = hs.ack_due = deque()
+                    due = acks.due = deque()
                 elif len(due) >= max_waiting:
                     due.popleft()
-                due.append((ack_point(hs.msg_start, hs.msg_end, hs.max_seg), row))
+                due.append((ack_point(msg.start, msg.end, acks.max_seg), row))
 
         self.tcp = TcpReassembler(limits, emit_tcp, col.event, col.is_pending_call)
         self.streams: dict[tuple, HalfStream] = {}
@@ -203,74 +205,83 @@ class Dissector:
         hs = self.streams.get((dg.src, sport, dg.dst, dport))
         if hs is None:
             hs = self._new_stream(hs, dg, sport, dport, ts, frame)
-        f = hs.facts
+        ipf = hs.ip
+        f = ipf.facts
         csum = -1  # this segment's checksum: 1 right, 0 bad, -1 not verified
         if f[F_CSUM_CHECKED] < CHECKSUM_SAMPLE and dg.ttl >= 0 and len(seg) == dg.wire_len:
             csum = sample_checksum(f, dg.src, dg.dst, PROTO_TCP, seg)
-        if flags & TH_SYN and hs.synced:
+        if flags & TH_SYN and hs.framing.synced:
             if self._syn_dropped(hs, dg, seq, seg, csum):
                 return
             if not flags & TH_ACK:
                 hs = self._new_stream(hs, dg, sport, dport, ts, frame)
+                ipf = hs.ip
         ip_len = dg.ip_len
         hs.seen = frame
-        hs.packets += 1
-        hs.ip_bytes += ip_len
-        if ip_len > hs.max_ip_len or dg.ttl != hs.ttl:  # rare: a new largest or TTL
-            ip_extremes(hs, ip_len, dg.ttl)
+        ipf.packets += 1
+        ipf.ip_bytes += ip_len
+        if ip_len > ipf.max_ip_len or dg.ttl != ipf.ttl:  # rare: a new largest or TTL
+            ip_extremes(ipf, ip_len, dg.ttl)
         tcp = self.tcp
+        win = hs.win
         if flags & TH_SYN:
             tcp.start(hs, seq)
             if on_syn(self.col, hs, hs.rev, seg, hl, flags, seq, ack, window, ts, frame):
                 self.tracked_conns.add(hs.conn)
-        elif hs.watch or not window:
+        elif win.watch or not window:
             watch(self.col, hs, flags, window, seq, ts, frame)
         if flags & TH_ACK:
             rev = hs.rev
             if rev is not None:
-                if rev.rtt_end >= 0 and (ack - rev.rtt_end) & SEQ_MASK < SEQ_HALF:
-                    ack_rtt_sample(rev, ts)
-                if rev.ack_hi < 0 or (ack - rev.ack_hi) & SEQ_MASK < SEQ_HALF:
-                    rev.ack_hi = ack
-                    due = rev.ack_due
+                rtt = rev.rtt
+                if rtt.end >= 0 and (ack - rtt.end) & SEQ_MASK < SEQ_HALF:
+                    ack_rtt_sample(rtt, ts)
+                acks = rev.acks
+                if acks.hi < 0 or (ack - acks.hi) & SEQ_MASK < SEQ_HALF:
+                    acks.hi = ack
+                    due = acks.due
                     while due and (ack - due[0][0]) & SEQ_MASK < SEQ_HALF:
                         self.col.acked.append((due.popleft()[1], ts))
-                    if rev.gap_acked < 0 <= rev.gap_t and (ack - rev.rtt_hi) & SEQ_MASK < SEQ_HALF:
-                        rev.gap_acked = ts  # everything the peer sent is acknowledged
-                if rev.pending:
+                    gaps = rev.gaps
+                    if gaps.acked < 0 <= gaps.last_ts and (ack - rtt.hi) & SEQ_MASK < SEQ_HALF:
+                        gaps.acked = ts  # everything the peer sent is acknowledged
+                if rev.order.pending:
                     tcp.acked(rev, ack, ts, frame)
-                if rev.wtrack and (ack != rev.wack or window != rev.wwin) and not flags & TH_SYN:
+                rw = rev.win
+                if rw.wtrack and (ack != rw.wack or window != rw.wwin) and not flags & TH_SYN:
                     # The peer (rev) fills our window when its data reaches wlimit.
-                    rev.wack, rev.wwin = ack, window
-                    wnd = rev.peer_wnd = window << hs.wshift
-                    limit = rev.wlimit = (ack + wnd - rev.mss) & SEQ_MASK
-                    if rev.wfull_since >= 0 and (rev.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
+                    rw.wack, rw.wwin = ack, window
+                    wnd = rw.peer_wnd = window << win.wshift
+                    limit = rw.wlimit = (ack + wnd - rw.mss) & SEQ_MASK
+                    if rw.wfull_since >= 0 and (rw.seq_hi - limit) & SEQ_MASK >= SEQ_HALF:
                         end_window_full(self.col, rev, ts)  # room for a full segment again
         wire = dg.wire_len - hl
         if wire > 0:
-            if wire > hs.max_seg:
-                hs.max_seg = wire
+            acks = hs.acks
+            if wire > acks.max_seg:
+                acks.max_seg = wire
             end = (seq + wire) & SEQ_MASK
-            if hs.gap_t >= 0 and ts - hs.gap_t >= self.send_gap_ns:
-                resent = hs.rtt_hi >= 0 and 0 < (hs.rtt_hi - seq) & SEQ_MASK < SEQ_HALF
-                if hs.gap_mid or resent:
+            gaps, rtt = hs.gaps, hs.rtt
+            if gaps.last_ts >= 0 and ts - gaps.last_ts >= self.send_gap_ns:
+                resent = rtt.hi >= 0 and 0 < (rtt.hi - seq) & SEQ_MASK < SEQ_HALF
+                if gaps.mid or resent:
                     send_gap(self.col, hs, ts, seq, resent)
-            if hs.rtt_end >= 0:
-                if 0 < (hs.rtt_end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
-                    hs.rtt_end = -1  # (Karn: which copy the ACK answers is unknown)
+            if rtt.end >= 0:
+                if 0 < (rtt.end - seq) & SEQ_MASK < SEQ_HALF:  # bytes re-sent: no sample
+                    rtt.end = -1  # (Karn: which copy the ACK answers is unknown)
             elif (
                 wire <= RTT_MAX_SEGMENT
-                and hs.rtt_hi >= 0
-                and (seq - hs.rtt_hi) & SEQ_MASK < SEQ_HALF  # all new bytes
+                and rtt.hi >= 0
+                and (seq - rtt.hi) & SEQ_MASK < SEQ_HALF  # all new bytes
             ):
-                hs.rtt_end, hs.rtt_start = end, (ts, frame, seq, wire)
-            if hs.rtt_hi < 0 or (end - hs.rtt_hi) & SEQ_MASK < SEQ_HALF:
-                hs.rtt_hi = end
-            if hs.wtrack and (seq + wire - hs.wlimit) & SEQ_MASK < SEQ_HALF:
-                window_reached(hs, seq, (seq + wire) & SEQ_MASK, ts, frame)
+                rtt.end, rtt.start = end, (ts, frame, seq, wire)
+            if rtt.hi < 0 or (end - rtt.hi) & SEQ_MASK < SEQ_HALF:
+                rtt.hi = end
+            if win.wtrack and (seq + wire - win.wlimit) & SEQ_MASK < SEQ_HALF:
+                window_reached(win, seq, (seq + wire) & SEQ_MASK, ts, frame)
             tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
-            hs.gap_t, hs.gap_frame, hs.gap_mid, hs.gap_acked = ts, frame, hs.in_msg, -1
-            hs.gap_flight = (hs.rtt_hi - hs.ack_hi) & SEQ_MASK if hs.ack_hi >= 0 else -1
+            gaps.last_ts, gaps.last_frame, gaps.mid, gaps.acked = ts, frame, hs.msg.assembling, -1
+            gaps.flight = (rtt.hi - acks.hi) & SEQ_MASK if acks.hi >= 0 else -1
         if flags & (TH_FIN | TH_RST):
             self._end_of_stream(hs, flags, ts, frame)
 
@@ -293,7 +304,7 @@ class Dissector:
         whose sampled checksums are nearly all right (not transmit offload),
         it is a damaged frame wherever its sequence number lies."""
         a = self.stats.anomalies
-        f = hs.facts
+        f = hs.ip.facts
         good, bad = f[F_CSUM_CHECKED] - f[F_CSUM_BAD], f[F_CSUM_BAD]  # (the others')
         if csum == 0:  # counted in the sample
             bad -= 1
@@ -304,10 +315,11 @@ class Dissector:
             self.count_packet(dg)
             return True
         rev = hs.rev
-        if hs.ended or (rev is not None and rev.ended) or hs.next_seq < 0:
+        next_seq = hs.order.next_seq
+        if hs.ended or (rev is not None and rev.ended) or next_seq < 0:
             return False
-        wnd = max(hs.peer_wnd, SYN_WINDOW)
-        d = (seq + 1 - hs.next_seq) & SEQ_MASK
+        wnd = max(hs.win.peer_wnd, SYN_WINDOW)
+        d = (seq + 1 - next_seq) & SEQ_MASK
         if d <= wnd or SEQ_MASK + 1 - d <= wnd:
             a["tcp_syn_in_window"] = a.get("tcp_syn_in_window", 0) + 1
             self.count_packet(dg)
@@ -357,9 +369,9 @@ class Dissector:
                     tcp.flush(rev, ts, frame)
                     retire(col, rev, ts)
                     streams[rkey] = HalfStream(
-                        rev.src, rev.sport, rev.dst, rev.dport, conn, rev.facts
+                        rev.src, rev.sport, rev.dst, rev.dport, conn, rev.ip.facts
                     )
-        facts = hs.facts if hs is not None else direction_facts(self.facts, dg.src, dg.dst)
+        facts = hs.ip.facts if hs is not None else direction_facts(self.facts, dg.src, dg.dst)
         hs = streams[key] = HalfStream(dg.src, sport, dg.dst, dport, conn, facts)
         rev = streams.get(rkey)
         if rev is not None:
@@ -390,7 +402,7 @@ class Dissector:
                 hs = streams.pop(key, None)
                 if hs is None:
                     continue
-                if hs.in_msg:
+                if hs.msg.assembling:
                     self.n_cut += 1
                 self.tcp.flush(hs, ts, frame)
                 retire(self.col, hs, ts)
@@ -514,7 +526,7 @@ class Dissector:
         """End of the capture: (messages, events, stats)."""
         col, tcp, stats, reasm = self.col, self.tcp, self.stats, self.reasm
         for hs in self.streams.values():
-            tcp.flush(hs, hs.ts_last, hs.frame_last)
+            tcp.flush(hs, hs.msg.ts_last, hs.msg.frame_last)
             retire(col, hs, self.ts)  # a stretch still open ends with the capture
         reasm.finish()
         self.partial_datagrams()

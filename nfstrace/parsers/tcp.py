@@ -11,13 +11,16 @@ One ``HalfStream`` per direction of a connection runs two small state machines:
   framing; ``IGNORE`` for a stream that never looked like RPC.
 
 Only the first ``head_bytes`` of each message are kept; the rest is counted.
-
-A ``HalfStream`` also carries the per-direction facts the parser loop keeps
-(``nfstrace/parsers/tcp_state.py``): handshake state, window scale and MSS, the
-bytes in flight against the peer's window, open zero-window / window-full
-stretches.
 Bytes that were not captured (snaplen, lost segments) are stepped over by
 length, so a `-s 256` capture keeps every message whose header was captured.
+
+The two machines are a ``HalfStream``'s ``order`` and ``framing`` parts, the
+message being assembled its ``msg``; its other parts hold what the frame loop
+keeps per direction (``dissector.py``, ``tcp_state.py``): IP counts (``ip``),
+handshake and windows (``win``: window scale and MSS, the bytes in flight
+against the peer's window, open zero-window / window-full stretches),
+data->ACK round trips (``rtt``), send gaps (``gaps``) and the ACKs whole
+messages wait for (``acks``).
 
 Resync acceptance (Zeek's rule, adapted): a position is a record start when
 the 4-byte mark gives a plausible fragment length and the bytes after it are
@@ -82,23 +85,30 @@ Emit = Callable[..., None]
 Event = Callable[..., None]
 
 
-class HalfStream:
-    """One direction of one TCP connection."""
+class Ordering:
+    """Sequence ordering of one direction: the next byte expected and the
+    segments held until the hole before them is filled.  Mutated by
+    ``TcpReassembler`` (its ordering half); the dissector reads ``next_seq``
+    (a SYN inside the window is dropped, ``Dissector._syn_dropped``)."""
+
+    __slots__ = ("next_seq", "pending", "pending_bytes", "hole_since")
+
+    def __init__(self) -> None:
+        self.next_seq = -1  # sequence number of the next byte in order (-1: none yet)
+        # early segments by sequence number: (captured bytes, wire length, ts, frame, ip_frags)
+        self.pending: dict[int, tuple[bytes, int, int, int, int]] = {}
+        self.pending_bytes = 0  # captured bytes held in pending
+        self.hole_since = -1  # when the hole before the held segments opened (-1: none)
+
+
+class Framing:
+    """ONC-RPC record marking of one direction: the MARK / FRAG / RESYNC /
+    IGNORE state machine of the module docstring.  Mutated by
+    ``TcpReassembler`` (its record-marking half); ``tcp_state.watch`` reads
+    ``mode`` (no zero-window stretch on a stream given up) and the dissector
+    ``synced`` (a SYN on a direction that carried RPC records)."""
 
     __slots__ = (
-        # identity
-        "src",
-        "sport",
-        "dst",
-        "dport",
-        "conn",
-        "seen",  # frame number of its last packet (dissector.Dissector: the idlest are forgotten)
-        # ordering
-        "next_seq",
-        "pending",
-        "pending_bytes",
-        "hole_since",
-        # record marking
         "mode",
         "mark",
         "mark_pkt",
@@ -106,14 +116,32 @@ class HalfStream:
         "frag_last",
         "synced",
         "unsynced_bytes",
-        "ended",
-        # the message being assembled
-        "in_msg",
-        "msg_start",
-        "msg_end",
+    )
+
+    def __init__(self) -> None:
+        self.mode = RESYNC
+        self.mark = b""  # the bytes of a record mark split across segments
+        self.mark_pkt: tuple[int, int, int] | None = None  # (ts, frame, ip_frags) of a split mark
+        self.frag_left = 0  # bytes of the current fragment still to come
+        self.frag_last = False  # the current fragment ends its record
+        self.synced = False  # a record mark was accepted once
+        self.unsynced_bytes = 0  # bytes searched for a first record start
+
+
+class Message:
+    """The RPC message being assembled from its record's fragments (only its
+    first ``head_bytes`` kept), and where the last one handed on ended.
+    Mutated by ``TcpReassembler``; the dissector reads ``start`` / ``end``
+    (the ACK a whole message waits for), ``assembling`` (a send gap part-way
+    through a message) and ``ts_last`` / ``frame_last`` (a stream flushed)."""
+
+    __slots__ = (
+        "assembling",
+        "start",
+        "end",
         "head",
         "head_open",
-        "msg_len",
+        "length",
         "captured",
         "ts_first",
         "ts_last",
@@ -122,14 +150,43 @@ class HalfStream:
         "frames",
         "ip_frags",
         "record_frags",
-        # per-direction IP facts (a list shared by every stream of the address
-        # pair; tcp_state.retire folds the counts below into it when the stream ends)
-        "facts",
-        "packets",
-        "ip_bytes",
-        "max_ip_len",
-        "ttl",
-        # handshake and window (tcp_state.py): see __init__
+    )
+
+    def __init__(self) -> None:
+        self.assembling = False  # a record mark began a message not yet handed on
+        self.start = 0  # sequence number of the message's record mark
+        self.end = -1  # sequence number past the last message handed on (-1: cut short)
+        self.head = bytearray()
+        self.head_open = False  # bytes still go to head (none missed before its limit)
+        self.length = self.captured = 0  # bytes of its fragments so far, and of them captured
+        self.ts_first = self.ts_last = 0
+        self.frame_first = self.frame_last = 0
+        self.frames = self.ip_frags = self.record_frags = 0
+
+
+class IpFacts:
+    """The IP packets of one direction: counts and extremes, and the facts
+    list of its address pair (shared by every stream of the pair).  Mutated by
+    the dissector (per packet) and ``tcp_state.ip_extremes`` / ``retire``
+    (which folds the counts into ``facts`` when the stream ends)."""
+
+    __slots__ = ("facts", "packets", "ip_bytes", "max_ip_len", "ttl")
+
+    def __init__(self, facts: list[int]) -> None:
+        self.facts = facts
+        self.packets = self.ip_bytes = self.max_ip_len = 0
+        self.ttl = -2  # TTL of the last packet (-2: none yet)
+
+
+class WindowWatch:
+    """The handshake and the windows of one direction (RFC 9293, RFC 7323):
+    options of its SYN, the window scale and MSS in effect, its bytes in
+    flight against the peer's window, open zero-window / window-full
+    stretches.  Mutated by ``tcp_state`` (``on_syn``, ``watch``,
+    ``window_reached``, ``close_stretches``) and by the dissector on the
+    peer's ACKs (the peer's window)."""
+
+    __slots__ = (
         "watch",
         "handshake_ack_due",
         "syn_wscale",
@@ -150,61 +207,9 @@ class HalfStream:
         "wfull_frame",
         "wfull_seq",
         "wfull_wnd",
-        # data->ACK round trips (tcp_state.py): see __init__
-        "rtt_hi",
-        "rtt_end",
-        "rtt_start",
-        "rtt_best",
-        # send gaps (tcp_state.py): see __init__
-        "ack_hi",
-        "max_seg",
-        "gap_t",
-        "gap_frame",
-        "gap_mid",
-        "gap_flight",
-        "gap_acked",
-        "ack_due",
-        # the other direction of the same connection, once seen (dissector.Dissector)
-        "rev",
     )
 
-    def __init__(
-        self,
-        src: bytes,
-        sport: int,
-        dst: bytes,
-        dport: int,
-        conn: int,
-        facts: list[int] | None = None,
-    ) -> None:
-        self.src, self.sport, self.dst, self.dport, self.conn = src, sport, dst, dport, conn
-        self.seen = 0
-        self.next_seq = -1
-        self.pending: dict[int, tuple[bytes, int, int, int, int]] = {}
-        self.pending_bytes = 0
-        self.hole_since = -1
-        self.mode = RESYNC
-        self.mark = b""
-        self.mark_pkt: tuple[int, int, int] | None = None  # (ts, frame, ip_frags) of a split mark
-        self.frag_left = 0
-        self.frag_last = False
-        self.synced = False
-        self.unsynced_bytes = 0
-        # a FIN or RST was seen from this direction (or an RST from the other):
-        # a SYN on its ports after that is a new connection (dissector.Dissector)
-        self.ended = False
-        self.in_msg = False
-        self.msg_start = 0  # sequence number of the message's record mark
-        self.msg_end = -1  # sequence number past the last message handed on (-1: cut short)
-        self.head = bytearray()
-        self.head_open = False
-        self.msg_len = self.captured = 0
-        self.ts_first = self.ts_last = 0
-        self.frame_first = self.frame_last = 0
-        self.frames = self.ip_frags = self.record_frags = 0
-        self.facts = facts if facts is not None else []
-        self.packets = self.ip_bytes = self.max_ip_len = 0
-        self.ttl = -2  # TTL of the last packet (-2: none yet)
+    def __init__(self) -> None:
         # True while the slow path must look at every packet of this direction
         # (a handshake ACK is due or a zero-window stretch is open).
         self.watch = False
@@ -227,32 +232,110 @@ class HalfStream:
         self.zw_since = self.zw_frame = self.zw_seq = -1  # we advertise a zero window
         self.wfull_since = self.wfull_frame = self.wfull_seq = self.wfull_wnd = -1  # we fill
         # the peer's window
-        # Data->ACK round trips, one segment timed at a time (as TCP times them),
-        # of at most RTT_MAX_SEGMENT bytes: the end of the highest byte sent
-        # (-1: none yet), the end of the segment being timed (-1: none), its
-        # (ts, frame, seq, length), and the smallest sample as
-        # (round trip ns, ts, frame, seq, length) or None.
-        self.rtt_hi = self.rtt_end = -1
-        self.rtt_start: tuple[int, int, int, int] = (0, 0, 0, 0)
-        self.rtt_best: tuple[int, int, int, int, int] | None = None
-        # Send gaps: the peer's highest ACK number (-1: none yet); the time and
-        # frame of our last data segment (-1: none yet), whether it left an RPC
-        # message part-sent, the bytes we then had unacknowledged, and when the
-        # peer had acknowledged everything we had sent (-1: not yet).
-        self.ack_hi = -1
+
+
+class RttWatch:
+    """Data->ACK round trips of one direction, one segment timed at a time (as
+    TCP times them), of at most RTT_MAX_SEGMENT bytes.  Mutated by the
+    dissector (our data segments, the peer's ACKs) and
+    ``tcp_state.ack_rtt_sample`` / ``retire`` (the smallest sample becomes a
+    ``tcp_ack_rtt`` event)."""
+
+    __slots__ = ("hi", "end", "start", "best")
+
+    def __init__(self) -> None:
+        self.hi = -1  # the end of the highest byte sent (-1: none yet)
+        self.end = -1  # the end of the segment being timed (-1: none)
+        self.start: tuple[int, int, int, int] = (0, 0, 0, 0)  # its (ts, frame, seq, length)
+        # the smallest sample as (round trip ns, ts, frame, seq, length)
+        self.best: tuple[int, int, int, int, int] | None = None
+
+
+class SendGaps:
+    """Where this direction's last data segment left it, for the send gap
+    after it.  Mutated by the dissector (each data segment, the peer's ACKs);
+    ``tcp_state.send_gap`` reads it when the next segment comes late."""
+
+    __slots__ = ("last_ts", "last_frame", "mid", "flight", "acked")
+
+    def __init__(self) -> None:
+        self.last_ts = self.last_frame = -1  # time and frame of our last data segment
+        self.mid = False  # it left an RPC message part-sent
+        self.flight = 0  # the bytes we then had unacknowledged (-1: unknown)
+        self.acked = -1  # when the peer had acknowledged everything we had sent (-1: not yet)
+
+
+class Acks:
+    """What the peer acknowledged of this direction's data: its highest ACK
+    number and the whole messages waiting for their ACK (which the longest
+    data segment places, ``tcp_state.ack_point``).  Mutated by the dissector:
+    its ``emit_tcp`` queues a message, the peer's ACKs release them
+    (``collector.Collector.acked``)."""
+
+    __slots__ = ("hi", "max_seg", "due")
+
+    def __init__(self) -> None:
+        self.hi = -1  # the peer's highest ACK number (-1: none yet)
         self.max_seg = 0  # the longest data segment seen (bytes)
-        self.gap_t = self.gap_frame = -1
-        self.gap_mid = False
-        self.gap_flight = 0
-        self.gap_acked = -1
-        # Messages waiting for the peer's ACK: (the sequence number an ACK must
-        # reach, row of the message), oldest first (collector.Collector.acked).
-        self.ack_due: deque[tuple[int, int]] | None = None  # made when first needed
+        # (the sequence number an ACK must reach, row of the message), oldest first
+        self.due: deque[tuple[int, int]] | None = None  # made when first needed
+
+
+class HalfStream:
+    """One direction of one TCP connection: who it is, and one part per
+    concern (each says what mutates it), so that a function's arguments show
+    which state it touches."""
+
+    __slots__ = (
+        "src",
+        "sport",
+        "dst",
+        "dport",
+        "conn",
+        "seen",
+        "ended",
+        "order",
+        "framing",
+        "msg",
+        "ip",
+        "win",
+        "rtt",
+        "gaps",
+        "acks",
+        "rev",
+    )
+
+    def __init__(
+        self,
+        src: bytes,
+        sport: int,
+        dst: bytes,
+        dport: int,
+        conn: int,
+        facts: list[int] | None = None,
+    ) -> None:
+        self.src, self.sport, self.dst, self.dport, self.conn = src, sport, dst, dport, conn
+        # frame number of its last packet (dissector.Dissector: the idlest are forgotten)
+        self.seen = 0
+        # a FIN or RST was seen from this direction (or an RST from the other):
+        # a SYN on its ports after that is a new connection (dissector.Dissector)
+        self.ended = False
+        self.order = Ordering()
+        self.framing = Framing()
+        self.msg = Message()
+        self.ip = IpFacts(facts if facts is not None else [])
+        self.win = WindowWatch()
+        self.rtt = RttWatch()
+        self.gaps = SendGaps()
+        self.acks = Acks()
+        # the other direction of the same connection, once seen (dissector.Dissector)
         self.rev: HalfStream | None = None
 
 
 class TcpReassembler:
-    """Feeds segments into half-streams and emits RPC messages."""
+    """Feeds segments into half-streams and emits RPC messages: it mutates a
+    stream's ``order``, ``framing`` and ``msg`` parts (the stream itself is
+    handed on as the subject of events and messages)."""
 
     def __init__(
         self,
@@ -273,10 +356,11 @@ class TcpReassembler:
 
     def start(self, hs: HalfStream, isn: int) -> None:
         """A SYN: the stream begins at isn+1 with a record mark."""
-        self.flush(hs, ts=hs.ts_last, frame=hs.frame_last)
-        hs.next_seq = (isn + 1) % SEQ_MOD
-        hs.mode = MARK
-        hs.mark = b""
+        self.flush(hs, ts=hs.msg.ts_last, frame=hs.msg.frame_last)
+        hs.order.next_seq = (isn + 1) % SEQ_MOD
+        fr = hs.framing
+        fr.mode = MARK
+        fr.mark = b""
 
     def segment(
         self,
@@ -292,16 +376,17 @@ class TcpReassembler:
         st = self.stats
         st.segments += 1
         st.payload_bytes += wire_len
-        if hs.mode == IGNORE:
+        if hs.framing.mode == IGNORE:
             return
-        if hs.next_seq < 0:  # first data seen without the SYN: mid-stream start
-            hs.next_seq = seq
-        rel = (seq - hs.next_seq) % SEQ_MOD
+        o = hs.order
+        if o.next_seq < 0:  # first data seen without the SYN: mid-stream start
+            o.next_seq = seq
+        rel = (seq - o.next_seq) % SEQ_MOD
         if rel >= SEQ_MOD >> 1:
             rel -= SEQ_MOD
         if rel == 0:
             self._feed(hs, data, wire_len, ts, frame, ip_frags)
-            if hs.pending:
+            if o.pending:
                 self._drain(hs, ts, frame)
             return
         if rel < -MAX_SEQ_JUMP:
@@ -317,7 +402,7 @@ class TcpReassembler:
             st.overlapping += 1
             cut = -rel
             self._feed(hs, data[cut:], wire_len - cut, ts, frame, ip_frags)
-            if hs.pending:
+            if o.pending:
                 self._drain(hs, ts, frame)
             return
         if rel > MAX_SEQ_JUMP:
@@ -326,21 +411,21 @@ class TcpReassembler:
             return
         # Early: hold it until the hole before it is filled.
         st.out_of_order += 1
-        if seq in hs.pending:
+        if seq in o.pending:
             st.retransmitted += 1
             self.event(hs, "tcp_retransmission", ts, frame, seq, wire_len)
             return
         kept = bytes(data)
-        hs.pending[seq] = (kept, wire_len, ts, frame, ip_frags)
-        hs.pending_bytes += len(kept)
+        o.pending[seq] = (kept, wire_len, ts, frame, ip_frags)
+        o.pending_bytes += len(kept)
         self.pending_total += len(kept)
-        if hs.hole_since < 0:
-            hs.hole_since = ts
+        if o.hole_since < 0:
+            o.hole_since = ts
         lim = self.limits
         if (
-            len(hs.pending) > lim.max_pending_segments
-            or hs.pending_bytes > lim.max_pending_bytes
-            or ts - hs.hole_since > lim.max_hole_age_ns
+            len(o.pending) > lim.max_pending_segments
+            or o.pending_bytes > lim.max_pending_bytes
+            or ts - o.hole_since > lim.max_hole_age_ns
         ):
             self._skip_hole(hs, ts, frame)
         elif self.pending_total > lim.max_pending_bytes_total:
@@ -362,23 +447,20 @@ class TcpReassembler:
         the stream restarts there, looking for a record start."""
         self.flush(hs, ts, frame)
         self.event(hs, "seq_jump", ts, frame, seq, rel)
-        hs.next_seq = seq
-        hs.mode = RESYNC
+        hs.order.next_seq = seq
+        hs.framing.mode = RESYNC
         self._feed(hs, data, wire_len, ts, frame, ip_frags)
 
     def acked(self, hs: HalfStream, ack: int, ts: int, frame: int) -> None:
         """The peer acknowledged up to `ack`: held holes before it were received
         by the peer, so the capture (not the network) lost them; step over them
         now rather than wait (tshark's "ACKed segment that wasn't captured")."""
-        while hs.pending and hs.next_seq >= 0:
-            first = min(hs.pending, key=lambda s: self._rel(hs, s))
-            if self._rel(hs, ack) < self._rel(hs, first):
+        o = hs.order
+        while o.pending and o.next_seq >= 0:
+            first = min(o.pending, key=lambda s: _rel(o, s))
+            if _rel(o, ack) < _rel(o, first):
                 break
             self._skip_hole(hs, ts, frame, acked=True)
-
-    def _rel(self, hs: HalfStream, seq: int) -> int:
-        rel = (seq - hs.next_seq) % SEQ_MOD
-        return rel - SEQ_MOD if rel >= SEQ_MOD >> 1 else rel
 
     def _drain(self, hs: HalfStream, ts: int, frame: int) -> None:
         """Feed held segments that are now in order.
@@ -386,15 +468,16 @@ class TcpReassembler:
         Each keeps its own capture time: a message wholly inside held segments
         ends at its own last segment (as tshark reports it), not at the
         retransmission that filled an earlier hole."""
-        for seq in sorted(hs.pending, key=lambda s: self._rel(hs, s)):
-            rel = self._rel(hs, seq)
+        o = hs.order
+        for seq in sorted(o.pending, key=lambda s: _rel(o, s)):
+            rel = _rel(o, seq)
             if rel > 0:
                 break
-            held = hs.pending.pop(seq, None)
+            held = o.pending.pop(seq, None)
             if held is None:  # the stream was given up (IGNORE) while feeding
                 break
             data, wire_len, seg_ts, seg_frame, ip_frags = held
-            hs.pending_bytes -= len(data)
+            o.pending_bytes -= len(data)
             self.pending_total -= len(data)
             if rel + wire_len <= 0:
                 self.stats.retransmitted += 1
@@ -402,37 +485,39 @@ class TcpReassembler:
                 continue
             mv = memoryview(data)[-rel:] if rel else memoryview(data)
             self._feed(hs, mv, wire_len + rel, seg_ts, seg_frame, ip_frags)
-        if hs.pending:
-            hs.hole_since = ts if hs.hole_since < 0 else hs.hole_since
+        if o.pending:
+            o.hole_since = ts if o.hole_since < 0 else o.hole_since
         else:
-            hs.hole_since = -1
+            o.hole_since = -1
 
     def _skip_hole(self, hs: HalfStream, ts: int, frame: int, acked: bool = False) -> None:
         """Declare the bytes before the earliest held segment lost; `acked`:
         the peer acknowledged them (the capture missed them, not the network)."""
-        first = min(hs.pending, key=lambda s: self._rel(hs, s))
-        gap = self._rel(hs, first)
+        o = hs.order
+        first = min(o.pending, key=lambda s: _rel(o, s))
+        gap = _rel(o, first)
         self.stats.holes += 1
         self.stats.hole_bytes += gap
         if acked:
             self.stats.holes_acked += 1
             self.stats.hole_bytes_acked += gap
-        self.event(hs, "tcp_hole", ts, frame, hs.next_seq, gap)
+        self.event(hs, "tcp_hole", ts, frame, o.next_seq, gap)
         self._feed(hs, memoryview(b""), gap, ts, frame, 0)
-        hs.hole_since = -1
+        o.hole_since = -1
         self._drain(hs, ts, frame)
 
     def flush(self, hs: HalfStream, ts: int, frame: int) -> None:
         """End of stream (FIN/RST/end of capture): step over held holes and emit
         a message left incomplete."""
-        while hs.pending:
+        o, fr = hs.order, hs.framing
+        while o.pending:
             self._skip_hole(hs, ts, frame)
-        if hs.in_msg:
+        if hs.msg.assembling:
             self._emit(hs, complete=False)
-        if hs.mode != IGNORE:
-            hs.mode = RESYNC
-        hs.mark = b""
-        hs.next_seq = -1
+        if fr.mode != IGNORE:
+            fr.mode = RESYNC
+        fr.mark = b""
+        o.next_seq = -1
 
     # ---- record marking ---------------------------------------------------
 
@@ -447,8 +532,9 @@ class TcpReassembler:
     ) -> None:
         """In-order bytes: data holds the captured part of wire_len stream bytes,
         carried by the packet captured at ts as frame number `frame`."""
-        base = hs.next_seq  # the sequence number of data[0]
-        hs.next_seq = (hs.next_seq + wire_len) % SEQ_MOD
+        o, fr, m = hs.order, hs.framing, hs.msg
+        base = o.next_seq  # the sequence number of data[0]
+        o.next_seq = (o.next_seq + wire_len) % SEQ_MOD
         cap = len(data)
         if cap > wire_len:
             cap = wire_len
@@ -456,144 +542,135 @@ class TcpReassembler:
         hole = cap == 0 and ip_frags == 0  # bytes lost by the capture, no packet
         counted = False  # this segment already counted in the message's frames
         while pos < wire_len:
-            mode = hs.mode
+            mode = fr.mode
             if mode == FRAG:
-                n = hs.frag_left
+                n = fr.frag_left
                 if n > wire_len - pos:
                     n = wire_len - pos
                 if not counted and not hole:
-                    hs.frames += 1
-                    hs.ip_frags += ip_frags
+                    m.frames += 1
+                    m.ip_frags += ip_frags
                     counted = True
                 if pos < cap:
                     got = cap - pos if cap - pos < n else n
-                    if hs.head_open:
-                        room = self.head_limit - len(hs.head)
+                    if m.head_open:
+                        room = self.head_limit - len(m.head)
                         if room > 0:
-                            hs.head += data[pos : pos + (got if got < room else room)]
-                        if got < n and len(hs.head) < self.head_limit:
-                            hs.head_open = False
-                    hs.captured += got
-                elif hs.head_open and len(hs.head) < self.head_limit:
-                    hs.head_open = False
-                hs.msg_len += n
-                hs.frag_left -= n
+                            m.head += data[pos : pos + (got if got < room else room)]
+                        if got < n and len(m.head) < self.head_limit:
+                            m.head_open = False
+                    m.captured += got
+                elif m.head_open and len(m.head) < self.head_limit:
+                    m.head_open = False
+                m.length += n
+                fr.frag_left -= n
                 pos += n
-                if frame > hs.frame_last and not hole:
-                    hs.ts_last, hs.frame_last = ts, frame
-                if hs.frag_left == 0:
-                    hs.mode = MARK
-                    if hs.frag_last:
+                if frame > m.frame_last and not hole:
+                    m.ts_last, m.frame_last = ts, frame
+                if fr.frag_left == 0:
+                    fr.mode = MARK
+                    if fr.frag_last:
                         self._emit(hs, complete=True, end=(base + pos) % SEQ_MOD)
             elif mode == MARK:
-                need = 4 - len(hs.mark)
+                need = 4 - len(fr.mark)
                 avail = cap - pos
                 if avail < need and pos + avail < wire_len:
                     # The mark lies (partly) in bytes that were not captured.
-                    self._lose_sync(hs, ts, frame)
+                    self._lose_sync(hs)
                     continue
                 if avail < need:  # mark split across segments
-                    if not hs.mark and not hs.in_msg:
-                        hs.mark_pkt = (ts, frame, ip_frags)
-                    hs.mark += bytes(data[pos:cap])
+                    if not fr.mark and not m.assembling:
+                        fr.mark_pkt = (ts, frame, ip_frags)
+                    fr.mark += bytes(data[pos:cap])
                     pos = cap
                     break
                 mark = (
-                    hs.mark + bytes(data[pos : pos + need])
-                    if hs.mark
+                    fr.mark + bytes(data[pos : pos + need])
+                    if fr.mark
                     else bytes(data[pos : pos + 4])
                 )
-                hs.mark = b""
+                fr.mark = b""
                 value = int.from_bytes(mark, "big")
-                mark_pkt, hs.mark_pkt = hs.mark_pkt, None
+                mark_pkt, fr.mark_pkt = fr.mark_pkt, None
                 flen = value & rpc.FRAG_LEN_MASK
-                start = not hs.in_msg
+                start = not m.assembling
                 hdr = pos + need
                 if flen > self.limits.max_record_bytes or (
-                    start and (flen < rpc.MIN_REPLY_LEN or not self._header_ok(hs, data, hdr, cap))
+                    start and (flen < rpc.MIN_REPLY_LEN or not _header_ok(data, hdr, cap))
                 ):
                     self.stats.bad_marks += 1
                     if flen > self.limits.max_record_bytes:
                         self.stats.marks_too_long += 1
-                    self._lose_sync(hs, ts, frame)
+                    self._lose_sync(hs)
                     if need == 4:
                         pos += 1  # search again just after this false mark's first byte
                     continue
                 pos = hdr
                 if start:
-                    hs.msg_start = (base + hdr - 4) % SEQ_MOD  # its record mark
-                    hs.in_msg = True
-                    hs.head = bytearray()
-                    hs.head_open = True
-                    hs.msg_len = hs.captured = 0
-                    hs.ts_first, hs.frame_first = ts, frame
-                    hs.ts_last, hs.frame_last = ts, frame
-                    hs.frames = 1
-                    hs.ip_frags = ip_frags
+                    m.start = (base + hdr - 4) % SEQ_MOD  # its record mark
+                    m.assembling = True
+                    m.head = bytearray()
+                    m.head_open = True
+                    m.length = m.captured = 0
+                    m.ts_first, m.frame_first = ts, frame
+                    m.ts_last, m.frame_last = ts, frame
+                    m.frames = 1
+                    m.ip_frags = ip_frags
                     if mark_pkt is not None and need < 4 and mark_pkt[1] != frame:
-                        hs.ts_first, hs.frame_first = mark_pkt[0], mark_pkt[1]
-                        hs.frames = 2
-                        hs.ip_frags += mark_pkt[2]
-                    hs.record_frags = 0
+                        m.ts_first, m.frame_first = mark_pkt[0], mark_pkt[1]
+                        m.frames = 2
+                        m.ip_frags += mark_pkt[2]
+                    m.record_frags = 0
                     counted = True
                 elif not counted:
-                    hs.frames += 1
-                    hs.ip_frags += ip_frags
+                    m.frames += 1
+                    m.ip_frags += ip_frags
                     counted = True
-                hs.record_frags += 1
-                hs.frag_left = flen
-                hs.frag_last = bool(value & rpc.LAST_FRAG)
-                hs.synced = True
-                hs.mode = FRAG
-                if flen == 0 and hs.frag_last:
-                    hs.mode = MARK
+                m.record_frags += 1
+                fr.frag_left = flen
+                fr.frag_last = bool(value & rpc.LAST_FRAG)
+                fr.synced = True
+                fr.mode = FRAG
+                if flen == 0 and fr.frag_last:
+                    fr.mode = MARK
                     self._emit(hs, complete=True, end=(base + pos) % SEQ_MOD)
             elif mode == RESYNC:
                 q = self._find_record(hs, data, pos, cap)
                 if q < 0:
                     skipped = wire_len - pos
                     self.stats.resync_skipped_bytes += skipped
-                    if not hs.synced:
-                        hs.unsynced_bytes += skipped
-                        if hs.unsynced_bytes > self.limits.max_unsynced_bytes:
-                            hs.mode = IGNORE
-                            hs.pending.clear()
-                            self.pending_total -= hs.pending_bytes
-                            hs.pending_bytes = 0
+                    if not fr.synced:
+                        fr.unsynced_bytes += skipped
+                        if fr.unsynced_bytes > self.limits.max_unsynced_bytes:
+                            fr.mode = IGNORE
+                            o.pending.clear()
+                            self.pending_total -= o.pending_bytes
+                            o.pending_bytes = 0
                             self.stats.ignored_streams += 1
                     break
-                if q > pos or hs.synced:
+                if q > pos or fr.synced:
                     self.stats.resyncs += 1
-                    self.event(hs, "rpc_resync", ts, frame, hs.next_seq, q - pos)
+                    self.event(hs, "rpc_resync", ts, frame, o.next_seq, q - pos)
                 self.stats.resync_skipped_bytes += q - pos
                 pos = q
-                hs.mode = MARK
-                hs.mark = b""
+                fr.mode = MARK
+                fr.mark = b""
             else:  # IGNORE
                 break
 
-    def _lose_sync(self, hs: HalfStream, ts: int, frame: int) -> None:
-        if hs.in_msg:
+    def _lose_sync(self, hs: HalfStream) -> None:
+        if hs.msg.assembling:
             self._emit(hs, complete=False)
-        hs.mode = RESYNC
-        hs.mark = b""
-
-    def _header_ok(self, hs: HalfStream, data: Bytes, pos: int, cap: int) -> bool:
-        """Check the RPC header after a record mark, as far as it was captured."""
-        if cap < pos + 8:
-            return True  # not captured here: accept the mark on its length alone
-        mtype = int.from_bytes(data[pos + 4 : pos + 8], "big")
-        if mtype == rpc.CALL:
-            return (
-                cap < pos + 12 or int.from_bytes(data[pos + 8 : pos + 12], "big") == rpc.RPC_VERSION
-            )
-        return mtype == rpc.REPLY
+        fr = hs.framing
+        fr.mode = RESYNC
+        fr.mark = b""
 
     def _find_record(self, hs: HalfStream, data: Bytes, pos: int, cap: int) -> int:
         """Offset of the first plausible record start in data[pos:cap], or -1."""
         if cap - pos < 16:
             return -1
         buf = bytes(data[pos:cap])
+        synced = hs.framing.synced
         cands: list[int] = []
         for sig in (_CALL_SIG, *_REPLY_SIGS):
             i = buf.find(sig)
@@ -607,7 +684,7 @@ class TcpReassembler:
             if flen < rpc.MIN_REPLY_LEN or flen > self.limits.max_record_bytes:
                 continue
             if buf[q + 11] == rpc.CALL:
-                if plausible_call(buf, q + 4, known_only=not (q == 0 and not hs.synced)):
+                if plausible_call(buf, q + 4, known_only=not (q == 0 and not synced)):
                     return pos + q
             elif plausible_reply(buf, q + 4):
                 xid = int.from_bytes(buf[q + 4 : q + 8], "big")
@@ -618,21 +695,38 @@ class TcpReassembler:
     def _emit(self, hs: HalfStream, complete: bool, end: int = -1) -> None:
         """Hand on the message assembled; ``end``: the sequence number just past
         its last byte (-1: cut short, not waited for an ACK)."""
-        hs.in_msg = False
-        hs.msg_end = end
+        m, fr = hs.msg, hs.framing
+        m.assembling = False
+        m.end = end
         self.emit(
             hs,
-            bytes(hs.head),
-            hs.msg_len + hs.frag_left,  # declared length, also when cut short
-            hs.captured,
-            hs.ts_first,
-            hs.ts_last,
-            hs.frame_first,
-            hs.frame_last,
-            hs.frames,
-            hs.ip_frags,
-            hs.record_frags,
+            bytes(m.head),
+            m.length + fr.frag_left,  # declared length, also when cut short
+            m.captured,
+            m.ts_first,
+            m.ts_last,
+            m.frame_first,
+            m.frame_last,
+            m.frames,
+            m.ip_frags,
+            m.record_frags,
             complete,
         )
-        hs.head = bytearray()
-        hs.frag_left = 0
+        m.head = bytearray()
+        fr.frag_left = 0
+
+
+def _rel(o: Ordering, seq: int) -> int:
+    """seq's distance from the next byte in order (negative: behind it)."""
+    rel = (seq - o.next_seq) % SEQ_MOD
+    return rel - SEQ_MOD if rel >= SEQ_MOD >> 1 else rel
+
+
+def _header_ok(data: Bytes, pos: int, cap: int) -> bool:
+    """Check the RPC header after a record mark, as far as it was captured."""
+    if cap < pos + 8:
+        return True  # not captured here: accept the mark on its length alone
+    mtype = int.from_bytes(data[pos + 4 : pos + 8], "big")
+    if mtype == rpc.CALL:
+        return cap < pos + 12 or int.from_bytes(data[pos + 8 : pos + 12], "big") == rpc.RPC_VERSION
+    return mtype == rpc.REPLY
