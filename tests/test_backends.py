@@ -293,6 +293,7 @@ def test_xid_reused_by_the_same_procedure_later(crafted: dict[str, Path], backen
 # ---- pyshark: Wireshark's view -------------------------------------------------------------
 
 
+@pytest.mark.slow  # (tshark runs once per capture)
 @pytest.mark.parametrize("capture", FULL_CAPTURES, ids=lambda p: p.name)
 def test_pyshark_same_transactions_on_full_captures(capture: Path) -> None:
     """The same, but for the calls of UDP datagrams that lost a fragment after
@@ -382,6 +383,7 @@ PYSHARK_SAME = [
 ]
 
 
+@pytest.mark.slow  # (tshark runs once per capture)
 @pytest.mark.parametrize("names", PYSHARK_SAME, ids="+".join)
 def test_pyshark_same_on_crafted(crafted: dict[str, Path], names: tuple[str, ...]) -> None:
     paths = [crafted[n] for n in names]

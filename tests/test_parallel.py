@@ -70,7 +70,7 @@ def partitioned(parse, paths: list[str], n: int) -> parallel.Parsed:
 
 
 @pytest.mark.parametrize("parser", sorted(PARSERS))
-@pytest.mark.parametrize("n", [2, 3, 7])
+@pytest.mark.parametrize("n", [2, 3, pytest.param(7, marks=pytest.mark.slow)])
 def test_partitions_combine_to_one_parse(metadata: Path, parser: str, n: int) -> None:
     parse = PARSERS[parser]
     one = parse([str(metadata)], ParseLimits())
@@ -93,6 +93,7 @@ def test_partitions_combine_to_one_parse(metadata: Path, parser: str, n: int) ->
     assert sorted(got[0]["conn"].unique()) == list(range(1, len(got[2].connection_frames) + 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", sorted(PARSERS))
 def test_partitions_on_crafted_edge_cases(crafted: dict[str, Path], parser: str) -> None:
     """Fragments, mirror copies, damaged TCP, learnt ports, unanswered calls:
@@ -229,6 +230,7 @@ def test_dask_local_cluster_gives_one_parse(metadata: Path, split: Path) -> None
     assert via_cli.diagnosis.verdict == whole.diagnosis.verdict
 
 
+@pytest.mark.slow  # (waits for the connection to time out)
 def test_dask_unreachable_scheduler_is_a_usage_error(
     metadata: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,6 +134,7 @@ def _zero_frames(n: int, *, varying: bool) -> bytes:
     return b"".join(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", PARSERS)
 def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
     """A small .xz that unpacks to gigabytes (issue 20, item 4): past
@@ -159,6 +160,7 @@ def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
     assert result.exit_code == ExitStatus.DAMAGED, result.output
 
 
+@pytest.mark.slow
 def test_highly_compressible_real_traffic_is_not_a_bomb(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
