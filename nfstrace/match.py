@@ -128,6 +128,7 @@ def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataF
     if len(heard):  # those sends start transactions of their own: group again
         groups = _group_calls(messages, calls, src, dst, config, heard)
         rows, _ = _attach_replies(messages, groups, replies, src, dst, config)
+    del groups, answers, src, dst  # (message-long arrays: not kept while the table is made)
     return _finish(messages, rows)
 
 

@@ -50,6 +50,7 @@ from nfstrace.analysis.writes import (
     prepared,
     write_progress,
 )
+from nfstrace.memory import release_freed
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.text import count
 
@@ -246,17 +247,21 @@ def diagnose(
     """Run every analysis module; the budget, the verdict and the ranked findings."""
     options = options or DiagnosisOptions()
     quality = assess_capture(messages, transactions, events, stats)
+    release_freed()
     repeats = analyze_repeats(transactions, events, stats)
     fragments = analyze_fragments(messages, stats, events)
+    release_freed()
     transport = analyze_transport(transactions, events)
     # writes, stalls and pace read the same few columns: select and code them once
     used = prepared(transactions)
     writes = analyze_writes(used)
+    release_freed()
     progress = write_progress(used)
     stalls = find_stalls(
         used, events, options.stall_threshold_ns, capture_point=quality.capture_point
     )
     pace = analyze_pace(used)
+    release_freed()
     model = fit_model(
         transactions,
         events,
