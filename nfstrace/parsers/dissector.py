@@ -2,7 +2,11 @@
 mirror copies, TCP connections and streams (handshake, windows, reassembly
 through tcp.py and tcp_state.py), UDP datagrams, per-direction facts; the
 messages and events go to its ``Collector`` (collector.py).  A driver decodes
-link and IP layers its own way and feeds it (frame_loop.py, dpkt_backend.py)."""
+link and IP layers its own way and feeds it (frame_loop.py, dpkt_backend.py).
+
+Its size (just over 600 lines): one class, the per-frame dispatch, which
+native/src/dissector.rs mirrors method for method.
+"""
 
 import struct
 from collections import deque

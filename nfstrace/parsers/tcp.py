@@ -27,6 +27,10 @@ the 4-byte mark gives a plausible fragment length and the bytes after it are
 a plausible call (RPC version 2, known program) or a plausible reply whose xid
 is an outstanding call in the other direction, or any plausible reply that
 starts a segment.
+
+Its size (over 600 lines): the stream's parts and the reassembly that uses
+them are one piece of logic, mirrored line for line by native/src/tcp.rs;
+splitting it would separate each part from the code that reads it.
 """
 
 from __future__ import annotations
