@@ -41,9 +41,12 @@ try:
         NFS_PORT,
         SERVER,
         Capture,
+        TcpConn,
         eth,
         fhandle,
+        getattr_call,
         opaque,
+        record,
         rpc_call,
         rpc_reply,
         u32,
@@ -66,9 +69,12 @@ except ImportError:  # pragma: no cover - run from the repository root
         NFS_PORT,
         SERVER,
         Capture,
+        TcpConn,
         eth,
         fhandle,
+        getattr_call,
         opaque,
+        record,
         rpc_call,
         rpc_reply,
         u32,
@@ -425,3 +431,49 @@ def test_every_nfs4_operation_is_stepped_alike(tmp_path: Path) -> None:
     # Both parsers must agree on which, message by message (assert_same).
     decoded = messages["nfs_decode"].astype(str).value_counts()
     assert decoded.get("ok", 0) > 50 and decoded.get("partial", 0) > 50, decoded
+
+
+def _half_sent_calls(path: Path, connections: int) -> Path:
+    """Connections that each send the first half of a GETATTR call and go
+    quiet: with fewer connections allowed, the idlest are forgotten with a
+    message cut short."""
+    cap = Capture()
+    for i in range(connections):
+        conn = TcpConn(cap, 700 + i)
+        conn.handshake()
+        conn.client_send(record(getattr_call(0x7700 + i))[:60])
+    return cap.write(path)
+
+
+def test_same_tables_past_the_limits(tmp_path: Path, long_capture: Path) -> None:
+    """ParseLimits.max_messages and max_connections reached: the parse stops
+    (or forgets, cutting messages) where the reference does."""
+    got = assert_same([long_capture], ParseLimits(max_messages=1000))
+    assert got[2].anomalies["messages_limit"] > 0
+    cut = _half_sent_calls(tmp_path / "half.pcap", 40)
+    got = assert_same([cut], ParseLimits(max_connections=8))
+    assert got[2].anomalies["messages_cut_by_limits"] > 0
+
+
+@pytest.mark.slow
+def test_the_compared_captures_show_every_event_kind_and_anomaly(
+    crafted: dict[str, Path], tmp_path: Path, long_capture: Path
+) -> None:
+    """Every event kind and anomaly the parsers can record appears in a capture
+    the tests above compare (samples, crafted, damaged with both limits, past
+    the limits): one that none showed could differ between the parsers unseen."""
+    runs: list[tuple[Path, ParseLimits | None]] = [(p, None) for p in SAMPLE_CAPTURES]
+    runs += [(p, None) for p in crafted.values()]
+    for name, make in DAMAGED.items():
+        path = make().write(tmp_path / f"{name}.pcap")
+        runs += [(path, None), (path, SMALL_LIMITS)]
+    runs += [(long_capture, ParseLimits(max_messages=1000))]
+    runs += [(_half_sent_calls(tmp_path / "half.pcap", 40), ParseLimits(max_connections=8))]
+    kinds: set[str] = set()
+    anomalies: set[str] = set()
+    for path, limits in runs:
+        _, events, parse_stats = native.parse([str(path)], limits)
+        kinds |= set(events["kind"].astype(str))
+        anomalies |= {name for name, n in parse_stats.anomalies.items() if n}
+    assert set(EVENT_KINDS) - kinds == set()
+    assert set(stats.ANOMALIES) - anomalies == set()
