@@ -434,7 +434,11 @@ def _sends_after_heard_replies(
 # Text columns of the transactions kept as categories (the messages' text columns
 # are), each distinct value stored once: those never missing, and the reply's
 # status codes and verifier (missing without a reply; read as object, fillna(""))
-_TEXT_CATEGORIES = ("client", "server", "op", "ops", "session", "op_status", "verifier")
+# (fh, name, reply_fh too: a hex handle as a string per row cost 72 bytes)
+_TEXT_CATEGORIES: tuple[str, ...] = (
+    *("client", "server", "op", "ops", "session", "op_status", "verifier"),
+    *("fh", "name", "reply_fh"),
+)
 
 # For a reply without call, the transaction columns its own message fills.
 _ORPHAN_SOURCE = {

@@ -136,10 +136,10 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "accept_stat": ("Int32", "RPC accept_stat (0 = SUCCESS)"),
     "status": ("Int64", "NFS status of the first reply (0 = OK)"),
     "op_status": ("category", "NFSv4: per-operation status codes"),
-    "fh": ("string", "file handle (hex)"),
-    "name": ("string", "file name argument"),
+    "fh": ("category", "file handle (hex)"),
+    "name": ("category", "file name argument"),
     "reply_fh": (
-        "string",
+        "category",
         "file handle (hex) the reply hands back: NFSv3 LOOKUP, CREATE, MKDIR, SYMLINK, "
         "MKNOD; NFSv4 GETFH (the last) -- with name, what the file is called",
     ),

@@ -309,7 +309,8 @@ def file_names(tx: pd.DataFrame) -> dict[str, str]:
     out for a name (LOOKUP, CREATE, MKDIR, OPEN with GETFH ...); the latest wins."""
     if "reply_fh" not in tx or "name" not in tx:
         return {}
-    fh, name = tx["reply_fh"].fillna(""), tx["name"].fillna("")
+    fh = tx["reply_fh"].astype(object).fillna("")
+    name = tx["name"].astype(object).fillna("")
     ok = (fh != "") & (name != "") & tx["status"].fillna(-1).eq(0)
     named = pd.DataFrame({"fh": fh[ok], "name": name[ok], "t": tx["t_call_ns"][ok]})
     named = named.sort_values("t", kind="stable").drop_duplicates("fh", keep="last")

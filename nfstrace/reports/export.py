@@ -144,12 +144,13 @@ def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
     out = table
     for column in table.columns:
         values = table[column]
-        if isinstance(values.dtype, pd.CategoricalDtype) or not (
-            pd.api.types.is_string_dtype(values.dtype) or values.dtype == object
-        ):
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            if not _risky(pd.Series(values.cat.categories, dtype="string")).any():
+                continue  # (each distinct value checked once)
+        elif not (pd.api.types.is_string_dtype(values.dtype) or values.dtype == object):
             continue
         text = values.astype("string")
-        risky = (text.str.startswith(FORMULA_STARTS) | text.str.contains(CONTROL)).fillna(False)
+        risky = _risky(text)
         if not risky.any():
             continue
         fixed = text[risky].map(
@@ -159,6 +160,10 @@ def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
             out = table.copy()
         out[column] = text.mask(risky, fixed)
     return out
+
+
+def _risky(text: pd.Series) -> pd.Series:
+    return (text.str.startswith(FORMULA_STARTS) | text.str.contains(CONTROL)).fillna(False)
 
 
 def write_csv(trace: Trace, path: Path) -> None:
