@@ -161,7 +161,7 @@ def _hex(value: int) -> str:
     """0x8000_0000 style, as rustfmt leaves it and clippy likes it."""
     digits = f"{value:X}"
     digits = digits.zfill(-(-len(digits) // 4) * 4)
-    groups = []
+    groups: list[str] = []
     while digits:
         groups.insert(0, digits[-4:])
         digits = digits[:-4]
