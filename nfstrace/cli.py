@@ -223,6 +223,17 @@ DaskOpt = Annotated[
         "pip install 'nfstrace\\[dask]'.",
     ),
 ]
+PartitionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--partitions",
+        metavar="N",
+        help="Parse and match the capture in N parts split by client/server host pair, "
+        "--workers at a time, for a capture too big for memory: each part reads every "
+        "frame but holds only its own traffic. The same result as one part.  "
+        "[default: as many as --workers, more when the input would not fit in memory]",
+    ),
+]
 StallOpt = Annotated[
     str | None,
     typer.Option(
@@ -293,6 +304,7 @@ class _Choices:
     what_if: list[str] | None
     workers: int | None = None  # not given: 1, or the cluster's size with --dask
     dask: str | None = None
+    partitions: int | None = None  # not given: AnalysisConfig's default
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
@@ -318,6 +330,8 @@ class _Choices:
         workers = self.workers if self.workers is not None else (0 if self.dask else 1)
         if workers < 0:
             raise UsageError(f"--workers {self.workers}: give 1 or more (0: one per core)")
+        if self.partitions is not None and self.partitions < 1:
+            raise UsageError(f"--partitions {self.partitions}: give 1 or more")
         for port in self.port or ():
             if not 0 <= port <= 65535:
                 raise UsageError(f"--port {port}: a port is 0 to 65535")
@@ -329,6 +343,8 @@ class _Choices:
             diagnosis=options,
             workers=workers,
             dask=self.dask,
+            partitions=self.partitions or 0,
+            keep_messages=False,  # (the outputs read only the analysis' columns of them)
         )
 
 
@@ -394,6 +410,7 @@ def analyze(
     parser: ParserOpt = "auto",
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
+    partitions: PartitionsOpt = None,
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,
@@ -421,7 +438,7 @@ def analyze(
     """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask,
+        workers, dask, partitions,
     )  # fmt: skip
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
@@ -468,6 +485,7 @@ def model(
     parser: ParserOpt = "auto",
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
+    partitions: PartitionsOpt = None,
     stall_threshold: StallOpt = None,
     rtt: RttOpt = None,
     link_rate: LinkOpt = None,
@@ -488,7 +506,7 @@ def model(
     """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask,
+        workers, dask, partitions,
     )  # fmt: skip
     _model(captures, choices, quiet, json_out, debug=debug)
 
@@ -519,6 +537,7 @@ def compare(
     parser: ParserOpt = "auto",
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
+    partitions: PartitionsOpt = None,
     stall_threshold: StallOpt = None,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
@@ -534,8 +553,9 @@ def compare(
       nfstrace compare slow.pcap fixed.pcap --server 10.0.0.5 --json change.json
     """
     choices = _Choices(
-        client, server, port, parser, stall_threshold, None, None, None, None, None, workers, dask
-    )
+        client, server, port, parser, stall_threshold, None, None, None, None, None, workers, dask,
+        partitions,
+    )  # fmt: skip
     if report is None and not no_report:
         report, explicit = after.with_name(after.name + ".compare.html"), False
     else:

@@ -26,6 +26,12 @@ send made before the capture began: when the captured (re-)send is answered
 too, it is that call's duplicate reply (``_replies_before_first_send``).
 Calls without replies and replies without calls are kept.
 
+Rows are in the order of their start -- the first packet of the first call
+(a reply without its call: the reply's last packet) -- then of that packet's
+frame (the capture order of equal times); the calls of one frame keep their
+order.  A frame belongs to one host pair, so the transactions of host-pair
+partitions merged in that order (``combine``) are those of one match.
+
 Times (int64 ns; <NA> where absent):
 - ``t_call_ns``: first packet of the first call (client-perceived start);
 - ``t_call_end_ns``: last packet of the first call;
@@ -49,6 +55,7 @@ import pyarrow as pa
 
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
+from nfstrace.tables import merged
 
 
 @dataclass(frozen=True)
@@ -507,18 +514,27 @@ def _used_only(values: pd.Categorical) -> pd.Categorical:
 def _where(mask: np.ndarray, theirs: Any, ours: Any) -> Any:
     """theirs where mask, else ours (two takes of the same type)."""
     if isinstance(ours, pd.Categorical):  # categories united: codes of one vocabulary
-        both = pd.Index(sorted({*ours.categories, *theirs.categories}), dtype=object)
+        # (typed as the messages' categories: the table's, with or without orphans)
+        typed = ours.categories if len(ours.categories) else theirs.categories
+        both = pd.Index(sorted({*ours.categories, *theirs.categories}), dtype=typed.dtype)
         ours, theirs = ours.set_categories(both), theirs.set_categories(both)
         return pd.Categorical.from_codes(np.where(mask, theirs.codes, ours.codes), dtype=ours.dtype)
     return pd.Series(ours).mask(mask, pd.Series(theirs)).array
 
 
 def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
-    """Columns taken from the messages, derived ones computed, in t_call order."""
+    """Columns taken from the messages, derived ones computed, in ``ORDER``."""
     ts_first = messages["ts_first_ns"].to_numpy("int64")
     ts_last = messages["ts_last_ns"].to_numpy("int64")
-    start = np.where(rows.call >= 0, ts_first[rows.call], ts_last[rows.reply])
-    order = np.argsort(start, kind="stable")
+    own_call = rows.call >= 0
+    start = np.where(own_call, ts_first[rows.call], ts_last[rows.reply])
+    frame = np.where(
+        own_call,
+        messages["frame_first"].to_numpy("int64")[rows.call],
+        messages["frame_last"].to_numpy("int64")[rows.reply],
+    )
+    order = np.lexsort((frame, start))  # stable: calls of one frame keep their order
+    del own_call, start, frame
     call, last, reply = rows.call[order], rows.last_call[order], rows.reply[order]
     orphan = call < 0
     own = np.where(orphan, reply, call)  # the message a row's call columns come from
@@ -577,3 +593,32 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
         {c: cols[c] for c in TRANSACTION_DTYPES}, index=pd.RangeIndex(len(order)), copy=False
     )
     return tx.astype(TRANSACTION_DTYPES)
+
+
+def combine(tables: list[pd.DataFrame], connection_ids: list[np.ndarray]) -> pd.DataFrame:
+    """The transactions of host-pair partitions (``nfstrace.parsers.parallel``)
+    as one match of all their messages gives them: connection ids renumbered
+    (``connection_ids``: the partitions' new ids, as the parser's combine
+    gives them), rows in match's order (the module's docstring).  Empties
+    ``tables`` as it goes: the parts are not held beside the whole."""
+    if len(tables) == 1:
+        return tables.pop()
+    for i, tx in enumerate(tables):
+        conn = tx["conn"]
+        known = conn.notna().to_numpy()
+        ids = connection_ids[i][conn.fillna(0).to_numpy("int64")]
+        tables[i] = tx.assign(conn=pd.arrays.IntegerArray(ids, ~known))
+    keys = []
+    for tx in tables:
+        call = (tx["n_calls"] > 0).to_numpy()
+        start = np.where(call, tx["t_call_ns"].to_numpy("int64", na_value=0),
+                         tx["t_reply_ns"].to_numpy("int64", na_value=0))  # fmt: skip
+        frame = np.where(call, tx["call_frame_first"].to_numpy("int64", na_value=0),
+                         tx["reply_frame"].to_numpy("int64", na_value=0))  # fmt: skip
+        keys.append((start, frame))
+    start = np.concatenate([k[0] for k in keys])
+    frame = np.concatenate([k[1] for k in keys])
+    del keys
+    order = np.lexsort((frame, start))  # stable: ties within one partition keep its order
+    del start, frame
+    return merged(tables, TRANSACTION_DTYPES, order)

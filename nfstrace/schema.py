@@ -99,6 +99,27 @@ MESSAGE_DTYPES.update({name: dtype for name, (dtype, _, _) in NFS_FIELDS.items()
 
 assert MESSAGE_DTYPES.keys() == MESSAGE_COLUMNS.keys()
 
+# The message columns the stages after match read (capture quality, fragments,
+# the model's packet dispersion, the overview): a Trace loaded with
+# AnalysisConfig.keep_messages=False (the command line) keeps only these, a
+# quarter of the table's bytes.  tests/test_trace.py checks that the analysis
+# of these alone is the analysis of the whole table.
+MESSAGE_FACTS: tuple[str, ...] = (
+    "ts_first_ns",
+    "ts_last_ns",
+    "frame_first",
+    "src",
+    "dst",
+    "transport",
+    "xid",
+    "msgtype",
+    "op",
+    "rpc_len",
+    "frames",
+    "ip_frags",
+)
+assert set(MESSAGE_FACTS) <= MESSAGE_DTYPES.keys()
+
 # transactions: one row per logical call (re-sent calls grouped), plus one row
 # per reply whose call is not in the capture.  Built by nfstrace/match.py.
 # <NA> marks what the capture did not show (no reply, no call).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 from collections.abc import Sequence
@@ -17,10 +18,12 @@ from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
+from nfstrace.match import combine as combine_transactions
 from nfstrace.memory import release_freed
 from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
+from nfstrace.schema import MESSAGE_FACTS
 from nfstrace.text import count, file_names, printable
 
 
@@ -43,6 +46,15 @@ class AnalysisConfig:
     # Parse on a dask.distributed cluster: its scheduler's address, or "local"
     # for a local cluster of ``workers`` processes (None: no Dask).
     dask: str | None = None
+    # Host-pair partitions parsed and matched one by one (``workers`` at a
+    # time), each reading every frame: the parser's state and the messages of
+    # one partition are held at a time, for captures too big for memory.
+    # 0: as many as ``workers``, more when one would not fit in memory
+    # (``parallel.auto_partitions``); with Dask, one per thread of the cluster.
+    partitions: int = 0
+    # False: Trace.messages keeps only ``schema.MESSAGE_FACTS``, the columns
+    # the analysis reads (the command line's choice: a quarter of the bytes).
+    keep_messages: bool = True
 
 
 @dataclass(frozen=True, repr=False)
@@ -160,14 +172,54 @@ def _select(messages: pd.DataFrame, config: AnalysisConfig) -> pd.DataFrame:
     return messages[keep].reset_index(drop=True) if not keep.all() else messages
 
 
-def _parse(paths: list[str], config: AnalysisConfig, progress: Progress | None) -> parallel.Parsed:
-    """The parse, in this process, in several (``config.workers``) or on Dask."""
-    if config.dask is not None:
-        return parallel.parse_with_dask(
-            paths, config.limits, config.parser, config.dask, config.workers
-        )
-    workers = config.workers or parallel.auto_workers(paths, config.parser)
-    return parallel.parse(paths, config.limits, config.parser, workers, progress)
+Matched = tuple[pd.DataFrame, pd.DataFrame, ParseStats, pd.DataFrame]
+
+
+def match_partition(
+    paths: Sequence[str],
+    config: AnalysisConfig,
+    partition: int,
+    partitions: int,
+    progress: Progress | None = None,
+) -> Matched:
+    """One host-pair partition's (messages, events, stats, transactions): the
+    unit of work a process or a Dask worker runs (``parallel.run``)."""
+    messages, events, stats = parallel.parse_partition(
+        paths, config.limits, config.parser, partition, partitions, progress
+    )
+    messages = _select(messages, config)
+    release_freed()  # each stage's garbage back to the system before the next (nfstrace.memory)
+    transactions = match(messages, config.match)
+    if not config.keep_messages:
+        messages = messages[list(MESSAGE_FACTS)]
+    release_freed()
+    return messages, events, stats, transactions
+
+
+def _matched(paths: list[str], config: AnalysisConfig, progress: Progress | None) -> Matched:
+    """The parse and the match, in this process, in several (``config.workers``)
+    or on Dask, of ``config.partitions`` partitions combined."""
+    if config.dask is not None:  # (the files at the same paths on every worker)
+        work = functools.partial(match_partition, [os.path.abspath(p) for p in paths], config)
+        with parallel.dask_client(config.dask, config.workers) as (client, threads):
+            wanted = parallel.partitions_for(config.parser, config.partitions or threads)
+            parts = parallel.run_on_dask(work, wanted, client)
+    else:
+        work = functools.partial(match_partition, paths, config)
+        workers = config.workers or parallel.auto_workers(paths, config.parser)
+        wanted = config.partitions or parallel.auto_partitions(paths, config.parser, workers)
+        wanted = parallel.partitions_for(config.parser, wanted)
+        size = parallel.files_size(paths)
+        parts = parallel.run(work, wanted, workers, progress, size)
+    if len(parts) == 1:
+        return parts[0]
+    ids = parallel.connection_ids([p[2] for p in parts])
+    tables = [p[3] for p in parts]
+    parsed = [p[:3] for p in parts]
+    parts.clear()  # (each table is held once: the combines let go of the parts as they go)
+    transactions = combine_transactions(tables, ids)
+    messages, events, stats = parallel.combine(parsed)
+    return messages, events, stats, transactions
 
 
 def load(
@@ -187,16 +239,13 @@ def load(
     backends.get(config.parser)  # an unknown or unavailable parser: said before reading
     with capture.regular_files(plist) as readable:
         try:
-            messages, events, stats = _parse(readable, config, progress)
+            messages, events, stats, transactions = _matched(readable, config, progress)
         except CaptureError as e:  # named as the user gave it, not its temporary copy
             if e.path is not None:
                 e.path = dict(zip(readable, plist, strict=True)).get(e.path, e.path)
             raise
     for info, path in zip(stats.files, plist, strict=False):
         info.path = path  # a pipe read through its temporary copy: named as given
-    messages = _select(messages, config)
-    release_freed()  # each stage's garbage back to the system before the next (nfstrace.memory)
-    transactions = match(messages, config.match)
     release_freed()
     latency = latency_table(transactions)
     latency_by_pair = latency_table(transactions, by=["client", "server"])

@@ -164,6 +164,96 @@ def test_split_files_give_the_whole_capture_transactions(metadata: Path, split: 
     assert two.stats.frames == whole.stats.frames and len(two.stats.files) == 8
 
 
+def assert_same_trace(got, whole) -> None:
+    """Two Traces agree table by table, and so does what the command line writes."""
+    from nfstrace.reports.export import summary
+
+    pd.testing.assert_frame_equal(got.transactions, whole.transactions)
+    pd.testing.assert_frame_equal(got.messages, whole.messages[list(got.messages.columns)])
+    pd.testing.assert_frame_equal(got.events, whole.events)
+    for f in dataclasses.fields(whole.stats):
+        if f.name != "files":
+            assert getattr(got.stats, f.name) == getattr(whole.stats, f.name), f.name
+    assert summary(got) == summary(whole)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_partitions_matched_apart_give_one_match(metadata: Path, workers: int) -> None:
+    """Parsed and matched in 3 host-pair partitions (in one process, one after
+    another, or in two), combined: the tables and the summary of one parse."""
+    whole = load(metadata)
+    got = load(metadata, AnalysisConfig(partitions=3, workers=workers))
+    assert len(got.messages.columns) == len(whole.messages.columns)
+    assert_same_trace(got, whole)
+
+
+def test_messages_facts_are_all_the_analysis_reads(metadata: Path) -> None:
+    """keep_messages=False (the command line) keeps schema.MESSAGE_FACTS only,
+    and the analysis of them is the analysis of the whole table."""
+    from nfstrace.schema import MESSAGE_FACTS
+
+    whole = load(metadata)
+    for config in (AnalysisConfig(keep_messages=False),
+                   AnalysisConfig(keep_messages=False, partitions=2)):  # fmt: skip
+        got = load(metadata, config)
+        assert list(got.messages.columns) == list(MESSAGE_FACTS)
+        assert_same_trace(got, whole)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("capture", sorted(SAMPLES.glob("**/*.pcap")), ids=lambda p: p.name)
+def test_partitions_matched_apart_on_samples(capture: Path) -> None:
+    whole = load(capture)
+    assert_same_trace(load(capture, AnalysisConfig(partitions=2, keep_messages=False)), whole)
+
+
+def test_partitions_progress_moves_once_through_the_passes(tmp_path: Path) -> None:
+    """Three passes over the files move the bar once from start to end."""
+    capture = tmp_path / "meta.pcap"
+    frames = _bench().replicate_small_rpcs(_bench().METADATA_SOURCE, capture, 100_000)
+    seen: list[int] = []
+    load(capture, AnalysisConfig(partitions=3), progress=lambda frames, done: seen.append(done))
+    size = capture.stat().st_size
+    assert len(seen) >= 3 * (frames // 16_384)  # (capture.Progress: every 16,384 frames)
+    assert seen == sorted(seen) and size * 0.9 < seen[-1] <= size
+    assert any(size * 0.3 < d < size * 0.7 for d in seen)  # (not three runs to the end)
+
+
+def test_frames_estimated_from_the_first_bytes(metadata: Path, tmp_path: Path) -> None:
+    """estimated_frames: within 10% of the frames (one file, several; compressed)."""
+    frames = _bench().count_packets(metadata)
+    assert parallel.estimated_frames([str(metadata)]) == frames  # (read whole: exact)
+    big = tmp_path / "big.pcap"
+    many = _bench().replicate_small_rpcs(_bench().METADATA_SOURCE, big, 200_000)
+    assert abs(parallel.estimated_frames([str(big)]) - many) < many * 0.1
+    assert abs(parallel.estimated_frames([str(big), str(big)]) - 2 * many) < many * 0.2
+    packed = tmp_path / "big.pcap.gz"
+    subprocess.run(["gzip", "-k", "-1", str(big)], check=True)
+    assert abs(parallel.estimated_frames([str(packed)]) - many) < many * 0.1
+    assert parallel.estimated_frames([str(tmp_path / "missing.pcap")]) == 0
+
+
+def test_partitions_cut_to_the_memory_available(
+    metadata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto_partitions: one partition's parse within PARTITION_MEMORY_SHARE of
+    the memory available; never fewer than the workers; small inputs as asked."""
+    path = [str(metadata)]
+    frames = _bench().count_packets(metadata)
+    assert parallel.auto_partitions(path, "auto", 3) == 3  # (under MIN_ESTIMATED_BYTES)
+    monkeypatch.setattr(parallel, "MIN_ESTIMATED_BYTES", 0)
+    need = frames * parallel.PARSE_BYTES_PER_FRAME
+    room = need / parallel.PARTITION_MEMORY_SHARE  # exactly one partition's worth
+    monkeypatch.setattr(parallel, "memory_available", lambda: room)
+    assert parallel.auto_partitions(path, "auto", 1) == 1
+    monkeypatch.setattr(parallel, "memory_available", lambda: room / 5)
+    assert parallel.auto_partitions(path, "auto", 1) == 5
+    assert parallel.auto_partitions(path, "auto", 8) == 8
+    assert parallel.auto_partitions(path, "dpkt", 1) == 1  # (cannot read a partition)
+    got = load(metadata, AnalysisConfig(keep_messages=False))  # 5 partitions, as one
+    assert_same_trace(got, load(metadata))
+
+
 def test_worker_processes_give_one_parse(metadata: Path) -> None:
     parser = backends.auto_choice()
     one = backends.get(parser)([str(metadata)], ParseLimits(), None)

@@ -38,24 +38,29 @@ nothing (``auto_workers`` keeps it to one process).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import math
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from nfstrace.config import ParseLimits
-from nfstrace.errors import UsageError
-from nfstrace.parsers import backends
+from nfstrace.config import ParseLimits, memory_available
+from nfstrace.errors import CaptureError, UsageError
+from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
+from nfstrace.tables import merged
 
 Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]
+T = TypeVar("T")
 
 # Backends that can read one partition (the others ignore ParseLimits.partitions).
 PARTITIONED = ("fast", "native")
@@ -64,22 +69,39 @@ PARTITIONED = ("fast", "native")
 SHARED_COUNTS = ("frames",)
 # Below this many bytes of input one process is quicker than starting others.
 MIN_PARALLEL_BYTES = 64 << 20
+# Partitions when none are asked for (auto_partitions): one partition's parse
+# holds its connections' state and its messages, about PARSE_BYTES_PER_FRAME
+# per frame of metadata-heavy traffic at its peak (bench/memory.md: 3.36 GB
+# for 10M frames parsed whole); a capture is cut into partitions that each
+# take at most PARTITION_MEMORY_SHARE of the memory available, its frames
+# estimated from the first ESTIMATE_BYTES of the first file.  Smaller inputs
+# are not estimated (one partition per worker).
+PARSE_BYTES_PER_FRAME = 340
+PARTITION_MEMORY_SHARE = 1 / 16
+ESTIMATE_BYTES = 16 << 20
+MIN_ESTIMATED_BYTES = 512 << 20
 # How long --dask waits for its scheduler before giving up.
 DASK_CONNECT_TIMEOUT_S = 30
 
 
 def parse_partition(
-    paths: Sequence[str], limits: ParseLimits, parser: str, partition: int, partitions: int
+    paths: Sequence[str],
+    limits: ParseLimits,
+    parser: str,
+    partition: int,
+    partitions: int,
+    progress: Progress | None = None,
 ) -> Parsed:
     """One partition's parse (the unit of work a process or Dask worker runs)."""
     part = dataclasses.replace(limits, partition=partition, partitions=partitions)
-    return backends.get(parser)(list(paths), part, None)
+    return backends.get(parser)(list(paths), part, progress)
 
 
-def _merged_order(frames: Sequence[Sequence[int]]) -> list[np.ndarray]:
+def connection_ids(stats: Sequence[ParseStats]) -> list[np.ndarray]:
     """For each partition, the new id of its connections 1, 2, ...: their rank
     by the frame that began them over all partitions (one parse numbers them
     in that order); index 0 (no connection) stays 0."""
+    frames = [s.connection_frames for s in stats]
     every = np.concatenate([np.asarray(f, dtype=np.int64) for f in frames])
     rank = np.empty(len(every), dtype=np.int64)
     rank[np.argsort(every, kind="stable")] = np.arange(1, len(every) + 1)
@@ -91,7 +113,7 @@ def _merged_order(frames: Sequence[Sequence[int]]) -> list[np.ndarray]:
 
 
 def _renumbered(df: pd.DataFrame, new_ids: np.ndarray) -> pd.DataFrame:
-    if not len(df):
+    if not len(df) or "conn" not in df:
         return df
     conn = df["conn"].to_numpy(dtype=np.int64)
     return df.assign(conn=new_ids[conn])
@@ -104,35 +126,36 @@ def _addr_key(text: str) -> bytes:
     return socket.inet_pton(socket.AF_INET6 if ":" in text else socket.AF_INET, text)
 
 
-def combine(parts: Sequence[Parsed]) -> Parsed:
+def combine(parts: list[Parsed]) -> Parsed:
     """The partitions' (messages, events, stats), in partition order, as one
-    parse of all the frames gives them (see the module's docstring)."""
+    parse of all the frames gives them (see the module's docstring).  The
+    messages may be any of their columns (the same in every part).  Empties
+    ``parts``: each part's columns are let go once merged."""
     if len(parts) == 1:
-        return parts[0]
-    new_ids = _merged_order([p[2].connection_frames for p in parts])
-    messages = _merged(
-        [_renumbered(m, ids) for (m, _, _), ids in zip(parts, new_ids, strict=True)],
-        MESSAGE_DTYPES,
-        ("ts_first_ns", "frame_first"),
+        return parts.pop()
+    stats = [p[2] for p in parts]
+    new_ids = connection_ids(stats)
+    messages = [_renumbered(p[0], ids) for p, ids in zip(parts, new_ids, strict=True)]
+    events = [_renumbered(p[1], ids) for p, ids in zip(parts, new_ids, strict=True)]
+    parts.clear()
+    return (
+        _sorted_merge(messages, MESSAGE_DTYPES, ("ts_first_ns", "frame_first")),
+        _sorted_merge(events, EVENT_DTYPES, ("ts_ns", "frame")),
+        _combined_stats(stats),
     )
-    events = _merged(
-        [_renumbered(e, ids) for (_, e, _), ids in zip(parts, new_ids, strict=True)],
-        EVENT_DTYPES,
-        ("ts_ns", "frame"),
-    )
-    return messages, events, _combined_stats([p[2] for p in parts])
 
 
-def _merged(
+def _sorted_merge(
     tables: list[pd.DataFrame], dtypes: dict[str, str], keys: tuple[str, str]
 ) -> pd.DataFrame:
     """The tables as one, in (keys) order, ties in partition order: one parse
     sorts its rows so (stably), and rows with the same frame come from one
-    partition.  Taken column by column (a DataFrame.take of the whole table
-    costs 3x as much)."""
-    whole = pd.concat(tables, ignore_index=True).astype(dtypes)
-    order = np.lexsort((whole[keys[1]].to_numpy(), whole[keys[0]].to_numpy()))
-    return pd.DataFrame({c: whole[c].array.take(order) for c in whole.columns}, copy=False)
+    partition."""
+    first = np.concatenate([t[keys[0]].to_numpy("int64") for t in tables])
+    second = np.concatenate([t[keys[1]].to_numpy("int64") for t in tables])
+    order = np.lexsort((second, first))
+    del first, second
+    return merged(tables, dtypes, order)
 
 
 def _combined_stats(stats: Sequence[ParseStats]) -> ParseStats:
@@ -177,71 +200,117 @@ def auto_workers(paths: Sequence[str], parser: str) -> int:
     (at most 8) when the input is big enough to repay it, else 1."""
     if not _partitioned(parser):
         return 1
-    try:
-        size = sum(os.stat(p).st_size for p in paths)
-    except OSError:
-        return 1
-    if size < MIN_PARALLEL_BYTES:
+    if files_size(paths) < MIN_PARALLEL_BYTES:
         return 1
     return max(1, min(8, len(os.sched_getaffinity(0))))
 
 
-def parse(
-    paths: Sequence[str],
-    limits: ParseLimits,
-    parser: str,
+def estimated_frames(paths: Sequence[str]) -> int:
+    """Frames in the files, from the file bytes per frame of the first file's
+    first ESTIMATE_BYTES (compressed files: packed bytes); 0 when the first
+    file cannot be read (the parse says why)."""
+    info = capture.CaptureInfo(paths[0])
+    frames = counted = taken = 0
+    try:
+        for _ in capture.read_frames(paths[0], 0, info):
+            if info.read_bytes != taken:  # a chunk read: the frames before took the last ones
+                counted = frames
+                if taken >= ESTIMATE_BYTES:
+                    break
+                taken = info.read_bytes
+            frames += 1
+        else:  # the whole file
+            counted, taken = frames, files_size(paths[:1])
+    except CaptureError:
+        return 0
+    if not counted or not taken:
+        return 0
+    return round(files_size(paths) * counted / taken)
+
+
+def auto_partitions(paths: Sequence[str], parser: str, workers: int) -> int:
+    """Partitions for these files: as many as ``workers``, more when one
+    partition's parse would take more than PARTITION_MEMORY_SHARE of the
+    memory available (see PARSE_BYTES_PER_FRAME)."""
+    if not _partitioned(parser) or files_size(paths) < MIN_ESTIMATED_BYTES:
+        return workers
+    budget = memory_available() * PARTITION_MEMORY_SHARE
+    need = estimated_frames(paths) * PARSE_BYTES_PER_FRAME
+    return max(workers, math.ceil(need / budget))
+
+
+def run(
+    work: Callable[[int, int, Progress | None], T],
+    partitions: int,
     workers: int,
     progress: Progress | None = None,
-) -> Parsed:
-    """Parse ``paths`` as ``workers`` partitions, combined: partition 0 here
-    (it reads every frame, so its ``progress`` is the whole parse's), the
-    others in as many processes.  One worker, or a backend that cannot read a
-    partition, is the plain parse."""
+    size: int = 0,
+) -> list[T]:
+    """``work(partition, partitions, progress)`` for every partition, in
+    partition order: one after another in this process when ``workers`` is
+    1; else partitions 0, workers, 2 * workers, ... here and the others in
+    ``workers - 1`` processes (``work`` must pickle).  This process reads
+    every frame of the files once per partition it runs, so ``progress``
+    (frames, bytes) follows its passes, scaled to one read of the files
+    (``size``: their bytes, ``files_size``)."""
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
-    parse_all = backends.get(parser)
-    if workers == 1 or not _partitioned(parser):
-        return parse_all(list(paths), limits, progress)
-    with ProcessPoolExecutor(max_workers=workers - 1) as pool:
-        futures = [
-            pool.submit(parse_partition, list(paths), limits, parser, i, workers)
-            for i in range(1, workers)
-        ]
-        here = parse_all(
-            list(paths), dataclasses.replace(limits, partition=0, partitions=workers), progress
-        )
-        parts = [here] + [f.result() for f in futures]
-    return combine(parts)
+    if partitions < 1:
+        raise UsageError(f"--partitions must be at least 1, not {partitions}")
+    workers = min(workers, partitions)
+    mine = list(range(0, partitions, workers))
+    results: dict[int, T] = {}
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(ProcessPoolExecutor(workers - 1)) if workers > 1 else None
+        futures = {
+            i: pool.submit(work, i, partitions, None)
+            for i in range(partitions)
+            if pool is not None and i not in mine
+        }
+        for n, i in enumerate(mine):
+            results[i] = work(i, partitions, _pass_of(progress, n, len(mine), size))
+        results.update({i: f.result() for i, f in futures.items()})
+    return [results[i] for i in range(partitions)]
 
 
-def parse_on_dask(
-    paths: Sequence[str],
-    limits: ParseLimits,
-    parser: str,
-    client: Any,
-    partitions: int,
-) -> Parsed:
-    """Parse on a dask.distributed cluster (``client``: a ``distributed.Client``),
-    one task per partition; the files must be readable at the same paths on
-    every worker (a shared file system).  The tables come back here and are
-    combined."""
+def _pass_of(progress: Progress | None, n: int, passes: int, size: int) -> Progress | None:
+    """``progress`` of pass ``n`` of ``passes`` over files of ``size`` bytes,
+    as a share of one read: the frames of the pass, its bytes scaled (the
+    bar moves once through all the passes)."""
+    if progress is None or passes == 1 or not size:
+        return progress
+
+    def scaled(frames: int, done: int) -> None:
+        progress(frames, (n * size + done) // passes)
+
+    return scaled
+
+
+def files_size(paths: Sequence[str]) -> int:
+    """The files' bytes on disk (0: one cannot be read)."""
+    try:
+        return sum(os.stat(p).st_size for p in paths)
+    except OSError:
+        return 0
+
+
+def run_on_dask(
+    work: Callable[[int, int, Progress | None], T], partitions: int, client: Any
+) -> list[T]:
+    """``work`` for every partition on a dask.distributed cluster (``client``:
+    a ``distributed.Client``), one task per partition; its results here."""
     if partitions < 1:
         raise UsageError(f"partitions must be at least 1, not {partitions}")
-    absolute = [os.path.abspath(p) for p in paths]
-    futures = [
-        client.submit(parse_partition, absolute, limits, parser, i, partitions, pure=False)
-        for i in range(partitions)
-    ]
-    return combine(client.gather(futures))
+    futures = [client.submit(work, i, partitions, None, pure=False) for i in range(partitions)]
+    return list(client.gather(futures))
 
 
-def parse_with_dask(
-    paths: Sequence[str], limits: ParseLimits, parser: str, scheduler: str, workers: int
-) -> Parsed:
-    """``parse_on_dask`` on the cluster whose scheduler is at ``scheduler``
-    (``tcp://host:8786``), or on a local cluster of ``workers`` processes
-    (0: one per core) when it is ``"local"``; one partition per worker thread
-    (``workers`` of them when given)."""
+@contextlib.contextmanager
+def dask_client(scheduler: str, workers: int) -> Iterator[tuple[Any, int]]:
+    """(a ``distributed.Client``, the partitions to cut): the cluster whose
+    scheduler is at ``scheduler`` (``tcp://host:8786``), or a local cluster of
+    ``workers`` processes (0: one per core) when it is ``"local"``; one
+    partition per worker thread (``workers`` of them when given)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -254,16 +323,56 @@ def parse_with_dask(
             ) as cluster,
             Client(cluster) as client,
         ):
-            return parse_on_dask(paths, limits, parser, client, _partitions(parser, n))
+            yield client, n
+        return
     try:
         client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError, ValueError) as e:
         raise UsageError(f"--dask {scheduler}: cannot reach the scheduler: {e}") from None
     with client:
-        n = workers or sum(client.nthreads().values()) or 1
-        return parse_on_dask(paths, limits, parser, client, _partitions(parser, n))
+        yield client, workers or sum(client.nthreads().values()) or 1
 
 
-def _partitions(parser: str, wanted: int) -> int:
+def parse(
+    paths: Sequence[str],
+    limits: ParseLimits,
+    parser: str,
+    workers: int,
+    progress: Progress | None = None,
+) -> Parsed:
+    """Parse ``paths`` as ``workers`` partitions, combined (``run``).  One
+    worker, or a backend that cannot read a partition, is the plain parse."""
+    if workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {workers}")
+    if workers == 1 or not _partitioned(parser):
+        return backends.get(parser)(list(paths), limits, progress)
+    work = functools.partial(parse_partition, list(paths), limits, parser)
+    return combine(run(work, workers, workers, progress, files_size(paths)))
+
+
+def parse_on_dask(
+    paths: Sequence[str],
+    limits: ParseLimits,
+    parser: str,
+    client: Any,
+    partitions: int,
+) -> Parsed:
+    """Parse on a dask.distributed cluster (``client``), one task per
+    partition; the files must be readable at the same paths on every worker
+    (a shared file system).  The tables come back here and are combined."""
+    absolute = [os.path.abspath(p) for p in paths]
+    work = functools.partial(parse_partition, absolute, limits, parser)
+    return combine(run_on_dask(work, partitions_for(parser, partitions), client))
+
+
+def parse_with_dask(
+    paths: Sequence[str], limits: ParseLimits, parser: str, scheduler: str, workers: int
+) -> Parsed:
+    """``parse_on_dask`` on ``dask_client(scheduler, workers)``."""
+    with dask_client(scheduler, workers) as (client, n):
+        return parse_on_dask(paths, limits, parser, client, n)
+
+
+def partitions_for(parser: str, wanted: int) -> int:
     """A backend that cannot read one partition is run once, whole."""
     return wanted if _partitioned(parser) else 1
