@@ -208,8 +208,9 @@ WorkersOpt = Annotated[
         metavar="N",
         help="Parse in N processes, the traffic split by client/server host pair: the "
         "same result as one process (0: one per core when the input is over 64 MB). "
-        "With --dask: the partitions (default: one per worker thread of the cluster; "
-        "one per core for --dask local).  [default: 1]",
+        "With --dask local: the local cluster's processes (default: one per core); "
+        "with --dask SCHEDULER: the partitions, if --partitions is not given "
+        "(default: one per worker thread).  [default: 1]",
     ),
 ]
 DaskOpt = Annotated[

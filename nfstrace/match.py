@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
-from nfstrace.tables import merged
+from nfstrace.combining import merged
 
 
 @dataclass(frozen=True)

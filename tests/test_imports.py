@@ -63,7 +63,7 @@ def test_analysis_without_report_imports_no_plotly() -> None:
 STAGES = {
     **dict.fromkeys(
         ("config", "errors", "units", "schema", "text", "version", "nfs_fields", "protocol")
-        + ("memory", "jsonable", "tables"),
+        + ("memory", "jsonable", "combining"),
         0,
     ),
     "parsers": 1,

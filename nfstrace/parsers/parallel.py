@@ -57,7 +57,7 @@ from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
-from nfstrace.tables import merged
+from nfstrace.combining import merged
 
 Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]
 T = TypeVar("T")
