@@ -53,9 +53,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nfstrace.combining import merged
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
-from nfstrace.combining import merged
 
 
 @dataclass(frozen=True)

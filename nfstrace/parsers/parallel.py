@@ -51,13 +51,13 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from nfstrace.combining import merged
 from nfstrace.config import ParseLimits, memory_available
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
-from nfstrace.combining import merged
 
 Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]
 T = TypeVar("T")
