@@ -41,10 +41,8 @@ def _labelled() -> list[tuple[Path, dict]]:
 
 
 LABELLED = _labelled()
-# A UDP client-side capture cannot tell a rate-limited path from a slow server (no
-# ACKs show where a call waited): test_udp_rate_limit_reads_as_server says what the
-# tool says instead.
 UDP_RATE_LIMIT = "v3-udp-py-w32k-rate80mbit-d0-l0"
+UDP_SLOW_SERVER = "v3-udp-py-w32k-srv5ms-d0-l0"
 
 
 @cache
@@ -70,7 +68,7 @@ def test_every_visible_scenario_has_a_sample() -> None:
 
 @pytest.mark.parametrize(
     ("capture", "cause"),
-    [lc for lc in LABELLED if lc[0].stem != UDP_RATE_LIMIT],
+    LABELLED,
     ids=lambda v: v.stem if isinstance(v, Path) else "",
 )
 def test_verdict_names_the_injected_cause(capture: Path, cause: dict) -> None:
@@ -85,13 +83,34 @@ def test_verdict_names_the_injected_cause(capture: Path, cause: dict) -> None:
     assert len(d.findings) <= 8  # the diagnosis, not every fact
 
 
-def test_udp_rate_limit_reads_as_server() -> None:
-    """What a client-side UDP capture of a rate-limited path shows: the calls leave
-    at the client's own rate and each waits for its reply as it would behind a slow
-    server.  The verdict names the server and says it cannot tell."""
+def test_udp_rate_limit_is_the_path_not_the_server() -> None:
+    """Over UDP seen from the client a rate-limited path holds the calls in its
+    queue, which looks like server time; the replies came back on the hop's clock
+    (one call's bytes at its rate apart): the budget gives that wait to the queue
+    in the path, and the verdict names the path, at about the injected rate."""
     d = trace(CAUSE_SAMPLES / f"{UDP_RATE_LIMIT}.pcap").diagnosis
+    injected = json.loads((CAUSE_SAMPLES / f"{UDP_RATE_LIMIT}.json").read_text())["cause"]
+    rate = injected["injected"]["rate_mbit"]
+    assert d.verdict.primary == "bandwidth"
+    assert "the replies came back on the clock of a hop" in d.verdict.text
+    assert "not at the server" in d.verdict.text
+    pair = d.budget.pairs.iloc[0]
+    # call bytes at the hop: the frame headers take ~2.5% of the rate
+    assert 0.9 * rate <= pair["clock_mbit_s"] <= rate
+    assert pair["queued_ns"] > 0.5 * pair["elapsed_ns"]
+    assert pair["server_ns"] < 0.1 * pair["elapsed_ns"]
+    assert "server" not in [f.kind for f in d.findings if f.severity == "problem"]
+
+
+def test_udp_slow_server_is_not_a_clock() -> None:
+    """A server slowed per WRITE: its service times add up (a late reply delays the
+    later ones), no hop's clock: the server keeps the time, and the verdict says a
+    slow path cannot be ruled out from the client."""
+    d = trace(CAUSE_SAMPLES / f"{UDP_SLOW_SERVER}.pcap").diagnosis
     assert d.verdict.primary == "server"
     assert "over UDP nothing shows where a call waited" in d.verdict.text
+    pair = d.budget.pairs.iloc[0]
+    assert math.isnan(pair["clock_mbit_s"]) and pair["queued_ns"] == 0
 
 
 @pytest.mark.parametrize(

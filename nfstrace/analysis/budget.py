@@ -120,6 +120,31 @@ XID_SEQUENTIAL_SHARE = 0.5
 XID_SKIP_MAX = 1 << 20
 # Calls at least this big time the pair's sending rate (bytes over first->last packet).
 RATE_MIN_BYTES = 8192
+# A UDP sender is not clocked by ACKs: its calls leave at its own rate and, behind a
+# slower hop, wait in that hop's queue, which looks like server time from before
+# the hop.  The hop sends a call on when the one ahead has crossed: the replies to
+# calls queued behind one another come back one call's bytes at the hop's rate
+# apart, on one clock (``_reply_clock``).  What tells that clock from a server's
+# pace: the replies keep the calls' order (a FIFO hop feeding a server faster than
+# it cannot reorder them); their spacing is regular (a link's clock is exact: only
+# the fast server's own jitter after the hop moves a reply, by a small part of a
+# call's time on the link: at most CLOCK_JITTER of the spacing, as a standard
+# deviation); and that jitter is not carried over (a reply late by the server's
+# jitter does not delay the next, which the hop has already sent on), where a
+# server's service times add up: a late reply delays every later one.  Measured
+# as a variance ratio over the queued calls of stretches of at least CLOCK_LAG:
+# the spread of the replies' offsets from the clock over CLOCK_LAG calls grows by
+# (CLOCK_LAG - 1) times the carried part of the spread over one call; the share
+# carried is 0 for a clock, 1 for a server (CLOCK_CARRY between).  Lab (client
+# side, 32 KiB WRITEs, 3 or 8 in flight, 1 and 4 MiB): hops of 40/80/160 Mbit/s
+# carry -0.02..0.08 with a spacing jitter of 0.6-6%; a server sleeping 2/5/10 ms
+# per WRITE 0.54-4.9.  A server that takes exactly the same time for every WRITE
+# is a clock too (the lab's 5 ms sleep with 8 in flight: 0.09): with calls of one
+# size nothing from the client side tells the two apart, and the verdict says so.
+CLOCK_MIN_CALLS = 16
+CLOCK_LAG = 8
+CLOCK_JITTER = 0.25
+CLOCK_CARRY = 0.3
 
 INTERVAL_COLUMNS: dict[str, str] = {
     "client": "str: client address",
@@ -143,6 +168,8 @@ PAIR_COLUMNS: dict[str, str] = {
     "writes": "int64: WRITE calls",
     "write_size": "int64: most common WRITE size (bytes; -1 unknown)",
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
+    "clock_mbit_s": "float: UDP, captured before a slower hop: the rate (call bytes) of the "
+    "clock its replies came back on, the hop its calls queued at (NaN: none found)",
     "queued_ns": "int64: of transfer_ns, the time its data sat in a queue in the path (ACKs "
     "held back behind a bottleneck)",
     "rtt_ns": "float: the round trip its waits were split with (NaN: unknown)",
@@ -440,6 +467,58 @@ def _sending_rate_bps(c: _PairCalls) -> float:
     """Median rate of the pair's big calls (NaN: none)."""
     rates = _call_rates_bps(c)
     return float(np.median(rates)) if len(rates) else math.nan
+
+
+def _clocked(c: _PairCalls) -> np.ndarray:
+    """The pair's calls a hop's clock can time, in send order: UDP, sent once,
+    answered."""
+    on = np.flatnonzero(c.udp & c.answered & (c.n_calls == 1))
+    return on[np.argsort(c.cs[on], kind="stable")]
+
+
+def _reply_clock(c: _PairCalls) -> float:
+    """The rate (bit/s of call bytes) of a hop that queued the pair's UDP calls
+    and whose clock their replies came back on; NaN when the replies do not show
+    one (see CLOCK_CARRY)."""
+    k = _clocked(c)
+    if len(k) <= CLOCK_MIN_CALLS:
+        return math.nan
+    rf, nbytes = c.rf[k], c.call_bytes[k].astype(float)
+    # queued: sent before the reply to the call ahead of it came back
+    queued = np.r_[False, c.cs[k][1:] < rf[:-1]]
+    if (queued[1:] & (rf[1:] <= rf[:-1])).any():
+        return math.nan  # a reply overtook one to an earlier call: no single file
+    at = np.flatnonzero(queued)
+    runs = [r for r in np.split(at, np.flatnonzero(np.diff(at) > 1) + 1) if len(r) >= CLOCK_LAG]
+    if sum(len(r) for r in runs) < CLOCK_MIN_CALLS:
+        return math.nan
+    spacing = np.concatenate([rf[r] - rf[r - 1] for r in runs]).astype(float)
+    sent = np.concatenate([nbytes[r] for r in runs])
+    if spacing.sum() <= 0 or sent.sum() <= 0:
+        return math.nan
+    per_byte = spacing.sum() / sent.sum()  # ns per byte
+    # each reply's offset from the clock, per stretch of queued calls
+    offsets = [rf[np.r_[r[0] - 1, r]] - np.r_[0.0, np.cumsum(nbytes[r])] * per_byte for r in runs]
+    one = float(np.var(np.concatenate([np.diff(y) for y in offsets])))
+    if math.sqrt(one) > CLOCK_JITTER * spacing.mean():
+        return math.nan
+    lagged = float(np.var(np.concatenate([y[CLOCK_LAG:] - y[:-CLOCK_LAG] for y in offsets])))
+    if one > 0 and (lagged - one) / (CLOCK_LAG - 1) > CLOCK_CARRY * one:
+        return math.nan  # the jitter carried over: service times adding up
+    return 8e9 / per_byte
+
+
+def _hop_departures(c: _PairCalls, bps: float) -> np.ndarray:
+    """When each call's bytes would have left a FIFO hop of ``bps`` fed by the
+    calls as captured (ns; the call's last packet where the hop does not time
+    it): each leaves its own bytes' time after it came or after the one ahead
+    left, whichever is later."""
+    out = c.le.copy()
+    t = -np.inf
+    for i in _clocked(c):
+        t = max(float(c.le[i]), t) + float(c.call_bytes[i]) * 8e9 / bps
+        out[i] = int(t)
+    return out
 
 
 def _path_bytes(c: _PairCalls, rtt: float) -> float:
@@ -795,9 +874,27 @@ def _pair_budget(
     # queue in the path beyond it) and the server worked from then on; without
     # such an ACK (UDP, an ACK riding on the reply), the first round trip of the
     # wait is the network's and the rest the server's.
+    # A UDP call seen before a slower hop whose clock the replies came back on
+    # (CLOCK_CARRY): its bytes queued at the hop and crossed it until the hop's
+    # clock sent them on; then the round trip, then the server.
+    clock = _reply_clock(c) if options.capture_point != "server" else math.nan
+    left = c.le.copy()
+    if clock > 0:
+        left = np.clip(_hop_departures(c, clock), c.le, np.maximum(rf - int(visible), c.le))
+        h = np.flatnonzero(left > c.le)
+        queue.add(
+            c.le[h],
+            left[h],
+            lambda k: (
+                f"{words(h[k])}: its bytes queued in the path, at a hop of "
+                f"{clock / 1e6:,.1f} Mbit/s whose clock the replies came back on "
+                f"(left it {seconds_text(left[h[k]] - c.le[h[k]])} after they were sent)"
+            ),
+            frames[h],
+        )
     acked = (c.acked > c.le) & (c.acked < rf)
-    rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), c.le)
-    wait_from = np.where(acked, c.acked, np.minimum(c.le + int(visible), rf))
+    rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), left)
+    wait_from = np.where(acked, c.acked, np.minimum(left + int(visible), rf))
     q = np.flatnonzero(acked)
     queue.add(
         c.le[q],
@@ -905,6 +1002,7 @@ def _pair_budget(
         mbit_s=nbytes * 8e3 / (end - start),
         writes=writes,
         send_mbit_s=_sending_rate_bps(c) / 1e6,
+        clock_mbit_s=clock / 1e6,
         rtt_ns=options.rtt_ns,
         capture_point=options.capture_point,
         transport="+".join(

@@ -27,13 +27,22 @@ COMMITs and turnarounds -- lab: 94-98% under a rate limit, 82-88% through a
 bridge that forwards at its own CPU-bound pace) and the sender's calls left at
 the rate the writes achieved overall (big calls' first-to-last-packet rate
 at most ``STEADY_RATIO`` times the overall rate: the path clocked the sender
-all along, as a TCP sender is clocked by the ACKs of a bottleneck), the
-writes ran at the path's ceiling.  A ceiling at a standard Ethernet rate of 1
-Gbit/s or more (``LINK_RATES``, 80-100% of it) is the link doing its job: no
-problem; any other ceiling is a rate limit, a shaper, a congested path or a
-slow hop: ``bandwidth``.
-A UDP client-side capture cannot tell a slow path from a slow server (no
-ACKs show where the data waited): it says so.
+all along, as a TCP sender is clocked by the ACKs of a bottleneck; or, over
+UDP seen from before the bottleneck, the replies came back on the clock of a
+hop the calls queued at, ``clock_mbit_s`` of the budget, at most
+``STEADY_RATIO`` times the overall rate), the writes ran at the path's ceiling.
+Such a clock is itself the evidence of a standing queue at the hop: the
+writes ran at its ceiling also when the calls sat in that queue for at least
+``QUEUED_DOMINANT`` of the time, whatever else (a COMMIT's flush) took the rest
+(lab, 4 MiB at 80 Mbit/s, 8 in flight: queued 83%, a 76 ms COMMIT 15%).
+A ceiling at a standard Ethernet rate of 1 Gbit/s or more (``LINK_RATES``,
+80-100% of it) is the link doing its job: no problem; any other ceiling is a
+rate limit, a shaper, a congested path or a slow hop: ``bandwidth``.
+A UDP client-side capture shows no ACKs: where the calls waited shows only in
+the replies' clock (``budget.CLOCK_CARRY``).  When they came back on a hop's
+clock the verdict names the path, and says that a server taking exactly the
+same time per WRITE would look the same; without such a clock it names the
+server and says that the capture cannot rule out a slow path.
 """
 
 from __future__ import annotations
@@ -77,6 +86,9 @@ NOTABLE = 0.1
 TRANSFER_DOMINANT = 0.9
 # ... with its big calls leaving at most this many times faster than the overall rate.
 STEADY_RATIO = 1.25
+# ... or, over UDP with the replies on a hop's clock, its calls sat in that hop's
+# queue at least this share of the time (the budget's ``queued_ns``).
+QUEUED_DOMINANT = 0.5
 # Standard Ethernet rates (bit/s); a ceiling at 80-100% of one is that link at work.
 # Not 10 and 100 Mbit/s: in a path of today a hop that slow is the problem (a port
 # that negotiated 100 Mbit/s, an old switch), worth naming as ``bandwidth``.
@@ -143,15 +155,23 @@ def _significant(row: pd.Series, leave_out: str = "") -> list[str]:
     return sorted(named, key=lambda c: -float(row[f"{c}_ns"]))
 
 
+def _hop_clocked(row: pd.Series) -> bool:
+    """Whether the pair's UDP replies came back on the clock of a hop its calls
+    queued at (the budget's ``clock_mbit_s``), at about the rate the writes ran."""
+    clock = float(row.get("clock_mbit_s", math.nan))
+    rate = float(row["mbit_s"])
+    return math.isfinite(clock) and rate > 0 and clock <= STEADY_RATIO * rate
+
+
 def _steady_ceiling(row: pd.Series, shares: dict[str, float]) -> bool:
     send = float(row["send_mbit_s"])
     rate = float(row["mbit_s"])
-    return (
-        shares.get("transfer", 0.0) >= TRANSFER_DOMINANT
-        and math.isfinite(send)
-        and rate > 0
-        and send <= STEADY_RATIO * rate
-    )
+    paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate
+    if _hop_clocked(row):
+        queued = float(row.get("queued_ns", 0) or 0) / float(row["elapsed_ns"])
+        if queued >= QUEUED_DOMINANT:
+            return True
+    return shares.get("transfer", 0.0) >= TRANSFER_DOMINANT and (paced or _hop_clocked(row))
 
 
 def pair_primary(row: pd.Series) -> tuple[str, dict[str, float]]:
@@ -213,11 +233,21 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
         limit = f", limited by the link ({rate_text(link)})" if link else ""
         return f"no problem found: {head}{limit}; the time went to {_mix(shares)}"
     if primary == "bandwidth":
-        return (
+        text = (
             f"{head}, at a steady ceiling for {shares['transfer']:.0%} of the time: the path "
             "between client and server carries no more (a rate limit, a shaper or a "
             "congested link)"
         )
+        if _hop_clocked(row):
+            text += (
+                f"; over UDP the calls queued in the path: the replies came back on the clock "
+                f"of a hop of {float(row['clock_mbit_s']):,.1f} Mbit/s, one call's bytes "
+                "apart, in order and without drifting as a server's times add up; look at "
+                "the path's rate limits, shapers and slowest link, not at the server (a "
+                "server taking exactly the same time for every WRITE would look the same: "
+                "a capture at the server tells them apart)"
+            )
+        return text
     text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}") + f"; {head}"
     if primary == "server" and row.get("transport") == "udp":
         text += (
@@ -268,6 +298,9 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
             # several pairs: the slowest-sending pair's rate (a ceiling shows in each)
             "send_mbit_s": float(np.nanmin(budget.pairs["send_mbit_s"].to_numpy(float)))
             if budget.pairs["send_mbit_s"].notna().any()
+            else math.nan,
+            "clock_mbit_s": float(np.nanmin(budget.pairs["clock_mbit_s"].to_numpy(float)))
+            if budget.pairs["clock_mbit_s"].notna().any()
             else math.nan,
         }
     )
