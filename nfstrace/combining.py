@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from nfstrace.memory import release_freed
+
 
 def merged(tables: list[pd.DataFrame], dtypes: dict[str, str], order: np.ndarray) -> pd.DataFrame:
     """The tables (same columns) stacked, then rows ``order`` of the stack,
@@ -29,6 +31,9 @@ def merged(tables: list[pd.DataFrame], dtypes: dict[str, str], order: np.ndarray
         del pieces
         out[c] = one.take(order)
         del one
+        # the parts' columns are smaller than glibc's mmap threshold, so their
+        # memory stays in its heap when freed: handed back before the next column
+        release_freed()
     return pd.DataFrame(out, copy=False)
 
 

@@ -116,6 +116,10 @@ class ParseLimits:
     # them into what one parse of everything gives.
     partitions: int = 1
     partition: int = 0
+    # With ``buckets`` (a partition number per bucket), a frame goes to partition
+    # ``buckets[crc32 % len(buckets)]`` instead: ``parallel.balanced_buckets``
+    # spreads the host pairs so that the partitions get about equal traffic.
+    buckets: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import functools
 import html
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -200,17 +200,20 @@ def _matched(paths: list[str], config: AnalysisConfig, progress: Progress | None
     """The parse and the match, in this process, in several (``config.workers``)
     or on Dask, of ``config.partitions`` partitions combined."""
     if config.dask is not None:  # (the files at the same paths on every worker)
-        work = functools.partial(match_partition, [os.path.abspath(p) for p in paths], config)
+        paths = [os.path.abspath(p) for p in paths]
         with parallel.dask_client(config.dask, config.workers) as (client, threads):
-            wanted = parallel.partitions_for(config.parser, config.partitions or threads)
+            wanted, limits = parallel.plan(
+                paths, config.limits, config.parser, threads, config.partitions or threads
+            )
+            work = functools.partial(match_partition, paths, replace(config, limits=limits))
             parts = parallel.run_on_dask(work, wanted, client)
     else:
-        work = functools.partial(match_partition, paths, config)
         workers = config.workers or parallel.auto_workers(paths, config.parser)
-        wanted = config.partitions or parallel.auto_partitions(paths, config.parser, workers)
-        wanted = parallel.partitions_for(config.parser, wanted)
-        size = parallel.files_size(paths)
-        parts = parallel.run(work, wanted, workers, progress, size)
+        wanted, limits = parallel.plan(
+            paths, config.limits, config.parser, workers, config.partitions
+        )
+        work = functools.partial(match_partition, paths, replace(config, limits=limits))
+        parts = parallel.run(work, wanted, workers, progress, parallel.files_size(paths))
     if len(parts) == 1:
         return parts[0]
     ids = parallel.connection_ids([p[2] for p in parts])

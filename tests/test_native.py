@@ -384,11 +384,19 @@ def test_same_partitions(tmp_path: Path) -> None:
     bench = bench_module()
     capture = tmp_path / "meta.pcap"
     bench.replicate_small_rpcs(bench.METADATA_SOURCE, capture, 3000)  # 16 clients
+    whole = len(frame_loop.parse([str(capture)])[0])
     sizes = []
     for i in range(3):
         got = assert_same([capture], ParseLimits(partition=i, partitions=3))
         sizes.append(len(got[0]))
-    assert all(sizes) and sum(sizes) == len(frame_loop.parse([str(capture)])[0])
+    assert all(sizes) and sum(sizes) == whole
+    # ParseLimits.buckets: the same bucket table read the same way by both
+    buckets = tuple(b % 3 for b in range(7))
+    sizes = []
+    for i in range(3):
+        got = assert_same([capture], ParseLimits(partition=i, partitions=3, buckets=buckets))
+        sizes.append(len(got[0]))
+    assert all(sizes) and sum(sizes) == whole
 
 
 def _nfs4_every_operation(path: Path) -> Path:

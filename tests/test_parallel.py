@@ -9,8 +9,10 @@ import pickle
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import SAMPLES, bench_module
@@ -130,6 +132,50 @@ def test_partition_of_is_the_same_both_ways() -> None:
     }
     assert partition_of(0, b"\x00" * 60, 0, 5) == 0
     assert partition_of(4, b"\x00" * 19, 0, 5) == 0  # addresses not captured
+    # with buckets: the CRC modulo their number, looked up
+    crc = zlib.crc32(a + b)
+    buckets = (2, 0, 1, 1, 0)
+    assert partition_of(4, ip, 0, 3, buckets) == buckets[crc % 5]
+    assert partition_of(4, back, 0, 3, buckets) == buckets[crc % 5]
+    assert partition_of(0, b"", 0, 3, buckets) == buckets[0]
+
+
+def test_buckets_balanced_by_the_sample() -> None:
+    """The busiest bucket first to the least loaded partition; unseen buckets
+    round the partitions; nothing to balance without a sample or partitions."""
+    counts = np.zeros(parallel.BUCKETS, "int64")
+    counts[[3, 7, 11, 19]] = [50, 30, 20, 10]
+    buckets = parallel.balanced_buckets(counts, 2)
+    assert len(buckets) == parallel.BUCKETS and set(buckets) == {0, 1}
+    load = np.bincount(buckets, weights=counts)
+    assert sorted(load) == [50, 60]  # [50 10] [30 20]
+    assert [buckets[b] for b in (3, 7, 11, 19)] == [0, 1, 1, 0]
+    assert buckets[0] == 0 and buckets[1] == 1 and buckets[2] == 0
+    assert parallel.balanced_buckets(counts, 1) == ()
+    assert parallel.balanced_buckets(np.zeros(parallel.BUCKETS, "int64"), 4) == ()
+
+
+def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
+    """16 clients whose CRCs crowd a few residues (the bench's metadata
+    capture: a plain CRC modulo 4 put 94% of the frames in two partitions) are
+    spread evenly by the sample's buckets, and the parse is still one parse."""
+    from conftest import bench_module
+
+    bench = bench_module()
+    capture = tmp_path / "meta.pcap"
+    bench.replicate_small_rpcs(bench.METADATA_SOURCE, capture, 3000)
+    parser = "native" if "native" in PARSERS else "fast"
+    wanted, limits = parallel.plan([str(capture)], ParseLimits(), parser, 1, 4)
+    assert wanted == 4 and limits.buckets
+    first = parallel.sample([str(capture)])
+    plain = np.bincount(np.arange(parallel.BUCKETS) % 4, weights=first.buckets, minlength=4)
+    balanced = np.bincount(limits.buckets, weights=first.buckets, minlength=4)
+    assert plain.max() / plain.sum() > 0.4  # what the plain CRC does with these clients
+    assert balanced.max() / balanced.sum() <= 0.3
+    parts = [parallel.parse_partition([str(capture)], limits, parser, i, 4) for i in range(4)]
+    sizes = [len(p[0]) for p in parts]
+    assert max(sizes) <= 0.3 * sum(sizes)
+    assert_same(parallel.combine(parts), PARSERS[parser]([str(capture)], ParseLimits()))
 
 
 @pytest.fixture(scope="module")

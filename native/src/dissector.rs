@@ -59,6 +59,8 @@ pub struct Settings {
     /// partition of the host pairs (ip::partition_of)
     pub partitions: usize,
     pub partition: usize,
+    /// ParseLimits.buckets: the partition of each CRC bucket (empty: CRC % partitions)
+    pub buckets: Vec<usize>,
 }
 
 type StreamKey = (Addr, i32, Addr, i32);
@@ -97,6 +99,7 @@ pub struct Dissector {
     pub(crate) max_messages: i64,
     partitions: usize,
     partition: usize,
+    buckets: Vec<usize>,
     pub(crate) check_every_frames: i64,
     /// the frame not read: max_messages reached (0: read to the end)
     pub stopped_at: i64,
@@ -144,6 +147,7 @@ impl Dissector {
             max_messages: s.max_messages,
             partitions: s.partitions.max(1),
             partition: s.partition,
+            buckets: s.buckets.clone(),
             check_every_frames: s.check_every_frames.max(1),
             stopped_at: 0,
             ts: 0,
@@ -184,7 +188,7 @@ impl Dissector {
         // frame is looked at for copies, only the partition's are read
         let mine = self.partitions == 1 || {
             let (ver, off) = locate_ip(f.linktype, data);
-            ip::partition_of(ver, data, off, self.partitions) == self.partition
+            ip::partition_of(ver, data, off, self.partitions, &self.buckets) == self.partition
         };
         if same(self.recent.get(&fp)) || same(self.older.get(&fp)) {
             if mine {

@@ -63,15 +63,34 @@ const EMPTY_FACTS: [i64; 10] = [0, 0, 0, NO_TTL, -1, 0, 0, 0, 0, 0];
 /// checksum (ip.checksum_ok)?
 /// fast/ip.partition_of: the partition of a frame whose IP header (version
 /// `ver`) is at `off`: zlib's CRC-32 of the two addresses, the lower first,
-/// modulo `partitions`; 0 when not IP or the addresses were not captured.
-pub fn partition_of(ver: u8, data: &[u8], off: usize, partitions: usize) -> usize {
-    let (a, b) = match ver {
-        4 if data.len() >= off + 20 => (&data[off + 12..off + 16], &data[off + 16..off + 20]),
-        6 if data.len() >= off + 40 => (&data[off + 8..off + 24], &data[off + 24..off + 40]),
-        _ => return 0,
-    };
+/// modulo `partitions`, or with `buckets` modulo their number and looked up in
+/// them; the CRC counts as 0 when not IP or the addresses were not captured.
+pub fn partition_of(
+    ver: u8,
+    data: &[u8],
+    off: usize,
+    partitions: usize,
+    buckets: &[usize],
+) -> usize {
+    let crc = match ver {
+        4 if data.len() >= off + 20 => {
+            pair_crc(&data[off + 12..off + 16], &data[off + 16..off + 20])
+        }
+        6 if data.len() >= off + 40 => {
+            pair_crc(&data[off + 8..off + 24], &data[off + 24..off + 40])
+        }
+        _ => 0,
+    } as usize;
+    if buckets.is_empty() {
+        crc % partitions
+    } else {
+        buckets[crc % buckets.len()]
+    }
+}
+
+fn pair_crc(a: &[u8], b: &[u8]) -> u32 {
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    (crc32(&[lo, hi]) as usize) % partitions
+    crc32(&[lo, hi])
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib.crc32) of the pieces in a row.

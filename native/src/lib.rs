@@ -62,6 +62,7 @@ pub fn default_settings() -> Settings {
         send_gap_ns: DEFAULT_SEND_GAP_NS,
         partitions: n(DEFAULT_PARTITIONS),
         partition: n(DEFAULT_PARTITION),
+        buckets: Vec::new(),
     }
 }
 

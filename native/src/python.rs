@@ -92,6 +92,7 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
         send_gap_ns: get(d, "send_gap_ns")?,
         partitions: get(d, "partitions")?,
         partition: get(d, "partition")?,
+        buckets: get(d, "buckets")?,
     })
 }
 

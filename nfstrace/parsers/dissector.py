@@ -151,6 +151,7 @@ class Dissector:
         older: dict[int, tuple[int, Bytes]] = {}
         since = None  # when the current generation began
         partition, partitions = self.limits.partition, self.limits.partitions
+        buckets = self.limits.buckets
         for ts, linktype, data, origlen, _file_index in frames:
             frame_no += 1
             if not frame_no % CHECK_EVERY_FRAMES and stats.messages >= max_messages:
@@ -172,7 +173,9 @@ class Dissector:
                 fp = len(data)
             # one partition of the host pairs (ParseLimits.partitions): every
             # frame is looked at for copies, only the partition's are read
-            mine = partitions == 1 or partition == partition_of(*_ip_at(linktype, data), partitions)
+            mine = partitions == 1 or partition == partition_of(
+                *_ip_at(linktype, data), partitions, buckets
+            )
             e = recent.get(fp)
             if e is None or ts - e[0] > window_ns or bytes(data) != bytes(e[1]):
                 e = older.get(fp)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import socket
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nfstrace.parsers.capture import Bytes
@@ -48,19 +48,24 @@ NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..25
 CHECKSUM_SAMPLE = 64
 
 
-def partition_of(version: int, data: Bytes, off: int, partitions: int) -> int:
+def partition_of(
+    version: int, data: Bytes, off: int, partitions: int, buckets: Sequence[int] = ()
+) -> int:
     """The partition (``ParseLimits.partitions``) a frame belongs to: the
     CRC-32 (zlib's) of its IP header's two addresses, the lower first, modulo
-    ``partitions``; 0 for a frame that is not IP or whose addresses were not
-    captured.  Both directions of a host pair, and every fragment of a
-    datagram, fall in the same partition."""
+    ``partitions``; with ``buckets`` (``ParseLimits.buckets``), modulo their
+    number and looked up in them.  A frame that is not IP or whose addresses
+    were not captured counts as CRC 0.  Both directions of a host pair, and
+    every fragment of a datagram, fall in the same partition."""
     if version == 4 and len(data) >= off + 20:
         a, b = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
+        crc = zlib.crc32(a + b if a <= b else b + a)
     elif version == 6 and len(data) >= off + 40:
         a, b = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
+        crc = zlib.crc32(a + b if a <= b else b + a)
     else:
-        return 0
-    return zlib.crc32(a + b if a <= b else b + a) % partitions
+        crc = 0
+    return buckets[crc % len(buckets)] if buckets else crc % partitions
 
 
 def addr_text(raw: bytes, cache: dict[bytes, str]) -> str:

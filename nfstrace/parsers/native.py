@@ -76,7 +76,7 @@ def available() -> bool:
     return _native is not None
 
 
-def _settings(limits: ParseLimits) -> dict[str, int]:
+def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
     return {
         "head_bytes": limits.head_bytes,
         "max_record_bytes": limits.max_record_bytes,
@@ -102,6 +102,7 @@ def _settings(limits: ParseLimits) -> dict[str, int]:
         "max_ack_waiting": limits.max_ack_waiting,
         "partitions": limits.partitions,
         "partition": limits.partition,
+        "buckets": list(limits.buckets),
     }
 
 

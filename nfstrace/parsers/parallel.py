@@ -56,6 +56,8 @@ from nfstrace.config import ParseLimits, memory_available
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
+from nfstrace.parsers.ip import partition_of
+from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
@@ -79,6 +81,10 @@ MIN_PARALLEL_BYTES = 64 << 20
 PARSE_BYTES_PER_FRAME = 340
 PARTITION_MEMORY_SHARE = 1 / 16
 ESTIMATE_BYTES = 16 << 20
+# CRC buckets of the host pairs that ``balanced_buckets`` hands to the
+# partitions by their frames in that sample (a plain CRC modulo the partitions
+# gave two of four partitions nearly all of 16 clients' traffic).
+BUCKETS = 1024
 MIN_ESTIMATED_BYTES = 512 << 20
 # How long --dask waits for its scheduler before giving up.
 DASK_CONNECT_TIMEOUT_S = 30
@@ -93,6 +99,8 @@ def parse_partition(
     progress: Progress | None = None,
 ) -> Parsed:
     """One partition's parse (the unit of work a process or Dask worker runs)."""
+    if limits.buckets and max(limits.buckets) >= partitions:
+        raise ValueError(f"ParseLimits.buckets name partitions beyond {partitions}")
     part = dataclasses.replace(limits, partition=partition, partitions=partitions)
     return backends.get(parser)(list(paths), part, progress)
 
@@ -205,37 +213,76 @@ def auto_workers(paths: Sequence[str], parser: str) -> int:
     return max(1, min(8, len(os.sched_getaffinity(0))))
 
 
-def estimated_frames(paths: Sequence[str]) -> int:
-    """Frames in the files, from the file bytes per frame of the first file's
-    first ESTIMATE_BYTES (compressed files: packed bytes); 0 when the first
-    file cannot be read (the parse says why)."""
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """The first file's first ESTIMATE_BYTES (compressed files: packed bytes):
+    ``frames`` whole frames in ``taken`` bytes, and how many of them fell in
+    each of BUCKETS CRC buckets of their host pair (``ip.partition_of``)."""
+
+    frames: int = 0
+    taken: int = 0
+    buckets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(BUCKETS, "int64"))
+
+
+def sample(paths: Sequence[str]) -> Sample:
+    """The first file's Sample; an empty one when it cannot be read (the parse
+    says why)."""
     info = capture.CaptureInfo(paths[0])
-    frames = counted = taken = 0
+    crcs: list[int] = []
+    counted = taken = 0
     try:
-        for _ in capture.read_frames(paths[0], 0, info):
+        for _, linktype, data, _, _ in capture.read_frames(paths[0], 0, info):
             if info.read_bytes != taken:  # a chunk read: the frames before took the last ones
-                counted = frames
+                counted = len(crcs)
                 if taken >= ESTIMATE_BYTES:
                     break
                 taken = info.read_bytes
-            frames += 1
+            version, off = locate_ip(linktype, data)
+            crcs.append(partition_of(version, data, off, BUCKETS))
         else:  # the whole file
-            counted, taken = frames, files_size(paths[:1])
+            counted, taken = len(crcs), files_size(paths[:1])
     except CaptureError:
-        return 0
-    if not counted or not taken:
-        return 0
-    return round(files_size(paths) * counted / taken)
+        return Sample()
+    return Sample(counted, taken, np.bincount(crcs[:counted], minlength=BUCKETS))
 
 
-def auto_partitions(paths: Sequence[str], parser: str, workers: int) -> int:
+def estimated_frames(paths: Sequence[str], first: Sample | None = None) -> int:
+    """Frames in the files, from the file bytes per frame of the first file's
+    ``sample``; 0 when the first file cannot be read."""
+    first = first or sample(paths)
+    if not first.frames or not first.taken:
+        return 0
+    return round(files_size(paths) * first.frames / first.taken)
+
+
+def balanced_buckets(counts: np.ndarray, partitions: int) -> tuple[int, ...]:
+    """``ParseLimits.buckets`` for ``partitions`` partitions of about equal
+    frames, given each bucket's frames in a sample: the busiest bucket first to
+    the partition with the fewest so far (longest processing time first);
+    buckets the sample did not see go round the partitions.  Empty when there
+    is nothing to balance (one partition, an empty sample)."""
+    if partitions <= 1 or not counts.sum():
+        return ()
+    owner = np.arange(len(counts)) % partitions
+    load = np.zeros(partitions, "int64")
+    for b in np.argsort(-counts, kind="stable"):
+        if not counts[b]:
+            break
+        owner[b] = int(np.argmin(load))
+        load[owner[b]] += counts[b]
+    return tuple(int(p) for p in owner)
+
+
+def auto_partitions(
+    paths: Sequence[str], parser: str, workers: int, first: Sample | None = None
+) -> int:
     """Partitions for these files: as many as ``workers``, more when one
     partition's parse would take more than PARTITION_MEMORY_SHARE of the
     memory available (see PARSE_BYTES_PER_FRAME)."""
     if not _partitioned(parser) or files_size(paths) < MIN_ESTIMATED_BYTES:
         return workers
     budget = memory_available() * PARTITION_MEMORY_SHARE
-    need = estimated_frames(paths) * PARSE_BYTES_PER_FRAME
+    need = estimated_frames(paths, first) * PARSE_BYTES_PER_FRAME
     return max(workers, math.ceil(need / budget))
 
 
@@ -376,3 +423,20 @@ def parse_with_dask(
 def partitions_for(parser: str, wanted: int) -> int:
     """A backend that cannot read one partition is run once, whole."""
     return wanted if _partitioned(parser) else 1
+
+
+def plan(
+    paths: Sequence[str], limits: ParseLimits, parser: str, workers: int, wanted: int = 0
+) -> tuple[int, ParseLimits]:
+    """The partitions to cut these files into (``wanted``, else
+    ``auto_partitions``) and the limits that read them (their host pairs
+    balanced by a sample of the first file: ``balanced_buckets``).  A backend
+    that cannot read one partition, or a small input, is not sampled."""
+    if not _partitioned(parser):
+        return 1, limits
+    first = Sample()
+    if wanted > 1 or (not wanted and files_size(paths) >= MIN_PARALLEL_BYTES):
+        first = sample(paths)
+    partitions = wanted or auto_partitions(paths, parser, workers, first)
+    buckets = balanced_buckets(first.buckets, partitions)
+    return partitions, dataclasses.replace(limits, buckets=buckets)
