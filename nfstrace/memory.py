@@ -7,6 +7,15 @@ big arrays elsewhere (mmap), so they add to the peak instead of being reused.
 ``release_freed()`` asks glibc to return its free pages (``malloc_trim``); on
 other C libraries it does nothing.  The native parser does the same for its own
 memory (``native/src/python.rs``).
+
+Within a stage, ``map_big_blocks()`` keeps big blocks out of that heap: glibc
+raises its mmap threshold to the biggest block freed (up to 32 MiB), so
+after the first big array is freed the next ones of that size (the
+partitions' columns, a stage's work arrays) live in the heap and stay
+resident after they are freed, until the next trim.  A fixed threshold of
+MMAP_THRESHOLD_BYTES maps every block at least that big on its own, handed
+back the moment it is freed (10M-packet capture: peak 2.97 -> 2.89 GB, the
+same time).
 """
 
 from __future__ import annotations
@@ -14,6 +23,22 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+
+# Blocks at least this big are mapped on their own (glibc's M_MMAP_THRESHOLD).
+MMAP_THRESHOLD_BYTES = 1 << 20
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+@functools.cache
+def map_big_blocks() -> bool:
+    """Map every block of MMAP_THRESHOLD_BYTES or more on its own, for the
+    rest of the process (glibc; False elsewhere).  Done once per process."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # glibc only
+    except (AttributeError, OSError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
 from nfstrace.match import combine as combine_transactions
-from nfstrace.memory import release_freed
+from nfstrace.memory import map_big_blocks, release_freed
 from nfstrace.parsers import backends, capture, parallel
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
@@ -184,6 +184,7 @@ def match_partition(
 ) -> Matched:
     """One host-pair partition's (messages, events, stats, transactions): the
     unit of work a process or a Dask worker runs (``parallel.run``)."""
+    map_big_blocks()  # (in a worker process too: nfstrace.memory)
     messages, events, stats = parallel.parse_partition(
         paths, config.limits, config.parser, partition, partitions, progress
     )
@@ -234,6 +235,7 @@ def load(
     ``progress(frames, file bytes read)`` is called while parsing (see
     ``nfstrace.parsers.capture.Progress``)."""
     config = config or AnalysisConfig()
+    map_big_blocks()
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     plist = capture.expand_directories([os.fspath(p) for p in paths])

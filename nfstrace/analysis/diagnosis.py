@@ -271,6 +271,7 @@ def diagnose(
         overrides=options.model,
         what_ifs=options.what_if,
     )
+    release_freed()
     rtt, visible = _round_trip_ns(model)
     pair_models = _pair_models(transactions, events, quality.capture_point, options)
     per_pair = {}

@@ -40,8 +40,8 @@ OUTSTANDING_COLUMNS: dict[str, str] = {
     "t_ns": "int64: time of the change",
     "client": "category (str): client address",
     "server": "category (str): server address",
-    "outstanding": "int64: RPCs of the pair called and not yet answered, from t_ns on",
-    "outstanding_writes": "int64: the WRITEs among them",
+    "outstanding": "int32: RPCs of the pair called and not yet answered, from t_ns on",
+    "outstanding_writes": "int32: the WRITEs among them",
 }
 
 LEVEL_COLUMNS: dict[str, str] = {
@@ -95,6 +95,10 @@ def _empty(columns: dict[str, str]) -> pd.DataFrame:
 # rpcbind query that timed out, a client that went away) or its reply fell
 # outside the capture: it no longer holds anything up.
 UNANSWERED_HORIZON_NS = 60_000_000_000
+# The step table's levels and pair codes (a level is at most the calls of one pair).
+STEP_LEVEL = "int32"
+# Step rows that time_at_levels works through at once.
+LEVEL_CHUNK = 1 << 20
 
 
 def trace_end_ns(tx: pd.DataFrame) -> int:
@@ -138,25 +142,34 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
         call_ends_ns(tx, trace_end_ns(transactions)),
         tx["op"].eq(WRITE_OP).to_numpy(dtype=bool),
     )
+    # changes that cancel at one nanosecond (a reply and the next call) are
+    # dropped; without any, every column is kept as it is (no copies)
+    changed = (d_all != 0) | (d_write != 0)
+    keep = slice(None) if changed.all() else changed
+    del changed
     # Every call's +1 has its -1 in the same pair, so one running sum serves all pairs.
-    level_all, level_write = np.cumsum(d_all), np.cumsum(d_write)
-    keep = (d_all != 0) | (d_write != 0)
+    level_all = np.cumsum(d_all, dtype=STEP_LEVEL)[keep]
+    del d_all
+    level_write = np.cumsum(d_write, dtype=STEP_LEVEL)[keep]
+    del d_write
+    p = p[keep]
 
     def label(column: str) -> pd.Categorical:
         # one string per pair, repeated by code: a category (a string array of
         # the rows cost 0.2 GB and 0.2 s on a 5M-packet capture)
         codes, names = pd.factorize(labels[column].astype(object), sort=True)
-        return pd.Categorical.from_codes(codes[p[keep]], categories=names)
+        return pd.Categorical.from_codes(codes[p], categories=names)
 
     return pd.DataFrame(
         {
             "t_ns": t[keep],
             "client": label("client"),
             "server": label("server"),
-            "outstanding": level_all[keep],
-            "outstanding_writes": level_write[keep],
-            "pair": p[keep],
-        }
+            "outstanding": level_all,
+            "outstanding_writes": level_write,
+            "pair": p,
+        },
+        copy=False,
     )
 
 
@@ -166,32 +179,35 @@ def _changes(
     """The outstanding counts' changes (all RPCs, WRITEs), per pair and time,
     those at the same nanosecond merged: (time, pair, change, WRITE change),
     sorted by pair then time.  Each call is +1 at its start and -1 at its end;
-    the work arrays are narrow (pair codes int32, signs int8) and die here: on
-    a 10M-packet capture they were most of the diagnosis' peak."""
+    pair codes and changes are narrow (``STEP_LEVEL``; signs int8): on a
+    10M-packet capture this table was most of the diagnosis' peak."""
     n = len(pair)
     t = np.concatenate([start, end])
-    p = np.concatenate([pair, pair]).astype("int32")
+    p = np.concatenate([pair, pair]).astype(STEP_LEVEL)
     order = np.lexsort((t, p))
     t, p = t[order], p[order]
     sign = np.where(order < n, 1, -1).astype("int8")
     wrote = sign * np.concatenate([write, write])[order].astype("int8")
     del order
     first = np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (t[1:] != t[:-1])])
-    d_all = np.add.reduceat(sign, first, dtype="int64")
-    d_write = np.add.reduceat(wrote, first, dtype="int64")
-    return t[first], p[first].astype("int64"), d_all, d_write
+    if len(first) == len(t):  # no two changes of a pair at one nanosecond
+        return t, p, sign.astype(STEP_LEVEL), wrote.astype(STEP_LEVEL)
+    d_all = np.add.reduceat(sign, first, dtype=STEP_LEVEL)
+    d_write = np.add.reduceat(wrote, first, dtype=STEP_LEVEL)
+    return t[first], p[first], d_all, d_write
 
 
 def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> pd.Series:
     """Nanoseconds spent at each level of ``steps[column]`` (a step function per
     client/server pair, 0 before its first row, sorted by pair then time) inside
     each pair's window (``windows``: client, server, start_ns, end_ns), summed
-    over pairs.  Index: level; only levels held for some time."""
+    over pairs.  Index: level; only levels held for some time.  Worked through
+    LEVEL_CHUNK rows at a time: its work arrays do not grow with the trace."""
     if steps.empty or windows.empty:
         return pd.Series(dtype="int64")
     # windows looked up per step row by pair code (no string merge)
     if "pair" in steps and "pair" in windows:
-        key, w_key = steps["pair"].to_numpy("int64"), windows["pair"].to_numpy("int64")
+        key, w_key = steps["pair"].to_numpy(), windows["pair"].to_numpy("int64")
     else:
         client, clients = pd.factorize(steps["client"].astype(object))
         server, servers = pd.factorize(steps["server"].astype(object))
@@ -199,28 +215,35 @@ def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> p
         w_key = pd.Index(clients).get_indexer(windows["client"].astype(object)) * (
             len(servers) + 1
         ) + pd.Index(servers).get_indexer(windows["server"].astype(object))
-    row = pd.Index(w_key).get_indexer(key)
-    keep = row >= 0
-    k, t, row = key[keep], steps["t_ns"].to_numpy("int64")[keep], row[keep]
-    level = steps[column].to_numpy("int64")[keep]
-    if not len(k):
-        return pd.Series(dtype="int64")
-    if not in_order(k, t):  # (steps come sorted by pair, then time: no sort needed)
-        order = np.lexsort((t, k))
-        k, t, row, level = k[order], t[order], row[order], level[order]
-    lo = windows["start_ns"].to_numpy("int64")[row]
-    hi = windows["end_ns"].to_numpy("int64")[row]
-    same_next = np.r_[k[1:] == k[:-1], False]
-    t_next = np.where(same_next, np.r_[t[1:], 0], hi)
-    dur = np.clip(np.minimum(t_next, hi) - np.maximum(t, lo), 0, None)
-    # level 0 from the window's start to the pair's first change
-    is_first = np.r_[True, ~same_next[:-1]]
-    before = np.clip(np.minimum(t, hi) - lo, 0, None)[is_first]
-    levels = np.r_[level, np.zeros(len(before), "int64")]
-    weights = np.r_[dur, before].astype("float64")
-    if levels.min() < 0:
+    t = steps["t_ns"].to_numpy("int64")
+    level = steps[column].to_numpy()
+    if not in_order(key, t):  # (steps come sorted by pair, then time: no sort needed)
+        order = np.lexsort((t, key))
+        key, t, level = key[order], t[order], level[order]
+    if level.min() < 0:
         raise ValueError(f"negative {column} level")
-    total = np.bincount(levels, weights=weights)
+    w_index = pd.Index(w_key)
+    starts, ends = windows["start_ns"].to_numpy("int64"), windows["end_ns"].to_numpy("int64")
+    total = np.zeros(int(level.max()) + 1)
+    n = len(t)
+    for a in range(0, n, LEVEL_CHUNK):
+        b = min(a + LEVEL_CHUNK, n)
+        k, tt = key[a:b], t[a:b]
+        row = w_index.get_indexer(k)
+        mine = row >= 0  # a pair without a window spends no time in it
+        lo, hi = starts[row], ends[row]
+        # each row holds its level to the pair's next row, or to the window's end
+        t_next = hi.copy()
+        more = np.flatnonzero(key[a + 1 : b + 1] == k[: len(key) - a - 1])
+        t_next[more] = t[a + 1 + more]
+        dur = np.minimum(t_next, hi, out=t_next)
+        dur -= np.maximum(tt, lo)
+        np.clip(dur, 0, None, out=dur)
+        dur[~mine] = 0
+        total += np.bincount(level[a:b], weights=dur, minlength=len(total))
+        # level 0 from the window's start to the pair's first change
+        first = np.flatnonzero(np.r_[a == 0 or key[a - 1] != k[0], k[1:] != k[:-1]] & mine)
+        total[0] += np.clip(np.minimum(tt[first], hi[first]) - lo[first], 0, None).sum()
     held = np.flatnonzero(total > 0)
     return pd.Series(total[held].round().astype("int64"), index=pd.Index(held, name="level"))
 
