@@ -14,6 +14,7 @@ import pytest
 from conftest import LAB_CAPTURES, SAMPLES, ground_truth
 
 import nfstrace
+from nfstrace.analysis import pace
 from nfstrace.analysis.pace import (
     analyze_pace,
     outstanding_steps,
@@ -116,6 +117,19 @@ def test_time_at_levels_and_mean() -> None:
     at = time_at_levels(steps, "outstanding_writes", windows)
     assert at.to_dict() == {0: 5 + 5 + 10, 1: 5 + 5 + 15, 2: 5}
     assert math.isnan(time_weighted_mean(pd.Series(dtype="int64")))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+def test_time_at_levels_the_same_in_chunks(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Rows worked through a few at a time (LEVEL_CHUNK): a pair's steps cut
+    across chunks, and a pair starting a chunk, give the time of one pass."""
+    steps = outstanding_steps(_tiny())
+    windows = pd.concat([_window(-10, 40), _window(30, 45, C2, S2)])
+    whole = {c: time_at_levels(steps, c, windows) for c in ("outstanding", "outstanding_writes")}
+    assert len(steps) > 5 and whole["outstanding"].sum() == 50 + 15
+    monkeypatch.setattr(pace, "LEVEL_CHUNK", chunk)
+    for column, expected in whole.items():
+        pd.testing.assert_series_equal(time_at_levels(steps, column, windows), expected)
 
 
 def test_turnaround_gaps_to_next_call_of_the_pair() -> None:
