@@ -191,7 +191,7 @@ def _ints(cols: dict, name: str, dtype: str) -> np.ndarray:
 def _category(codes: np.ndarray, name: Callable[[int], str]) -> pd.Categorical:
     """A category column from integer codes, each distinct code named once;
     categories sorted, as astype("category") makes them."""
-    values, inverse = np.unique(codes, return_inverse=True)
+    inverse, values = pd.factorize(codes)  # (hashed: np.unique's sort took 0.2 s per 1M rows)
     labels = [name(int(v)) for v in values]
     order = sorted(range(len(labels)), key=labels.__getitem__)
     rank = np.empty(len(order), dtype=np.int64)
