@@ -8,6 +8,7 @@ import pandas as pd
 from conftest import SAMPLES
 
 import nfstrace
+from nfstrace.analysis import latency
 from nfstrace.analysis.grouping import first_rows, row_codes
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 
@@ -145,3 +146,20 @@ def test_compound_latency_one_operation_at_a_time_is_the_whole_table() -> None:
     got = compound_op_latency(trace.transactions)
     assert len(got) > 3  # SEQUENCE, PUTFH, WRITE, COMMIT...
     pd.testing.assert_frame_equal(got, _by_definition(trace.transactions))
+
+
+def test_samples_sorted_in_groups_as_a_lexsort() -> None:
+    """The one-key sort (whole nanoseconds below 2**SAMPLE_BITS) and the lexsort
+    it falls back to (fractions, negatives, values past the bits) sort alike."""
+    rng = np.random.default_rng(5)
+    g = rng.integers(0, 7, 5000)
+    cases = {
+        "ns": rng.integers(0, 10**9, 5000).astype("float64"),
+        "fractions": rng.random(5000) * 1000,
+        "negative": rng.integers(-(10**6), 10**6, 5000).astype("float64"),
+        "past the bits": rng.integers(0, 2**45, 5000).astype("float64"),
+    }
+    for name, v in cases.items():
+        expected = v[np.lexsort((v, g))]
+        np.testing.assert_array_equal(latency._sorted_in_groups(g, v, 7), expected, name)
+    assert not len(latency._sorted_in_groups(g[:0], cases["ns"][:0], 7))

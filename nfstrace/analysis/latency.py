@@ -125,8 +125,7 @@ class _Sorted:
     def __init__(self, group: np.ndarray, values: np.ndarray, n: int) -> None:
         known = ~np.isnan(values)
         g, v = group[known], values[known]
-        order = np.lexsort((v, g))
-        self.values = v[order]
+        self.values = _sorted_in_groups(g, v, n)
         self.count = np.bincount(g, minlength=n)
         self.start = np.cumsum(self.count) - self.count
         self.total = np.bincount(g, weights=v, minlength=n)
@@ -144,6 +143,26 @@ class _Sorted:
         after = self.values[np.where(some & (frac > 0), low + 1, 0)] if len(self.values) else value
         out = np.where(frac > 0, value + (after - value) * frac, value)
         return np.where(some, out, np.nan)
+
+
+# Nanosecond samples below 2**SAMPLE_BITS (18 minutes) and groups below
+# 2**(63 - SAMPLE_BITS) sort as one int64 key, group above sample: 3x quicker
+# than a lexsort of the two (4M samples: 0.43 s, 1.34 s).
+SAMPLE_BITS = 40
+
+
+def _sorted_in_groups(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """The samples ``v`` sorted by group ``g`` (0 .. n - 1), then value."""
+    if not len(v):
+        return v
+    whole = n < 1 << (63 - SAMPLE_BITS) and v.min() >= 0 and v.max() < 1 << SAMPLE_BITS
+    if not whole or not np.array_equal(v, np.floor(v)):
+        return v[np.lexsort((v, g))]
+    key = g.astype("int64") << SAMPLE_BITS
+    key |= v.astype("int64")
+    key.sort()
+    key &= (1 << SAMPLE_BITS) - 1
+    return key.astype("float64")
 
 
 def _aggregate(
