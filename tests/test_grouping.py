@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.grouping import group_indices, is_value
+from nfstrace.analysis.grouping import filled, group_indices, is_value
 from nfstrace.analysis.quality import busiest_pair
 
 
@@ -49,3 +49,16 @@ def test_busiest_pair_as_value_counts() -> None:
     calls = tx.loc[tx["n_calls"] > 0, ["client", "server"]].astype(object)
     assert busiest_pair(tx) == calls.value_counts().index[0] == ("c2", "s")
     assert busiest_pair(tx[tx["n_calls"] == 0]) is None
+
+
+def test_filled_gives_a_category_its_fill() -> None:
+    """A category column without the fill value gets it as a category (pandas
+    2 refused the fill); one that has it, and a plain column, fill as usual."""
+    ops = pd.Series(["WRITE", None, "COMMIT"], dtype="category")
+    out = filled(ops)
+    assert out.tolist() == ["WRITE", "", "COMMIT"]
+    assert isinstance(out.dtype, pd.CategoricalDtype) and "" in out.cat.categories
+    assert "" not in ops.cat.categories  # the column given is left as it was
+    has = pd.Series(["", None], dtype="category")
+    assert filled(has).tolist() == ["", ""] and list(filled(has).cat.categories) == [""]
+    assert filled(pd.Series(["a", None], dtype=object), "-").tolist() == ["a", "-"]

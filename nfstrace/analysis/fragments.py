@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import group_codes, group_keys
+from nfstrace.analysis.grouping import filled, group_codes, group_keys
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 
 DISTRIBUTION_COLUMNS: dict[str, str] = {
@@ -179,7 +179,7 @@ def _distribution(udp: pd.DataFrame) -> pd.DataFrame:
 def _by_rpc(messages: pd.DataFrame) -> pd.DataFrame:
     if messages.empty:
         return pd.DataFrame(columns=list(BY_RPC_COLUMNS))
-    keys = [messages["transport"], messages["msgtype"], messages["op"].fillna("")]
+    keys = [messages["transport"], messages["msgtype"], filled(messages["op"])]
     # Over TCP ip_frags counts packets, fragmented or not: only UDP ones are fragments.
     ip_frags = messages["ip_frags"].astype("int64")
     fragmented = (messages["transport"] == "udp") & (ip_frags > 1)

@@ -113,6 +113,14 @@ def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
     return {key: found[key] for key in sorted(found)}
 
 
+def filled(column: pd.Series, value: str = "") -> pd.Series:
+    """``column.fillna(value)``, a category column first given ``value`` as a
+    category when it lacks one (pandas 2 refuses a fill with a new category)."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and value not in column.cat.categories:
+        column = column.cat.add_categories([value])
+    return column.fillna(value)
+
+
 def rows_where(table: pd.DataFrame, keep: pd.Series | np.ndarray) -> pd.DataFrame:
     """``table[keep]``; when every row is kept, the table itself (a shallow
     copy: columns may be added to it, its values are the table's own).
