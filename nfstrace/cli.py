@@ -39,6 +39,7 @@ app = typer.Typer(
     add_completion=True,
     no_args_is_help=True,
     help="NFS / ONC-RPC packet-trace analysis: where did the time go?",
+    rich_markup_mode="rich",  # (the help's escaped brackets, on every typer version)
 )
 
 
