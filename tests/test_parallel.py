@@ -167,6 +167,9 @@ def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
     parser = "native" if "native" in PARSERS else "fast"
     wanted, limits = parallel.plan([str(capture)], ParseLimits(), parser, 1, 4)
     assert wanted == 4 and limits.buckets
+    # one worker, nothing asked, a small input: one partition, nothing sampled
+    assert parallel.plan([str(capture)], ParseLimits(), parser, 1) == (1, ParseLimits())
+    assert parallel.plan([str(capture)], ParseLimits(), parser, 2)[1].buckets
     first = parallel.sample([str(capture)])
     plain = np.bincount(np.arange(parallel.BUCKETS) % 4, weights=first.buckets, minlength=4)
     balanced = np.bincount(limits.buckets, weights=first.buckets, minlength=4)

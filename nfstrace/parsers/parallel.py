@@ -430,12 +430,14 @@ def plan(
 ) -> tuple[int, ParseLimits]:
     """The partitions to cut these files into (``wanted``, else
     ``auto_partitions``) and the limits that read them (their host pairs
-    balanced by a sample of the first file: ``balanced_buckets``).  A backend
-    that cannot read one partition, or a small input, is not sampled."""
+    balanced by a sample of the first file: ``balanced_buckets``).  Not
+    sampled when it cannot come to more than one partition: a backend that
+    cannot read one, one wanted, or one worker on an input too small to
+    estimate."""
     if not _partitioned(parser):
         return 1, limits
     first = Sample()
-    if wanted > 1 or (not wanted and files_size(paths) >= MIN_PARALLEL_BYTES):
+    if wanted > 1 or (not wanted and (workers > 1 or files_size(paths) >= MIN_ESTIMATED_BYTES)):
         first = sample(paths)
     partitions = wanted or auto_partitions(paths, parser, workers, first)
     buckets = balanced_buckets(first.buckets, partitions)
