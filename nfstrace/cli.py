@@ -26,7 +26,7 @@ from rich.console import Console
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
-from nfstrace.reports.files import check_outputs
+from nfstrace.reports.files import check_outputs, is_stdout
 from nfstrace.text import count, file_names, printable
 from nfstrace.units import parse_duration
 
@@ -580,11 +580,13 @@ def _compare(
     from nfstrace.reports.export import write_comparison_json
     from nfstrace.reports.terminal import render_comparison
 
-    check_outputs([before, after], {"-o" if explicit else "the report": report, "--json": json_out})
+    report_name = "-o" if explicit else "the report"
+    outputs = {report_name: report, "--json": json_out}
+    check_outputs(_files_read([before, after]), outputs, _strict(outputs, explicit))
     config = choices.config()
     traces = [_loaded([p], config, quiet) for p in (before, after)]
     cmp = compare_traces(*traces)
-    out = _stdout()
+    out = _stdout(outputs)
     render_comparison(cmp, out)
     if json_out is not None:
         _write(json_out, lambda _t, path: write_comparison_json(cmp, path), traces[1])
@@ -627,11 +629,28 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
 WIDTH = 100  # columns of the text written to a file or a pipe
 
 
-def _stdout() -> Console:
-    out = Console(highlight=False)
+def _stdout(outputs: dict[str, Path | None]) -> Console:
+    """Where the terminal text goes: standard output, or standard error when an
+    output file is standard output (``--json -``)."""
+    stderr = any(p is not None and is_stdout(p) for p in outputs.values())
+    out = Console(highlight=False, stderr=stderr)
     if not out.is_terminal:
-        out = Console(highlight=False, width=WIDTH)  # files and pipes: a steady width
+        out = Console(highlight=False, width=WIDTH, stderr=stderr)  # files, pipes: a steady width
     return out
+
+
+def _files_read(captures: list[Path]) -> list[str]:
+    """Every file the captures name (a directory's capture files; ``-``), for
+    ``check_outputs`` before anything is read."""
+    from nfstrace.parsers.capture import expand_directories  # (the reader: when a command runs)
+
+    return expand_directories([str(p) for p in captures])
+
+
+def _strict(outputs: dict[str, Path | None], report_explicit: bool) -> list[str]:
+    """The outputs whose place must be writable before reading: all but a
+    default report (beside the capture, perhaps read-only: a warning at the end)."""
+    return [name for name in outputs if report_explicit or name != "the report"]
 
 
 def _write(path: Path, writer: Callable[[Trace, Path], None], trace: Trace) -> None:
@@ -653,9 +672,10 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
     from nfstrace.reports.export import write_model_json
     from nfstrace.reports.model_view import render_model
 
-    check_outputs(captures, {"--json": json_out})
+    outputs = {"--json": json_out}
+    check_outputs(_files_read(captures), outputs)
     trace = _loaded(captures, choices.config(), quiet)
-    render_model(trace.diagnosis.model, _stdout())
+    render_model(trace.diagnosis.model, _stdout(outputs))
     if json_out is not None:
         _write(json_out, write_model_json, trace)
     _damaged_exit(trace)
@@ -669,19 +689,17 @@ def _analyze(
     from nfstrace.reports.markdown import write_markdown
     from nfstrace.reports.terminal import render_summary
 
-    check_outputs(
-        captures,
-        {
-            "-o" if outputs.report_explicit else "the report": outputs.report,
-            "--json": outputs.json,
-            "--csv": outputs.csv,
-            "--parquet": outputs.parquet,
-            "--markdown": outputs.markdown,
-            "--png": outputs.png,
-        },
-    )
+    named = {
+        "-o" if outputs.report_explicit else "the report": outputs.report,
+        "--json": outputs.json,
+        "--csv": outputs.csv,
+        "--parquet": outputs.parquet,
+        "--markdown": outputs.markdown,
+        "--png": outputs.png,
+    }
+    check_outputs(_files_read(captures), named, _strict(named, outputs.report_explicit))
     trace = _loaded(captures, choices.config(), quiet)
-    out = _stdout()
+    out = _stdout(named)
     render_summary(trace, out, full)
     for path, writer in (
         (outputs.json, write_json),

@@ -311,3 +311,45 @@ def test_client_pauses_counted_among_the_spans_named(capture: Path) -> None:
         assert mid is None or int(mid.group(1)) <= int(spans.group(1))
     if capture.name == "two_mounts.pcap":
         assert "17 spans of 155 ms-197 ms, 17 of them part-way" in titles[0]
+
+
+@pytest.mark.parametrize("name", ["two_clients", "three_clients"])
+def test_several_clients_diagnosed_per_pair(name: str, tmp_path: Path) -> None:
+    """Several clients writing to one server at once (a server-side capture's
+    everyday case; issue 30 item 3: ``KeyError: 'bytes'`` in analyze, model and
+    compare): every command ends well, each pair has its own verdict and
+    findings, and the capture-wide verdict names the pair that suffers first."""
+    from typer.testing import CliRunner
+
+    from nfstrace.cli import app
+
+    capture = CRAFTED / f"{name}.pcap"
+    runner = CliRunner()
+    for args in (
+        [
+            "analyze",
+            str(capture),
+            "-o",
+            str(tmp_path / "r.html"),
+            "--json",
+            str(tmp_path / "s.json"),
+        ],
+        ["model", str(capture)],
+        ["compare", str(capture), str(capture), "--no-report"],
+    ):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0, (args, r.output)
+    d = trace(capture).diagnosis
+    clients = mcs.CLIENTS[: 2 if name == "two_clients" else 3]
+    assert sorted(p.client for p in d.verdict.pairs) == sorted(clients)
+    assert all(p.primary == "server" for p in d.verdict.pairs)
+    assert d.verdict.primary == "server"
+    by_client = {p.client: p for p in d.verdict.pairs}
+    for client in clients:
+        mine = [f for f in d.findings if f.details.get("client") == client]
+        assert mine and mine[0].title.startswith(f"{client} → {mcs.mc.SERVER}: ")
+    if name == "three_clients":
+        slow = by_client[mcs.CLIENTS[2]]
+        assert slow.mbit_s < 0.2 * by_client[mcs.CLIENTS[0]].mbit_s
+        # the pair that suffers is named first among the pairs
+        assert d.verdict.text.split("by pair: ", 1)[1].startswith(f"{mcs.CLIENTS[2]} → ")

@@ -364,3 +364,163 @@ def test_csv_gives_the_xid_in_hex_and_unknowns_empty(tmp_path: Path) -> None:
         assert orphan[column] == "", column
     write = table.loc["0x00000051"]
     assert (write["offset"], write["count"]) == ("0", "8")
+
+
+# ---- every file read stays as it was (issue 30, items 1 and 2) ------------------------
+
+OUTPUT_OPTIONS = ("-o", "--json", "--csv", "--parquet", "--markdown", "--png")
+
+
+def _cli(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    """The command line as a user runs it: its own process, its own stdin/stdout."""
+    return subprocess.run(
+        [sys.executable, "-c", "from nfstrace.cli import main; main()", *args],
+        capture_output=True,
+        timeout=300,
+        **kwargs,
+    )
+
+
+def _sums(paths: list[Path]) -> dict[Path, str]:
+    import hashlib
+
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+@pytest.fixture
+def rotated(tmp_path: Path) -> Path:
+    """A directory of captures, one of them compressed."""
+    import gzip
+
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    shutil.copyfile(SAMPLE, caps / "a.pcap")
+    (caps / "b.pcap.gz").write_bytes(gzip.compress(SAMPLE.read_bytes()))
+    return caps
+
+
+@pytest.mark.parametrize("option", OUTPUT_OPTIONS)
+def test_no_file_of_a_directory_is_overwritten(rotated: Path, option: str) -> None:
+    """The directory's captures, named directly, through ``..`` or a symlink:
+    refused before anything is read (exit 2), every capture byte for byte."""
+    files = sorted(rotated.iterdir())
+    before = _sums(files)
+    link = rotated.parent / "link.pcap"
+    link.symlink_to(rotated / "a.pcap")
+    for target in (
+        rotated / "a.pcap",
+        rotated / ".." / rotated.name / "b.pcap.gz",
+        link,
+    ):
+        r = runner.invoke(app, ["analyze", str(rotated), option, str(target), "-q"])
+        assert r.exit_code == ExitStatus.USAGE, (target, r.output)
+        assert "is the input capture" in r.stderr
+    assert _sums(files) == before
+    assert _leftovers(rotated) == []
+
+
+@pytest.mark.parametrize("option", OUTPUT_OPTIONS)
+def test_standard_input_file_is_not_overwritten(capture: Path, option: str) -> None:
+    """``nfstrace analyze - -o s.pcap < s.pcap``: the file behind standard input
+    is an input like any other."""
+    before = _sums([capture])
+    with open(capture, "rb") as stdin:
+        r = _cli(["analyze", "-", option, str(capture), "-q"], stdin=stdin)
+    assert r.returncode == ExitStatus.USAGE, r.stderr
+    assert b"is the input capture standard input" in r.stderr
+    assert _sums([capture]) == before
+
+
+def test_standard_output_into_the_input_is_refused(capture: Path) -> None:
+    """``nfstrace analyze x.pcap >> x.pcap`` would append the summary to the
+    capture it reads (as ``cat x >> x`` refuses to)."""
+    before = _sums([capture])
+    with open(capture, "ab") as out:
+        r = subprocess.run(
+            [sys.executable, "-c", "from nfstrace.cli import main; main()", "analyze",
+             str(capture), "--no-report", "-q"],
+            stdout=out, stderr=subprocess.PIPE, timeout=300,
+        )  # fmt: skip
+    assert r.returncode == ExitStatus.USAGE, r.stderr
+    assert b"standard output is the input capture" in r.stderr
+    assert _sums([capture]) == before
+
+
+def test_fifo_input_is_not_overwritten(capture: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    r = runner.invoke(app, ["analyze", str(fifo), "--json", str(fifo), "-q"])
+    assert r.exit_code == ExitStatus.USAGE and "is the input capture" in r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_outputs_into_a_fifo_a_device_and_standard_output(capture: Path, tmp_path: Path) -> None:
+    """Special files are written into, never renamed over: a FIFO's reader gets
+    the JSON and the FIFO stays; a symlink to a device (``/dev/null``) stays a
+    symlink to a device; ``--json -`` is standard output, the summary then on
+    standard error."""
+    import json
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    null = tmp_path / "null"
+    null.symlink_to("/dev/null")
+    r = _cli(
+        ["analyze", str(capture), "--json", str(fifo), "--csv", str(null), "--no-report", "-q"]
+    )
+    reader.join(60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(got[0])["diagnosis"]["verdict"]["primary"] == "none"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert null.is_symlink() and stat.S_ISCHR(os.stat(null).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    r = _cli(["analyze", str(capture), "--json", "-", "--no-report", "-q"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["diagnosis"]["verdict"]["primary"] == "none"
+    assert b"Diagnosis" in r.stderr
+    assert _leftovers(tmp_path) == []
+
+
+def test_symlink_to_an_output_file_keeps_the_link(capture: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real.name)
+    r = runner.invoke(app, ["analyze", str(capture), "--json", str(link), "--no-report", "-q"])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and real.read_text().startswith("{")
+
+
+def test_failure_part_way_writes_nothing_into_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader waiting
+    try:
+
+        def fail(temp: Path) -> None:
+            temp.write_text("half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        with pytest.raises(OSError, match="No space left"):
+            write_atomically(fifo, fail)
+        assert os.read(fd, 100) == b""
+    finally:
+        os.close(fd)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("where", ["missing directory", "a directory"])
+def test_unwritable_output_said_before_reading(tmp_path: Path, where: str) -> None:
+    """An output that cannot be written is said before the capture is read: a
+    file that is no capture at all gives the output error (5), not 'unreadable'
+    (3)."""
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture\n")
+    target = tmp_path / "no" / "r.html" if where == "missing directory" else tmp_path
+    r = runner.invoke(app, ["analyze", str(junk), "-o", str(target)])
+    assert r.exit_code == ExitStatus.OUTPUT, r.output
+    assert r.stderr.startswith("nfstrace: error: cannot write -o")

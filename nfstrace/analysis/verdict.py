@@ -270,6 +270,12 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
     return text
 
 
+def _one(values: pd.Series) -> str:
+    """The value every row shares, else 'mixed'."""
+    distinct = set(values.astype(str))
+    return distinct.pop() if len(distinct) == 1 else "mixed"
+
+
 def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     """The verdict over every pair (their pair-time summed) and per pair."""
     limits = limits or []
@@ -294,6 +300,13 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     whole = pd.Series(
         {
             **total.to_dict(),
+            "bytes": nbytes,
+            "writes": int(budget.pairs["writes"].sum()),
+            "transport": "+".join(sorted(set("+".join(budget.pairs["transport"]).split("+")))),
+            "capture_point": _one(budget.pairs["capture_point"]),
+            "rtt_ns": float(np.nanmedian(budget.pairs["rtt_ns"].to_numpy(float)))
+            if budget.pairs["rtt_ns"].notna().any()
+            else math.nan,
             "mbit_s": nbytes * 8e3 / elapsed if elapsed else math.nan,
             # several pairs: the slowest-sending pair's rate (a ceiling shows in each)
             "send_mbit_s": float(np.nanmin(budget.pairs["send_mbit_s"].to_numpy(float)))

@@ -271,7 +271,53 @@ def build_missed_calls_s256(out: Path) -> dict[str, Path]:
     return {"missed_calls_s256": cap.write(out / "missed_calls_s256.pcap")}
 
 
-BUILDERS = (build_silence_99s, build_two_mounts, build_missed_calls_s256)
+# ---- 4. two clients, one server, each WRITE waiting on the server -----------------------
+
+CLIENTS = (mc.CLIENT, "10.0.0.4", "10.0.0.5")
+CLIENT_WRITES = 20
+CLIENT_COUNT = 32 * 1024
+CLIENT_SERVER_US = 500  # the server's time per WRITE, after the call's last byte
+CLIENT_SLOW_US = 5_000  # ... for the third client's WRITEs: the pair that suffers
+CLIENT_TURN_US = 20
+
+
+def build_two_clients(out: Path) -> dict[str, Path]:
+    """Two clients (and a third, slow one in ``three_clients``) writing to one
+    server at once, one WRITE at a time each: a server-side capture's everyday
+    case."""
+    made = {}
+    for name, clients in (("two_clients", CLIENTS[:2]), ("three_clients", CLIENTS)):
+        cap = mc.Capture(snaplen=SNAPLEN)
+        actions: list[tuple[float, int, Flow, bool, bytes]] = []
+        for k, client in enumerate(clients):
+            flow = Flow(cap, client, mc.SERVER, 870 + k, k * 7)
+            server_us = CLIENT_SLOW_US if k == 2 else CLIENT_SERVER_US
+            us = 100.0 + k * 13
+            for i in range(CLIENT_WRITES):
+                xid = 0x4000 + 0x100 * k + i
+                actions.append(
+                    (
+                        us,
+                        len(actions),
+                        flow,
+                        True,
+                        write_call(xid, 1, i * CLIENT_COUNT, CLIENT_COUNT),
+                    )
+                )
+                actions.append(
+                    (us + server_us, len(actions), flow, False, write_reply(xid, CLIENT_COUNT))
+                )
+                us += server_us + CLIENT_TURN_US
+            xid = 0x4000 + 0x100 * k + CLIENT_WRITES
+            actions.append((us, len(actions), flow, True, commit_call(xid, 1)))
+            actions.append((us + 300, len(actions), flow, False, commit_reply(xid)))
+        for t, _, flow, from_client, msg in sorted(actions, key=lambda a: a[:2]):
+            flow.send(from_client, msg, t)
+        made[name] = cap.write(out / f"{name}.pcap")
+    return made
+
+
+BUILDERS = (build_silence_99s, build_two_mounts, build_missed_calls_s256, build_two_clients)
 
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
