@@ -252,11 +252,12 @@ def load(
     for info, path in zip(stats.files, plist, strict=False):
         info.path = path  # a pipe read through its temporary copy: named as given
     release_freed()
-    latency = latency_table(transactions)
-    latency_by_pair = latency_table(transactions, by=["client", "server"])
-    compound_latency = compound_op_latency(transactions)
-    release_freed()
     diagnosis = diagnose(messages, transactions, events, stats, config.diagnosis)
+    release_freed()
+    network = diagnosis.visible_round_trips(transactions)  # the server's time less the network
+    latency = latency_table(transactions, network_ns=network)
+    latency_by_pair = latency_table(transactions, by=["client", "server"], network_ns=network)
+    compound_latency = compound_op_latency(transactions)
     release_freed()
     return Trace(
         paths=tuple(plist),

@@ -34,12 +34,12 @@ def test_a_fix_of_the_round_trip_is_said_in_words(slow, fast) -> None:
     cmp = compare(slow, fast)
     assert cmp.changes[0].startswith("Writes ran 8.") and "100.6 → 843.8 Mbit/s" in cmp.changes[0]
     assert cmp.changes[1].startswith("The verdict changed: round_trip → none")
-    assert cmp.changes[2].startswith("169.254.77.1 → 169.254.77.2: round trip 62% → 0%")
+    assert cmp.changes[2].startswith("169.254.77.1 → 169.254.77.2: round trip 75% → 1%")
     assert cmp.changes[3].startswith("WRITE median 12.945 → 2.193 ms (5.9x faster; 16 → 16")
     (pair,) = cmp.pairs.itertuples(index=False)
     assert (pair.primary_before, pair.primary_after) == ("round_trip", "none")
     assert pair.speedup == pytest.approx(pair.mbit_s_after / pair.mbit_s_before)
-    assert pair.round_trip_share_before == pytest.approx(0.62, abs=0.01)
+    assert pair.round_trip_share_before == pytest.approx(0.75, abs=0.01)
     write = cmp.operations[cmp.operations["op"] == "WRITE"].iloc[0]
     assert (write.calls_before, write.calls_after) == (16, 16)
     assert write.p50_change == pytest.approx(2.193 / 12.945 - 1, abs=1e-3)
@@ -71,7 +71,7 @@ def test_the_command_writes_terminal_json_and_html(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["compare", str(before), str(after), "--json", str(out)])
     assert r.exit_code == 0, r.output
     assert "What changed" in r.stdout and "Writes ran 8." in r.stdout
-    assert "round trip 62% → 0%" in r.stdout and "5.9x faster" in r.stdout
+    assert "round trip 75% → 1%" in r.stdout and "5.9x faster" in r.stdout
     data = json.loads(out.read_text())
     assert data["before"]["verdict"]["primary"] == "round_trip"
     assert data["after"]["verdict"]["primary"] == "none"

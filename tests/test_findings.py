@@ -259,13 +259,15 @@ def test_finding_shown_where_it_happens_and_only_there(
 def test_every_kind_of_finding_is_covered() -> None:
     """The kinds the analysis modules can report are those above, besides the capture
     point (always stated), Little's law (a given outstanding count: test_workload.py)
-    and the diagnosis's own: the verdict and one per budget cause (test_diagnosis.py)."""
+    and the diagnosis's own: the verdict, one per budget cause and the ceiling's
+    (``bandwidth``: test_diagnosis.py)."""
     source = "\n".join(
         p.read_text() for p in (Path(nfstrace.__file__).parent / "analysis").glob("*.py")
     )
     literal = set(re.findall(r'^\s+kind="(\w+)",\s*$', source, re.MULTILINE))
     per_cause = {f"{cause}_stall" for cause in (*CAUSES, UNKNOWN)}
-    assert literal | per_cause == {*CASES, "capture_point", "littles_law_mismatch", "verdict"}
+    own = {"capture_point", "littles_law_mismatch", "verdict", "bandwidth"}
+    assert literal | per_cause == {*CASES, *own}
 
 
 def test_a_finding_says_which_frames_to_open() -> None:

@@ -257,7 +257,7 @@ def test_a_trace_shows_itself_in_a_line_and_in_jupyter(tmp_path: Path) -> None:
     assert "\n" not in line and len(line) < 300
     page = t._repr_html_()
     assert "&lt;b&gt;x\\x1b[31m.pcap" in page and "<b>" not in page
-    assert "round trip 62%" in page.replace("round_trip", "round trip")
+    assert "round trip 75%" in page.replace("round_trip", "round trip")
     assert page.count("<tr>") == 3 + min(5, len(t.diagnosis.findings)) + 1  # + one pair
 
 

@@ -10,6 +10,7 @@ where a known answer or a hostile string is needed.
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from pathlib import Path
@@ -204,7 +205,7 @@ def test_shading_of_a_real_capture(round_trip: Trace) -> None:
         assert s.yref == "paper" and (s.y0, s.y1) == (0, 1) and s.opacity < 1
     legend = [s.name for s in shapes if s.showlegend]
     assert len(legend) == len(drawn)  # one legend entry per cause present
-    assert any(n.startswith("time budget: round_trip (0.053 s)") for n in legend)
+    assert any(n.startswith("time budget: round_trip (0.063 s)") for n in legend)
     # x in seconds since t0, as the curve; each stretch covers its intervals
     assert min(s.x0 for s in shapes) == pytest.approx((slow["start_ns"].min() - t0) / 1e9)
     assert max(s.x1 for s in shapes) == pytest.approx((slow["end_ns"].max() - t0) / 1e9)
@@ -310,7 +311,7 @@ def test_report_leads_with_the_verdict_then_findings_then_budget(round_trip: Tra
     d = round_trip.diagnosis
     text = render_report(round_trip, d)
     diagnosis = section(text, "diagnosis")
-    said = d.verdict.text[0].upper() + d.verdict.text[1:]
+    said = html.escape(d.verdict.text[0].upper() + d.verdict.text[1:])
     verdict_at = diagnosis.index(f'<span class="verdict-text">{said}</span>')
     assert '<span class="primary"' in diagnosis[:verdict_at]
     assert ">round_trip</span>" in diagnosis[:verdict_at]
@@ -320,7 +321,7 @@ def test_report_leads_with_the_verdict_then_findings_then_budget(round_trip: Tra
     table_at = diagnosis.index('<table class="sortable" id="time-budget">')
     assert verdict_at < findings_at < figure_at < table_at
     for f in d.findings[1:]:  # the other findings, as before
-        assert f.title in diagnosis
+        assert html.escape(f.title) in diagnosis
     # the table: one row per pair, the causes that took time, in CAUSES order
     table = diagnosis[table_at : diagnosis.index("</table>", table_at)]
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", table)

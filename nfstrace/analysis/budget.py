@@ -87,6 +87,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.critical_path import CallTimes, Stops, call_totals, critical_path
+from nfstrace.analysis.critical_path import code as path_code
 from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
@@ -176,6 +178,30 @@ PAIR_COLUMNS: dict[str, str] = {
     "capture_point": "str: client / server / between / unknown",
     "transport": "str: tcp, udp, or tcp+udp: how its calls went",
     **{f"{c}_ns": f"int64: time attributed to {c}" for c in CAUSES},
+    **{
+        f"{c}_path_ns": f"int64: time {c} took on the critical path (critical_path.py): what "
+        "removing it can give back"
+        for c in CAUSES
+    },
+    **{
+        f"{c}_also_ns": f"int64: time on the critical path another cause owns that {c} made "
+        "too (an ACK wait of a window a loss cut: the round trip's and the loss's)"
+        for c in CAUSES
+    },
+    **{
+        f"{c}_calls_ns": f"int64: {c}'s time in the WRITEs' own timelines summed (each from its "
+        "first packet to its reply, whatever ran beside it)"
+        for c in CAUSES
+    },
+    "write_latency_ns": "int64: the WRITEs' latencies summed (first packet to reply)",
+    "max_outstanding": "int64: the most calls the client had outstanding at once",
+    "round_trip_also_count": "int64: how many segments round_trip_also_ns holds",
+    "path_server_waits": "int64: calls whose server (or COMMIT) wait is on the critical path",
+    "ack_chain_ns": "int64: a sender that starts each call once the last one's bytes are "
+    "acknowledged (ACK-clocked: 90% of its calls): the longest such chain of one connection, "
+    "from each call's first packet to that ACK (0: not such a sender)",
+    "server_work_ns": "int64: time at least one WRITE was with the server (its calls' server "
+    "waits together): no removal of another cause makes the writes shorter",
 }
 
 
@@ -684,6 +710,7 @@ def _pair_budget(
     length = ev["length"].to_numpy("int64") if len(ev) else np.array([], "int64")
     ev_frame = ev["frame"].to_numpy("int64") if len(ev) else np.array([], "int64")
     from_client = (ev["src"].astype(object) == client).to_numpy() if len(ev) else kind.astype(bool)
+    ev_conn = ev["conn"].to_numpy("int64") if len(ev) else np.array([], "int64")
 
     def events(k: str, by_client: bool | None = None) -> np.ndarray:
         m = kind == k
@@ -801,9 +828,19 @@ def _pair_budget(
     s = events("tcp_send_idle", True)
     head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
     add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
-    add_events(
-        idle_gap, s, "the client paused part-way through a call, its data acknowledged", starts=head
-    )
+    # Seen from the server (or between), a client whose bytes stop part-way through a
+    # call with all of them acknowledged may be waiting for those ACKs to reach it
+    # (a slow hop or a queue on the way back) as well as pausing: its sending
+    # (``transfer``), not the client's idleness; a capture at the client tells them
+    # apart.  At the client, its ACKs had come: the pause is its own.
+    client_seen = options.capture_point not in ("server", "between")
+    if client_seen:
+        add_events(
+            idle_gap,
+            s,
+            "the client paused part-way through a call, its data acknowledged",
+            starts=head,
+        )
     add_events(
         rtt_gap,
         gaps[~queued],
@@ -816,6 +853,11 @@ def _pair_budget(
     transfer = layer("transfer")
     transfer.add(c.cs, c.ce, lambda i: f"sending {words(i)}", frames)
     queue = layer("transfer", "queued")
+    # Behind a lost segment (a TCP retransmission of the client's bytes) a call's
+    # last bytes wait for the re-send to be acknowledged (the receiver holds them:
+    # head-of-line blocking) longer than a call's usually do: that excess is the
+    # loss's, where no data moves (filled in below, once the waits are known).
+    blocked = layer("loss_recovery", "blocked")
     add_events(
         queue,
         gaps[queued],
@@ -861,14 +903,6 @@ def _pair_budget(
         )
     commit = layer("commit")
     is_commit = np.flatnonzero(c.op == COMMIT_OP)
-    commit.add(
-        c.cs[is_commit],
-        rl[is_commit],
-        lambda k: (
-            f"{words(is_commit[k])} in flight {seconds_text(rl[is_commit[k]] - c.cs[is_commit[k]])}"
-        ),
-        frames[is_commit],
-    )
     # A call's wait for its reply: when the receiver's ACK of its last byte came
     # before the reply, the bytes were crossing until then (a round trip, and a
     # queue in the path beyond it) and the server worked from then on; without
@@ -905,6 +939,29 @@ def _pair_budget(
         ),
         frames[q],
     )
+    # A COMMIT's flush: from when the server had it (its wait's first round trip is
+    # the network's, as for any call) to its reply.
+    commit.add(
+        wait_from[is_commit],
+        rl[is_commit],
+        lambda k: (
+            f"{words(is_commit[k])}: the server flushed for "
+            f"{seconds_text(rl[is_commit[k]] - wait_from[is_commit[k]])} (in flight "
+            f"{seconds_text(rl[is_commit[k]] - c.cs[is_commit[k]])})"
+        ),
+        frames[is_commit],
+    )
+    loss_from = _loss_delays(c, ts, ev_conn, events("tcp_retransmission", True), rt_from)
+    hit = np.flatnonzero(loss_from < rt_from)
+    blocked.add(
+        loss_from[hit],
+        rt_from[hit],
+        lambda k: (
+            f"{words(hit[k])}: bytes of it re-sent by TCP; its last bytes were acknowledged "
+            f"{seconds_text(rt_from[hit[k]] - loss_from[hit[k]])} later than usual"
+        ),
+        frames[hit],
+    )
     served = layer("server")
     served.add(
         wait_from,
@@ -919,6 +976,54 @@ def _pair_budget(
         np.where(acked, c.acked, wait_from),
         lambda i: f"{words(i)}: the round trip ({seconds_text(rtt)})",
         frames,
+    )
+
+    # the critical path: what removing each cause would give back (critical_path.py)
+    stop_parts = []
+    for idx, cause, s_, e_ in (
+        (events("tcp_resend_gap", True), "loss_recovery", None, None),
+        (w[length[w] < path_bytes], "window", None, None),
+        (w[length[w] >= path_bytes], "server", None, None),
+        (s, "round_trip", None, head),
+        (s if client_seen else s[:0], "client_idle", head if client_seen else head[:0], None),
+        (gaps[~queued], "round_trip", None, None),
+    ):
+        a = ts[idx] if s_ is None else s_
+        b = ts[idx] + dur[idx] if e_ is None else e_
+        conn = ev_conn[idx] if len(ev_conn) else np.zeros(len(idx), "int64")
+        also = np.full(len(idx), -1, "int64")
+        if cause == "round_trip" and e_ is None:  # ACK waits of a window a loss cut
+            made = _regrowing(
+                idx, ts, length, ev_conn, events("tcp_retransmission", True), _loaded_rtt(c, rtt)
+            )
+            also[made] = path_code("loss_recovery")
+        stop_parts.append((a, b, np.full(len(idx), path_code(cause)), conn, also))
+    stops = Stops(*(np.concatenate([sp[k] for sp in stop_parts]) for k in range(5)))
+    wait_cause = np.full(len(c.cs), path_code("server"), "int64")
+    wait_cause[c.op == COMMIT_OP] = path_code("commit")
+    wait_cause[(c.status == SERVER_DELAY_STATUS) & c.answered] = path_code("server_busy")
+    last = int(np.flatnonzero(done)[np.argmax(c.rl[done])])
+    times = CallTimes(
+        cs=c.cs,
+        tx_from=c.ls,
+        tx_end=c.le,
+        loss_from=loss_from,
+        acked=np.where(acked, c.acked, -1),
+        rt_from=rt_from,
+        wait_from=wait_from,
+        rf=rf,
+        rl=rl,
+        wait_cause=wait_cause,
+        conn=c.conn,
+    )
+    path = critical_path(
+        times,
+        stops,
+        (gap_s, gap_e),
+        start,
+        end,
+        last,
+        int(hidden),
     )
 
     # pieces
@@ -960,10 +1065,22 @@ def _pair_budget(
     piece_ns = hi - lo
     by_label = np.bincount(label, weights=piece_ns, minlength=len(cause_of)).astype("int64")
     pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+
     for k, ns in enumerate(by_label):
         pair_row[f"{cause_of[k]}_ns"] += int(ns)
     named = [k for k, lay in enumerate(layers) if lay.name == "queued"]
     pair_row["queued_ns"] = int(by_label[named].sum()) if named else 0
+    for cause, ns in path.ns.items():
+        pair_row[f"{cause}_path_ns"] = ns
+        pair_row[f"{cause}_also_ns"] = path.also_ns[cause]
+    pair_row["round_trip_also_count"] = path.also_count["round_trip"]
+    pair_row["ack_chain_ns"] = _ack_chain(c, acked)
+    mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
+    for cause, ns in mine.items():
+        pair_row[f"{cause}_calls_ns"] = ns
+    pair_row["write_latency_ns"] = latency
+    pair_row["max_outstanding"] = int(path.window)
+    pair_row["path_server_waits"] = path.server_waits
     # each run's evidence: that of its longest piece
     order = np.lexsort((-piece_ns, run_id))
     longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
@@ -1009,8 +1126,123 @@ def _pair_budget(
             t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
         ),
         write_size=_most_common(sizes),
+        server_work_ns=_union_ns(wait_from[is_write], rf[is_write], start, end),
     )
     return pair_row, intervals
+
+
+# A sender waits for the last call's ACK before its next call when at least this
+# share of its calls do (nfs-rs over NFSv4.1 in the lab: all of them).
+ACK_CLOCKED_SHARE = 0.9
+
+
+def _ack_chain(c: _PairCalls, acked: np.ndarray) -> int:
+    """The time an ACK-clocked sender's chain of WRITEs needs whatever the server
+    does (``ack_chain_ns``): per connection whose WRITEs start after the previous
+    one's last byte was acknowledged, the sum of each WRITE's first packet to
+    that ACK; the longest connection's."""
+    best = 0
+    writes = c.op == WRITE_OP
+    for conn in np.unique(c.conn[writes]):
+        mine = np.flatnonzero((c.conn == conn) & writes)
+        mine = mine[np.argsort(c.cs[mine], kind="stable")]
+        if len(mine) < XID_RUN_MIN:
+            continue
+        ack = np.where(acked[mine], c.acked[mine], -1)
+        prev_ack = ack[:-1]
+        waited = (prev_ack > 0) & (c.cs[mine][1:] >= prev_ack)
+        if waited.mean() < ACK_CLOCKED_SHARE:
+            continue
+        best = max(best, int((prev_ack[waited] - c.cs[mine][:-1][waited]).sum()))
+    return best
+
+
+def _regrowing(
+    gaps: np.ndarray,
+    ts: np.ndarray,
+    length: np.ndarray,
+    conn: np.ndarray,
+    retx: np.ndarray,
+    loaded_ns: float,
+) -> np.ndarray:
+    """Which ACK waits (events ``gaps``) a loss made: those of the loaded round
+    trip before a re-sent segment on their connection (the hole held the ACKs
+    back: the lost segment left about that long before the sender learnt of
+    it), and those after it while the window the loss cut regrew (fewer bytes in
+    flight than the connection's usual, its 90th percentile, until the first
+    wait with the usual again)."""
+    out = np.zeros(len(gaps), bool)
+    if not len(retx) or not len(gaps):
+        return out
+    for k in np.unique(conn[gaps]):
+        mine = np.flatnonzero(conn[gaps] == k)
+        mine = mine[np.argsort(ts[gaps][mine], kind="stable")]
+        r = np.sort(ts[retx][conn[retx] == k])
+        if not len(r):
+            continue
+        nxt = np.searchsorted(r, ts[gaps][mine], side="left")
+        ahead = nxt < len(r)
+        out[mine[ahead]] = r[nxt[ahead]] - ts[gaps][mine[ahead]] <= loaded_ns
+        flight = length[gaps][mine]
+        usual = np.percentile(flight[flight >= 0], 90) if (flight >= 0).any() else 0
+        t = ts[gaps][mine]
+        last_loss = np.searchsorted(r, t, side="right") - 1
+        regrown = -1
+        for n, g in enumerate(mine):
+            if last_loss[n] < 0 or last_loss[n] <= regrown:
+                continue
+            if flight[n] >= usual:
+                regrown = last_loss[n]
+                continue
+            out[g] = True
+    return out
+
+
+def _loaded_rtt(c: _PairCalls, rtt: float) -> float:
+    """The round trip under load: the median time the receiver took to
+    acknowledge a call's last byte, at least the round trip."""
+    delay = (c.acked - c.le)[c.acked > c.le]
+    return max(float(np.median(delay)) if len(delay) else 0.0, rtt)
+
+
+def _loss_delays(
+    c: _PairCalls, ts: np.ndarray, ev_conn: np.ndarray, retx: np.ndarray, rt_from: np.ndarray
+) -> np.ndarray:
+    """Per call, from when its last bytes waited on a loss: a call some of whose
+    bytes TCP re-sent (a retransmission on its connection between its first
+    packet and the ACK of its last byte) had them acknowledged later than the
+    calls that lost nothing; the excess over their median wait is the loss's
+    (head-of-line blocking, then the window the loss cut).  ``rt_from`` where
+    none."""
+    out = rt_from.copy()
+    if not len(retx):
+        return out
+    wait = rt_from - c.le
+    hit = np.zeros(len(c.cs), bool)
+    for conn in np.unique(ev_conn[retx]):
+        r = np.sort(ts[retx][ev_conn[retx] == conn])
+        mine = np.flatnonzero(c.conn == conn)
+        first = np.searchsorted(r, c.cs[mine], side="left")
+        last = np.searchsorted(r, rt_from[mine], side="right")
+        hit[mine] = last > first
+    usual = float(np.median(wait[~hit & (wait >= 0)])) if (~hit & (wait >= 0)).any() else 0.0
+    out[hit] = np.minimum(c.le[hit] + int(usual), rt_from[hit])
+    return np.maximum(out, c.le)
+
+
+def _union_ns(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> int:
+    """Nanoseconds covered by the union of [s, e) within [lo, hi)."""
+    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if not len(s):
+        return 0
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])
+    first = np.r_[True, s[1:] > e[:-1]]
+    starts = s[first]
+    ends = np.maximum.reduceat(e, np.flatnonzero(first))
+    return int((ends - starts).sum())
 
 
 def _most_common(values: np.ndarray) -> int:

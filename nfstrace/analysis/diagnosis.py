@@ -27,7 +27,7 @@ from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.fragments import FragmentsResult, analyze_fragments
 from nfstrace.analysis.grouping import is_value
-from nfstrace.analysis.model import ModelResult, fit_model, what_if
+from nfstrace.analysis.model import ModelResult, fit_model
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
 from nfstrace.analysis.pace import PaceResult, analyze_pace
 from nfstrace.analysis.quality import CaptureQuality, assess_capture
@@ -57,6 +57,8 @@ from nfstrace.text import count
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}
 # Module findings that are problems without a time cost: they join the diagnosis.
 PROBLEM_KINDS = ("verifier_change", "write_errors", "ip_fragments_lost")
+# Module findings said beside the causes (facts that explain a cause's time).
+SAID_KINDS = ("stable_writes",)
 # A capture missing more than this share of the calls (replies without their call)
 # limits what can be concluded.
 MISSED_CALLS_SHARE = 0.02
@@ -100,6 +102,20 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
+
+    def visible_round_trips(self, transactions: pd.DataFrame) -> np.ndarray:
+        """Per transaction, the network round trip its call->reply holds at the
+        capture point (ns; NaN: not known): its pair's model's, else the whole
+        capture's."""
+        whole = _round_trip_ns(self.model)[1]
+        out = np.full(len(transactions), whole, "float64")
+        if self.pair_models and len(transactions):
+            keys = transactions[["client", "server"]].astype(object)
+            rows = keys.groupby([keys["client"], keys["server"]], sort=False).indices
+            for key, model in self.pair_models.items():
+                if key in rows:
+                    out[rows[key]] = _round_trip_ns(model)[1]
+        return out
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
@@ -160,27 +176,6 @@ def _round_trip_ns(model: Any) -> tuple[float, float]:
     return rtt, visible
 
 
-def _what_ifs(model: Any) -> dict[str, tuple[str, float]]:
-    """The model's predicted speed-up for the remedies it can price: more WRITEs in
-    flight (round trip), a faster disk (server, commit), a faster link (bandwidth)."""
-    if not (math.isfinite(model.t_cycle_s) and model.fits):
-        return {}  # a model far from the measured rate prices nothing
-    n = max(int(model.outstanding_max), 1)
-    more = max(16, 2 * n)
-    changes = {
-        "round_trip": (f"outstanding={more}", f"{more} WRITEs in flight"),
-        "commit": ("disk=2x", "a disk twice as fast"),
-        "bandwidth": ("link=2x", "a link twice as fast"),
-    }
-    now = model.cycle().throughput_bps()
-    table = what_if(model, [spec for spec, _ in changes.values()])
-    out = {}
-    for (cause, (_, words)), after in zip(changes.items(), table["predicted_mbit_s"], strict=True):
-        if now > 0 and math.isfinite(after):
-            out[cause] = (words, after * 1e6 / now)
-    return out
-
-
 def _pair_models(
     transactions: pd.DataFrame, events: pd.DataFrame, capture_point: str, options: DiagnosisOptions
 ) -> dict[tuple[str, str], Any]:
@@ -216,7 +211,13 @@ def _pair_models(
 
 
 def _context(
-    model: Any, pace: Any, writes: Any, repeats: Any, quality: Any, transactions: pd.DataFrame
+    model: Any,
+    pace: Any,
+    writes: Any,
+    repeats: Any,
+    quality: Any,
+    transactions: pd.DataFrame,
+    events: pd.DataFrame | None,
 ) -> Context:
     rtt, _ = _round_trip_ns(model)
     commits = writes.commits["duration_ns"].dropna() if writes is not None else pd.Series()
@@ -231,9 +232,15 @@ def _context(
         rpc_resent_calls=int(repeats.retransmitted_calls),
         rpc_first_timeout_ms=repeats.first_timeout_ms_median,
         tcp_retransmissions=int(repeats.tcp_retransmitted_segments),
+        tcp_silences_ns=tuple(
+            int(d)
+            for d in events.loc[events["kind"].astype(object) == "tcp_resend_gap", "duration_ns"]
+        )
+        if events is not None and len(events)
+        else (),
         udp=bool(len(udp) and udp.mean() > 0.5),
         capture_point=quality.capture_point,
-        what_if=_what_ifs(model),
+        stable_asked=dict(writes.stable_asked) if writes is not None else {},
     )
 
 
@@ -289,13 +296,19 @@ def diagnose(
     workload = analyze_workload(transactions)
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
     notes = [f for r in results for f in r.findings()]
-    ctx = _context(model, pace, writes, repeats, quality, transactions)
+    ctx = _context(model, pace, writes, repeats, quality, transactions, events)
     pair_contexts = {
-        key: replace(ctx, rtt_ns=_round_trip_ns(m)[0], what_if=_what_ifs(m))
-        for key, m in pair_models.items()
+        key: replace(ctx, rtt_ns=_round_trip_ns(m)[0]) for key, m in pair_models.items()
     }
     findings = budget_findings(budget, verdict, ctx, pair_contexts)
-    findings += [f for f in notes if f.limits_conclusions or f.kind in PROBLEM_KINDS]
+    said = {f.kind for f in findings}
+    findings += [
+        f
+        for f in notes
+        if f.limits_conclusions
+        or f.kind in PROBLEM_KINDS
+        or (f.kind in SAID_KINDS and "server" not in said)  # the server's finding says it
+    ]
     findings = rank(findings)
     if budget.elapsed_ns:
         findings.insert(0, verdict_finding(verdict, budget))

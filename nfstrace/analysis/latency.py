@@ -30,8 +30,11 @@ LATENCY_COLUMNS = {
     "p90_ms": "90th percentile",
     "p99_ms": "99th percentile",
     "max_ms": "maximum",
-    "server_p50_ms": "median server time: from the call's last packet to the reply "
-    "(tshark's rpc.time; below p50_ms by the time the call took to cross)",
+    "server_p50_ms": "median server time: from the call's last packet to the reply, less the "
+    "network round trip that time holds at the capture point (on the client side the whole "
+    "round trip, on the server side none; not known: not subtracted)",
+    "srt_p50_ms": "median call->reply as tshark's rpc.time measures it: from the call's last "
+    "packet to the reply (the server's time and, at the client, the round trip)",
     "error_names": "the errors by name, most frequent first (NOENT ×7, ACCES ×1)",
 }
 _ERROR_COLUMNS = ("status", "reply_stat", "accept_stat", "vers")
@@ -82,6 +85,7 @@ def _samples(
     rows: np.ndarray | None,
     column: str,
     server_time: bool = True,
+    network_ns: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """What the latency tables aggregate, per call (``tx`` at ``rows``) as plain
     arrays: the latency and (``server_time``) server time in ms (NaN: unknown), replied,
@@ -92,11 +96,18 @@ def _samples(
     the 5M-packet capture's peak came from copies here)."""
     srt = server_time and "srt_ns" in tx and column == "latency_ns"
     n_calls = _rows(tx["n_calls"], rows).to_numpy()
+    srt_ms = (
+        _rows(tx["srt_ns"], rows).to_numpy("float64", na_value=np.nan) / 1e6 if srt else np.empty(0)
+    )
+    net_ms = srt_ms
+    if srt and network_ns is not None:
+        network = network_ns if rows is None else network_ns[rows]
+        net_ms = np.maximum(srt_ms - np.nan_to_num(network, nan=0.0) / 1e6, 0.0)
+        net_ms[np.isnan(srt_ms)] = np.nan
     out: dict[str, np.ndarray] = {
         "lat_ms": _rows(tx[column], rows).to_numpy("float64", na_value=np.nan) / 1e6,
-        "srt_ms": _rows(tx["srt_ns"], rows).to_numpy("float64", na_value=np.nan) / 1e6
-        if srt
-        else np.empty(0),
+        "srt_ms": srt_ms,
+        "server_ms": net_ms,
         "replied": _rows(tx["n_replies"], rows).to_numpy() > 0,
         "retransmitted": n_calls > 1,
     }
@@ -182,7 +193,8 @@ def _aggregate(
         "max_ms": lat.quantile(1.0),
     }
     if srt:
-        nullable["server_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
+        nullable["server_p50_ms"] = _Sorted(group, samples["server_ms"], n).quantile(0.5)
+        nullable["srt_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
     out = pd.DataFrame(
         {
             "calls": np.bincount(group, minlength=n),
@@ -195,6 +207,7 @@ def _aggregate(
     )
     if not srt:
         out["server_p50_ms"] = np.nan
+        out["srt_p50_ms"] = np.nan
     out["no_reply"] = out["calls"] - out["replied"]
     out["error_names"] = ""
     if errors.any():
@@ -219,17 +232,35 @@ def _most_called_first(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def latency_table(
-    tx: pd.DataFrame, by: list[str] | None = None, column: str = "latency_ns"
+    tx: pd.DataFrame,
+    by: list[str] | None = None,
+    column: str = "latency_ns",
+    network_ns: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """One row per (by..., program, vers, op)."""
+    """One row per (by..., program, vers, op).  ``network_ns``: per transaction,
+    the round trip its call->reply holds at the capture point (subtracted from
+    the server time; NaN or None: nothing known, nothing subtracted)."""
     keys = [*(by or []), "program", "vers", "op"]
     called = (tx["n_calls"] > 0).to_numpy(dtype=bool)
     if not called.any():
         return pd.DataFrame(columns=[*(by or []), *LATENCY_COLUMNS])
     rows = None if called.all() else np.flatnonzero(called)
     group, parts = group_codes([_rows(tx[k], rows) for k in keys])  # integers, not strings
-    table = _aggregate(group, group_keys(group, parts), _samples(tx, rows, column))
+    samples = _samples(tx, rows, column, network_ns=network_ns)
+    table = _aggregate(group, group_keys(group, parts), samples)
     return _most_called_first(table, keys)
+
+
+def server_time_note(visible_rtt_s: float) -> str:
+    """What ``server_p50_ms`` holds, in words, for a capture whose call->reply
+    times hold ``visible_rtt_s`` of network (NaN: not known)."""
+    if visible_rtt_s > 0:
+        less = f"less the network round trip ({visible_rtt_s * 1e3:.3g} ms here)"
+    elif visible_rtt_s == 0:
+        less = "a server-side capture: no network in it"
+    else:
+        less = "the round trip not known here, so not subtracted"
+    return f"server: from the call's last packet to the reply (tshark's rpc.time), {less}"
 
 
 def by_time_spent(latency: pd.DataFrame) -> pd.DataFrame:

@@ -255,6 +255,36 @@ def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
     return tx[ok]
 
 
+def _turnaround_rtts(tx: pd.DataFrame) -> np.ndarray:
+    """Seen from the server, a client asking one thing at a time (its metadata
+    calls before and between the writes: LOOKUP, CREATE, GETATTR, MOUNT ...)
+    sends each when the last reply reached it: the time from a reply that left
+    nothing outstanding to the client's next such call is the round trip plus
+    the client's turnaround (an upper bound).  Seconds, sorted, per client/server
+    pair; WRITE, COMMIT and READ calls are left out (sent in windows, on the
+    application's pace)."""
+    calls = tx[tx["n_calls"] > 0]
+    out = []
+    keys = calls[["client", "server"]].astype(object)
+    for rows in calls.groupby([keys["client"], keys["server"]], sort=False).groups.values():
+        one = calls.loc[rows]
+        cs = one["t_call_ns"].to_numpy("int64")
+        rl = one["t_reply_ns"].astype("Int64").fillna(-1).to_numpy("int64")
+        small = ~one["op"].astype(object).isin(DATA_OPS).to_numpy(bool)
+        t = np.r_[cs, rl[rl >= 0]]
+        step = np.r_[np.ones(len(cs), "int64"), -np.ones(int((rl >= 0).sum()), "int64")]
+        meta = np.r_[small, np.zeros(int((rl >= 0).sum()), bool)]
+        order = np.argsort(t, kind="stable")
+        t, step, meta = t[order], step[order], meta[order]
+        open_after = np.cumsum(step)  # calls outstanding after each event
+        after = (
+            np.flatnonzero((step[1:] > 0) & meta[1:] & (step[:-1] < 0) & (open_after[:-1] == 0)) + 1
+        )
+        out.append((t[after] - t[after - 1]) / 1e9)
+    gaps = np.sort(np.concatenate(out)) if out else np.array([])
+    return gaps[gaps > 0]
+
+
 def _handshake_rtts(events: pd.DataFrame | None) -> np.ndarray:
     """Per connection (by id): SYN -> handshake ACK (the full round trip wherever captured)."""
     h = handshake_times(events).sort_values("conn", kind="stable")
@@ -326,6 +356,19 @@ def _estimate_rtt(
                 rtts,
                 f"TCP data->ACK: smallest round trip of {how}",
                 "includes the time the peer took to send its ACK",
+            )
+        )
+    if (
+        capture_point == "server"
+        and not candidates
+        and len(turns := _turnaround_rtts(tx)) >= MIN_SAMPLES
+    ):  # UDP seen from the server: nothing else shows the round trip
+        candidates.append(
+            (
+                turns,
+                "server side: shortest time from a reply to the client's next metadata "
+                "call, nothing else outstanding",
+                "includes the client's turnaround: an upper bound",
             )
         )
     if capture_point in ("client", "unknown") and len(rpc_rtts) >= MIN_SAMPLES:

@@ -54,6 +54,13 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES, Budget
+from nfstrace.analysis.counterfactual import (
+    REMOVABLE,
+    Removal,
+    faster_link,
+    removal,
+    removal_of,
+)
 from nfstrace.analysis.findings import Finding, Severity
 from nfstrace.analysis.writes import bytes_text, seconds_text
 
@@ -69,6 +76,22 @@ SIGNIFICANT: dict[str, float] = {
     "server": 0.6,
     "unknown": 0.3,
 }
+# The predicted speed-up without a cause (counterfactual.py) that makes it worth
+# naming: the lab's own rule for a cause that took effect ("removing it alone
+# makes the writes at least 25% faster"); lower for causes a healthy transfer
+# never has (a loss costs nothing when there is none: a tenth of the time is
+# worth saying), higher for the client's own time between calls (healthy lab
+# clients spend 10-26% of a write phase on their own work: up to 1.35x).
+SPEEDUP_MIN: dict[str, float] = {
+    "loss_recovery": 1.05,
+    "server_busy": 1.1,
+    "window": 1.25,
+    "round_trip": 1.25,
+    "commit": 1.25,
+    "client_idle": 1.43,
+    "server": 1.25,
+    "unknown": 1.43,
+}
 # ... and at least this long (a whole 1 MiB copy can take 3 ms: its one 1 ms COMMIT
 # is a third of it, and nothing an administrator needs to hear about); a capture
 # gap needs no minimum.
@@ -80,8 +103,10 @@ SIGNIFICANT_MIN_NS = 2_000_000
 # a FUSE layer sleeping 2-20 ms per WRITE: 3-20 MB/s; flushing 1 MiB in 3 ms, a
 # third of a short copy: 350 MB/s; fsync sleeping 0.1-1.2 s: 8-42 MB/s).
 SERVER_SLOW_BPS = 1e9
-# A cause below its significance but above this share still gets a finding (info).
+# A cause below its significance but above this share, or whose removal would
+# still gain this much, gets a finding (info): the JSON then has every prediction.
 NOTABLE = 0.1
+GAIN_NOTABLE = 1.02
 # The data moved at least this share of the time ...
 TRANSFER_DOMINANT = 0.9
 # ... with its big calls leaving at most this many times faster than the overall rate.
@@ -134,25 +159,76 @@ def rate_text(bps: float) -> str:
     return f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
 
 
-def is_significant(cause: str, row: pd.Series) -> bool:
-    """Whether a cause cost a pair (a budget pairs row) a significant share."""
+def gains(row: pd.Series) -> dict[str, Removal]:
+    """The predicted removal of every cause that took time on the pair's critical
+    path (``counterfactual.py``), and of its ceiling at the next link rate."""
+    out = {}
+    for cause in REMOVABLE:
+        got = removal(row, cause)
+        if got is not None:
+            out[cause] = got
+    link = next_link(float(row["mbit_s"]))
+    if link is not None:
+        got = faster_link(row, link)
+        if got is not None:
+            out["bandwidth"] = got
+    return out
+
+
+def next_link(mbit_s: float) -> float | None:
+    """The standard Ethernet rate above a ceiling (bit/s): the faster link a
+    ``bandwidth`` gain is priced with."""
+    return next((r for r in LINK_RATES if r > mbit_s * 1e6 / LINK_SHARE), None)
+
+
+def is_significant(cause: str, row: pd.Series, removals: dict[str, Removal] | None = None) -> bool:
+    """Whether a cause cost a pair (a budget pairs row) enough to be named: the
+    writes would be at least ``SPEEDUP_MIN`` times faster without it (a capture
+    gap: it hides ``SIGNIFICANT`` of the time), and at least
+    SIGNIFICANT_MIN_NS; a server or a COMMIT, only when it absorbed the data more
+    slowly than a gigabit link delivers it."""
     elapsed = float(row["elapsed_ns"])
     lost = float(row[f"{cause}_ns"])
-    if cause not in SIGNIFICANT or not elapsed or lost < SIGNIFICANT[cause] * elapsed:
+    if cause not in SIGNIFICANT or not elapsed:
         return False
     if cause == "capture_gap":
-        return True
-    if lost < SIGNIFICANT_MIN_NS:
+        return lost >= SIGNIFICANT[cause] * elapsed
+    removals = gains(row) if removals is None else removals
+    got = removals.get(cause)
+    if got is None or got.speedup < SPEEDUP_MIN[cause] or got.saved_ns < SIGNIFICANT_MIN_NS:
         return False
     if cause in ("server", "commit"):  # slower than a gigabit link delivers the data
-        return float(row["bytes"]) * 8e9 / lost < SERVER_SLOW_BPS
+        return lost > 0 and float(row["bytes"]) * 8e9 / lost < SERVER_SLOW_BPS
     return True
 
 
+def _rank_key(cause: str, row: pd.Series, removals: dict[str, Removal]) -> float:
+    """What orders the causes: the predicted speed-up (a capture gap: as if the
+    time it hides were all lost)."""
+    if cause == "capture_gap":
+        share = float(row[f"{cause}_ns"]) / float(row["elapsed_ns"])
+        return 1 / max(1 - share, 1e-9)
+    got = removals.get(cause)
+    return got.speedup if got is not None else 1.0
+
+
+# Two predicted gains this close (ratio) are a tie: the prediction cannot tell
+# them apart; the cause that took more of the time then leads.
+GAIN_TIE = 1.1
+
+
 def _significant(row: pd.Series, leave_out: str = "") -> list[str]:
-    """Causes beyond transfer that cost a significant share, costliest first."""
-    named = [c for c in SIGNIFICANT if c != leave_out and is_significant(c, row)]
-    return sorted(named, key=lambda c: -float(row[f"{c}_ns"]))
+    """Causes beyond transfer that cost a significant share, largest gain first
+    (gains within GAIN_TIE of the largest: the one that took more time first)."""
+    removals = gains(row)
+    named = [c for c in SIGNIFICANT if c != leave_out and is_significant(c, row, removals)]
+    named.sort(key=lambda c: -_rank_key(c, row, removals))
+    if len(named) > 1:
+        top = _rank_key(named[0], row, removals)
+        tied = [c for c in named if _rank_key(c, row, removals) * GAIN_TIE >= top]
+        tied.sort(key=lambda c: -float(row[f"{c}_ns"]))
+        named = tied + [c for c in named if c not in tied]
+    return named
 
 
 def _hop_clocked(row: pd.Series) -> bool:
@@ -179,11 +255,55 @@ def pair_primary(row: pd.Series) -> tuple[str, dict[str, float]]:
     elapsed = float(row["elapsed_ns"])
     shares = {c: float(row[f"{c}_ns"]) / elapsed for c in CAUSES} if elapsed > 0 else {}
     named = _significant(row)
+    if ceiling(row, shares):
+        removals = gains(row)
+        best = removals[named[0]].speedup if named and named[0] in removals else 1.0
+        bandwidth = removals.get("bandwidth")
+        if not named or (bandwidth is not None and bandwidth.speedup > best):
+            return "bandwidth", shares
     if named:
         return named[0], shares
-    if _steady_ceiling(row, shares) and link_rate(float(row["mbit_s"])) is None:
-        return "bandwidth", shares
+    both = overlapping(row)
+    if both is not None:
+        return both[0], shares
     return "none", shares
+
+
+# Two causes that hid each other (removing either alone gains little) are named
+# together when removing both would make the writes at least this much faster.
+TOGETHER_MIN = 1.25
+
+
+def overlapping(row: pd.Series) -> tuple[str, str, Removal] | None:
+    """When no cause alone is worth naming but the two that took the most time
+    on the critical path did together (a slow server and a round trip: WRITEs
+    queue at the server while round trips go on), those two (the one with the
+    larger share of the time first) and their joint removal."""
+    took = sorted(
+        (c for c in REMOVABLE if float(row.get(f"{c}_path_ns", 0) or 0) > 0 and c != "client_idle"),
+        key=lambda c: -float(row.get(f"{c}_path_ns", 0) or 0) - float(row[f"{c}_ns"]),
+    )
+    if len(took) < 2:
+        return None
+    a, b = sorted(took[:2], key=lambda c: -float(row[f"{c}_ns"]))
+    for c in (a, b):
+        lost = float(row[f"{c}_ns"])
+        absorbed = float(row["bytes"]) * 8e9 / lost if lost > 0 else math.inf
+        if c in ("server", "commit") and absorbed >= SERVER_SLOW_BPS:
+            return None
+    joint = removal_of(row, (a, b))
+    if joint is None or joint.speedup < TOGETHER_MIN:
+        return None
+    return a, b, joint
+
+
+def ceiling(row: pd.Series, shares: dict[str, float] | None = None) -> bool:
+    """Whether the pair's data moved at a steady ceiling that is not a standard
+    link at work (``bandwidth``)."""
+    if shares is None:
+        elapsed = float(row["elapsed_ns"])
+        shares = {c: float(row[f"{c}_ns"]) / elapsed for c in CAUSES} if elapsed > 0 else {}
+    return _steady_ceiling(row, shares) and link_rate(float(row["mbit_s"])) is None
 
 
 def _mix(shares: dict[str, float], k: int = 3) -> str:
@@ -238,6 +358,9 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
             "between client and server carries no more (a rate limit, a shaper or a "
             "congested link)"
         )
+        got = gains(row).get("bandwidth")
+        if got is not None:
+            text += f"; {gain_text('bandwidth', got)}"
         if _hop_clocked(row):
             text += (
                 f"; over UDP the calls queued in the path: the replies came back on the clock "
@@ -249,6 +372,19 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
             )
         return text
     text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}") + f"; {head}"
+    both = overlapping(row) if primary not in _significant(row) else None
+    got = gains(row).get(primary)
+    if both is not None and both[0] == primary:
+        a, b, joint = both
+        alone = gains(row)
+        text += (
+            f"; with {_WORDS[b]} ({shares[b]:.0%}) they held the writes together: fixing either "
+            f"alone would gain little ({alone[a].speedup:.1f}x, {alone[b].speedup:.1f}x), as each "
+            f"hides the other; fixing both would make the writes about {joint.speedup:.1f}x "
+            f"faster ({joint.how})"
+        )
+    elif got is not None:
+        text += f"; {gain_text(primary, got)}"
     if primary == "server" and row.get("transport") == "udp":
         text += (
             " (over UDP nothing shows where a call waited: a path slower than the server "
@@ -302,6 +438,8 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
             **total.to_dict(),
             "bytes": nbytes,
             "writes": int(budget.pairs["writes"].sum()),
+            "path_server_waits": int(budget.pairs["path_server_waits"].sum()),
+            "write_size": float(budget.pairs["write_size"].median()),
             "transport": "+".join(sorted(set("+".join(budget.pairs["transport"]).split("+")))),
             "capture_point": _one(budget.pairs["capture_point"]),
             "rtt_ns": float(np.nanmedian(budget.pairs["rtt_ns"].to_numpy(float)))
@@ -352,7 +490,8 @@ class Context:
     tcp_retransmissions: int = 0
     udp: bool = False
     capture_point: str = "unknown"
-    what_if: dict[str, tuple[str, float]] = field(default_factory=dict)  # cause -> (change, x)
+    stable_asked: dict[str, int] = field(default_factory=dict)  # WRITEs per stable_how asked
+    tcp_silences_ns: tuple[int, ...] = ()  # TCP silences before re-sent bytes (tcp_resend_gap)
 
 
 def _long(iv: pd.DataFrame) -> np.ndarray:
@@ -391,6 +530,14 @@ def _remedy(cause: str, ctx: Context) -> str:
             "for each batch; or a server closer to the client"
         )
     if cause == "server":
+        synced = sum(v for k, v in ctx.stable_asked.items() if k in ("FILE_SYNC", "DATA_SYNC"))
+        if synced and synced >= 0.5 * max(sum(ctx.stable_asked.values()), 1):
+            return (
+                "the client asked for stable (synchronous) WRITEs: look at why (the `sync` "
+                "mount option, O_SYNC/O_DSYNC or O_DIRECT in the application, a server export "
+                "that forces sync) and at the server's stable storage (its disk latency, a "
+                "write cache)"
+            )
         return (
             "look at the server's storage and load: its disk latency, a synchronous export "
             "or FILE_SYNC writes, a slow filesystem layer, too few server threads"
@@ -445,7 +592,7 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
         )
         return f"Waiting on the network round trip{rtt} cost {cost}{inflight}"
     if cause == "server":
-        return f"The server's time to answer cost {cost}"
+        return f"The server's time to answer cost {cost}{_synced_text(ctx)}"
     if cause == "commit":
         slowest = (
             f", slowest {seconds_text(ctx.commit_max_ns)}"
@@ -468,7 +615,7 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
             parts.append(f"{ctx.rpc_resent_calls} RPC calls re-sent{timeout}")
         if ctx.tcp_retransmissions:
             parts.append(f"{ctx.tcp_retransmissions} TCP segments re-sent")
-        rtos = iv[iv["evidence"].str.contains("TCP silent", regex=False)]
+        rtos = pd.DataFrame({"duration_ns": np.asarray(ctx.tcp_silences_ns, "int64")})
         if len(rtos):
             many = "s" * (len(rtos) > 1)
             parts.append(f"{len(rtos)} TCP silence{many} before a re-send ({_spans(rtos)})")
@@ -497,6 +644,19 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
     return f"{cause}: {cost}"
 
 
+def _synced_text(ctx: Context) -> str:
+    """': 32 of 32 WRITEs asked FILE_SYNC, ...' when any asked a stable level."""
+    asked = {k: v for k, v in ctx.stable_asked.items() if k in ("FILE_SYNC", "DATA_SYNC") and v}
+    if not asked:
+        return ""
+    total = sum(ctx.stable_asked.values())
+    levels = " and ".join(f"{v:,} {k}" for k, v in asked.items())
+    return (
+        f"; of its {total:,} WRITEs the client asked {levels} (each waits for the server's "
+        "stable storage before its reply)"
+    )
+
+
 def _scope_findings(
     row: pd.Series,
     iv_all: pd.DataFrame,
@@ -510,28 +670,35 @@ def _scope_findings(
     if not elapsed:
         return out
     seconds = {c: int(row[f"{c}_ns"]) for c in CAUSES}
+    removals = gains(row)
     for cause in sorted(
         (c for c in CAUSES if c != "transfer" and seconds[c] > 0), key=lambda c: -seconds[c]
     ):
         iv = iv_all[iv_all["cause"] == cause]
         lost = seconds[cause]
         share = lost / elapsed
-        significant = is_significant(cause, row) or cause in primaries
-        if not significant and share < NOTABLE:
+        significant = is_significant(cause, row, removals) or cause in primaries
+        got = removals.get(cause)
+        gains_some = got is not None and got.speedup >= GAIN_NOTABLE
+        if not significant and share < NOTABLE and not gains_some:
             continue
         title = prefix + _title(cause, elapsed, iv, ctx)
-        bound = (
-            f"without it the writes would have been up to {1 / (1 - share):.1f}x faster"
-            if share <= 0.95 and cause != "capture_gap"
-            else ""
-        )
         remedy = _remedy(cause, ctx) if significant else ""
-        gain = ctx.what_if.get(cause)
-        if remedy and gain and math.isfinite(gain[1]) and gain[1] > 1.05:
-            remedy += f"; the model predicts {gain[1]:.1f}x the throughput with {gain[0]}"
-        elif remedy and bound:
-            remedy += f"; {bound}"
+        if remedy and got is not None:
+            remedy += "; " + gain_text(cause, got)
         text = f"{title}. {remedy[0].upper()}{remedy[1:]}" if remedy else title
+        details = {
+            "cause": cause,
+            "client": str(row["client"]),
+            "server": str(row["server"]),
+            "seconds": lost / 1e9,
+            "share": share,
+            "intervals": len(iv),
+            "frames": _frames(iv),
+            "remedy": remedy,
+        }
+        if got is not None:
+            details |= _gain_details(got)
         out.append(
             Finding(
                 kind=cause,
@@ -539,19 +706,64 @@ def _scope_findings(
                 severity="problem" if significant else "info",
                 time_lost_ns=lost,
                 limits_conclusions=cause == "capture_gap",
+                details=details,
+            )
+        )
+    if ("bandwidth" in primaries or ceiling(row)) and "bandwidth" in removals:
+        got = removals["bandwidth"]
+        out.append(
+            Finding(
+                kind="bandwidth",
+                title=f"{prefix}The data moved at a steady ceiling of {float(row['mbit_s']):,.1f} "
+                f"Mbit/s for {share_of(row, 'transfer'):.0%} of the time. Look at the path's rate "
+                f"limits, shapers and slowest link; {gain_text('bandwidth', got)}",
+                severity="problem",
+                time_lost_ns=got.saved_ns,
                 details={
-                    "cause": cause,
+                    "cause": "bandwidth",
                     "client": str(row["client"]),
                     "server": str(row["server"]),
-                    "seconds": lost / 1e9,
-                    "share": share,
-                    "intervals": len(iv),
-                    "frames": _frames(iv),
-                    "remedy": remedy,
+                    "remedy": "a faster path",
+                    **_gain_details(got),
                 },
             )
         )
     return out
+
+
+def share_of(row: pd.Series, cause: str) -> float:
+    elapsed = float(row["elapsed_ns"])
+    return float(row[f"{cause}_ns"]) / elapsed if elapsed else 0.0
+
+
+_FIX_WORDS = {
+    "round_trip": "with {how}",
+    "server": "with {how}",
+    "commit": "with COMMITs that return at once",
+    "loss_recovery": "without the losses",
+    "window": "with a window as big as the path holds",
+    "server_busy": "without the JUKEBOX/DELAY back-off",
+    "client_idle": "without the client's pauses",
+    "bandwidth": "with {how}",
+}
+
+
+def gain_text(cause: str, got: Removal) -> str:
+    """'fixing it would make the writes about 2.5x faster (with ...)'."""
+    fix = _FIX_WORDS[cause].format(how=got.how)
+    if got.speedup < 1.05:
+        return f"fixing it alone would gain little ({fix}: {got.speedup:.2f}x): other limits remain"
+    return f"fixing it would make the writes about {got.speedup:.1f}x faster ({fix})"
+
+
+def _gain_details(got: Removal) -> dict[str, float | str]:
+    return {
+        "speedup_if_removed": round(got.speedup, 3),
+        "predicted_s": got.predicted_ns / 1e9,
+        "saved_s": got.saved_ns / 1e9,
+        "floor_s": got.floor_ns / 1e9,
+        "assumed": got.how,
+    }
 
 
 def budget_findings(

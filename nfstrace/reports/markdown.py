@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES
-from nfstrace.analysis.latency import by_time_spent
+from nfstrace.analysis.latency import by_time_spent, server_time_note
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
@@ -95,8 +95,8 @@ def render_markdown(trace: Trace) -> str:
             )
         out += [
             "",
-            "p50/p99 from the first packet of the call (as the client waits); server "
-            "from its last packet (tshark's rpc.time).",
+            "p50/p99 from the first packet of the call (as the client waits); "
+            f"{server_time_note(trace.diagnosis.model.rtt_visible_s)}.",
             "",
         ]
     tcp = st.tcp

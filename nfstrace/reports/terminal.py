@@ -15,7 +15,7 @@ from rich.table import Table
 
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
-from nfstrace.analysis.latency import by_time_spent
+from nfstrace.analysis.latency import by_time_spent, server_time_note
 from nfstrace.analysis.overview import Throughput, throughput_text
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
@@ -303,8 +303,8 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
         say(operations_rich_table(trace.latency))
         more = len(trace.latency) - MAX_OPERATION_ROWS
         say(
-            "  p50/p99: first packet of the call to the reply, as the client waits; server: "
-            "from the call's last packet (tshark's rpc.time)"
+            "  p50/p99: first packet of the call to the reply, as the client waits; "
+            + server_time_note(trace.diagnosis.model.rtt_visible_s)
             + (f"; {more:,} more operations with --full" if more > 0 else ""),
             soft_wrap=True,
         )

@@ -276,8 +276,8 @@ def build_missed_calls_s256(out: Path) -> dict[str, Path]:
 CLIENTS = (mc.CLIENT, "10.0.0.4", "10.0.0.5")
 CLIENT_WRITES = 20
 CLIENT_COUNT = 32 * 1024
-CLIENT_SERVER_US = 500  # the server's time per WRITE, after the call's last byte
-CLIENT_SLOW_US = 5_000  # ... for the third client's WRITEs: the pair that suffers
+CLIENT_SERVER_US = 2_000  # the server's time per WRITE, after the call's last byte
+CLIENT_SLOW_US = 20_000  # ... for the third client's WRITEs: the pair that suffers
 CLIENT_TURN_US = 20
 
 

@@ -1,0 +1,176 @@
+"""What fixing each cause would gain: the pair's write activity predicted with
+that cause alone removed, and the speed-up (the activity now over the
+prediction).  The gains the findings and the verdict quote.
+
+A cause's time in the budget is not its gain: causes overlap (while the server
+works on one WRITE the round trip of another runs) and a removed cause can
+expose another that its time hid.  The prediction starts from the cause's time
+on the critical path (``critical_path.py``: only that can be given back), keeps
+what the fix leaves of it, and cannot be shorter than what the rest of the
+writes still needs (a floor):
+
+``round_trip``
+    the path's round trips shrink to a LAN's (``LAN_RTT_NS``, or the round
+    trip the capture shows if that is shorter): each keeps that share.
+``server``
+    each server wait on the path shrinks to a healthy server's time for one
+    WRITE (``SERVER_REF_CALL_NS`` plus its bytes at ``SERVER_REF_BPS``), unless
+    the capture's own fastest is shorter.
+``commit``, ``loss_recovery``, ``window``, ``server_busy``, ``client_idle``
+    gone (a COMMIT's round trip stays: it is the round trip's): a fast flush, no
+    loss and the window it collapsed restored (its re-send waits, timeouts and
+    regrowth are on the path as ``loss_recovery``), a window as big as the
+    path holds, no JUKEBOX back-off, no pauses.
+``bandwidth``
+    (not a budget cause: ``transfer`` at a steady ceiling) the data's time on
+    the path at the next standard link rate instead of the ceiling: a faster
+    link must be named, so the gain is "with a 1 Gbit/s path".
+
+Floors: the server's busy time (at least one WRITE with it) bounds every
+removal but the server's own; the data's own moving time (``transfer``)
+bounds every removal but the bandwidth's; a sender that waits for each call's
+ACK before the next (``ack_chain_ns``) needs that chain whatever the server
+or its flushes do.
+
+Measured in the lab (``../shared/lab``, counterfactual twins: the same run
+with one cause removed): see the README's table and ``tests/test_diagnosis.py``.
+A pure function of a budget pairs row; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# A LAN round trip: switched Ethernet in one room, 0.1-0.3 ms between hosts.
+LAN_RTT_NS = 200_000
+# A healthy server's time for one WRITE: a fixed cost and its bytes at a
+# gigabit, the rate below which the verdict calls a server slow
+# (``verdict.SERVER_SLOW_BPS``; lab: healthy ganesha on a CPU it shares took
+# 0.1-0.45 ms per 32-64 KiB WRITE and 1 ms per 1 MiB).
+SERVER_REF_CALL_NS = 100_000
+SERVER_REF_BPS = 1e9
+
+# A client kept its window full when its WRITEs were outstanding at least this
+# share of its most at once, on average over the write activity: removing a wait
+# then lets every slot cycle faster, not only the ones on the critical path
+# (Little's law: the WRITEs' summed latencies over the window).
+WINDOW_FULL = 0.75
+# Waits outside the WRITEs' own timelines that a windowed client still pays.
+BARRIERS = ("commit", "client_idle", "capture_gap", "server_busy")
+
+REMOVABLE = (
+    "round_trip",
+    "server",
+    "commit",
+    "loss_recovery",
+    "window",
+    "server_busy",
+    "client_idle",
+)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """The prediction for one cause of one pair."""
+
+    cause: str
+    elapsed_ns: int  # the write activity as captured
+    predicted_ns: int  # with the cause removed
+    saved_ns: int  # the critical path's time the fix gives back
+    floor_ns: int  # what the rest of the writes still needs
+    how: str  # what was assumed, in words
+
+    @property
+    def speedup(self) -> float:
+        return self.elapsed_ns / self.predicted_ns if self.predicted_ns > 0 else math.inf
+
+
+def _server_ref_ns(write_size: float) -> float:
+    size = write_size if write_size and write_size > 0 else 64 * 1024
+    return SERVER_REF_CALL_NS + size * 8e9 / SERVER_REF_BPS
+
+
+def removal(row: Any, cause: str, lan_rtt_ns: float = LAN_RTT_NS) -> Removal | None:
+    """The pair's write activity predicted without ``cause`` (None: the cause
+    took no time on the critical path)."""
+    return removal_of(row, (cause,), lan_rtt_ns)
+
+
+def removal_of(row: Any, causes: tuple[str, ...], lan_rtt_ns: float = LAN_RTT_NS) -> Removal | None:
+    """The pair's write activity predicted without every cause in ``causes``
+    (several: fixed together)."""
+    elapsed = int(row["elapsed_ns"])
+    if elapsed <= 0 or any(c not in REMOVABLE for c in causes):
+        return None
+    saved = calls_saved = 0
+    hows = []
+    for cause in causes:
+        own = int(row.get(f"{cause}_path_ns", 0) or 0)
+        also = int(row.get(f"{cause}_also_ns", 0) or 0)
+        if own + also <= 0:
+            continue
+        keep, how = _kept(row, cause, lan_rtt_ns)
+        hows.append(how)
+        saved += int(own - keep(own, int(row.get("path_server_waits", 0) or 0)))
+        if also and cause == "round_trip":  # behind a loss: each wait one round trip shorter
+            rtt = float(row.get("rtt_ns", math.nan))
+            count = int(row.get("round_trip_also_count", 0) or 0)
+            shorter = count * (rtt - min(lan_rtt_ns, rtt))
+            saved += int(min(also - keep(also, 0), shorter)) if math.isfinite(shorter) else 0
+        elif also:
+            saved += also
+        in_calls = int(row.get(f"{cause}_calls_ns", 0) or 0)
+        calls_saved += int(in_calls - keep(in_calls, int(row.get("writes", 0) or 0)))
+    if not hows:
+        return None
+    predicted = elapsed - saved
+    # a client that kept its window full: its calls' own times over the window
+    window = int(row.get("max_outstanding", 0) or 0)
+    latency = int(row.get("write_latency_ns", 0) or 0)
+    if window >= 2 and latency >= WINDOW_FULL * window * elapsed:
+        rest = sum(int(row.get(f"{c}_path_ns", 0) or 0) for c in BARRIERS if c not in causes)
+        predicted = min(predicted, int((latency - calls_saved) / window) + rest)
+    floors = [int(row.get("transfer_ns", 0) or 0)]
+    if "server" not in causes:
+        floors.append(int(row.get("server_work_ns", 0) or 0))
+    if set(causes) <= {"server", "commit", "server_busy"}:  # the chain does not wait on them
+        floors.append(int(row.get("ack_chain_ns", 0) or 0))
+    floor = min(max(floors), elapsed)
+    predicted = max(predicted, floor, 1)
+    return Removal(
+        "+".join(causes), elapsed, predicted, elapsed - predicted, floor, " and ".join(hows)
+    )
+
+
+def _kept(row: Any, cause: str, lan_rtt_ns: float) -> tuple[Any, str]:
+    """What the fix leaves of ``ns`` of the cause's time spread over ``n`` waits
+    (a function), and the assumption in words."""
+    if cause == "round_trip":
+        rtt = float(row.get("rtt_ns", math.nan))
+        if not (math.isfinite(rtt) and rtt > 0):
+            return (lambda ns, n: 0.0), f"round trips of {lan_rtt_ns / 1e6:.2g} ms (a LAN's)"
+        lan = min(lan_rtt_ns, rtt)
+        return (lambda ns, n: ns * lan / rtt), f"round trips of {lan / 1e6:.2g} ms (a LAN's)"
+    if cause == "server":
+        ref = _server_ref_ns(float(row.get("write_size", -1)))
+        return (lambda ns, n: min(float(ns), n * ref)), (
+            f"a server answering each WRITE in {ref / 1e6:.2g} ms"
+        )
+    return (lambda ns, n: 0.0), "gone"
+
+
+def faster_link(row: Any, link_bps: float) -> Removal | None:
+    """The pair's write activity predicted with its data moving at ``link_bps``
+    instead of the ceiling it ran at (``bandwidth``)."""
+    elapsed = int(row["elapsed_ns"])
+    rate = float(row["mbit_s"]) * 1e6
+    moving = int(row.get("transfer_path_ns", 0) or 0)
+    if elapsed <= 0 or not rate > 0 or link_bps <= rate or moving <= 0:
+        return None
+    saved = int(moving * (1 - rate / link_bps))
+    floor = min(int(row.get("server_work_ns", 0) or 0), elapsed)
+    predicted = max(elapsed - saved, floor, 1)
+    speed = f"{link_bps / 1e9:g} Gbit/s" if link_bps >= 1e9 else f"{link_bps / 1e6:g} Mbit/s"
+    return Removal("bandwidth", elapsed, predicted, saved, floor, f"a {speed} path")

@@ -1,0 +1,328 @@
+"""The critical path of a pair's writes: the chain of waits the write activity
+could not have been shorter than, each with its cause.
+
+The time budget (``budget.py``) gives every instant of the write activity to
+one cause, the most specific of those at work then.  But causes overlap: while
+the server works on one WRITE the round trip of another runs, and removing the
+server's time would hand that instant to the round trip, not give it back.
+What removing a cause gains is its time *on the critical path*: the chain of
+dependencies from the first WRITE call to the last reply (Barford & Crovella's
+critical-path analysis of TCP transfers, tcpeval, SIGCOMM 2000, applied to RPC
+calls).
+
+The chain is walked backwards from the last reply.  A call is entered at the
+moment it released the next step of the chain (its reply, the ACK of its last
+byte, or the end of its sending), and its own timeline up to that moment joins
+the path: its re-send wait (``loss_recovery``), its sending (``transfer``, with
+the stops inside it: a TCP silence before re-sent bytes, a full window, ACK
+waits, a client pause), its last bytes queued in the path (``transfer``), the
+round trip (``round_trip``), the server's work (``server``; ``commit`` for a
+COMMIT, ``server_busy`` for a JUKEBOX answer), its reply (``transfer``).  Then
+the walk steps to what released that call, the latest of:
+
+- the end of the client's previous call (the client sends one call after
+  another: its own pace);
+- the ACK of the previous call's last byte (a sender that waits for its bytes
+  to be acknowledged before the next call: TCP's window, a small send buffer);
+- a reply, when the client waited for one: all its slots were taken (as many
+  calls outstanding as it ever had) or nothing was outstanding (a batch or a
+  COMMIT finished).
+
+The time from that release to the call's first packet is the client's own
+turnaround (``client_idle``).  Capture gaps on the path stay ``capture_gap``.
+
+A pure function of per-call times the budget has already derived; no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+# The causes a path segment can have (the budget's, less "unknown" kept last).
+PATH_CAUSES = (
+    "transfer",
+    "round_trip",
+    "server",
+    "commit",
+    "loss_recovery",
+    "window",
+    "server_busy",
+    "client_idle",
+    "capture_gap",
+    "unknown",
+)
+_CODE = {c: k for k, c in enumerate(PATH_CAUSES)}
+
+
+@dataclass(frozen=True)
+class CallTimes:
+    """One pair's calls (every procedure), times in ns; arrays of one length.
+
+    cs: first packet of the first send; tx_from/tx_end: the last send's first and
+    last packet; loss_from..rt_from: its last bytes held back by a lost segment;
+    acked: the receiver's ACK of its last byte (-1: none seen);
+    rt_from..wait_from: its round trip; wait_from..rf: the server's work (cause
+    ``wait_cause``); rf..rl: its reply (an unanswered call: rf = rl = when it
+    was given up); conn: its connection."""
+
+    cs: np.ndarray
+    tx_from: np.ndarray
+    tx_end: np.ndarray
+    loss_from: np.ndarray  # its last bytes waited on a loss from here to rt_from
+    acked: np.ndarray
+    rt_from: np.ndarray
+    wait_from: np.ndarray
+    rf: np.ndarray
+    rl: np.ndarray
+    wait_cause: np.ndarray  # int codes into PATH_CAUSES
+    conn: np.ndarray
+
+
+@dataclass(frozen=True)
+class Stops:
+    """Stops inside a call's sending on its connection (client to server), in
+    precedence order of their causes (the first listed wins an overlap)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    cause: np.ndarray  # int codes into PATH_CAUSES
+    conn: np.ndarray
+    also: np.ndarray  # a second cause that made the stop too (code; -1: none)
+
+
+@dataclass(frozen=True)
+class Path:
+    """Nanoseconds of the critical path per cause; per cause, the time of
+    segments another cause owns that this one made too (an ACK wait of a window
+    a loss cut is the round trip's and the loss's: removing either removes it);
+    how many calls' server (or COMMIT) waits it crosses."""
+
+    ns: dict[str, int]
+    also_ns: dict[str, int]
+    also_count: dict[str, int]  # how many such segments
+    server_waits: int
+    steps: int
+    window: int
+
+    @property
+    def total_ns(self) -> int:
+        return sum(self.ns.values())
+
+
+def code(cause: str) -> int:
+    return _CODE[cause]
+
+
+class _Segments:
+    def __init__(self) -> None:
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.cause: list[int] = []
+        self.also: list[int] = []
+
+    def add(self, a: int, b: int, cause: int, also: int = -1) -> None:
+        if b > a:
+            self.start.append(a)
+            self.end.append(b)
+            self.cause.append(cause)
+            self.also.append(also)
+
+
+def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Segments) -> bool:
+    """Call i's own timeline over [a, b] onto the path; whether its server wait
+    is on it."""
+    loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
+    blocked = -2  # behind a lost segment: a round trip or two's wait, the loss's too
+    parts = (
+        (int(t.cs[i]), int(t.tx_from[i]), loss),  # waiting to re-send
+        (int(t.tx_from[i]), int(t.loss_from[i]), -1),  # sending, queued (with its stops)
+        (int(t.loss_from[i]), int(t.rt_from[i]), blocked),
+        (int(t.rt_from[i]), int(t.wait_from[i]), _CODE["round_trip"]),
+        (int(t.wait_from[i]), int(t.rf[i]), int(t.wait_cause[i])),
+        (int(t.rf[i]), int(t.rl[i]), transfer),  # the reply
+    )
+    served = False
+    for s, e, cause in parts:
+        s, e = max(s, a), min(e, b)
+        if e <= s:
+            continue
+        if cause == blocked:
+            seg.add(s, e, loss, _CODE["round_trip"])
+            continue
+        if cause >= 0:
+            seg.add(s, e, cause)
+            served |= cause == int(t.wait_cause[i])
+            continue
+        st = stops.get(int(t.conn[i]))
+        anywhere = stops.get(-1)
+        if st is None and anywhere is None:
+            seg.add(s, e, transfer)
+            continue
+        both = [x for x in (anywhere, st) if x is not None]
+        fields = ("start", "end", "cause", "conn", "also")
+        _sending(s, e, Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields)), seg)
+    return served
+
+
+def call_totals(t: CallTimes, stops: Stops, which: np.ndarray) -> tuple[dict[str, int], int]:
+    """The calls ``which``'s own timelines summed per cause (each call from its
+    first packet to its reply, whatever ran beside it), and the sum of their
+    latencies."""
+    seg = _Segments()
+    by_conn = _by_conn(stops)
+    for i in which:
+        _own(t, int(i), int(t.cs[i]), int(t.rl[i]), by_conn, seg)
+    cause = np.asarray(seg.cause, "int64")
+    also = np.asarray(seg.also, "int64")
+    d = (np.asarray(seg.end, "int64") - np.asarray(seg.start, "int64")).astype(float)
+    ns = np.bincount(cause, weights=d, minlength=len(PATH_CAUSES))
+    two = also >= 0
+    ns += np.bincount(also[two], weights=d[two], minlength=len(PATH_CAUSES))
+    latency = int((t.rl[which] - t.cs[which]).sum()) if len(which) else 0
+    return {c: int(v) for c, v in zip(PATH_CAUSES, ns, strict=True)}, latency
+
+
+def _by_conn(stops: Stops) -> dict[int, Stops]:
+    out: dict[int, Stops] = {}
+    for conn in np.unique(stops.conn) if len(stops.conn) else []:
+        m = stops.conn == conn
+        out[int(conn)] = Stops(
+            stops.start[m], stops.end[m], stops.cause[m], stops.conn[m], stops.also[m]
+        )
+    return out
+
+
+def _sending(s: int, e: int, st: Stops, seg: _Segments) -> None:
+    """[s, e) of a call's sending: its connection's stops where they fall (the
+    first in precedence order wins), transfer elsewhere."""
+    k = np.flatnonzero((st.start < e) & (st.end > s))
+    if not len(k):
+        seg.add(s, e, _CODE["transfer"])
+        return
+    bounds = np.unique(np.r_[s, e, np.clip(st.start[k], s, e), np.clip(st.end[k], s, e)])
+    for lo, hi in itertools.pairwise(bounds):
+        mid = lo + (hi - lo) // 2
+        hit = k[(st.start[k] <= mid) & (st.end[k] > mid)]
+        if len(hit):
+            seg.add(int(lo), int(hi), int(st.cause[hit[0]]), int(st.also[hit[0]]))
+        else:
+            seg.add(int(lo), int(hi), _CODE["transfer"])
+
+
+def critical_path(
+    t: CallTimes,
+    stops: Stops,
+    gaps: tuple[np.ndarray, np.ndarray],
+    start: int,
+    end: int,
+    last: int,
+    hidden: int = 0,
+) -> Path:
+    """The critical path from ``start`` to ``end`` of a pair whose last
+    WRITE/COMMIT reply is call ``last``'s (see the module docstring)."""
+    n = len(t.cs)
+    order = np.argsort(t.cs, kind="stable")
+    rank = np.empty(n, "int64")
+    rank[order] = np.arange(n)
+    # calls outstanding just before each call started, and the most there ever were
+    ends_sorted = np.sort(t.rl)
+    before = np.arange(n) - np.searchsorted(ends_sorted, t.cs[order], side="right")
+    outstanding = np.empty(n, "int64")
+    outstanding[order] = np.maximum(before, 0)
+    window = int(outstanding.max()) + 1 if n else 1
+    reply_order = np.argsort(t.rl, kind="stable")
+    replies = t.rl[reply_order]
+    by_conn = _by_conn(stops)
+
+    seg = _Segments()
+    client = _CODE["client_idle"]
+    i, p = last, end
+    if p > t.rl[i]:  # the activity ended on a reply the capture missed the call of
+        seg.add(int(t.rl[i]), p, _CODE["unknown"])
+        p = int(t.rl[i])
+    server_waits = steps = 0
+    seen = np.zeros(n, bool)
+    while True:
+        steps += 1
+        seen[i] = True
+        server_waits += _own(t, i, max(int(t.cs[i]), start), p, by_conn, seg)
+        p = int(t.cs[i])
+        if p <= start:
+            break
+        r = rank[i]
+        k = int(order[r - 1]) if r > 0 else -1
+        # what released call i: the previous call's end or ACK, or a reply
+        cand = []
+        if k >= 0:
+            cand.append((min(int(t.tx_end[k]), p), 0, k))
+            if 0 <= t.acked[k] <= p:
+                cand.append((int(t.acked[k]), 1, k))
+        if outstanding[i] >= window - 1 or outstanding[i] == 0:
+            at = np.searchsorted(replies, p, side="right") - 1
+            if at >= 0:
+                j = int(reply_order[at])
+                if j != i and not seen[j]:
+                    cand.append((int(replies[at]), 2, j))
+        cand = [c for c in cand if not seen[c[2]]]
+        if not cand:
+            seg.add(start, p, client)
+            break
+        when, how, j = max(cand)
+        when = max(when, start)
+        # the client's turnaround; its first ``hidden`` ns the reply and the next
+        # call travelling, where the capture point does not see the round trip
+        seg.add(when, min(when + hidden, p), _CODE["round_trip"])
+        seg.add(min(when + hidden, p), p, client)
+        p = when
+        if p <= start:
+            break
+        i = j
+        if how == 0:  # entered at the end of its sending
+            p = min(p, int(t.tx_end[j]))
+    s = np.asarray(seg.start, "int64")
+    e = np.asarray(seg.end, "int64")
+    cause = np.asarray(seg.cause, "int64")
+    also = np.asarray(seg.also, "int64")
+    s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
+    ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
+    two = also >= 0
+    also_ns = np.bincount(also[two], weights=(e - s)[two].astype(float), minlength=len(PATH_CAUSES))
+    also_n = np.bincount(also[two], minlength=len(PATH_CAUSES))
+    return Path(
+        ns={c: int(v) for c, v in zip(PATH_CAUSES, ns, strict=True)},
+        also_ns={c: int(v) for c, v in zip(PATH_CAUSES, also_ns, strict=True)},
+        also_count={c: int(v) for c, v in zip(PATH_CAUSES, also_n, strict=True)},
+        server_waits=int(server_waits),
+        steps=steps,
+        window=window,
+    )
+
+
+def _gaps_over(
+    s: np.ndarray,
+    e: np.ndarray,
+    cause: np.ndarray,
+    also: np.ndarray,
+    gs: np.ndarray,
+    ge: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Segments cut where capture gaps lie; those parts are ``capture_gap``."""
+    if not len(gs) or not len(s):
+        return s, e, cause, also
+    out: list[tuple[int, int, int, int]] = []
+    gap = _CODE["capture_gap"]
+    for a, b, c, x in zip(s, e, cause, also, strict=True):
+        cur = int(a)
+        for g in np.flatnonzero((gs < b) & (ge > a))[np.argsort(gs[(gs < b) & (ge > a)])]:
+            lo, hi = max(int(gs[g]), int(a)), min(int(ge[g]), int(b))
+            if lo > cur:
+                out.append((cur, lo, int(c), int(x)))
+            out.append((lo, hi, gap, -1))
+            cur = max(cur, hi)
+        if cur < b:
+            out.append((cur, int(b), int(c), int(x)))
+    arr = np.array(out, "int64").reshape(-1, 4)
+    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
