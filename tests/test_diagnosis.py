@@ -225,9 +225,11 @@ def test_tcp_loss_is_named_from_either_end(side: str) -> None:
     d = trace(CAUSE_SAMPLES / f"v41-tcp-nfsrs-w1m-d2-l0.5{side}.pcap").diagnosis
     assert d.verdict.primary in ("loss_recovery", "round_trip")
     loss = next(f for f in d.findings if f.kind == "loss_recovery")
-    assert loss.time_lost_ns > 1_000_000 and loss.severity == "problem"
-    assert "TCP silence" in loss.title
-    assert 1.05 <= loss.details["speedup_if_removed"] < 1.5
+    gain = loss.details["speedup_if_removed"]
+    assert loss.time_lost_ns > 1_000_000 and "TCP silence" in loss.title
+    # its twin without the loss (sample-pcaps/causes): 1.03x; a problem from 1.1x
+    assert 1.05 <= gain < 1.5
+    assert (loss.severity == "problem") == (gain >= 1.1)
     assert not any("faster link" in f.title for f in d.findings)
 
 
@@ -399,3 +401,137 @@ def test_several_clients_diagnosed_per_pair(name: str, tmp_path: Path) -> None:
         assert slow.mbit_s < 0.2 * by_client[mcs.CLIENTS[0]].mbit_s
         # the pair that suffers is named first among the pairs
         assert d.verdict.text.split("by pair: ", 1)[1].startswith(f"{mcs.CLIENTS[2]} → ")
+
+
+# ---- issue 29: where the administrator stands -------------------------------------------
+
+
+@pytest.mark.parametrize("delay", ["d10", "d2"])
+def test_server_side_udp_round_trip_is_the_round_trip(delay: str) -> None:
+    """Seen from the server, a UDP client's 10 (2) ms round trip is the time
+    between a reply and its next call: the round trip, measured from its
+    one-at-a-time metadata calls, as the client-side capture of the same run
+    says -- not "the client sent nothing", never "look at the writer"."""
+    name = f"v3-udp-py-w32k-{delay}-l0"
+    client = trace(SAMPLES / f"{name}.pcap").diagnosis
+    server = trace(SAMPLES / f"{name}.server-side.pcap").diagnosis
+    assert server.quality.capture_point == "server"
+    assert server.verdict.primary == client.verdict.primary == "round_trip"
+    t_prop = server.model.parameters.set_index("name").loc["T_prop"]
+    assert "server side" in t_prop["method"]
+    injected = {"d10": 10e-3, "d2": 2e-3}[delay]
+    assert injected <= 2 * t_prop["value_s"] <= injected + 1e-3
+    assert not any("look at the writer" in f.title for f in server.findings)
+    gain = next(f for f in server.findings if f.kind == "round_trip").details
+    assert gain["speedup_if_removed"] > 1.5
+
+
+def test_server_time_is_the_servers() -> None:
+    """On a client-side capture through 10 ms, call->reply holds the round trip:
+    the latency table's server time subtracts it; tshark's rpc.time stays beside it."""
+    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap")
+    write = t.latency.set_index("op").loc["WRITE"]
+    assert write["srt_p50_ms"] > 10 and write["server_p50_ms"] < 3
+    assert write["srt_p50_ms"] - write["server_p50_ms"] == pytest.approx(
+        2e3 * t.diagnosis.model.parameter("T_prop"), rel=0.01
+    )
+    rtt_ms = 2e3 * t.diagnosis.model.parameter("T_prop")
+    assert f"less the network round trip ({rtt_ms:.3g} ms here)" in nfstrace.summary(t)
+
+
+def test_file_sync_share_is_said() -> None:
+    """Every WRITE asked FILE_SYNC: the server's finding says how many, in the
+    terminal and the HTML report, with the remedy that asks why."""
+    from nfstrace.reports.html import render_report
+
+    t = nfstrace.load(CAUSE_SAMPLES / "v3-udp-py-w32k-filesync-d0-l0.pcap")
+    server = next(f for f in t.diagnosis.findings if f.kind == "server")
+    assert "of its 32 WRITEs the client asked 32 FILE_SYNC" in server.title
+    assert "the `sync` mount option" in server.title
+    assert "32 FILE_SYNC" in nfstrace.summary(t)
+    assert "32 FILE_SYNC" in render_report(t, t.diagnosis)
+
+
+def test_capture_cut_mid_write_says_so(tmp_path: Path) -> None:
+    """A capture cut before any WRITE was answered says it cannot judge the writes;
+    one cut while WRITEs were outstanding says it ends mid-write."""
+    data = (SAMPLES / "v3-udp-py-w32k-d10-l0.pcap").read_bytes()
+    early = tmp_path / "early.pcap"
+    early.write_bytes(data[:50_000])
+    d = nfstrace.load(early).diagnosis
+    assert d.findings[0].kind == "verdict" and d.findings[0].limits_conclusions
+    assert d.verdict.text.startswith("no WRITE was answered in the capture")
+    assert "ends mid-write" in d.verdict.text
+    later = tmp_path / "later.pcap"
+    later.write_bytes(data[:600_000])
+    d = nfstrace.load(later).diagnosis
+    assert d.budget.elapsed_ns > 0 and "ends mid-write" in d.verdict.text
+
+
+def test_overlapping_causes_are_named_together() -> None:
+    """An ACK-clocked client, a 4 ms server and a 3 ms round trip: removing either
+    alone gains little (the other holds the writes), both together a lot; the
+    verdict names the server with the round trip and both gains.  The crafted
+    run's own arithmetic: without the server the client's chain of round trips
+    remains (60 x 3.35 ms), without the round trip the server's 60 x 4 ms."""
+    d = trace(CRAFTED / "server_and_round_trip.pcap").diagnosis
+    elapsed = d.budget.elapsed_ns
+    chain = (
+        mcs.OVERLAP_WRITES
+        * (mcs.OVERLAP_SEND_US + mcs.OVERLAP_RTT_US + mcs.OVERLAP_TURN_US)
+        * 1_000
+    )
+    server_bound = mcs.OVERLAP_WRITES * mcs.OVERLAP_SERVER_US * 1_000
+    gains = {f.kind: f.details["speedup_if_removed"] for f in d.findings if f.kind != "verdict"}
+    assert gains["server"] == pytest.approx(elapsed / chain, rel=0.1)
+    assert gains["round_trip"] == pytest.approx(elapsed / server_bound, rel=0.1)
+    assert max(gains.values()) < 1.25
+    assert d.verdict.primary == "server"
+    assert "they held the writes together" in d.verdict.text
+    joint = float(
+        re.search(r"fixing both would make the writes about ([\d.]+)x", d.verdict.text)[1]
+    )
+    assert joint > 3
+
+
+COUNTERFACTUAL = SAMPLES / "counterfactual"
+
+
+def _measured(name: str) -> dict[str, float]:
+    truth = json.loads((COUNTERFACTUAL / f"{name}.json").read_text())
+    return {c: m["speedup"] for c, m in truth["cause"]["measured"]["counterfactual"].items()}
+
+
+@pytest.mark.parametrize("suffix", ["", ".s256"])
+def test_round_trip_setting_tcps_pace_is_the_round_trips(suffix: str) -> None:
+    """NFSv4.0, 1 MiB WRITEs through 20 ms (issue 29 item 4): the data moves in
+    TCP flights a round trip apart and each COMMIT waits one; that time is the
+    round trip's, not the wire's.  The verdict is the round trip, and its gain is
+    within 25% of the twin's measured one (at -s 256, where some calls' headers
+    are cut, 30%)."""
+    measured = _measured("v40-tcp-nfsrs-w1m-d20-l0")["round_trip"]
+    d = trace(COUNTERFACTUAL / f"v40-tcp-nfsrs-w1m-d20-l0{suffix}.pcap").diagnosis
+    assert d.verdict.primary == "round_trip", d.verdict.text
+    gain = next(f for f in d.findings if f.kind == "round_trip").details["speedup_if_removed"]
+    tolerance = 1.3 if suffix else 1.25
+    assert abs(math.log(gain / measured)) <= math.log(tolerance), (gain, measured)
+
+
+def test_loss_and_round_trip_mixed_ranked_by_their_gains() -> None:
+    """5 ms and 1% loss, one 64 KiB WRITE in flight (issue 29 item 5): both
+    causes get a predicted gain; the round trip, whose removal the twins measure
+    as the larger (5.2x against 1.3x), leads; each prediction is within a factor
+    1.5 of its twin's (2 MiB runs on a busy host: the twins themselves move by a
+    quarter)."""
+    measured = _measured("v41-tcp-nfsrs-w64k-d5-l1")
+    d = trace(COUNTERFACTUAL / "v41-tcp-nfsrs-w64k-d5-l1.pcap").diagnosis
+    assert d.verdict.primary == "round_trip"
+    got = {
+        f.kind: f.details["speedup_if_removed"]
+        for f in d.findings
+        if f.kind in measured and "speedup_if_removed" in f.details
+    }
+    assert set(got) == set(measured)
+    assert got["round_trip"] > got["loss_recovery"] > 1.1
+    for cause, value in measured.items():
+        assert abs(math.log(got[cause] / value)) <= math.log(1.5), (cause, got, measured)

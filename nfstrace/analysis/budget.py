@@ -139,13 +139,14 @@ RATE_MIN_BYTES = 8192
 # (CLOCK_LAG - 1) times the carried part of the spread over one call; the share
 # carried is 0 for a clock, 1 for a server (CLOCK_CARRY between).  Lab (client
 # side, 32 KiB WRITEs, 3 or 8 in flight, 1 and 4 MiB): hops of 40/80/160 Mbit/s
-# carry -0.02..0.08 with a spacing jitter of 0.6-6%; a server sleeping 2/5/10 ms
-# per WRITE 0.54-4.9.  A server that takes exactly the same time for every WRITE
+# carry -0.02..0.08 with a spacing jitter of 0.6-6% (16 MiB at 80 Mbit/s on a
+# busier host: carry 0.02, jitter 30%); a server sleeping 2/5/10 ms per WRITE
+# 0.54-4.9.  A server that takes exactly the same time for every WRITE
 # is a clock too (the lab's 5 ms sleep with 8 in flight: 0.09): with calls of one
 # size nothing from the client side tells the two apart, and the verdict says so.
 CLOCK_MIN_CALLS = 16
 CLOCK_LAG = 8
-CLOCK_JITTER = 0.25
+CLOCK_JITTER = 0.4
 CLOCK_CARRY = 0.3
 
 INTERVAL_COLUMNS: dict[str, str] = {
@@ -196,10 +197,13 @@ PAIR_COLUMNS: dict[str, str] = {
     "write_latency_ns": "int64: the WRITEs' latencies summed (first packet to reply)",
     "max_outstanding": "int64: the most calls the client had outstanding at once",
     "round_trip_also_count": "int64: how many segments round_trip_also_ns holds",
+    "resent_segment_share": "float: TCP segments of the client's re-sent, over the segments "
+    "its calls took (full-size segments: bytes / SEGMENT_BYTES)",
     "path_server_waits": "int64: calls whose server (or COMMIT) wait is on the critical path",
     "ack_chain_ns": "int64: a sender that starts each call once the last one's bytes are "
     "acknowledged (ACK-clocked: 90% of its calls): the longest such chain of one connection, "
     "from each call's first packet to that ACK (0: not such a sender)",
+    "ack_chain_calls": "int64: the calls of that chain (each holds a round trip)",
     "server_work_ns": "int64: time at least one WRITE was with the server (its calls' server "
     "waits together): no removal of another cause makes the writes shorter",
 }
@@ -826,15 +830,16 @@ def _pair_budget(
     idle_gap = layer("client_idle")
     rtt_gap = layer("round_trip")
     s = events("tcp_send_idle", True)
-    head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
-    add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
     # Seen from the server (or between), a client whose bytes stop part-way through a
     # call with all of them acknowledged may be waiting for those ACKs to reach it
-    # (a slow hop or a queue on the way back) as well as pausing: its sending
-    # (``transfer``), not the client's idleness; a capture at the client tells them
-    # apart.  At the client, its ACKs had come: the pause is its own.
+    # (a slow hop or a queue on the way back, a rate limit pacing its segments) as
+    # well as pausing: its sending (``transfer``), not the client's idleness nor a
+    # round trip; a capture at the client tells them apart.  At the client, its ACKs
+    # had come: the pause is its own, after the ACK's travel the capture cannot see.
     client_seen = options.capture_point not in ("server", "between")
+    head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
     if client_seen:
+        add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
         add_events(
             idle_gap,
             s,
@@ -984,7 +989,7 @@ def _pair_budget(
         (events("tcp_resend_gap", True), "loss_recovery", None, None),
         (w[length[w] < path_bytes], "window", None, None),
         (w[length[w] >= path_bytes], "server", None, None),
-        (s, "round_trip", None, head),
+        (s if client_seen else s[:0], "round_trip", None, head if client_seen else head[:0]),
         (s if client_seen else s[:0], "client_idle", head if client_seen else head[:0], None),
         (gaps[~queued], "round_trip", None, None),
     ):
@@ -993,9 +998,9 @@ def _pair_budget(
         conn = ev_conn[idx] if len(ev_conn) else np.zeros(len(idx), "int64")
         also = np.full(len(idx), -1, "int64")
         if cause == "round_trip" and e_ is None:  # ACK waits of a window a loss cut
-            made = _regrowing(
-                idx, ts, length, ev_conn, events("tcp_retransmission", True), _loaded_rtt(c, rtt)
-            )
+            retx = events("tcp_retransmission", True)
+            made = _regrowing(idx, ts, length, ev_conn, retx, _loaded_rtt(c, rtt))
+            made |= np.isin(conn, _loss_limited(retx, ev_conn, c))
             also[made] = path_code("loss_recovery")
         stop_parts.append((a, b, np.full(len(idx), path_code(cause)), conn, also))
     stops = Stops(*(np.concatenate([sp[k] for sp in stop_parts]) for k in range(5)))
@@ -1074,7 +1079,10 @@ def _pair_budget(
         pair_row[f"{cause}_path_ns"] = ns
         pair_row[f"{cause}_also_ns"] = path.also_ns[cause]
     pair_row["round_trip_also_count"] = path.also_count["round_trip"]
-    pair_row["ack_chain_ns"] = _ack_chain(c, acked)
+    pair_row["ack_chain_ns"], pair_row["ack_chain_calls"] = _ack_chain(c, acked)
+    segments = c.call_bytes.sum() / SEGMENT_BYTES
+    resent_segments = len(events("tcp_retransmission", True))
+    pair_row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
     mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
     for cause, ns in mine.items():
         pair_row[f"{cause}_calls_ns"] = ns
@@ -1136,12 +1144,12 @@ def _pair_budget(
 ACK_CLOCKED_SHARE = 0.9
 
 
-def _ack_chain(c: _PairCalls, acked: np.ndarray) -> int:
+def _ack_chain(c: _PairCalls, acked: np.ndarray) -> tuple[int, int]:
     """The time an ACK-clocked sender's chain of WRITEs needs whatever the server
     does (``ack_chain_ns``): per connection whose WRITEs start after the previous
     one's last byte was acknowledged, the sum of each WRITE's first packet to
-    that ACK; the longest connection's."""
-    best = 0
+    that ACK; the longest connection's, and how many WRITEs it holds."""
+    best, calls = 0, 0
     writes = c.op == WRITE_OP
     for conn in np.unique(c.conn[writes]):
         mine = np.flatnonzero((c.conn == conn) & writes)
@@ -1153,8 +1161,37 @@ def _ack_chain(c: _PairCalls, acked: np.ndarray) -> int:
         waited = (prev_ack > 0) & (c.cs[mine][1:] >= prev_ack)
         if waited.mean() < ACK_CLOCKED_SHARE:
             continue
-        best = max(best, int((prev_ack[waited] - c.cs[mine][:-1][waited]).sum()))
-    return best
+        chain = int((prev_ack[waited] - c.cs[mine][:-1][waited]).sum())
+        if chain > best:
+            best, calls = chain, int(waited.sum())
+    return best, calls
+
+
+# A connection that re-sends at least this share of its segments never lets its
+# window grow back between losses (Mathis et al., CCR 1997: the rate of a
+# loss-limited flow is about MSS/RTT * 1.22/sqrt(p)): every ACK wait of its
+# window is the loss's as much as the round trip's.  Lab, the kernel client
+# through 1% loss each way: 1.5% of its segments re-sent, 3-8 segments in flight
+# at its ACK waits, 2.7x slower than without the loss; loss-free runs: none.
+LOSS_LIMITED_SHARE = 0.002
+# ... and at least this many (a short copy that lost a few segments in its slow
+# start waited on slow start, not on a window the losses kept small).
+LOSS_LIMITED_MIN = 20
+SEGMENT_BYTES = 1448  # a full TCP segment of a 1500-byte path: counts segments from bytes
+
+
+def _loss_limited(retx: np.ndarray, conn: np.ndarray, c: _PairCalls) -> np.ndarray:
+    """The connections of the pair that re-sent at least LOSS_LIMITED_SHARE of
+    the segments its calls took (and LOSS_LIMITED_MIN)."""
+    if not len(retx):
+        return np.array([], "int64")
+    out = []
+    for k in np.unique(conn[retx]):
+        segments = c.call_bytes[c.conn == k].sum() / SEGMENT_BYTES
+        resent = int((conn[retx] == k).sum())
+        if resent >= max(LOSS_LIMITED_SHARE * segments, LOSS_LIMITED_MIN):
+            out.append(int(k))
+    return np.array(out, "int64")
 
 
 def _regrowing(

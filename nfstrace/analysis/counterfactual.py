@@ -87,6 +87,10 @@ class Removal:
         return self.elapsed_ns / self.predicted_ns if self.predicted_ns > 0 else math.inf
 
 
+def _size(row: Any) -> float:
+    return float(row.get("write_size", -1) or -1)
+
+
 def _server_ref_ns(write_size: float) -> float:
     size = write_size if write_size and write_size > 0 else 64 * 1024
     return SERVER_REF_CALL_NS + size * 8e9 / SERVER_REF_BPS
@@ -135,8 +139,19 @@ def removal_of(row: Any, causes: tuple[str, ...], lan_rtt_ns: float = LAN_RTT_NS
     floors = [int(row.get("transfer_ns", 0) or 0)]
     if "server" not in causes:
         floors.append(int(row.get("server_work_ns", 0) or 0))
-    if set(causes) <= {"server", "commit", "server_busy"}:  # the chain does not wait on them
-        floors.append(int(row.get("ack_chain_ns", 0) or 0))
+    else:  # a healthy server still answers each WRITE in its time, one after another at worst
+        floors.append(int(int(row.get("writes", 0) or 0) * _server_ref_ns(_size(row))))
+    chain = int(row.get("ack_chain_ns", 0) or 0)
+    if (
+        chain
+        and set(causes) <= {"server", "commit", "server_busy", "round_trip"}
+        and ("round_trip" not in causes or len(causes) > 1)
+    ):  # (the round trip alone: its own removal shortens the chain; it is not a floor)
+        if "round_trip" in causes:  # each of its calls waited a round trip: a LAN's now
+            rtt = float(row.get("rtt_ns", math.nan))
+            shorter = rtt - min(lan_rtt_ns, rtt) if math.isfinite(rtt) else 0.0
+            chain -= int(int(row.get("ack_chain_calls", 0) or 0) * shorter)
+        floors.append(chain)
     floor = min(max(floors), elapsed)
     predicted = max(predicted, floor, 1)
     return Removal(

@@ -159,6 +159,12 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
         )
     if quality.clock_limits:
         out.append(quality.clock_text())
+    cut = unanswered_at_end(transactions)
+    if cut:
+        out.append(
+            f"it ends mid-write: {count(cut, 'WRITE call')} in its last moments "
+            f"{'has' if cut == 1 else 'have'} no reply in it (the writes went on after it)"
+        )
     gap = budget.seconds().get("capture_gap", 0)
     if budget.elapsed_ns and gap / budget.elapsed_ns >= 0.05:
         out.append(
@@ -166,6 +172,16 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
             "write activity)"
         )
     return out
+
+
+def unanswered_at_end(transactions: pd.DataFrame) -> int:
+    """WRITE calls sent after the last reply the capture holds, none answered: a
+    capture that stopped while the writes went on."""
+    replied = transactions["t_reply_ns"].dropna()
+    last = -1 if replied.empty else int(replied.max())
+    writes = transactions[is_value(transactions["op"], "WRITE") & (transactions["n_calls"] > 0)]
+    late = writes[(writes["n_replies"] == 0) & (writes["t_call_ns"] > last)]
+    return len(late)
 
 
 def _round_trip_ns(model: Any) -> tuple[float, float]:
@@ -312,6 +328,25 @@ def diagnose(
     findings = rank(findings)
     if budget.elapsed_ns:
         findings.insert(0, verdict_finding(verdict, budget))
+    elif (writes is not None and writes.writes) or unanswered_at_end(transactions):
+        # WRITEs were sent but none answered: say what the capture cannot tell
+        text = (
+            f"no WRITE was answered in the capture ({count(writes.writes, 'WRITE call')} "
+            "sent): it says nothing about how fast the writes ran"
+        )
+        if limits:
+            text += f" (limited: {'; '.join(limits)})"
+        verdict = Verdict("none", text, limits=limits)
+        findings.insert(
+            0,
+            Finding(
+                kind="verdict",
+                title=text[0].upper() + text[1:],
+                severity="warning",
+                limits_conclusions=True,
+                details={"primary": "none", "elapsed_ns": 0},
+            ),
+        )
     shown = timeline(
         transactions,
         events,

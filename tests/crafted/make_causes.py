@@ -73,13 +73,21 @@ class Flow:
     ``ack`` is a pure ACK of everything received so far; ``skip`` advances a
     direction's sequence numbers over bytes the capture never saw."""
 
-    def __init__(self, cap: mc.Capture, client: str, server: str, cport: int, us: float) -> None:
+    def __init__(
+        self,
+        cap: mc.Capture,
+        client: str,
+        server: str,
+        cport: int,
+        us: float,
+        rtt_us: float = RTT_US,
+    ) -> None:
         self.cap, self.client, self.server, self.cport = cap, client, server, cport
         self.cnext, self.snext = 1_001, 500_001
         # window scale 7 both ways: 8 MiB windows, never full here
         self._frame(True, "S", 1_000, 0, b"", us, [("MSS", 1460), ("WScale", 7)])
-        self._frame(False, "SA", 500_000, 1_001, b"", us + RTT_US, [("MSS", 1460), ("WScale", 7)])
-        self._frame(True, "A", 1_001, 500_001, b"", us + RTT_US + 1)
+        self._frame(False, "SA", 500_000, 1_001, b"", us + rtt_us, [("MSS", 1460), ("WScale", 7)])
+        self._frame(True, "A", 1_001, 500_001, b"", us + rtt_us + 1)
 
     def _frame(
         self,
@@ -106,9 +114,16 @@ class Flow:
         self.cap.add(mc.eth(ip / Raw(data) if data else ip), at(us))
 
     def send(
-        self, from_client: bool, msg: bytes, us: float, spacing_us: float = 0.0
+        self,
+        from_client: bool,
+        msg: bytes,
+        us: float,
+        spacing_us: float = 0.0,
+        ack: int | None = None,
     ) -> list[float]:
-        """The record in segments `spacing_us` apart from `us`; their times."""
+        """The record in segments `spacing_us` apart from `us`; their times.  A
+        server's segments acknowledge everything the client sent so far, or
+        `ack` (what had reached the server when it sent them)."""
         payload = mc.record(msg)
         times = []
         for i in range(0, len(payload), SEGMENT):
@@ -118,16 +133,16 @@ class Flow:
                 self._frame(True, "PA", self.cnext, self.snext, piece, t)
                 self.cnext += len(piece)
             else:
-                self._frame(False, "PA", self.snext, self.cnext, piece, t)
+                self._frame(False, "PA", self.snext, self.cnext if ack is None else ack, piece, t)
                 self.snext += len(piece)
             times.append(t)
         return times
 
-    def ack(self, from_client: bool, us: float) -> None:
+    def ack(self, from_client: bool, us: float, ack: int | None = None) -> None:
         if from_client:
             self._frame(True, "A", self.cnext, self.snext, b"", us)
         else:
-            self._frame(False, "A", self.snext, self.cnext, b"", us)
+            self._frame(False, "A", self.snext, self.cnext if ack is None else ack, b"", us)
 
     def skip(self, from_client: bool, nbytes: int) -> None:
         if from_client:
@@ -317,7 +332,74 @@ def build_two_clients(out: Path) -> dict[str, Path]:
     return made
 
 
-BUILDERS = (build_silence_99s, build_two_mounts, build_missed_calls_s256, build_two_clients)
+# ---- 5. a slow server behind a round trip: each hides the other -----------------------
+
+OVERLAP_WRITES = 60
+OVERLAP_COUNT = 64 * 1024
+OVERLAP_RTT_US = 3_000  # the round trip the client's next call waits on (its ACK)
+OVERLAP_SERVER_US = 4_000  # the server's time per WRITE, one at a time
+OVERLAP_SEND_US = 300  # a call's sending
+OVERLAP_TURN_US = 50  # the client's next call after the ACK
+
+
+def build_server_and_round_trip(out: Path) -> dict[str, Path]:
+    """An ACK-clocked client (each WRITE once the last one's bytes are
+    acknowledged, as nfs-rs over NFSv4.1 sends) to a server that takes 4 ms per
+    WRITE, one at a time, over a 3 ms round trip: WRITEs queue at the server
+    while the round trips go on.  Without the round trip the server still takes
+    4 ms each; without the slow server the client still waits a round trip each:
+    fixing either alone gains little, both a lot."""
+    cap = mc.Capture(snaplen=SNAPLEN)
+    f = Flow(cap, mc.CLIENT, mc.SERVER, 870, 0, rtt_us=OVERLAP_RTT_US)
+    size = len(mc.record(write_call(0, 1, 0, OVERLAP_COUNT)))
+    # (time seen at the client, order, from the client, message, bytes acknowledged)
+    actions: list[tuple[float, int, bool, bytes, int]] = []
+    us, server_free, sent = 10_000.0, 0.0, f.cnext
+    arrivals: list[tuple[float, int]] = []  # (when the server had them, bytes so far)
+    for i in range(OVERLAP_WRITES):
+        xid = 0x5000 + i
+        actions.append(
+            (us, len(actions), True, write_call(xid, 1, i * OVERLAP_COUNT, OVERLAP_COUNT), 0)
+        )
+        sent += size
+        arrived = us + OVERLAP_SEND_US + OVERLAP_RTT_US / 2
+        arrivals.append((arrived, sent))
+        acked = arrived + OVERLAP_RTT_US / 2  # the server's TCP ACK reaches the client
+        actions.append((acked, len(actions), False, b"", sent))
+        done = max(arrived, server_free) + OVERLAP_SERVER_US
+        server_free = done
+        actions.append(
+            (done + OVERLAP_RTT_US / 2, len(actions), False, write_reply(xid, OVERLAP_COUNT), -1)
+        )
+        us = acked + OVERLAP_TURN_US
+    last = max(a[0] for a in actions)
+    xid = 0x5000 + OVERLAP_WRITES
+    actions.append((last + 100, len(actions), True, commit_call(xid, 1), 0))
+    arrivals.append((last + 100 + OVERLAP_RTT_US / 2, sent + len(mc.record(commit_call(xid, 1)))))
+    actions.append((last + 100 + OVERLAP_RTT_US + 500, len(actions), False, commit_reply(xid), -1))
+    spacing = OVERLAP_SEND_US / max(pieces(OVERLAP_COUNT) - 1, 1)
+    for t, _, from_client, msg, _ack in sorted(actions, key=lambda a: a[:2]):
+        if from_client:
+            f.send(True, msg, t, spacing)
+            continue
+        # the server acknowledges what had reached it when its frame left (a half
+        # round trip before the client sees it)
+        left = t - OVERLAP_RTT_US / 2
+        had = max((n for when, n in arrivals if when <= left), default=1_001)
+        if msg:
+            f.send(False, msg, t, ack=had)
+        else:
+            f.ack(False, t, had)
+    return {"server_and_round_trip": cap.write(out / "server_and_round_trip.pcap")}
+
+
+BUILDERS = (
+    build_silence_99s,
+    build_two_mounts,
+    build_missed_calls_s256,
+    build_two_clients,
+    build_server_and_round_trip,
+)
 
 
 def build_all(outdir: str | os.PathLike[str]) -> dict[str, Path]:
