@@ -281,7 +281,7 @@ def test_two_mounts_the_paused_one_is_named() -> None:
     by_pair = {p.server: p for p in d.verdict.pairs}
     big, small = by_pair[mcs.MOUNT_BIG_SERVER], by_pair[mcs.MOUNT_SMALL_SERVER]
     assert big.primary == "client_idle" and small.primary != "client_idle"
-    assert f"→ {mcs.MOUNT_BIG_SERVER}: the client itself sent nothing" in d.verdict.text
+    assert f"→ {mcs.MOUNT_BIG_SERVER}: the client's own pauses" in d.verdict.text
     idle = next(f for f in d.findings if f.kind == "client_idle")
     assert idle.details["server"] == mcs.MOUNT_BIG_SERVER
     assert f"{mcs.MOUNT_PAUSED} spans of 155 ms-197 ms" in idle.title

@@ -136,6 +136,7 @@ class PairVerdict:
     text: str
     mbit_s: float
     shares: dict[str, float]
+    gain: float = math.nan  # the predicted speed-up of fixing the primary cause
 
 
 @dataclass(frozen=True)
@@ -340,6 +341,7 @@ _WORDS = {
     "client_idle": "the client's own pauses",
     "capture_gap": "spans the capture missed",
     "unknown": "unexplained",
+    "bandwidth": "a steady ceiling of the path",
 }
 
 
@@ -424,6 +426,16 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
     return text
 
 
+def _pair_line(p: PairVerdict) -> str:
+    """One pair in the capture-wide verdict: its cause, its gain, its rate."""
+    if p.primary == "none":
+        return f"{p.client} → {p.server}: no problem, {p.mbit_s:,.1f} Mbit/s"
+    gain = f", about {p.gain:.1f}x faster fixed" if p.gain and p.gain >= 1.05 else ""
+    share = f" {p.shares[p.primary]:.0%}" if p.primary in p.shares else ""
+    cause = _WORDS.get(p.primary, p.primary)
+    return f"{p.client} → {p.server}: {cause}{share}{gain}, {p.mbit_s:,.1f} Mbit/s"
+
+
 def _one(values: pd.Series) -> str:
     """The value every row shares, else 'mixed'."""
     distinct = set(values.astype(str))
@@ -438,6 +450,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     pairs = []
     for _, row in budget.pairs.iterrows():
         primary, shares = pair_primary(row)
+        got = gains(row).get(primary)
         pairs.append(
             PairVerdict(
                 client=str(row["client"]),
@@ -446,6 +459,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
                 text=pair_text(row, primary, shares),
                 shares=shares,
                 mbit_s=float(row["mbit_s"]),
+                gain=got.speedup if got is not None else math.nan,
             )
         )
     total = budget.pairs[[c for c in budget.pairs.columns if c.endswith("_ns")]].sum()
@@ -480,9 +494,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
         text = pair_text(whole, primary, shares) + " (all client/server pairs together)"
         # which pair is which: the pairs whose primary is a problem first, then the slowest
         shown = sorted(pairs, key=lambda p: (p.primary == "none", p.mbit_s))
-        text += "; by pair: " + "; ".join(
-            f"{p.client} → {p.server}: {p.text}" for p in shown[:MAX_PAIRS_IN_TEXT]
-        )
+        text += "; by pair: " + "; ".join(_pair_line(p) for p in shown[:MAX_PAIRS_IN_TEXT])
         if len(pairs) > MAX_PAIRS_IN_TEXT:
             text += f"; {len(pairs) - MAX_PAIRS_IN_TEXT} more pairs in the budget"
     if limits:
