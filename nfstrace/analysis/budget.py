@@ -171,6 +171,7 @@ PAIR_COLUMNS: dict[str, str] = {
     "writes": "int64: WRITE calls",
     "write_size": "int64: most common WRITE size (bytes; -1 unknown)",
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
+    "send_spread": "float: their rates' interquartile range over that median (NaN: < 4 calls)",
     "clock_mbit_s": "float: UDP, captured before a slower hop: the rate (call bytes) of the "
     "clock its replies came back on, the hop its calls queued at (NaN: none found)",
     "queued_ns": "int64: of transfer_ns, the time its data sat in a queue in the path (ACKs "
@@ -497,6 +498,16 @@ def _sending_rate_bps(c: _PairCalls) -> float:
     """Median rate of the pair's big calls (NaN: none)."""
     rates = _call_rates_bps(c)
     return float(np.median(rates)) if len(rates) else math.nan
+
+
+def _sending_rate_spread(c: _PairCalls) -> float:
+    """How much the big calls' rates differ: interquartile range over median
+    (NaN: fewer than 4)."""
+    rates = _call_rates_bps(c)
+    if len(rates) < 4:
+        return math.nan
+    q1, q2, q3 = np.percentile(rates, [25, 50, 75])
+    return float((q3 - q1) / q2) if q2 > 0 else math.nan
 
 
 def _clocked(c: _PairCalls) -> np.ndarray:
@@ -1127,6 +1138,7 @@ def _pair_budget(
         mbit_s=nbytes * 8e3 / (end - start),
         writes=writes,
         send_mbit_s=_sending_rate_bps(c) / 1e6,
+        send_spread=_sending_rate_spread(c),
         clock_mbit_s=clock / 1e6,
         rtt_ns=options.rtt_ns,
         capture_point=options.capture_point,

@@ -113,6 +113,11 @@ GAIN_NOTABLE = 1.02
 TRANSFER_DOMINANT = 0.9
 # ... with its big calls leaving at most this many times faster than the overall rate.
 STEADY_RATIO = 1.25
+# ... and at one rate: their rates' interquartile range at most this share of their
+# median.  Lab: rate limits of 50 and 60 Mbit/s 0.2-1.9%; the kernel client through
+# the CPU-bound impair.py bridge of the emulated guests (120-280 Mbit/s, not a
+# ceiling of the path but of whatever CPU was free) 24-40%; a healthy bridge 38%.
+STEADY_SPREAD = 0.1
 # ... or, over UDP with the replies on a hop's clock, its calls sat in that hop's
 # queue at least this share of the time (the budget's ``queued_ns``).
 QUEUED_DOMINANT = 0.5
@@ -261,7 +266,9 @@ LOSS_PACED_SHARE = 0.0075
 def _paced(row: pd.Series, shares: dict[str, float]) -> bool:
     send = float(row["send_mbit_s"])
     rate = float(row["mbit_s"])
-    paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate
+    spread = float(row.get("send_spread", math.nan))
+    steady = not math.isfinite(spread) or spread <= STEADY_SPREAD
+    paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate and steady
     if _hop_clocked(row):
         queued = float(row.get("queued_ns", 0) or 0) / float(row["elapsed_ns"])
         if queued >= QUEUED_DOMINANT:
@@ -484,6 +491,9 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
             else math.nan,
             "clock_mbit_s": float(np.nanmin(budget.pairs["clock_mbit_s"].to_numpy(float)))
             if budget.pairs["clock_mbit_s"].notna().any()
+            else math.nan,
+            "send_spread": float(np.nanmax(budget.pairs["send_spread"].to_numpy(float)))
+            if budget.pairs["send_spread"].notna().any()
             else math.nan,
         }
     )
