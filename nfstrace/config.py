@@ -101,6 +101,16 @@ class ParseLimits:
     # byte (messages.acked_ns).  Past it the oldest is given up (its acked_ns
     # stays -1): a capture that sees one direction only never shows the ACKs.
     max_ack_waiting: int = 4096
+    # A pipe, FIFO or device given as input (standard input, ``<(tcpdump -w -)``)
+    # is copied once into a temporary file under $TMPDIR, to be read more than
+    # once: its first bytes are checked first (a capture's or a compressed file's
+    # magic, so ``/dev/zero`` or ``yes |`` is refused at once), then at most this
+    # many bytes are copied, and never so many that less than 1 GiB stays free
+    # there (capture.SPOOL_RESERVE_BYTES).  Past it the rest of the pipe is not
+    # read: a warning (exit 6), and what was copied is analysed.  64 GiB is
+    # several times the largest capture whose messages fit in memory here
+    # (max_messages), while an endless pipe can no longer fill the disk.
+    max_spool_bytes: int = 64 * 1024**3
     # RPC messages read before the parser stops (checked every
     # CHECK_EVERY_FRAMES frames): the tables grow ~MESSAGE_BYTES per message,
     # so a capture of millions of tiny RPCs (or a small file decompressing to

@@ -26,6 +26,7 @@ pub const DEFAULT_MAX_EVENTS_PER_KIND: i64 = 500_000;
 pub const DEFAULT_DUPLICATE_WINDOW_NS: i64 = 1_000_000;
 pub const DEFAULT_SEND_GAP_NS: i64 = 100_000;
 pub const DEFAULT_MAX_ACK_WAITING: i64 = 4096;
+pub const DEFAULT_MAX_SPOOL_BYTES: i64 = 68_719_476_736;
 pub const DEFAULT_PARTITIONS: i64 = 1;
 pub const DEFAULT_PARTITION: i64 = 0;
 /// config.CHECK_EVERY_FRAMES: the message count is checked this often

@@ -41,7 +41,6 @@ import gzip
 import heapq
 import lzma
 import os
-import shutil
 import stat
 import sys
 import tempfile
@@ -66,7 +65,18 @@ Frame = tuple[int, int, Bytes, int, int]
 # the reader does not count them): called every 16,384 frames while parsing.
 Progress = Callable[[int, int], None]
 
-CHUNK = 4 * 1024 * 1024
+CHUNK = 4 * 1024 * 1024  # bytes read at a time (at most: see chunk_bytes)
+# All the files read side by side (merged in time order) share this many bytes
+# of reading buffers, each at least MIN_CHUNK: 1,250 files must not hold 4 MiB
+# each (native/src/capture.rs mirrors both).
+READ_BUDGET = 256 * 1024 * 1024
+MIN_CHUNK = 64 * 1024
+
+
+def chunk_bytes(files: int) -> int:
+    """Bytes read at a time from each of ``files`` files read side by side."""
+    return min(CHUNK, max(MIN_CHUNK, READ_BUDGET // max(files, 1)))
+
 # Compressed streams are read in pieces of this size: a read that fails (data
 # cut off or corrupt) loses nothing decompressed before it.
 COMPRESSED_PIECE = 256 * 1024
@@ -164,6 +174,10 @@ class CaptureInfo:
 
 STDIN = "-"  # the capture path that means standard input
 SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
+# Free space left on $TMPDIR's file system when a pipe's copy stops there
+# (besides ParseLimits.max_spool_bytes): the copy never fills the disk.
+SPOOL_RESERVE_BYTES = 1 << 30
+HEAD_BYTES = 6  # the longest first bytes CAPTURE_STARTS tests
 
 
 def _needs_spooling(path: str) -> bool:
@@ -176,30 +190,111 @@ def _needs_spooling(path: str) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
+def _read_head(source: BinaryIO, n: int) -> bytes:
+    """The first n bytes of a pipe (fewer at its end): a pipe gives what it has."""
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        piece = source.read(n - got)
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
+
+
+def spool_bound(limit: int, directory: str) -> int:
+    """Bytes a pipe may be copied into ``directory``: ``limit``
+    (ParseLimits.max_spool_bytes), and no more than leaves SPOOL_RESERVE_BYTES
+    free there."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return limit
+    return max(0, min(limit, st.f_bavail * st.f_frsize - SPOOL_RESERVE_BYTES))
+
+
+def _spool(
+    path: str, source: BinaryIO, copy: BinaryIO, where: str, bound: int, notes: list[str]
+) -> None:
+    """Copy a pipe into its temporary file (in directory ``where``), its first
+    bytes checked before anything is copied, at most ``bound`` bytes (then a note: the rest is not
+    read).  Errors name the step that failed."""
+    try:
+        head = _read_head(source, HEAD_BYTES)
+    except OSError as e:
+        raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+    if not head:
+        raise CaptureError("empty file", path)
+    # (shorter: copied, the reader says why; the same words as the reader's)
+    if len(head) == HEAD_BYTES and not head.startswith(CAPTURE_STARTS):
+        raise CaptureError("not a pcap or pcapng capture file", path)
+    done = 0
+    data = head
+    while data:
+        room = bound - done
+        if len(data) > room:
+            data = data[:room]
+        try:
+            copy.write(data)
+        except OSError as e:
+            raise CaptureError(
+                f"cannot copy the input to a temporary file in {where}: {e.strerror or e}", path
+            ) from None
+        done += len(data)
+        if done >= bound:
+            if source.read(1):
+                notes.append(
+                    f"{path}: the copy of this pipe stopped at {done:,} bytes (ParseLimits."
+                    f"max_spool_bytes, or 1 GiB left free in {where}): the rest was not read"
+                )
+            break
+        try:
+            data = source.read(SPOOL_CHUNK)
+        except OSError as e:
+            raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+
+
 @contextlib.contextmanager
-def regular_files(paths: list[str]) -> Iterator[list[str]]:
+def regular_files(
+    paths: list[str], max_spool_bytes: int = 1 << 62, notes: list[str] | None = None
+) -> Iterator[list[str]]:
     """The captures as files that can be read twice: standard input (``-``) and
     pipes, FIFOs or devices (``<(tcpdump -w - ...)``, ``/dev/stdin``) are copied
-    once into a temporary file (as large as the capture; under $TMPDIR),
-    deleted afterwards; regular files are read where they are."""
+    once into a temporary file under $TMPDIR, deleted afterwards; regular files
+    are read where they are.  A pipe's first bytes are checked before it is
+    copied (``/dev/zero`` or ``yes |`` is refused at once, not copied whole),
+    and at most ``spool_bound(max_spool_bytes)`` bytes are copied: where it
+    stops, a line in ``notes``."""
     spooled: list[str] = []
+    notes = [] if notes is None else notes
     try:
         out = []
         for path in paths:
             if not _needs_spooling(path):
                 out.append(path)
                 continue
-            fd, name = tempfile.mkstemp(prefix="nfstrace-input-", suffix=".capture")
-            spooled.append(name)
             try:
-                with os.fdopen(fd, "wb") as copy:
-                    if path == STDIN:
-                        shutil.copyfileobj(sys.stdin.buffer, copy, SPOOL_CHUNK)
-                    else:
-                        with open(path, "rb") as source:
-                            shutil.copyfileobj(source, copy, SPOOL_CHUNK)
+                fd, name = tempfile.mkstemp(prefix="nfstrace-input-", suffix=".capture")
             except OSError as e:
-                raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+                raise CaptureError(
+                    f"cannot create a temporary file in {tempfile.gettempdir()} for the "
+                    f"input: {e.strerror or e}",
+                    path,
+                ) from None
+            spooled.append(name)
+            where = os.path.dirname(name)
+            bound = spool_bound(max_spool_bytes, where)
+            with os.fdopen(fd, "wb") as copy:
+                if path == STDIN:
+                    _spool(path, sys.stdin.buffer, copy, where, bound, notes)
+                else:
+                    try:
+                        source = open(path, "rb")  # noqa: SIM115 - closed below
+                    except OSError as e:
+                        raise CaptureError(f"cannot open: {e.strerror or e}", path) from None
+                    with source:
+                        _spool(path, source, copy, where, bound, notes)
             out.append(name)
         yield out
     finally:
@@ -219,34 +314,60 @@ CAPTURE_STARTS = (
 )
 
 
-def expand_directories(paths: list[str]) -> list[str]:
+def unusable(path: str) -> str:
+    """Why this file cannot be read as a capture ('' if it can): its header and
+    first frame read as the parse will read them."""
+    frames = read_frames(path, 0, CaptureInfo(path=path), chunk=MIN_CHUNK)
+    try:
+        next(frames, None)
+    except CaptureError as e:
+        return e.message
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+    finally:
+        frames.close()
+    return ""
+
+
+def expand_directories(paths: list[str], notes: list[str] | None = None) -> list[str]:
     """The captures named, a directory standing for the capture files directly
     in it (rotated ``tcpdump -C/-G`` output): its regular, not hidden files
     that begin as a pcap, pcapng or compressed file, by name (the frames are
-    merged in time order whatever the order).  A directory without one is an
-    error naming it."""
+    merged in time order whatever the order).  An entry that cannot be read as
+    a capture (a symlink loop, no permission, a file cut inside its header) is
+    skipped, with a line in ``notes``: one odd file does not stop the others.
+    A directory without a capture file is an error naming it."""
     out: list[str] = []
+    notes = [] if notes is None else notes
     for path in paths:
         if path == STDIN or not os.path.isdir(path):
             out.append(path)
             continue
         found = []
         with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.name.startswith(".") or not entry.is_file():
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.startswith("."):
                     continue
                 try:
+                    if not entry.is_file():
+                        continue
                     with open(entry.path, "rb") as f:
                         head = f.read(6)
-                except OSError:
+                except OSError as e:
+                    notes.append(f"{entry.path}: skipped: {e.strerror or e}")
                     continue
-                if head.startswith(CAPTURE_STARTS):
-                    found.append(entry.path)
+                if not head.startswith(CAPTURE_STARTS):
+                    continue
+                why = unusable(entry.path)
+                if why:
+                    notes.append(f"{entry.path}: skipped: {why}")
+                    continue
+                found.append(entry.path)
         if not found:
             raise CaptureError(
                 "a directory without capture files (pcap, pcapng, .gz/.bz2/.xz)", path
             )
-        out.extend(sorted(found))
+        out.extend(found)
     return out
 
 
@@ -373,12 +494,27 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
 class Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
-    __slots__ = ("buf", "compressed", "consumed", "eof", "error", "info", "pos", "stream")
+    __slots__ = (
+        "buf",
+        "chunk",
+        "compressed",
+        "consumed",
+        "eof",
+        "error",
+        "info",
+        "pos",
+        "stream",
+    )
 
     def __init__(
-        self, stream: BinaryIO, compressed: bool = False, info: CaptureInfo | None = None
+        self,
+        stream: BinaryIO,
+        compressed: bool = False,
+        info: CaptureInfo | None = None,
+        chunk: int = CHUNK,
     ) -> None:
         self.stream = stream
+        self.chunk = chunk
         self.compressed = compressed
         self.info = info  # its read_bytes kept current
         self.buf = b""
@@ -402,7 +538,7 @@ class Buffer:
             return True
         parts = [self.buf[self.pos :]]
         while have < n and not self.eof:
-            chunk = self._read(max(CHUNK, n - have))
+            chunk = self._read(max(self.chunk, n - have))
             if chunk:
                 parts.append(chunk)
                 have += len(chunk)
@@ -425,12 +561,13 @@ class Buffer:
 
 
 def read_frames(
-    path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN
+    path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN, chunk: int = CHUNK
 ) -> Generator[Frame, None, None]:
-    """Frames of one file, in file order; frames above max_frame bytes are damage."""
+    """Frames of one file, in file order; frames above max_frame bytes are damage;
+    read ``chunk`` bytes at a time."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = Buffer(stream, compressed=bool(info.compression), info=info)
+        buf = Buffer(stream, compressed=bool(info.compression), info=info, chunk=chunk)
         if not buf.fill(4):
             if buf.error:
                 raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
@@ -463,13 +600,54 @@ def read_many(
 
     The merge trusts each file to be in time order, as tcpdump writes them.
     """
-    streams = [
-        read_frames(p, i, info, max_frame)
-        for i, (p, info) in enumerate(zip(paths, infos, strict=True))
-    ]
-    if len(streams) == 1:
-        return streams[0]
-    return heapq.merge(*streams, key=lambda f: f[0])
+    if len(paths) == 1:
+        return read_frames(paths[0], 0, infos[0], max_frame)
+    return _merged(paths, infos, max_frame, chunk_bytes(len(paths)))
+
+
+def _merged(
+    paths: list[str], infos: list[CaptureInfo], max_frame: int, chunk: int
+) -> Iterator[Frame]:
+    """heapq.merge of every file's frames by time (ties: the earlier file
+    first), each file opened only when its first frame is due and closed at its
+    end: a directory of thousands of rotated files holds one or two open, not
+    all of them (their descriptors, their buffers).  Each file's first frame is
+    read beforehand, one file at a time, to know when it is due (and every
+    unreadable file is said before any frame is handed out)."""
+    heap: list[tuple[int, int, Frame | None, Generator[Frame, None, None] | None]] = []
+    for i, (path, info) in enumerate(zip(paths, infos, strict=True)):
+        first = read_frames(path, i, CaptureInfo(path=path), max_frame, MIN_CHUNK)
+        try:
+            frame = next(first, None)
+        finally:
+            first.close()
+        if frame is None:  # no frame: read it for its facts now (nothing to merge)
+            for _ in read_frames(path, i, info, max_frame, MIN_CHUNK):
+                pass
+        else:
+            heap.append((frame[0], i, None, None))
+    heapq.heapify(heap)
+    try:
+        while heap:
+            ts, i, frame, frames = heap[0]
+            if frames is None:  # due: opened now (its first frame again)
+                frames = read_frames(paths[i], i, infos[i], max_frame, chunk)
+                heap[0] = (ts, i, None, frames)  # (closed below if it fails)
+                frame = next(frames, None)
+                if frame is None:  # (it changed under us)
+                    heapq.heappop(heap)
+                    continue
+            assert frame is not None
+            yield frame
+            following = next(frames, None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following[0], i, following, frames))
+    finally:  # an error, or the reader stopped early: the files open are closed now
+        for *_, frames in heap:
+            if frames is not None:
+                frames.close()
 
 
 def file_size(path: str) -> int:
