@@ -101,9 +101,7 @@ def test_the_spool_bound_leaves_room_on_the_disk(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("parser", PARSERS)
-def test_odd_entries_of_a_directory_are_skipped_with_a_warning(
-    tmp_path: Path, parser: str
-) -> None:
+def test_odd_entries_of_a_directory_are_skipped_with_a_warning(tmp_path: Path, parser: str) -> None:
     """A symlink loop (was: internal error, exit 1) and a 10-byte stub that
     begins as a pcap (was: exit 3) no longer stop the directory: each is
     skipped with a warning naming it, and the capture beside them is analysed."""

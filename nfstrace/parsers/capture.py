@@ -77,6 +77,7 @@ def chunk_bytes(files: int) -> int:
     """Bytes read at a time from each of ``files`` files read side by side."""
     return min(CHUNK, max(MIN_CHUNK, READ_BUDGET // max(files, 1)))
 
+
 # Compressed streams are read in pieces of this size: a read that fails (data
 # cut off or corrupt) loses nothing decompressed before it.
 COMPRESSED_PIECE = 256 * 1024
