@@ -524,3 +524,41 @@ def test_unwritable_output_said_before_reading(tmp_path: Path, where: str) -> No
     r = runner.invoke(app, ["analyze", str(junk), "-o", str(target)])
     assert r.exit_code == ExitStatus.OUTPUT, r.output
     assert r.stderr.startswith("nfstrace: error: cannot write -o")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("signum", "whole_group", "status"),
+    [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143), (signal.SIGTERM, True, 143)],
+)
+def test_a_signal_while_the_browser_draws_leaves_nothing_behind(
+    tmp_path: Path, signum: int, whole_group: bool, status: int
+) -> None:
+    """Ctrl-C (SIGINT to the terminal's whole process group) or SIGTERM while
+    Chromium draws --png: exit 130/143, nothing left in $TMPDIR (its profile,
+    its own org.chromium.* directories were; and "Directory not empty" made it
+    exit 5), no PNG at the target (issue 30 item 9)."""
+    from nfstrace.reports.png import browser
+
+    assert browser(), "chromium is needed (installed in CI)"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    png = tmp_path / "plot.png"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nfstrace.cli", "analyze", str(SAMPLE), "--quiet", "--no-report"]
+        + ["--png", str(png)],
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,  # its own group, as a terminal's foreground job
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any((d / "profile").exists() for d in tmp.glob("nfstrace-png-*")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the browser never started"
+        time.sleep(0.02)
+    time.sleep(0.3)  # the browser at work
+    (os.killpg if whole_group else os.kill)(proc.pid, signum)
+    assert proc.wait(timeout=60) == status, proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.5)  # anything still running would write now
+    assert not list(tmp.iterdir())
+    assert not png.exists()
