@@ -562,3 +562,52 @@ def test_a_signal_while_the_browser_draws_leaves_nothing_behind(
     time.sleep(0.5)  # anything still running would write now
     assert not list(tmp.iterdir())
     assert not png.exists()
+
+
+HOSTILE_NAMES = ("a\x1b[31mb\x07\x00c", "report\u202eexe.csv", "x\u2066y\u2069")
+RAW = (b"\x1b", b"\x07", b"\x00", "\u202e".encode(), "\u2066".encode(), "\u2069".encode())
+
+
+def _written_names_capture(path: Path) -> Path:
+    """Files looked up by these names, then written (so the report's files
+    table shows them)."""
+    import struct
+
+    try:
+        from crafted import make_crafted as mc
+    except ImportError:  # tests/ not on sys.path: import as a package
+        from tests.crafted import make_crafted as mc
+    cap = mc.Capture()
+    for i, name in enumerate(HOSTILE_NAMES):
+        x = 0x700 + 2 * i
+        call = mc.rpc_call(x, mc.LOOKUP, mc.fhandle(1) + mc.opaque(name.encode()))
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, call)))
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, mc.lookup_reply(x))))
+        args = mc.fhandle(x + 1) + struct.pack(">Q", 0) + mc.u32(512, 2) + mc.opaque(b"z" * 512)
+        write = mc.rpc_call(x + 1, mc.WRITE, args)
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, write)))
+        reply = mc.write_reply(x + 1, 512)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, reply)))
+    return cap.write(path)
+
+
+def test_report_and_csv_show_control_and_bidi_characters_inert(tmp_path: Path) -> None:
+    """ESC/BEL/NUL and the bidi overrides and isolates of an NFS name reach
+    neither the HTML report's cells nor the CSV raw: they read \\x1b, \\u202e
+    (nfstrace.text.printable, one rule for the terminal, the page and the CSV);
+    Parquet keeps the names exact (issue 30 item 9)."""
+    capture = _written_names_capture(tmp_path / "names.pcap")
+    page, csv, parquet = tmp_path / "r.html", tmp_path / "t.csv", tmp_path / "t.parquet"
+    r = runner.invoke(
+        app, ["analyze", str(capture), "-q", "-o", str(page), "--csv", str(csv),
+              "--parquet", str(parquet)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    html_bytes, csv_bytes = page.read_bytes(), csv.read_bytes()
+    for raw in RAW:
+        assert raw not in html_bytes and raw not in csv_bytes, raw
+    text = html_bytes.decode()
+    assert "a\\x1b[31mb\\x07\\x00c" in text and "report\\u202eexe.csv" in text
+    names = pd.read_csv(csv)["name"].dropna().tolist()
+    assert "report\\u202eexe.csv" in names and "x\\u2066y\\u2069" in names
+    assert set(HOSTILE_NAMES) <= set(pd.read_parquet(parquet)["name"].dropna())
