@@ -763,3 +763,34 @@ def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None
     assert "messages_limit" not in whole.stats.anomalies and len(whole.messages) == 6000
     assert ParseLimits().max_messages == pytest.approx(default_max_messages(), rel=0.2)
     assert ParseLimits().max_messages >= 1_000_000
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_a_fraction_of_a_second_past_one_second_is_read_clamped(
+    tmp_path: Path, parser: str
+) -> None:
+    """A pcap record with ts_usec 0xFFFFFFFF is read (tshark reads it), its time
+    clamped to its second's last tick: every frame and every call/reply kept
+    whichever record it is (it was taken as damage to search past, or its time
+    carried 71 minutes ahead aged out the state; issue 30 item 9)."""
+    blob = md.pcap_bytes(md.exchange())
+    whole = load_bytes(tmp_path, blob, "whole.pcap")
+    starts, pos = [], 24
+    while pos < len(blob):
+        starts.append(pos)
+        pos += 16 + struct.unpack_from("<I", blob, pos + 8)[0]
+    for at in starts[::3]:  # calls, replies, handshake, first and last records
+        odd = bytearray(blob)
+        struct.pack_into("<I", odd, at + 4, 0xFFFFFFFF)
+        t = nfstrace.load(_write(tmp_path, bytes(odd)), AnalysisConfig(parser=parser))
+        assert t.stats.frames == whole.stats.frames, at
+        assert answered(t) == answered(whole), at
+        assert len(t.transactions) == len(whole.transactions), at
+        assert "impossible timestamp" in warnings_of(t), at
+        assert (t.messages["ts_first_ns"] < whole.messages["ts_last_ns"].max() + 10**9).all()
+
+
+def _write(tmp_path: Path, blob: bytes) -> Path:
+    path = tmp_path / "odd-usec.pcap"
+    path.write_bytes(blob)
+    return path

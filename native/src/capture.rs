@@ -650,7 +650,7 @@ impl Reader {
                     return Step::Header(fmt);
                 }
             }
-            let odd = (caplen > snaplen && snaplen > 0) || origlen < caplen || sub >= frac_limit;
+            let odd = (caplen > snaplen && snaplen > 0) || origlen < caplen;
             if (caplen as u64) > self.max_frame
                 || (odd && !self.pcap_next_ok(16 + caplen as usize, sec))
             {
@@ -680,6 +680,13 @@ impl Reader {
             if caplen > snaplen && snaplen > 0 {
                 let at = self.at();
                 self.info.note("over_snaplen", at, 0, String::new(), "");
+            }
+            let mut sub = sub;
+            if sub >= frac_limit {
+                // a fraction of a second of a second or more: clamped (pcap.py)
+                let at = self.at();
+                self.info.note("bad_timestamp", at, 0, String::new(), "");
+                sub = frac_limit - 1;
             }
             let start = self.pos + 16;
             self.pos = start + caplen as usize;

@@ -27,7 +27,9 @@ can be found again (wiretap and libpcap stop at the first bad record):
 * captures concatenated into one file (``cat a.pcap b.pcap``): the second
   file header is read as such, and its frames follow;
 * a timestamp outside what a pcap can express (pcapng with a corrupt
-  resolution or offset) is clamped to that range.
+  resolution or offset, a pcap record whose fraction of a second is a second
+  or more, such as ts_usec 0xFFFFFFFF) is clamped to that range (the
+  fraction: to its second's last tick); the frame is read, as tshark reads it.
 
 Each kind of damage is counted per file (``CaptureInfo.damage``) and reported
 as one warning with its count, where it was first seen and the bytes skipped.
