@@ -19,7 +19,9 @@ The cases (issue 30 item 4):
 * ``fragmented-datagrams``: N UDP WRITEs of 3,000 bytes in 3 IPv4 fragments,
   one xid for all, every other one missing a fragment, all answered;
 * ``writing-pairs``: N/8 clients (one host pair each) writing twice over UDP
-  to one of 8 servers, answered.
+  to one of 8 servers, answered;
+* ``unanswered-calls``: N UDP calls never answered (the calls remembered for
+  their replies overflow: ParseLimits.pending_calls, 335,544 by default).
 """
 
 from __future__ import annotations
@@ -311,6 +313,16 @@ def writing_pairs(path: Path, n: int) -> None:
     _sort_pcap(path)
 
 
+def unanswered_calls(path: Path, n: int) -> None:
+    """N UDP GETATTR calls never answered (past ParseLimits.pending_calls the
+    oldest remembered call is forgotten for each new one)."""
+    p = Pcap(path)
+    for i in range(n):
+        call = udp(CLIENT, SERVER, 900, NFS_PORT, getattr_call(0x60000000 + i))
+        p.add(BASE_NS + i * 20_000, ipv4(CLIENT, SERVER, 17, call, i))
+    p.close()
+
+
 def _records(path: Path) -> Iterator[tuple[int, bytes]]:
     data = path.read_bytes()
     pos = 24
@@ -332,6 +344,7 @@ CASES: dict[str, Callable[[Path, int], None]] = {
     "tiny-fragments": tiny_fragments,
     "fragmented-datagrams": fragmented_datagrams,
     "writing-pairs": writing_pairs,
+    "unanswered-calls": unanswered_calls,
 }
 
 # ---- measuring ---------------------------------------------------------------------

@@ -14,6 +14,11 @@ MESSAGE_BYTES = 1024
 # ... and the share of the memory available at start-up the messages may take.
 MEMORY_SHARE = 0.5
 CHECK_EVERY_FRAMES = 4096  # the message count is checked this often
+# What one call remembered for its reply costs (measured on 1.1M unanswered
+# calls: ~170 bytes in the Rust parser, ~360 in the Python one):
+# ParseLimits.max_pending_call_bytes becomes a count with the larger, so that
+# both parsers remember the same calls.
+PENDING_CALL_BYTES = 400
 
 
 def memory_available() -> int:
@@ -70,6 +75,11 @@ class ParseLimits:
     # Calls remembered per (client, server, xid) to name and decode replies;
     # the oldest is forgotten past this (its reply is then "unknown call").
     max_pending_calls: int = 1_000_000
+    # ... and the memory they may take (PENDING_CALL_BYTES each: 335,544 calls
+    # by default, far more than clients keep outstanding, even a server's
+    # thousand clients of 128 slots): a capture of a million unanswered calls
+    # no longer holds a million of them.  ``pending_calls`` is the bound both make.
+    max_pending_call_bytes: int = 128 * 1024 * 1024
     # A TCP direction that never showed a plausible RPC header after this many
     # bytes is taken as not RPC and ignored.
     max_unsynced_bytes: int = 1 * 1024 * 1024
@@ -130,6 +140,12 @@ class ParseLimits:
     # ``buckets[crc32 % len(buckets)]`` instead: ``parallel.balanced_buckets``
     # spreads the host pairs so that the partitions get about equal traffic.
     buckets: tuple[int, ...] = ()
+
+    @property
+    def pending_calls(self) -> int:
+        """Calls remembered at most: max_pending_calls, within max_pending_call_bytes."""
+        by_memory = self.max_pending_call_bytes // PENDING_CALL_BYTES
+        return max(1, min(self.max_pending_calls, by_memory))
 
 
 @dataclass(frozen=True)

@@ -723,6 +723,24 @@ def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path, parse
 
 
 @pytest.mark.parametrize("parser", PARSERS)
+def test_calls_waiting_for_a_reply_are_bounded_in_memory(tmp_path: Path, parser: str) -> None:
+    """Not only their count: max_pending_call_bytes at PENDING_CALL_BYTES each
+    (a million unanswered calls held ~170 MB in the Rust parser, ~360 MB in the
+    Python one; now 128 MiB at most), the same calls forgotten in both parsers
+    (issue 30 item 6)."""
+    from nfstrace.config import PENDING_CALL_BYTES
+
+    limits = ParseLimits(max_pending_call_bytes=50 * PENDING_CALL_BYTES)
+    assert limits.pending_calls == 50 < limits.max_pending_calls
+    assert ParseLimits().pending_calls * PENDING_CALL_BYTES <= 128 * 1024 * 1024
+    path = md.outstanding_calls(60, answered=5).write(tmp_path / "outstanding.pcap")
+    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
+    assert t.stats.anomalies.get("calls_forgotten") == 10
+    assert "max_pending_call_bytes" in warnings_of(t)
+    assert t.stats.replies_without_call_info == 5
+
+
+@pytest.mark.parametrize("parser", PARSERS)
 def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str) -> None:
     """An interface statistics block with a drop count of all ones (issue 20, item
     10: once summed into 9.2e18 drops): left out and said; a real count beside it

@@ -61,6 +61,9 @@ CASES = [
     ("writing-pairs", "auto", N, ParseLimits()),
     ("tiny-fragments", "auto", TINY_NATIVE_N, ParseLimits()),  # native, when built
     ("tiny-fragments", "fast", N, TINY_FAST_LIMITS),
+    # calls remembered for their replies: room for N, so 3N are forgotten at 4N
+    ("unanswered-calls", "fast", N, ParseLimits(max_pending_calls=N)),
+    ("unanswered-calls", "auto", N, ParseLimits(max_pending_calls=N)),
 ]
 
 

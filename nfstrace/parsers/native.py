@@ -93,7 +93,7 @@ def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
         "max_ip_reassemblies": limits.max_ip_reassemblies,
         "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
         "max_fragments_per_datagram": limits.max_fragments_per_datagram,
-        "max_pending_calls": limits.max_pending_calls,
+        "max_pending_calls": limits.pending_calls,  # (max_pending_call_bytes folded in)
         "max_connections": limits.max_connections,
         "max_directions": limits.max_directions,
         "max_events_per_kind": limits.max_events_per_kind,

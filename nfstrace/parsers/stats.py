@@ -140,7 +140,8 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
     "calls_forgotten": (
         True,
         "{n:,} calls still waiting for their reply were forgotten to bound memory "
-        "(ParseLimits.max_pending_calls): a reply to one of them is not decoded",
+        "(ParseLimits.max_pending_calls, max_pending_call_bytes): a reply to one of them "
+        "is not decoded",
     ),
     "connections_forgotten": (
         False,
