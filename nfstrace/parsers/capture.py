@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import bz2
 import contextlib
-import gzip
 import heapq
 import lzma
 import os
@@ -49,7 +48,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from nfstrace.errors import CaptureError
 from nfstrace.parsers.pcap import read_pcap
@@ -390,61 +389,150 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     except OSError as e:  # a device, a pipe, an I/O error
         raw.close()
         raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
-    counted = _Counted(raw)
-    if magic[:2] == b"\x1f\x8b":
-        return _Gzip(counted), "gzip"  # type: ignore[return-value]
-    if magic[:3] == b"BZh":
-        return _Bzip2(counted), "bzip2"  # type: ignore[return-value]
-    if magic == b"\xfd7zXZ\x00":
-        return _Xz(counted), "xz"  # type: ignore[return-value]
+    for start, kind in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz")):
+        if magic.startswith(start):
+            return _Unpacked(raw, kind), kind  # type: ignore[return-value]
     return raw, ""
 
 
-class _Counted:
-    """A file read by a decompressor, counting the compressed bytes it took."""
+PACKED_PIECE = 16 * 1024  # packed bytes handed to a decompressor at a time
+# ... and after a gzip step failed on corrupt data: the piece again, this many
+# bytes at a time from where it began, so that what precedes the corruption is
+# kept (a failing step returns nothing)
+SALVAGE_PIECE = 256
 
-    def __init__(self, raw: BinaryIO) -> None:
+
+class _Unpacked:
+    """A gzip, bzip2 or xz file unpacked, one code for the three: the packed
+    bytes its decompressor consumed are counted exactly (``taken``, at most
+    one PACKED_PIECE ahead for bzip2 and xz, whose decompressors keep what they
+    have not used), so the bomb rule (MAX_DECOMPRESSION_RATIO) is the same
+    for every format (through gzip.GzipFile's read-ahead a gzip bomb never
+    reached it); and a step never unpacks more than it was asked for
+    (``max_length``), so memory stays bounded whatever the ratio.  Streams
+    concatenated in one file are read one after the other; for gzip, zero
+    padding after a member is skipped and anything else is an error, as
+    GzipFile has it, while bzip2 and xz ignore trailing data, as BZ2File and
+    LZMAFile do.  A file cut off raises EOFError, corrupt data the
+    decompressor's error (read_up_to keeps what came before)."""
+
+    def __init__(self, raw: BinaryIO, kind: str) -> None:
         self.raw = raw
-        self.taken = 0
+        self.kind = kind
         self.name = getattr(raw, "name", "")
+        self.counted = self  # (file_bytes_read and _bomb read counted.taken)
+        self.taken = 0  # packed bytes consumed
+        self.out = 0  # unpacked bytes handed out
+        self._d: Any = self._new()
+        self._pending = b""  # packed bytes read from the file, not yet consumed
+        self._raw_end = False
+        self._end = False
+        self._small = False  # gzip: salvaging before corrupt data
+
+    def _new(self) -> Any:
+        if self.kind == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self.kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+
+    def _fill(self) -> None:
+        if not self._pending and not self._raw_end:
+            self._pending = self.raw.read(PACKED_PIECE)
+            self._raw_end = not self._pending
+
+    def _packed(self) -> bytes:
+        self._fill()
+        size = SALVAGE_PIECE if self._small else len(self._pending)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def _next_stream(self) -> bool:
+        """After a stream's end: the next one in the file (False: none)."""
+        self._pending = self._d.unused_data + self._pending
+        while True:
+            if self.kind == "gzip":  # zero padding between members, as GzipFile skips it
+                self._pending = self._pending.lstrip(b"\0")
+            if self._pending or self._raw_end:
+                break
+            self._fill()
+        if not self._pending:
+            return False
+        self._d = self._new()
+        return True
+
+    def read1(self, n: int = -1) -> bytes:
+        """Up to n unpacked bytes (b'' at the end), one decompression step."""
+        n = CHUNK if n is None or n < 0 else n
+        while not self._end:
+            if self._d.eof:
+                if not self._next_stream():
+                    self._end = True
+                    break
+                if self.kind != "gzip":  # trailing data that is no stream: ignored
+                    try:
+                        return self._step(n)
+                    except (OSError, lzma.LZMAError, ValueError):
+                        self._end = True
+                        break
+                continue
+            out = self._step(n)
+            if out:
+                return out
+            self._fill()
+            if self._raw_end and not self._pending and not self._d.eof and self._drained():
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+        return b""
+
+    def _drained(self) -> bool:
+        """The decompressor holds no input it has not used."""
+        return self.kind == "gzip" or bool(self._d.needs_input)
+
+    def _step(self, n: int) -> bytes:
+        d = self._d
+        if self.kind == "gzip":
+            data = self._packed()
+            backup = d.copy()
+            try:
+                out = d.decompress(data, n)
+            except zlib.error:
+                if self._small or len(data) <= SALVAGE_PIECE:
+                    raise
+                self._d, self._pending, self._small = backup, data + self._pending, True
+                return b""
+            tail = d.unconsumed_tail
+            self._pending = tail + self._pending
+            self.taken += len(data) - len(tail) - len(d.unused_data)
+        else:
+            data = self._packed() if d.needs_input else b""
+            out = d.decompress(data, n)
+            self.taken += len(data) - len(d.unused_data)
+        self.out += len(out)
+        return bytes(out)
 
     def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        self.taken += len(data)
-        return data
+        parts: list[bytes] = []
+        want = (1 << 62) if n is None or n < 0 else n
+        got = 0
+        while got < want:
+            piece = self.read1(min(CHUNK, want - got))
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
+
+    def tell(self) -> int:
+        return self.out
 
     def close(self) -> None:
         self.raw.close()
 
+    def __enter__(self) -> _Unpacked:
+        return self
 
-class _ClosesItsFile:
-    """Mixin for a decompressing stream over a ``_Counted`` file: keeps it as
-    ``counted`` and closes it too (gzip, bz2 and lzma leave a file object they
-    were given open)."""
-
-    counted: _Counted
-
-    def close(self) -> None:
-        super().close()  # type: ignore[misc]
-        self.counted.close()
-
-
-class _Gzip(_ClosesItsFile, gzip.GzipFile):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(fileobj=counted)  # type: ignore[call-overload]
-        self.counted = counted
-
-
-class _Bzip2(_ClosesItsFile, bz2.BZ2File):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(counted)  # type: ignore[call-overload]
-        self.counted = counted
-
-
-class _Xz(_ClosesItsFile, lzma.LZMAFile):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(counted)  # type: ignore[arg-type]
-        self.counted = counted
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def file_bytes_read(stream: BinaryIO, unpacked: int) -> int:
