@@ -361,7 +361,8 @@ def build(outdir: Path, case: str, n: int) -> Path:
 
 
 def run_once(path: Path, env: dict[str, str] | None = None, timeout: float = 3600) -> dict:
-    """One end-to-end analysis under GNU time: wall seconds, peak RSS, exit."""
+    """One end-to-end analysis under GNU time: wall seconds, peak RSS, exit
+    (past ``timeout``: stopped, its seconds the timeout, exit None)."""
     cmd = [
         str(TIME),
         "-f",
@@ -375,7 +376,12 @@ def run_once(path: Path, env: dict[str, str] | None = None, timeout: float = 360
         "--no-report",
     ]
     start = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    try:
+        r = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"seconds": float(timeout), "rss_kb": None, "exit": None, "timed_out": True}
     wall = time.monotonic() - start
     m = re.search(r"([\d.]+) (\d+)\s*$", r.stderr)
     return {
@@ -385,24 +391,30 @@ def run_once(path: Path, env: dict[str, str] | None = None, timeout: float = 360
     }
 
 
-def scaling(outdir: Path, n: int, runs: int = 1, cases: list[str] | None = None) -> list[dict]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+def scaling(
+    outdir: Path,
+    n: int,
+    runs: int = 1,
+    cases: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 3600,
+) -> list[dict]:
+    """Every case at n and 4n (the best of ``runs``), nfstrace run with ``env``
+    (default: this checkout first on PYTHONPATH)."""
+    if env is None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     rows = []
     for case in cases or list(CASES):
         row: dict = {"case": case, "size": n}
         for label, size in (("n", n), ("4n", 4 * n)):
             path = build(outdir, case, size)
-            results = [run_once(path, env) for _ in range(runs)]
+            results = [run_once(path, env, timeout) for _ in range(runs)]
             best = min(results, key=lambda x: x["seconds"])
             row[label] = best
         row["ratio"] = round(row["4n"]["seconds"] / max(row["n"]["seconds"], 1e-3), 2)
         rows.append(row)
-        print(
-            f"{case:22s} N={n:,}: {row['n']['seconds']:.2f} s {row['n']['rss_kb']} KB; "
-            f"4N: {row['4n']['seconds']:.2f} s {row['4n']['rss_kb']} KB; ratio {row['ratio']}",
-            flush=True,
-        )
+        print(f"scaling: {markdown([row]).splitlines()[-1]}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -414,10 +426,18 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         a, b = r["n"], r["4n"]
         out.append(
-            f"| {r['case']} | {r['size']:,} | {a['seconds']:.2f} s | {a['rss_kb'] / 1024:.0f} MB "
-            f"| {b['seconds']:.2f} s | {b['rss_kb'] / 1024:.0f} MB | {r['ratio']:.2f} |"
+            f"| {r['case']} | {r['size']:,} | {_time(a)} | {_rss(a)} | {_time(b)} | {_rss(b)} "
+            f"| {r['ratio']:.2f}{'+' if b.get('timed_out') else ''} |"
         )
     return "\n".join(out) + "\n"
+
+
+def _time(run: dict) -> str:
+    return f"> {run['seconds']:.0f} s" if run.get("timed_out") else f"{run['seconds']:.2f} s"
+
+
+def _rss(run: dict) -> str:
+    return "?" if run.get("rss_kb") is None else f"{run['rss_kb'] / 1024:.0f} MB"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -428,13 +448,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=list(CASES))
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--results", type=Path, help="write scaling.json and scaling.md here")
+    ap.add_argument("--source", type=Path, help="the nfstrace tree to run (default: this one)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per run at most")
     args = ap.parse_args(argv)
     if args.build_only:
         for case in args.only or list(CASES):
             for size in (args.n, 4 * args.n):
                 print(build(args.outdir, case, size))
         return 0
-    rows = scaling(args.outdir, args.n, args.runs, args.only)
+    env = None
+    if args.source:
+        env = dict(os.environ, PYTHONSAFEPATH="1")
+        env["PYTHONPATH"] = str(args.source.resolve())
+    rows = scaling(args.outdir, args.n, args.runs, args.only, env, args.timeout)
     if args.results:
         args.results.mkdir(parents=True, exist_ok=True)
         (args.results / "scaling.json").write_text(json.dumps(rows, indent=1) + "\n")
