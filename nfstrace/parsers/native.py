@@ -108,10 +108,10 @@ def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
 
 class _Decompressed:
     """A compressed capture for the Rust reader: calling it (re)opens the file
-    and returns itself, read(n) over the decompressing stream, stopping (with
-    the reason kept) where the compressed data is damaged, as the Python reader
-    does.  The file is closed at its end, or when opened again: the Rust reader
-    opens each file when its first frame is due."""
+    and returns its ``read(n)`` over the decompressing stream, which stops
+    (with the reason kept) where the compressed data is damaged, as the Python
+    reader does.  The file is closed at its end, or when opened again: the Rust
+    reader opens each file when its first frame is due."""
 
     def __init__(self, path: str) -> None:
         self.path = path
