@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -1027,6 +1028,43 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scaling_run(args: argparse.Namespace) -> int:
+    """``--scaling``: bench/scaling.py's cases at N and 4N, this checkout or --commit."""
+    spec = importlib.util.spec_from_file_location("bench_scaling", ROOT / "bench" / "scaling.py")
+    assert spec and spec.loader
+    scaling = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = scaling
+    spec.loader.exec_module(scaling)
+    cache = args.inputs or DEFAULT_CACHE / "scaling"
+    results_dir = args.results or ROOT / "bench" / "results"
+    if args.commit:
+        source, sha = snapshot(args.commit, cache)
+        label = f"commit {sha}"
+    else:
+        source, label = ROOT, working_tree_label()
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    rows = scaling.scaling(cache, args.scaling_n, args.runs or 1, env=nfstrace_env(source))
+    load_end = [round(x, 2) for x in os.getloadavg()]
+    report = {
+        "format": 1,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_facts(),
+        "nfstrace_source": label,
+        "load_average": {"start": load_start, "end": load_end},
+        "cases": rows,
+    }
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "scaling.json").write_text(json.dumps(report, indent=1) + "\n")
+    text = (
+        f"# Scaling: time at N and 4N ({label}, {report['date']}, load "
+        f"{load_start[0]}-{load_end[0]})\n\nLinear: about 4; quadratic: about 16.\n\n"
+        + scaling.markdown(rows)
+    )
+    (results_dir / "scaling.md").write_text(text)
+    print(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small inputs, 1 run: a sanity check")
@@ -1050,7 +1088,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="leave out the other --parser choices (the pure-Python ones take minutes per "
         "million packets)",
     )
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only the scaling cases (bench/scaling.py): each at --scaling-n and 4x that, "
+        "the ratio of the times; into RESULTS/scaling.md and scaling.json",
+    )
+    ap.add_argument("--scaling-n", type=int, default=40_000, help="N of --scaling")
     args = ap.parse_args(argv)
+    if args.scaling:
+        return scaling_run(args)
     mode = "quick" if args.quick else "full"
     runs = args.runs or (1 if args.quick else 3)
     cache = args.inputs or DEFAULT_CACHE / mode

@@ -14,6 +14,11 @@ MESSAGE_BYTES = 1024
 # ... and the share of the memory available at start-up the messages may take.
 MEMORY_SHARE = 0.5
 CHECK_EVERY_FRAMES = 4096  # the message count is checked this often
+# What one call remembered for its reply costs (measured on 1.1M unanswered
+# calls: ~170 bytes in the Rust parser, ~360 in the Python one):
+# ParseLimits.max_pending_call_bytes becomes a count with the larger, so that
+# both parsers remember the same calls.
+PENDING_CALL_BYTES = 400
 
 
 def memory_available() -> int:
@@ -70,6 +75,11 @@ class ParseLimits:
     # Calls remembered per (client, server, xid) to name and decode replies;
     # the oldest is forgotten past this (its reply is then "unknown call").
     max_pending_calls: int = 1_000_000
+    # ... and the memory they may take (PENDING_CALL_BYTES each: 335,544 calls
+    # by default, far more than clients keep outstanding, even a server's
+    # thousand clients of 128 slots): a capture of a million unanswered calls
+    # no longer holds a million of them.  ``pending_calls`` is the bound both make.
+    max_pending_call_bytes: int = 128 * 1024 * 1024
     # A TCP direction that never showed a plausible RPC header after this many
     # bytes is taken as not RPC and ignored.
     max_unsynced_bytes: int = 1 * 1024 * 1024
@@ -101,6 +111,16 @@ class ParseLimits:
     # byte (messages.acked_ns).  Past it the oldest is given up (its acked_ns
     # stays -1): a capture that sees one direction only never shows the ACKs.
     max_ack_waiting: int = 4096
+    # A pipe, FIFO or device given as input (standard input, ``<(tcpdump -w -)``)
+    # is copied once into a temporary file under $TMPDIR, to be read more than
+    # once: its first bytes are checked first (a capture's or a compressed file's
+    # magic, so ``/dev/zero`` or ``yes |`` is refused at once), then at most this
+    # many bytes are copied, and never so many that less than 1 GiB stays free
+    # there (capture.SPOOL_RESERVE_BYTES).  Past it the rest of the pipe is not
+    # read: a warning (exit 6), and what was copied is analysed.  64 GiB is
+    # several times the largest capture whose messages fit in memory here
+    # (max_messages), while an endless pipe can no longer fill the disk.
+    max_spool_bytes: int = 64 * 1024**3
     # RPC messages read before the parser stops (checked every
     # CHECK_EVERY_FRAMES frames): the tables grow ~MESSAGE_BYTES per message,
     # so a capture of millions of tiny RPCs (or a small file decompressing to
@@ -120,6 +140,12 @@ class ParseLimits:
     # ``buckets[crc32 % len(buckets)]`` instead: ``parallel.balanced_buckets``
     # spreads the host pairs so that the partitions get about equal traffic.
     buckets: tuple[int, ...] = ()
+
+    @property
+    def pending_calls(self) -> int:
+        """Calls remembered at most: max_pending_calls, within max_pending_call_bytes."""
+        by_memory = self.max_pending_call_bytes // PENDING_CALL_BYTES
+        return max(1, min(self.max_pending_calls, by_memory))
 
 
 @dataclass(frozen=True)

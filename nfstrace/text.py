@@ -1,7 +1,11 @@
 """Text from a capture or a user made safe to show: control characters (ESC,
-NUL, BEL, newlines ...) as ``\\xNN``.  A file name in an NFS call is whatever
-bytes the client sent, and a capture's path whatever the user typed: written
-raw, an escape sequence in either would drive the reader's terminal."""
+NUL, BEL, newlines ..., the C1 controls) as ``\\xNN`` and the Unicode bidi
+overrides and isolates (U+202A-U+202E, U+2066-U+2069) as ``\\uNNNN``.  A file
+name in an NFS call is whatever bytes the client sent, and a capture's path
+whatever the user typed: written raw, an escape sequence in either would drive
+the reader's terminal, and a right-to-left override would make
+``report\\u202eexe.csv`` read as ``reportvsc.exe`` in a terminal, a page or a
+spreadsheet.  The terminal, the HTML report and the CSV use this one rule."""
 
 from __future__ import annotations
 
@@ -9,12 +13,19 @@ import os
 import re
 from collections.abc import Sequence
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL_BUT_NEWLINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
-    """``text`` with each control character as ``\\xNN``."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _escaped(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: str, newlines: bool = False) -> str:
+    """``text`` with each control character as ``\\xNN``, each bidi override or
+    isolate as ``\\uNNNN`` (``newlines``: line breaks kept, for a block of lines)."""
+    return (CONTROL_BUT_NEWLINES if newlines else CONTROL).sub(_escaped, text)
 
 
 def file_names(paths: Sequence[str], shown: int = 3, base: bool = False) -> str:

@@ -238,11 +238,12 @@ def load(
     map_big_blocks()
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    plist = capture.expand_directories([os.fspath(p) for p in paths])
+    notes: list[str] = []  # what befell the inputs before the parse (ParseStats.inputs)
+    plist = capture.expand_directories([os.fspath(p) for p in paths], notes)
     if not plist:
         raise UsageError("no capture file given")
     backends.get(config.parser)  # an unknown or unavailable parser: said before reading
-    with capture.regular_files(plist) as readable:
+    with capture.regular_files(plist, config.limits.max_spool_bytes, notes) as readable:
         try:
             messages, events, stats, transactions = _matched(readable, config, progress)
         except CaptureError as e:  # named as the user gave it, not its temporary copy
@@ -251,6 +252,7 @@ def load(
             raise
     for info, path in zip(stats.files, plist, strict=False):
         info.path = path  # a pipe read through its temporary copy: named as given
+    stats.inputs[:0] = notes
     release_freed()
     diagnosis = diagnose(messages, transactions, events, stats, config.diagnosis)
     release_freed()

@@ -524,3 +524,90 @@ def test_unwritable_output_said_before_reading(tmp_path: Path, where: str) -> No
     r = runner.invoke(app, ["analyze", str(junk), "-o", str(target)])
     assert r.exit_code == ExitStatus.OUTPUT, r.output
     assert r.stderr.startswith("nfstrace: error: cannot write -o")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("signum", "whole_group", "status"),
+    [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143), (signal.SIGTERM, True, 143)],
+)
+def test_a_signal_while_the_browser_draws_leaves_nothing_behind(
+    tmp_path: Path, signum: int, whole_group: bool, status: int
+) -> None:
+    """Ctrl-C (SIGINT to the terminal's whole process group) or SIGTERM while
+    Chromium draws --png: exit 130/143, nothing left in $TMPDIR (its profile,
+    its own org.chromium.* directories were; and "Directory not empty" made it
+    exit 5), no PNG at the target (issue 30 item 9)."""
+    from nfstrace.reports.png import browser
+
+    assert browser(), "chromium is needed (installed in CI)"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    png = tmp_path / "plot.png"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nfstrace.cli", "analyze", str(SAMPLE), "--quiet", "--no-report"]
+        + ["--png", str(png)],
+        env={**os.environ, "TMPDIR": str(tmp)},
+        start_new_session=True,  # its own group, as a terminal's foreground job
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any((d / "profile").exists() for d in tmp.glob("nfstrace-png-*")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the browser never started"
+        time.sleep(0.02)
+    time.sleep(0.3)  # the browser at work
+    (os.killpg if whole_group else os.kill)(proc.pid, signum)
+    assert proc.wait(timeout=60) == status, proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.5)  # anything still running would write now
+    assert not list(tmp.iterdir())
+    assert not png.exists()
+
+
+HOSTILE_NAMES = ("a\x1b[31mb\x07\x00c", "report\u202eexe.csv", "x\u2066y\u2069")
+RAW = (b"\x1b", b"\x07", b"\x00", "\u202e".encode(), "\u2066".encode(), "\u2069".encode())
+
+
+def _written_names_capture(path: Path) -> Path:
+    """Files looked up by these names, then written (so the report's files
+    table shows them)."""
+    import struct
+
+    try:
+        from crafted import make_crafted as mc
+    except ImportError:  # tests/ not on sys.path: import as a package
+        from tests.crafted import make_crafted as mc
+    cap = mc.Capture()
+    for i, name in enumerate(HOSTILE_NAMES):
+        x = 0x700 + 2 * i
+        call = mc.rpc_call(x, mc.LOOKUP, mc.fhandle(1) + mc.opaque(name.encode()))
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, call)))
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, mc.lookup_reply(x))))
+        args = mc.fhandle(x + 1) + struct.pack(">Q", 0) + mc.u32(512, 2) + mc.opaque(b"z" * 512)
+        write = mc.rpc_call(x + 1, mc.WRITE, args)
+        cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 800, mc.NFS_PORT, write)))
+        reply = mc.write_reply(x + 1, 512)
+        cap.add(mc.eth(mc.udp_pkt(mc.SERVER, mc.CLIENT, mc.NFS_PORT, 800, reply)))
+    return cap.write(path)
+
+
+def test_report_and_csv_show_control_and_bidi_characters_inert(tmp_path: Path) -> None:
+    """ESC/BEL/NUL and the bidi overrides and isolates of an NFS name reach
+    neither the HTML report's cells nor the CSV raw: they read \\x1b, \\u202e
+    (nfstrace.text.printable, one rule for the terminal, the page and the CSV);
+    Parquet keeps the names exact (issue 30 item 9)."""
+    capture = _written_names_capture(tmp_path / "names.pcap")
+    page, csv, parquet = tmp_path / "r.html", tmp_path / "t.csv", tmp_path / "t.parquet"
+    r = runner.invoke(
+        app, ["analyze", str(capture), "-q", "-o", str(page), "--csv", str(csv),
+              "--parquet", str(parquet)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    html_bytes, csv_bytes = page.read_bytes(), csv.read_bytes()
+    for raw in RAW:
+        assert raw not in html_bytes and raw not in csv_bytes, raw
+    text = html_bytes.decode()
+    assert "a\\x1b[31mb\\x07\\x00c" in text and "report\\u202eexe.csv" in text
+    names = pd.read_csv(csv)["name"].dropna().tolist()
+    assert "report\\u202eexe.csv" in names and "x\\u2066y\\u2069" in names
+    assert set(HOSTILE_NAMES) <= set(pd.read_parquet(parquet)["name"].dropna())

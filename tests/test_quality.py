@@ -266,3 +266,22 @@ def test_data_ack_vote_agrees_with_the_handshakes(capture: Path) -> None:
     q = assess_capture(t.messages, t.transactions, t.events, t.stats)
     votes = q.evidence.set_index("method")["vote"]
     assert votes["ack"] == votes["handshake"] == q.capture_point
+
+
+def test_outstanding_through_gaps_matches_a_scan_of_every_call():
+    """The calls outstanding through each gap, by binary searches, are what a
+    scan of every call gives (calls starting or ending inside gaps, calls with
+    start > end, adjacent gaps): issue 30, the scan was quadratic."""
+    from nfstrace.analysis.quality import _outstanding_through
+
+    rng = np.random.default_rng(30)
+    for trial in range(500):
+        n, g = int(rng.integers(0, 30)), int(rng.integers(1, 8))
+        points = np.sort(rng.choice(1000, size=2 * g, replace=False))
+        gs, ge = points[0::2], points[1::2]
+        if trial % 2:
+            ge = np.minimum(ge, np.r_[gs[1:], 10**6])  # gaps touching
+        start = rng.integers(0, 1000, n)
+        end = start + rng.integers(-50, 500, n)
+        want = [int(((start <= a) & (end >= b)).sum()) for a, b in zip(gs, ge, strict=True)]
+        assert _outstanding_through(start, end, gs, ge).tolist() == want

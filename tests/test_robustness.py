@@ -136,6 +136,31 @@ def _zero_frames(n: int, *, varying: bool) -> bytes:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("parser", PARSERS)
+@pytest.mark.parametrize("fmt", ["gz", "bz2", "xz"])
+def test_a_decompression_bomb_is_stopped_whatever_the_format(
+    tmp_path: Path, parser: str, fmt: str
+) -> None:
+    """One rule for every format (issue 30 item 5): a capture followed by 128 MB
+    of zeros (zero-length records), packed at the most each compressor does
+    (gzip ~1,030:1), stops at RATIO_CHECK_BYTES with the bomb warning, in both
+    parsers; its packed bytes counted exactly (gzip.GzipFile's read-ahead kept
+    a gzip bomb below the ratio: 1 GB was read, 16M records)."""
+    import bz2
+    import lzma
+
+    pack = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[fmt]
+    zeros = bytes(2 * capture.RATIO_CHECK_BYTES)
+    path = tmp_path / f"bomb.pcap.{fmt}"
+    path.write_bytes(pack(md.pcap_bytes(md.exchange()) + zeros))
+    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    assert answered(t) == XIDS
+    assert "decompression bomb" in warnings_of(t)
+    unpacked = t.stats.files[0].bytes
+    assert capture.RATIO_CHECK_BYTES <= unpacked < capture.RATIO_CHECK_BYTES + 8 * capture.CHUNK
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parser", PARSERS)
 def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
     """A small .xz that unpacks to gigabytes (issue 20, item 4): past
     RATIO_CHECK_BYTES at more than MAX_DECOMPRESSION_RATIO bytes out per byte
@@ -723,6 +748,24 @@ def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path, parse
 
 
 @pytest.mark.parametrize("parser", PARSERS)
+def test_calls_waiting_for_a_reply_are_bounded_in_memory(tmp_path: Path, parser: str) -> None:
+    """Not only their count: max_pending_call_bytes at PENDING_CALL_BYTES each
+    (a million unanswered calls held ~170 MB in the Rust parser, ~360 MB in the
+    Python one; now 128 MiB at most), the same calls forgotten in both parsers
+    (issue 30 item 6)."""
+    from nfstrace.config import PENDING_CALL_BYTES
+
+    limits = ParseLimits(max_pending_call_bytes=50 * PENDING_CALL_BYTES)
+    assert limits.pending_calls == 50 < limits.max_pending_calls
+    assert ParseLimits().pending_calls * PENDING_CALL_BYTES <= 128 * 1024 * 1024
+    path = md.outstanding_calls(60, answered=5).write(tmp_path / "outstanding.pcap")
+    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
+    assert t.stats.anomalies.get("calls_forgotten") == 10
+    assert "max_pending_call_bytes" in warnings_of(t)
+    assert t.stats.replies_without_call_info == 5
+
+
+@pytest.mark.parametrize("parser", PARSERS)
 def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str) -> None:
     """An interface statistics block with a drop count of all ones (issue 20, item
     10: once summed into 9.2e18 drops): left out and said; a real count beside it
@@ -763,3 +806,34 @@ def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None
     assert "messages_limit" not in whole.stats.anomalies and len(whole.messages) == 6000
     assert ParseLimits().max_messages == pytest.approx(default_max_messages(), rel=0.2)
     assert ParseLimits().max_messages >= 1_000_000
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_a_fraction_of_a_second_past_one_second_is_read_clamped(
+    tmp_path: Path, parser: str
+) -> None:
+    """A pcap record with ts_usec 0xFFFFFFFF is read (tshark reads it), its time
+    clamped to its second's last tick: every frame and every call/reply kept
+    whichever record it is (it was taken as damage to search past, or its time
+    carried 71 minutes ahead aged out the state; issue 30 item 9)."""
+    blob = md.pcap_bytes(md.exchange())
+    whole = load_bytes(tmp_path, blob, "whole.pcap")
+    starts, pos = [], 24
+    while pos < len(blob):
+        starts.append(pos)
+        pos += 16 + struct.unpack_from("<I", blob, pos + 8)[0]
+    for at in starts[::3]:  # calls, replies, handshake, first and last records
+        odd = bytearray(blob)
+        struct.pack_into("<I", odd, at + 4, 0xFFFFFFFF)
+        t = nfstrace.load(_write(tmp_path, bytes(odd)), AnalysisConfig(parser=parser))
+        assert t.stats.frames == whole.stats.frames, at
+        assert answered(t) == answered(whole), at
+        assert len(t.transactions) == len(whole.transactions), at
+        assert "impossible timestamp" in warnings_of(t), at
+        assert (t.messages["ts_first_ns"] < whole.messages["ts_last_ns"].max() + 10**9).all()
+
+
+def _write(tmp_path: Path, blob: bytes) -> Path:
+    path = tmp_path / "odd-usec.pcap"
+    path.write_bytes(blob)
+    return path

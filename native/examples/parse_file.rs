@@ -2,9 +2,16 @@
 use std::io::Read;
 fn main() {
     let paths: Vec<String> = std::env::args().skip(1).collect();
-    let sources: Vec<Box<dyn Read + Send>> = paths
+    let sources: Vec<_native::capture::Opener> = paths
         .iter()
-        .map(|p| Box::new(std::fs::File::open(p).expect("open")) as Box<dyn Read + Send>)
+        .map(|p| {
+            let p = p.clone();
+            Box::new(move |_| {
+                std::fs::File::open(&p)
+                    .map(|f| Box::new(f) as Box<dyn Read + Send>)
+                    .map_err(|e| format!("cannot open: {e}"))
+            }) as _native::capture::Opener
+        })
         .collect();
     let t = std::time::Instant::now();
     let (d, infos) =

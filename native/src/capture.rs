@@ -9,11 +9,22 @@
 //! handed in by Python), concatenated captures, resynchronisation after
 //! damaged records, and several files merged in time order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::io::Read;
 
-/// Bytes read at a time.
+/// Bytes read at a time (at most: see chunk_bytes).
 pub const CHUNK: usize = 4 * 1024 * 1024;
+/// All the files read at once share this many bytes of reading buffers, each
+/// at least MIN_CHUNK (capture.py's READ_BUDGET, MIN_CHUNK).
+pub const READ_BUDGET: usize = 256 * 1024 * 1024;
+pub const MIN_CHUNK: usize = 64 * 1024;
+
+/// Bytes read at a time from each of `files` files read side by side
+/// (capture.py's chunk_bytes): 1,250 files did not hold 4 MiB each.
+pub fn chunk_bytes(files: usize) -> usize {
+    (READ_BUDGET / files.max(1)).clamp(MIN_CHUNK, CHUNK)
+}
 /// The largest frame libpcap and wiretap accept (and the resync look-ahead).
 pub const MAX_CAPLEN: usize = 262_144;
 /// A pcapng block longer than this is damage.
@@ -259,6 +270,7 @@ fn fmt_thousands(n: u64) -> String {
 /// A chunked reader over one capture (capture.py's Buffer and read_frames).
 pub struct Reader {
     src: Box<dyn Read + Send>,
+    chunk: usize,
     buf: Vec<u8>,
     pos: usize,
     consumed: u64,
@@ -271,14 +283,17 @@ pub struct Reader {
 
 impl Reader {
     /// Open a capture on `src`; Err(message) when it is not a pcap/pcapng file.
-    /// `max_drops`: capture.MAX_INTERFACE_DROPS (a drop count above it is no count).
+    /// `max_drops`: capture.MAX_INTERFACE_DROPS (a drop count above it is no count);
+    /// `chunk`: bytes read at a time (chunk_bytes).
     pub fn open(
         src: Box<dyn Read + Send>,
         max_frame: usize,
         max_drops: u64,
+        chunk: usize,
     ) -> Result<Reader, String> {
         let mut r = Reader {
             src,
+            chunk,
             buf: Vec::new(),
             pos: 0,
             consumed: 0,
@@ -313,19 +328,17 @@ impl Reader {
         self.buf.drain(..self.pos.min(self.buf.len()));
         self.pos = 0;
         while self.buf.len() < n && !self.eof {
-            let want = CHUNK.max(n - self.buf.len());
+            let want = self.chunk.max(n - self.buf.len());
             let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            let mut got = 0usize;
-            while got < want {
-                match self.src.read(&mut self.buf[old + got..]) {
-                    Ok(0) => break,
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break, // a read error ends the data, as the end would
-                }
-            }
-            self.buf.truncate(old + got);
+            // the buffer grows with what is read, not by `want` ahead of it: a
+            // file of 250 bytes holds 250 (read_to_end keeps what came before
+            // a read error, which ends the data as the end would)
+            let _ = self
+                .src
+                .by_ref()
+                .take(want as u64)
+                .read_to_end(&mut self.buf);
+            let got = self.buf.len() - old;
             if got < want {
                 self.eof = true;
             }
@@ -637,7 +650,7 @@ impl Reader {
                     return Step::Header(fmt);
                 }
             }
-            let odd = (caplen > snaplen && snaplen > 0) || origlen < caplen || sub >= frac_limit;
+            let odd = (caplen > snaplen && snaplen > 0) || origlen < caplen;
             if (caplen as u64) > self.max_frame
                 || (odd && !self.pcap_next_ok(16 + caplen as usize, sec))
             {
@@ -667,6 +680,13 @@ impl Reader {
             if caplen > snaplen && snaplen > 0 {
                 let at = self.at();
                 self.info.note("over_snaplen", at, 0, String::new(), "");
+            }
+            let mut sub = sub;
+            if sub >= frac_limit {
+                // a fraction of a second of a second or more: clamped (pcap.py)
+                let at = self.at();
+                self.info.note("bad_timestamp", at, 0, String::new(), "");
+                sub = frac_limit - 1;
             }
             let start = self.pos + 16;
             self.pos = start + caplen as usize;
@@ -944,45 +964,128 @@ enum Step {
     End,
 }
 
-/// Several readers merged in time order (ties: the earlier file first), as
-/// heapq.merge does: each file is trusted to be in time order.
+/// Opens a capture's bytes (again, each call from the start); the flag is
+/// true when the bytes read count for the progress shown.
+pub type Opener = Box<dyn FnMut(bool) -> Result<Box<dyn Read + Send>, String> + Send>;
+
+/// Several captures merged in time order (ties: the earlier file first), as
+/// heapq.merge does: each file is trusted to be in time order.  Each file is
+/// opened only when its first frame is due and closed at its end (capture.py's
+/// _merged): thousands of rotated files hold one or two open, not all of them.
+/// Their first frames are read beforehand, one file at a time.
 pub struct Merge {
-    pub readers: Vec<Reader>,
+    openers: Vec<Opener>,
+    readers: Vec<Option<Reader>>,
+    infos: Vec<FileInfo>,
     heads: Vec<Option<Frame>>,
-    started: bool,
+    /// (time of its next frame, file) for every file not ended: open or due
+    queue: BinaryHeap<Reverse<(i64, usize)>>,
+    max_frame: usize,
+    max_drops: u64,
+    chunk: usize,
+    /// A file that could not be opened again when due: (its index, why); the
+    /// merge stops there
+    pub error: Option<(usize, String)>,
 }
 
 impl Merge {
-    pub fn new(readers: Vec<Reader>) -> Merge {
-        let n = readers.len();
-        Merge {
-            readers,
+    /// Err((file index, message)) when a file is not a capture at all.
+    pub fn open(
+        openers: Vec<Opener>,
+        max_frame: usize,
+        max_drops: u64,
+    ) -> Result<Merge, (usize, String)> {
+        let n = openers.len();
+        let mut m = Merge {
+            openers,
+            readers: (0..n).map(|_| None).collect(),
+            infos: vec![FileInfo::default(); n],
             heads: vec![None; n],
-            started: false,
+            queue: BinaryHeap::new(),
+            max_frame,
+            max_drops,
+            chunk: chunk_bytes(n),
+            error: None,
+        };
+        if n == 1 {
+            let r = m.reader(0, true, m.chunk).map_err(|e| (0, e))?;
+            m.readers[0] = Some(r);
+            m.advance(0);
+            return Ok(m);
         }
+        for i in 0..n {
+            let mut r = m.reader(i, false, MIN_CHUNK).map_err(|e| (i, e))?;
+            match r.next_frame() {
+                Some(f) => m.queue.push(Reverse((f.ts, i))),
+                None => m.infos[i] = r.info, // no frame: read whole already
+            }
+        }
+        Ok(m)
     }
 
-    /// The next frame and the index of its reader; the previous frame's bytes
-    /// are no longer valid after this call.
-    pub fn next_frame(&mut self, last: Option<usize>) -> Option<(usize, Frame)> {
-        if !self.started {
-            self.started = true;
-            for i in 0..self.readers.len() {
-                self.heads[i] = self.readers[i].next_frame();
-            }
-        } else if let Some(i) = last {
-            self.heads[i] = self.readers[i].next_frame();
-        }
-        let mut best: Option<usize> = None;
-        for (i, h) in self.heads.iter().enumerate() {
-            if let Some(f) = h {
-                match best {
-                    Some(b) if self.heads[b].unwrap().ts <= f.ts => {}
-                    _ => best = Some(i),
+    fn reader(&mut self, i: usize, counted: bool, chunk: usize) -> Result<Reader, String> {
+        let src = (self.openers[i])(counted)?;
+        Reader::open(src, self.max_frame, self.max_drops, chunk)
+    }
+
+    /// The next frame of an open file into the queue, or the file closed.
+    fn advance(&mut self, i: usize) {
+        let Some(r) = self.readers[i].as_mut() else {
+            return;
+        };
+        self.heads[i] = r.next_frame();
+        match self.heads[i] {
+            Some(f) => self.queue.push(Reverse((f.ts, i))),
+            None => {
+                if let Some(r) = self.readers[i].take() {
+                    self.infos[i] = r.info;
                 }
             }
         }
-        let b = best?;
-        Some((b, self.heads[b].unwrap()))
+    }
+
+    /// The next frame and the index of its file; the previous frame's bytes
+    /// are no longer valid after this call.
+    pub fn next_frame(&mut self, last: Option<usize>) -> Option<(usize, Frame)> {
+        if let Some(i) = last {
+            self.advance(i);
+        }
+        loop {
+            let Reverse((_, b)) = self.queue.pop()?;
+            if self.readers[b].is_none() {
+                // due: opened now (its first frame again)
+                match self.reader(b, true, self.chunk) {
+                    Ok(r) => self.readers[b] = Some(r),
+                    Err(e) => {
+                        self.error = Some((b, e));
+                        self.queue.clear();
+                        self.readers.iter_mut().for_each(|r| *r = None); // closed
+                        return None;
+                    }
+                }
+                self.heads[b] = self.readers[b].as_mut().and_then(|r| r.next_frame());
+                if self.heads[b].is_none() {
+                    if let Some(r) = self.readers[b].take() {
+                        self.infos[b] = r.info;
+                    }
+                    continue;
+                }
+            }
+            return Some((b, self.heads[b].unwrap()));
+        }
+    }
+
+    /// The bytes of frame `f` of file `i` (from `next_frame`).
+    pub fn data(&self, i: usize, f: &Frame) -> &[u8] {
+        self.readers[i].as_ref().map_or(&[], |r| r.data(f))
+    }
+
+    /// What the reader learned about each file (the open ones as far as read).
+    pub fn into_infos(self) -> Vec<FileInfo> {
+        self.infos
+            .into_iter()
+            .zip(self.readers)
+            .map(|(info, r)| r.map_or(info, |r| r.info))
+            .collect()
     }
 }

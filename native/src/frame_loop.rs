@@ -8,28 +8,25 @@ use crate::ip;
 use crate::link::locate_ip;
 use crate::rpc;
 
-use std::io::Read;
-
-/// Parse already-opened captures.  Err((file index, message)) when one of
-/// them is not a capture at all.
+/// Parse captures, each opened by its opener when needed.  Err((file index,
+/// message)) when one of them is not a capture at all.
 pub fn parse_sources(
-    sources: Vec<Box<dyn Read + Send>>,
+    openers: Vec<capture::Opener>,
     settings: Settings,
     progress: &mut dyn FnMut(i64),
 ) -> Result<(Dissector, Vec<capture::FileInfo>), (usize, String)> {
-    let mut readers = Vec::with_capacity(sources.len());
-    for (i, s) in sources.into_iter().enumerate() {
-        readers.push(
-            capture::Reader::open(s, settings.max_frame_bytes, settings.max_interface_drops)
-                .map_err(|e| (i, e))?,
-        );
-    }
-    let mut merge = capture::Merge::new(readers);
+    let mut merge = Merge::open(
+        openers,
+        settings.max_frame_bytes,
+        settings.max_interface_drops,
+    )?;
     let mut d = Dissector::new(settings);
     d.run(&mut merge, progress);
+    if let Some(e) = merge.error.take() {
+        return Err(e);
+    }
     d.finish();
-    let infos = merge.readers.into_iter().map(|r| r.info).collect();
-    Ok((d, infos))
+    Ok((d, merge.into_infos()))
 }
 
 impl Dissector {
@@ -43,7 +40,7 @@ impl Dissector {
                 break;
             }
             last = Some(i);
-            let data = merge.readers[i].data(&f);
+            let data = merge.data(i, &f);
             self.frame(&f, data, progress);
         }
     }

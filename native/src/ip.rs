@@ -1,8 +1,9 @@
 //! IPv4 (RFC 791) and IPv6 (RFC 8200) headers, extension headers and fragment
 //! reassembly for both (mirrors `parsers/ip.py`).
 
-use crate::maps::{HashMap, IndexMap};
+use crate::maps::{HashMap, HashSet};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 // Protocol numbers, positions in a direction's facts (ip.py's F_*; F_CSUM_*:
 // TCP/UDP checksums verified on a sample, CHECKSUM_SAMPLE packets of each
@@ -221,6 +222,8 @@ pub struct FragmentStats {
 
 struct Pending {
     pieces: Vec<(i64, i64, Vec<u8>)>, // (offset, wire length, captured)
+    seen: HashSet<(i64, i64)>,        // (offset, wire length) of the pieces
+    stamp: u64,                       // its place in `Reassembler::order`
     total: i64,
     got: i64,
     ts_first: i64,
@@ -283,13 +286,18 @@ fn sorted_order(pieces: &[(i64, i64, Vec<u8>)]) -> Vec<usize> {
     order
 }
 
+/// Holds incomplete datagrams in the order they last received a fragment
+/// (`order`, by a stamp taken at each fragment), so the one that waited
+/// longest is the first: giving it up costs no search (ip.py's OrderedDict).
 pub struct Reassembler {
     timeout_ns: i64,
     max_pending: usize,
     max_bytes: i64,
     max_fragments: i64,
     max_lost: usize,
-    pending: IndexMap<FragKey, Pending>,
+    pending: HashMap<FragKey, Pending>,
+    order: BTreeMap<u64, FragKey>,
+    next_stamp: u64,
     held: i64,
     pub stats: FragmentStats,
     pub lost: Vec<Lost>,
@@ -322,7 +330,9 @@ impl Reassembler {
             max_fragments,
             max_lost,
             held: 0,
-            pending: IndexMap::default(),
+            pending: HashMap::default(),
+            order: BTreeMap::new(),
+            next_stamp: 0,
             stats: FragmentStats::default(),
             lost: Vec::new(),
             partial: Vec::new(),
@@ -363,6 +373,13 @@ impl Reassembler {
         }
     }
 
+    /// Take a datagram out of the table (and of its order).
+    fn remove(&mut self, key: &FragKey) -> Pending {
+        let p = self.pending.remove(key).unwrap();
+        self.order.remove(&p.stamp);
+        p
+    }
+
     pub fn pending_is_empty(&self) -> bool {
         self.pending.is_empty()
     }
@@ -377,10 +394,11 @@ impl Reassembler {
         dst: Addr,
         test: impl Fn(u8, i32, &[u8]) -> bool,
     ) -> bool {
-        let found = self.pending.iter().find_map(|(key, p)| {
+        let found = self.order.values().find_map(|key| {
             if key.1 != src || key.2 != dst {
                 return None;
             }
+            let p = &self.pending[key];
             let proto = if key.0 == 4 { key.4 } else { p.header };
             p.pieces
                 .iter()
@@ -389,7 +407,7 @@ impl Reassembler {
         });
         match found {
             Some(key) => {
-                let p = self.pending.shift_remove(&key).unwrap();
+                let p = self.remove(&key);
                 self.lose(facts, &key, &p);
                 true
             }
@@ -419,14 +437,16 @@ impl Reassembler {
         if ts - self.last_sweep > 1_000_000_000 {
             self.sweep(facts, ts);
         }
-        if let Some(p) = self.pending.get(&key) {
-            if p.pieces
-                .iter()
-                .any(|(o, n, _)| *o == offset && *n == wire_len)
-            {
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        if let Some(p) = self.pending.get_mut(&key) {
+            if p.seen.contains(&(offset, wire_len)) {
                 self.stats.repeats += 1; // the same fragment again: nothing new
                 return None;
             }
+            self.order.remove(&p.stamp);
+            p.stamp = stamp;
+            self.order.insert(stamp, key);
         } else {
             if self.pending.len() >= self.max_pending {
                 self.evict_oldest(facts);
@@ -435,6 +455,8 @@ impl Reassembler {
                 key,
                 Pending {
                     pieces: Vec::new(),
+                    seen: HashSet::default(),
+                    stamp,
                     total: -1,
                     got: 0,
                     ts_first: ts,
@@ -446,6 +468,7 @@ impl Reassembler {
                     held: 0,
                 },
             );
+            self.order.insert(stamp, key);
         }
         let p = self.pending.get_mut(&key).unwrap();
         p.ts_last = ts;
@@ -458,12 +481,13 @@ impl Reassembler {
             p.total = offset + wire_len;
         }
         p.pieces.push((offset, wire_len, captured.to_vec()));
+        p.seen.insert((offset, wire_len));
         p.got += wire_len;
         p.held += captured.len() as i64;
         self.held += captured.len() as i64;
         if p.count > self.max_fragments || self.held > self.max_bytes {
             self.stats.given_up += 1;
-            let p = self.pending.shift_remove(&key).unwrap();
+            let p = self.remove(&key);
             self.lose(facts, &key, &p);
             while self.held > self.max_bytes && !self.pending.is_empty() {
                 self.stats.given_up += 1;
@@ -490,7 +514,7 @@ impl Reassembler {
         if covered < p.total {
             return None;
         }
-        let p = self.pending.shift_remove(&key).unwrap();
+        let p = self.remove(&key);
         self.held -= p.held;
         self.stats.reassembled += 1;
         facts.rows[slot][F_REASSEMBLED] += 1;
@@ -505,39 +529,33 @@ impl Reassembler {
         })
     }
 
+    /// Give up the datagrams without a fragment for timeout_ns, from the
+    /// first held (the one that waited longest) to the first that has not.
     fn sweep(&mut self, facts: &mut Facts, now: i64) {
         self.last_sweep = now;
-        let old: Vec<FragKey> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| now - p.ts_last > self.timeout_ns)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in old {
-            let p = self.pending.shift_remove(&k).unwrap();
-            self.lose(facts, &k, &p);
+        while let Some((_, &key)) = self.order.first_key_value() {
+            if now - self.pending[&key].ts_last <= self.timeout_ns {
+                break;
+            }
+            let p = self.remove(&key);
+            self.lose(facts, &key, &p);
         }
     }
 
+    /// Give up the datagram that waited longest for a fragment.
     fn evict_oldest(&mut self, facts: &mut Facts) {
-        let mut best: Option<(FragKey, i64)> = None;
-        for (k, p) in self.pending.iter() {
-            match best {
-                Some((_, t)) if t <= p.ts_last => {}
-                _ => best = Some((*k, p.ts_last)),
-            }
-        }
-        if let Some((k, _)) = best {
-            let p = self.pending.shift_remove(&k).unwrap();
-            self.lose(facts, &k, &p);
+        if let Some((_, &key)) = self.order.first_key_value() {
+            let p = self.remove(&key);
+            self.lose(facts, &key, &p);
         }
     }
 
     /// End of capture: whatever is still held stays incomplete.
     pub fn finish(&mut self, facts: &mut Facts) {
-        let all: Vec<(FragKey, Pending)> = self.pending.drain(..).collect();
-        for (k, p) in all {
-            self.lose(facts, &k, &p);
+        let order = std::mem::take(&mut self.order);
+        for key in order.into_values() {
+            let p = self.pending.remove(&key).unwrap();
+            self.lose(facts, &key, &p);
         }
     }
 }

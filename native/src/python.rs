@@ -351,8 +351,9 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
 
 /// parse(paths, readers, settings, progress) -> dict
 ///
-/// paths: capture files; readers: per file None (read the file here) or a
-/// callable read(n) -> bytes (a decompressing stream); settings: the
+/// paths: capture files; readers: per file None (the file opened here, when
+/// needed) or a callable that (re)opens it and returns a callable read(n) ->
+/// bytes (a decompressing stream); settings: the
 /// ParseLimits values; progress: None or callable(frames,
 /// bytes read here from the files it opened itself: not those of ``readers``).
 /// Raises ValueError("<index>:<message>") when a file is not a capture.
@@ -366,21 +367,30 @@ fn parse(
     progress: Option<PyObject>,
 ) -> PyResult<PyObject> {
     let settings = self::settings(settings)?;
-    let mut sources: Vec<Box<dyn Read + Send>> = Vec::with_capacity(paths.len());
+    let mut sources: Vec<capture::Opener> = Vec::with_capacity(paths.len());
     let taken = Arc::new(AtomicU64::new(0));
     for (path, reader) in paths.iter().zip(readers) {
         match reader {
-            Some(r) => sources.push(Box::new(PyRead {
-                read: r,
-                pending: Vec::new(),
-                at: 0,
+            // a compressed file: Python's opener (re)opens it, returning read(n)
+            Some(opener) => sources.push(Box::new(move |_| {
+                let read = Python::with_gil(|py| opener.call0(py)).map_err(|e| e.to_string())?;
+                Ok(Box::new(PyRead {
+                    read,
+                    pending: Vec::new(),
+                    at: 0,
+                }) as Box<dyn Read + Send>)
             })),
             None => {
-                let f = File::open(path)
-                    .map_err(|e| PyValueError::new_err(format!("cannot open: {e}")))?;
-                sources.push(Box::new(Counted {
-                    file: f,
-                    taken: Arc::clone(&taken),
+                let path = path.clone();
+                let taken = Arc::clone(&taken);
+                sources.push(Box::new(move |counted| {
+                    let file = File::open(&path).map_err(|e| format!("cannot open: {e}"))?;
+                    let taken = if counted {
+                        Arc::clone(&taken)
+                    } else {
+                        Arc::new(AtomicU64::new(0)) // read ahead of time: not progress
+                    };
+                    Ok(Box::new(Counted { file, taken }) as Box<dyn Read + Send>)
                 }));
             }
         }

@@ -17,6 +17,7 @@ per-direction facts (``ParseStats.directions``) and, when given, its
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,6 +249,10 @@ def _fates(incomplete: pd.DataFrame, messages: pd.DataFrame) -> tuple[list[int],
     ):
         if x in wanted:
             reply_times.setdefault((d, s, x), []).append(int(t))  # keyed client, server
+    # sorted, so that each datagram finds its next send and reply by bisection
+    # (not a scan: a client re-sending one xid thousands of times made it quadratic)
+    for times in (*call_times.values(), *reply_times.values()):
+        times.sort()
     xids: list[int] = []
     fates: list[str] = []
     for frame, src, dst, ts in zip(
@@ -261,11 +266,15 @@ def _fates(incomplete: pd.DataFrame, messages: pd.DataFrame) -> tuple[list[int],
             continue
         xid, t0 = int(hit[0]), int(hit[1])
         xids.append(xid)
-        resends = [t for t in call_times.get((src, dst, xid), ()) if t > t0]
-        until = min(resends, default=1 << 62)  # a re-send takes the replies after it
-        if any(t0 < t < until for t in reply_times.get((src, dst, xid), ())):
+        sends = call_times.get((src, dst, xid), [])
+        at = bisect.bisect_right(sends, t0)
+        resent = at < len(sends)
+        until = sends[at] if resent else 1 << 62  # a re-send takes the replies after it
+        answers = reply_times.get((src, dst, xid), [])
+        first = bisect.bisect_right(answers, t0)
+        if first < len(answers) and answers[first] < until:
             fates.append(ANSWERED)
-        elif resends:
+        elif resent:
             fates.append(RESENT)
         else:
             fates.append(UNANSWERED if later else CAPTURE_END)

@@ -576,22 +576,25 @@ def _outstanding_through(
     start: np.ndarray, end: np.ndarray, gap_start: np.ndarray, gap_end: np.ndarray
 ) -> np.ndarray:
     """Per gap, the calls outstanding all through it (start <= gap start and end >=
-    gap end).  When no call starts or ends inside a gap (their times are packet
-    times) and none ends before it starts, that is #(start <= gap start) -
-    #(end <= gap start): two binary searches per gap, not a scan of every call."""
+    gap end), for gaps that do not overlap, in time order (each from one packet
+    time to the next).  A call with start > end never counts; for the others,
+    #(start <= gs and end >= ge) = #(start <= gs) - #(end < ge) + #(gs < start
+    and end < ge), and a call of the last kind lies inside the gap, of which it
+    can lie in one only: binary searches, not a scan of every call per gap (a
+    capture of many gaps and a call ending in one was quadratic)."""
+    if not len(gap_start):
+        return np.zeros(0, "int64")
+    keep = start <= end
+    start, end = start[keep], end[keep]
     starts, ends = np.sort(start, kind="stable"), np.sort(end, kind="stable")  # (nearly sorted)
-
-    def inside(times: np.ndarray) -> np.ndarray:
-        return np.searchsorted(times, gap_end, "left") - np.searchsorted(times, gap_start, "right")
-
-    if (start <= end).all() and not inside(starts).any() and not inside(ends).any():
-        return np.searchsorted(starts, gap_start, "right") - np.searchsorted(
-            ends, gap_start, "right"
-        )
-    return np.array(
-        [((start <= gs) & (end >= ge)).sum() for gs, ge in zip(gap_start, gap_end, strict=True)],
-        dtype="int64",
-    )
+    began = np.searchsorted(starts, gap_start, "right")
+    ended = np.searchsorted(ends, gap_end, "left")
+    # the gap each call starts in (the last with gs < start), if it also ends in it
+    at = np.searchsorted(gap_start, start, "left") - 1
+    ok = at >= 0
+    inside = ok & (end < gap_end[np.maximum(at, 0)])
+    within = np.bincount(at[inside], minlength=len(gap_start))
+    return (began - ended + within).astype("int64")
 
 
 def assess_capture(

@@ -384,11 +384,12 @@ def _progress_points(
     """Per pair: its code, client, server, progress points (start, each WRITE
     reply, end) and the cumulative bytes at each point."""
     rows = progress.groupby("pair", sort=False).indices
+    # the columns as arrays once (per pair, the whole column each time: quadratic)
+    times, sizes = progress["t_ns"].to_numpy("int64"), progress["bytes"].to_numpy("int64")
     out = []
     for a in activity.itertuples(index=False):
         at = rows.get(a.pair, np.array([], "int64"))
-        t = progress["t_ns"].to_numpy("int64")[at]
-        b = progress["bytes"].to_numpy("int64")[at]
+        t, b = times[at], sizes[at]
         keep = (t >= a.start_ns) & (t <= a.end_ns)
         t, b = t[keep], b[keep]
         points = np.r_[a.start_ns, t, a.end_ns]

@@ -27,7 +27,9 @@ can be found again (wiretap and libpcap stop at the first bad record):
 * captures concatenated into one file (``cat a.pcap b.pcap``): the second
   file header is read as such, and its frames follow;
 * a timestamp outside what a pcap can express (pcapng with a corrupt
-  resolution or offset) is clamped to that range.
+  resolution or offset, a pcap record whose fraction of a second is a second
+  or more, such as ts_usec 0xFFFFFFFF) is clamped to that range (the
+  fraction: to its second's last tick); the frame is read, as tshark reads it.
 
 Each kind of damage is counted per file (``CaptureInfo.damage``) and reported
 as one warning with its count, where it was first seen and the bytes skipped.
@@ -37,18 +39,16 @@ from __future__ import annotations
 
 import bz2
 import contextlib
-import gzip
 import heapq
 import lzma
 import os
-import shutil
 import stat
 import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from nfstrace.errors import CaptureError
 from nfstrace.parsers.pcap import read_pcap
@@ -66,7 +66,19 @@ Frame = tuple[int, int, Bytes, int, int]
 # the reader does not count them): called every 16,384 frames while parsing.
 Progress = Callable[[int, int], None]
 
-CHUNK = 4 * 1024 * 1024
+CHUNK = 4 * 1024 * 1024  # bytes read at a time (at most: see chunk_bytes)
+# All the files read side by side (merged in time order) share this many bytes
+# of reading buffers, each at least MIN_CHUNK: 1,250 files must not hold 4 MiB
+# each (native/src/capture.rs mirrors both).
+READ_BUDGET = 256 * 1024 * 1024
+MIN_CHUNK = 64 * 1024
+
+
+def chunk_bytes(files: int) -> int:
+    """Bytes read at a time from each of ``files`` files read side by side."""
+    return min(CHUNK, max(MIN_CHUNK, READ_BUDGET // max(files, 1)))
+
+
 # Compressed streams are read in pieces of this size: a read that fails (data
 # cut off or corrupt) loses nothing decompressed before it.
 COMPRESSED_PIECE = 256 * 1024
@@ -164,6 +176,10 @@ class CaptureInfo:
 
 STDIN = "-"  # the capture path that means standard input
 SPOOL_CHUNK = 1024 * 1024  # bytes copied at a time from a pipe to its temporary file
+# Free space left on $TMPDIR's file system when a pipe's copy stops there
+# (besides ParseLimits.max_spool_bytes): the copy never fills the disk.
+SPOOL_RESERVE_BYTES = 1 << 30
+HEAD_BYTES = 6  # the longest first bytes CAPTURE_STARTS tests
 
 
 def _needs_spooling(path: str) -> bool:
@@ -176,30 +192,111 @@ def _needs_spooling(path: str) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
+def _read_head(source: BinaryIO, n: int) -> bytes:
+    """The first n bytes of a pipe (fewer at its end): a pipe gives what it has."""
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        piece = source.read(n - got)
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
+
+
+def spool_bound(limit: int, directory: str) -> int:
+    """Bytes a pipe may be copied into ``directory``: ``limit``
+    (ParseLimits.max_spool_bytes), and no more than leaves SPOOL_RESERVE_BYTES
+    free there."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return limit
+    return max(0, min(limit, st.f_bavail * st.f_frsize - SPOOL_RESERVE_BYTES))
+
+
+def _spool(
+    path: str, source: BinaryIO, copy: BinaryIO, where: str, bound: int, notes: list[str]
+) -> None:
+    """Copy a pipe into its temporary file (in directory ``where``), its first
+    bytes checked before anything is copied, at most ``bound`` bytes (then a note: the rest is not
+    read).  Errors name the step that failed."""
+    try:
+        head = _read_head(source, HEAD_BYTES)
+    except OSError as e:
+        raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+    if not head:
+        raise CaptureError("empty file", path)
+    # (shorter: copied, the reader says why; the same words as the reader's)
+    if len(head) == HEAD_BYTES and not head.startswith(CAPTURE_STARTS):
+        raise CaptureError("not a pcap or pcapng capture file", path)
+    done = 0
+    data = head
+    while data:
+        room = bound - done
+        if len(data) > room:
+            data = data[:room]
+        try:
+            copy.write(data)
+        except OSError as e:
+            raise CaptureError(
+                f"cannot copy the input to a temporary file in {where}: {e.strerror or e}", path
+            ) from None
+        done += len(data)
+        if done >= bound:
+            if source.read(1):
+                notes.append(
+                    f"{path}: the copy of this pipe stopped at {done:,} bytes (ParseLimits."
+                    f"max_spool_bytes, or 1 GiB left free in {where}): the rest was not read"
+                )
+            break
+        try:
+            data = source.read(SPOOL_CHUNK)
+        except OSError as e:
+            raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+
+
 @contextlib.contextmanager
-def regular_files(paths: list[str]) -> Iterator[list[str]]:
+def regular_files(
+    paths: list[str], max_spool_bytes: int = 1 << 62, notes: list[str] | None = None
+) -> Iterator[list[str]]:
     """The captures as files that can be read twice: standard input (``-``) and
     pipes, FIFOs or devices (``<(tcpdump -w - ...)``, ``/dev/stdin``) are copied
-    once into a temporary file (as large as the capture; under $TMPDIR),
-    deleted afterwards; regular files are read where they are."""
+    once into a temporary file under $TMPDIR, deleted afterwards; regular files
+    are read where they are.  A pipe's first bytes are checked before it is
+    copied (``/dev/zero`` or ``yes |`` is refused at once, not copied whole),
+    and at most ``spool_bound(max_spool_bytes)`` bytes are copied: where it
+    stops, a line in ``notes``."""
     spooled: list[str] = []
+    notes = [] if notes is None else notes
     try:
         out = []
         for path in paths:
             if not _needs_spooling(path):
                 out.append(path)
                 continue
-            fd, name = tempfile.mkstemp(prefix="nfstrace-input-", suffix=".capture")
-            spooled.append(name)
             try:
-                with os.fdopen(fd, "wb") as copy:
-                    if path == STDIN:
-                        shutil.copyfileobj(sys.stdin.buffer, copy, SPOOL_CHUNK)
-                    else:
-                        with open(path, "rb") as source:
-                            shutil.copyfileobj(source, copy, SPOOL_CHUNK)
+                fd, name = tempfile.mkstemp(prefix="nfstrace-input-", suffix=".capture")
             except OSError as e:
-                raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
+                raise CaptureError(
+                    f"cannot create a temporary file in {tempfile.gettempdir()} for the "
+                    f"input: {e.strerror or e}",
+                    path,
+                ) from None
+            spooled.append(name)
+            where = os.path.dirname(name)
+            bound = spool_bound(max_spool_bytes, where)
+            with os.fdopen(fd, "wb") as copy:
+                if path == STDIN:
+                    _spool(path, sys.stdin.buffer, copy, where, bound, notes)
+                else:
+                    try:
+                        source = open(path, "rb")  # noqa: SIM115 - closed below
+                    except OSError as e:
+                        raise CaptureError(f"cannot open: {e.strerror or e}", path) from None
+                    with source:
+                        _spool(path, source, copy, where, bound, notes)
             out.append(name)
         yield out
     finally:
@@ -219,34 +316,60 @@ CAPTURE_STARTS = (
 )
 
 
-def expand_directories(paths: list[str]) -> list[str]:
+def unusable(path: str) -> str:
+    """Why this file cannot be read as a capture ('' if it can): its header and
+    first frame read as the parse will read them."""
+    frames = read_frames(path, 0, CaptureInfo(path=path), chunk=MIN_CHUNK)
+    try:
+        next(frames, None)
+    except CaptureError as e:
+        return e.message
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+    finally:
+        frames.close()
+    return ""
+
+
+def expand_directories(paths: list[str], notes: list[str] | None = None) -> list[str]:
     """The captures named, a directory standing for the capture files directly
     in it (rotated ``tcpdump -C/-G`` output): its regular, not hidden files
     that begin as a pcap, pcapng or compressed file, by name (the frames are
-    merged in time order whatever the order).  A directory without one is an
-    error naming it."""
+    merged in time order whatever the order).  An entry that cannot be read as
+    a capture (a symlink loop, no permission, a file cut inside its header) is
+    skipped, with a line in ``notes``: one odd file does not stop the others.
+    A directory without a capture file is an error naming it."""
     out: list[str] = []
+    notes = [] if notes is None else notes
     for path in paths:
         if path == STDIN or not os.path.isdir(path):
             out.append(path)
             continue
         found = []
         with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.name.startswith(".") or not entry.is_file():
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.startswith("."):
                     continue
                 try:
+                    if not entry.is_file():
+                        continue
                     with open(entry.path, "rb") as f:
                         head = f.read(6)
-                except OSError:
+                except OSError as e:
+                    notes.append(f"{entry.path}: skipped: {e.strerror or e}")
                     continue
-                if head.startswith(CAPTURE_STARTS):
-                    found.append(entry.path)
+                if not head.startswith(CAPTURE_STARTS):
+                    continue
+                why = unusable(entry.path)
+                if why:
+                    notes.append(f"{entry.path}: skipped: {why}")
+                    continue
+                found.append(entry.path)
         if not found:
             raise CaptureError(
                 "a directory without capture files (pcap, pcapng, .gz/.bz2/.xz)", path
             )
-        out.extend(sorted(found))
+        out.extend(found)
     return out
 
 
@@ -266,61 +389,150 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     except OSError as e:  # a device, a pipe, an I/O error
         raw.close()
         raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
-    counted = _Counted(raw)
-    if magic[:2] == b"\x1f\x8b":
-        return _Gzip(counted), "gzip"  # type: ignore[return-value]
-    if magic[:3] == b"BZh":
-        return _Bzip2(counted), "bzip2"  # type: ignore[return-value]
-    if magic == b"\xfd7zXZ\x00":
-        return _Xz(counted), "xz"  # type: ignore[return-value]
+    for start, kind in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz")):
+        if magic.startswith(start):
+            return _Unpacked(raw, kind), kind  # type: ignore[return-value]
     return raw, ""
 
 
-class _Counted:
-    """A file read by a decompressor, counting the compressed bytes it took."""
+PACKED_PIECE = 16 * 1024  # packed bytes handed to a decompressor at a time
+# ... and after a gzip step failed on corrupt data: the piece again, this many
+# bytes at a time from where it began, so that what precedes the corruption is
+# kept (a failing step returns nothing)
+SALVAGE_PIECE = 256
 
-    def __init__(self, raw: BinaryIO) -> None:
+
+class _Unpacked:
+    """A gzip, bzip2 or xz file unpacked, one code for the three: the packed
+    bytes its decompressor consumed are counted exactly (``taken``, at most
+    one PACKED_PIECE ahead for bzip2 and xz, whose decompressors keep what they
+    have not used), so the bomb rule (MAX_DECOMPRESSION_RATIO) is the same
+    for every format (through gzip.GzipFile's read-ahead a gzip bomb never
+    reached it); and a step never unpacks more than it was asked for
+    (``max_length``), so memory stays bounded whatever the ratio.  Streams
+    concatenated in one file are read one after the other; for gzip, zero
+    padding after a member is skipped and anything else is an error, as
+    GzipFile has it, while bzip2 and xz ignore trailing data, as BZ2File and
+    LZMAFile do.  A file cut off raises EOFError, corrupt data the
+    decompressor's error (read_up_to keeps what came before)."""
+
+    def __init__(self, raw: BinaryIO, kind: str) -> None:
         self.raw = raw
-        self.taken = 0
+        self.kind = kind
         self.name = getattr(raw, "name", "")
+        self.counted = self  # (file_bytes_read and _bomb read counted.taken)
+        self.taken = 0  # packed bytes consumed
+        self.out = 0  # unpacked bytes handed out
+        self._d: Any = self._new()
+        self._pending = b""  # packed bytes read from the file, not yet consumed
+        self._raw_end = False
+        self._end = False
+        self._small = False  # gzip: salvaging before corrupt data
+
+    def _new(self) -> Any:
+        if self.kind == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self.kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+
+    def _fill(self) -> None:
+        if not self._pending and not self._raw_end:
+            self._pending = self.raw.read(PACKED_PIECE)
+            self._raw_end = not self._pending
+
+    def _packed(self) -> bytes:
+        self._fill()
+        size = SALVAGE_PIECE if self._small else len(self._pending)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def _next_stream(self) -> bool:
+        """After a stream's end: the next one in the file (False: none)."""
+        self._pending = self._d.unused_data + self._pending
+        while True:
+            if self.kind == "gzip":  # zero padding between members, as GzipFile skips it
+                self._pending = self._pending.lstrip(b"\0")
+            if self._pending or self._raw_end:
+                break
+            self._fill()
+        if not self._pending:
+            return False
+        self._d = self._new()
+        return True
+
+    def read1(self, n: int = -1) -> bytes:
+        """Up to n unpacked bytes (b'' at the end), one decompression step."""
+        n = CHUNK if n is None or n < 0 else n
+        while not self._end:
+            if self._d.eof:
+                if not self._next_stream():
+                    self._end = True
+                    break
+                if self.kind != "gzip":  # trailing data that is no stream: ignored
+                    try:
+                        return self._step(n)
+                    except (OSError, lzma.LZMAError, ValueError):
+                        self._end = True
+                        break
+                continue
+            out = self._step(n)
+            if out:
+                return out
+            self._fill()
+            if self._raw_end and not self._pending and not self._d.eof and self._drained():
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+        return b""
+
+    def _drained(self) -> bool:
+        """The decompressor holds no input it has not used."""
+        return self.kind == "gzip" or bool(self._d.needs_input)
+
+    def _step(self, n: int) -> bytes:
+        d = self._d
+        if self.kind == "gzip":
+            data = self._packed()
+            backup = d.copy()
+            try:
+                out = d.decompress(data, n)
+            except zlib.error:
+                if self._small or len(data) <= SALVAGE_PIECE:
+                    raise
+                self._d, self._pending, self._small = backup, data + self._pending, True
+                return b""
+            tail = d.unconsumed_tail
+            self._pending = tail + self._pending
+            self.taken += len(data) - len(tail) - len(d.unused_data)
+        else:
+            data = self._packed() if d.needs_input else b""
+            out = d.decompress(data, n)
+            self.taken += len(data) - len(d.unused_data)
+        self.out += len(out)
+        return bytes(out)
 
     def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        self.taken += len(data)
-        return data
+        parts: list[bytes] = []
+        want = (1 << 62) if n is None or n < 0 else n
+        got = 0
+        while got < want:
+            piece = self.read1(min(CHUNK, want - got))
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
+
+    def tell(self) -> int:
+        return self.out
 
     def close(self) -> None:
         self.raw.close()
 
+    def __enter__(self) -> _Unpacked:
+        return self
 
-class _ClosesItsFile:
-    """Mixin for a decompressing stream over a ``_Counted`` file: keeps it as
-    ``counted`` and closes it too (gzip, bz2 and lzma leave a file object they
-    were given open)."""
-
-    counted: _Counted
-
-    def close(self) -> None:
-        super().close()  # type: ignore[misc]
-        self.counted.close()
-
-
-class _Gzip(_ClosesItsFile, gzip.GzipFile):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(fileobj=counted)  # type: ignore[call-overload]
-        self.counted = counted
-
-
-class _Bzip2(_ClosesItsFile, bz2.BZ2File):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(counted)  # type: ignore[call-overload]
-        self.counted = counted
-
-
-class _Xz(_ClosesItsFile, lzma.LZMAFile):
-    def __init__(self, counted: _Counted) -> None:
-        super().__init__(counted)  # type: ignore[arg-type]
-        self.counted = counted
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def file_bytes_read(stream: BinaryIO, unpacked: int) -> int:
@@ -373,12 +585,27 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
 class Buffer:
     """Chunked reader: hands out memoryviews of at least n bytes."""
 
-    __slots__ = ("buf", "compressed", "consumed", "eof", "error", "info", "pos", "stream")
+    __slots__ = (
+        "buf",
+        "chunk",
+        "compressed",
+        "consumed",
+        "eof",
+        "error",
+        "info",
+        "pos",
+        "stream",
+    )
 
     def __init__(
-        self, stream: BinaryIO, compressed: bool = False, info: CaptureInfo | None = None
+        self,
+        stream: BinaryIO,
+        compressed: bool = False,
+        info: CaptureInfo | None = None,
+        chunk: int = CHUNK,
     ) -> None:
         self.stream = stream
+        self.chunk = chunk
         self.compressed = compressed
         self.info = info  # its read_bytes kept current
         self.buf = b""
@@ -402,7 +629,7 @@ class Buffer:
             return True
         parts = [self.buf[self.pos :]]
         while have < n and not self.eof:
-            chunk = self._read(max(CHUNK, n - have))
+            chunk = self._read(max(self.chunk, n - have))
             if chunk:
                 parts.append(chunk)
                 have += len(chunk)
@@ -425,12 +652,13 @@ class Buffer:
 
 
 def read_frames(
-    path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN
+    path: str, index: int, info: CaptureInfo, max_frame: int = MAX_CAPLEN, chunk: int = CHUNK
 ) -> Generator[Frame, None, None]:
-    """Frames of one file, in file order; frames above max_frame bytes are damage."""
+    """Frames of one file, in file order; frames above max_frame bytes are damage;
+    read ``chunk`` bytes at a time."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = Buffer(stream, compressed=bool(info.compression), info=info)
+        buf = Buffer(stream, compressed=bool(info.compression), info=info, chunk=chunk)
         if not buf.fill(4):
             if buf.error:
                 raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
@@ -463,13 +691,54 @@ def read_many(
 
     The merge trusts each file to be in time order, as tcpdump writes them.
     """
-    streams = [
-        read_frames(p, i, info, max_frame)
-        for i, (p, info) in enumerate(zip(paths, infos, strict=True))
-    ]
-    if len(streams) == 1:
-        return streams[0]
-    return heapq.merge(*streams, key=lambda f: f[0])
+    if len(paths) == 1:
+        return read_frames(paths[0], 0, infos[0], max_frame)
+    return _merged(paths, infos, max_frame, chunk_bytes(len(paths)))
+
+
+def _merged(
+    paths: list[str], infos: list[CaptureInfo], max_frame: int, chunk: int
+) -> Iterator[Frame]:
+    """heapq.merge of every file's frames by time (ties: the earlier file
+    first), each file opened only when its first frame is due and closed at its
+    end: a directory of thousands of rotated files holds one or two open, not
+    all of them (their descriptors, their buffers).  Each file's first frame is
+    read beforehand, one file at a time, to know when it is due (and every
+    unreadable file is said before any frame is handed out)."""
+    heap: list[tuple[int, int, Frame | None, Generator[Frame, None, None] | None]] = []
+    for i, (path, info) in enumerate(zip(paths, infos, strict=True)):
+        first = read_frames(path, i, CaptureInfo(path=path), max_frame, MIN_CHUNK)
+        try:
+            frame = next(first, None)
+        finally:
+            first.close()
+        if frame is None:  # no frame: read it for its facts now (nothing to merge)
+            for _ in read_frames(path, i, info, max_frame, MIN_CHUNK):
+                pass
+        else:
+            heap.append((frame[0], i, None, None))
+    heapq.heapify(heap)
+    try:
+        while heap:
+            ts, i, frame, frames = heap[0]
+            if frames is None:  # due: opened now (its first frame again)
+                frames = read_frames(paths[i], i, infos[i], max_frame, chunk)
+                heap[0] = (ts, i, None, frames)  # (closed below if it fails)
+                frame = next(frames, None)
+                if frame is None:  # (it changed under us)
+                    heapq.heappop(heap)
+                    continue
+            assert frame is not None
+            yield frame
+            following = next(frames, None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following[0], i, following, frames))
+    finally:  # an error, or the reader stopped early: the files open are closed now
+        for *_, frames in heap:
+            if frames is not None:
+                frames.close()
 
 
 def file_size(path: str) -> int:

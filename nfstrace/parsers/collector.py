@@ -8,6 +8,7 @@ and event."""
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 
 import pandas as pd
 
@@ -47,8 +48,11 @@ class Collector:
         self.events_dropped = 0
         # (client, server, xid) -> (prog, vers, proc, gss_service, gss_proc, answered)
         # of the last call
-        self.calls: dict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]] = {}
-        self.max_calls = limits.max_pending_calls
+        # (an OrderedDict: forgetting the oldest of a dict, next(iter(d)), walks
+        # the slots its earlier deletions left: quadratic over many forgotten)
+        self.calls: OrderedDict[tuple[bytes, bytes, int], tuple[int, int, int, str, int, bool]]
+        self.calls = OrderedDict()
+        self.max_calls = limits.pending_calls  # (count and memory)
         self.calls_forgotten = 0  # unanswered calls forgotten past max_calls
         # (client, client port, server, server port) -> the last call's
         # (prog, vers, proc, gss_service, gss_proc): names replies whose call was not seen
@@ -125,11 +129,10 @@ class Collector:
             calls = self.calls
             key = (src, dst, xid)
             if key in calls:
-                del calls[key]  # re-insert: keep the dict ordered by last use
+                calls.move_to_end(key)  # keep the dict ordered by last use
             elif len(calls) >= self.max_calls:
-                oldest = next(iter(calls))
-                self.calls_forgotten += not calls[oldest][5]
-                del calls[oldest]
+                _, oldest = calls.popitem(last=False)
+                self.calls_forgotten += not oldest[5]
             what = (hdr.prog, hdr.vers, hdr.proc, hdr.gss_service, hdr.gss_proc)
             calls[key] = (*what, False)
             flow = (src, sport, dst, dport)

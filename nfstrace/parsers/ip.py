@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -201,6 +202,7 @@ class _Pending:
         "got",
         "held",
         "pieces",
+        "seen",
         "total",
         "ts_first",
         "ts_last",
@@ -208,6 +210,7 @@ class _Pending:
 
     def __init__(self, ts: int, frame: int) -> None:
         self.pieces: list[tuple[int, int, bytes]] = []  # (offset, wire length, captured)
+        self.seen: set[tuple[int, int]] = set()  # (offset, wire length) of the pieces
         self.total = -1  # payload length once the last fragment was seen
         self.got = 0  # bytes received (overlaps counted twice)
         self.held = 0  # captured bytes held
@@ -221,6 +224,10 @@ class _Pending:
 
 class Reassembler:
     """Holds incomplete datagrams; bounded in count and in age.
+
+    They are kept in the order they last received a fragment (capture order),
+    so the one that waited longest is the first: giving it up (past a bound, or
+    when it timed out) costs no search of them all.
 
     Keys start with (ip version, src, dst, ...): fragment counts are also kept
     per direction in ``facts`` (shared with the caller's per-direction facts).
@@ -240,7 +247,7 @@ class Reassembler:
         self.max_bytes = max_bytes  # captured bytes held, all datagrams together
         self.max_fragments = max_fragments  # fragments of one datagram
         self.max_lost = max_lost  # datagrams given up that are listed in `lost`
-        self.pending: dict[tuple, _Pending] = {}
+        self.pending: OrderedDict[tuple, _Pending] = OrderedDict()
         self.held = 0  # captured bytes held
         self.stats = FragmentStats()
         self.facts: Facts = Facts() if facts is None else facts
@@ -309,9 +316,11 @@ class Reassembler:
             if len(self.pending) >= self.max_pending:
                 self._evict_oldest()
             p = self.pending[key] = _Pending(ts, frame)
-        elif any(o == offset and n == wire_len for o, n, _ in p.pieces):
+        elif (offset, wire_len) in p.seen:
             self.stats.repeats += 1  # the same fragment again: nothing new
             return None
+        else:
+            self.pending.move_to_end(key)
         p.ts_last = ts
         p.frame_last = frame
         p.count += 1
@@ -320,6 +329,7 @@ class Reassembler:
         if not more:
             p.total = offset + wire_len
         p.pieces.append((offset, wire_len, bytes(captured)))
+        p.seen.add((offset, wire_len))
         p.got += wire_len
         p.held += len(captured)
         self.held += len(captured)
@@ -349,14 +359,19 @@ class Reassembler:
         return _contiguous(pieces), p.total, p.count, p.ts_first, p.frame_first, p.header
 
     def _sweep(self, now: int) -> None:
+        """Give up the datagrams without a fragment for timeout_ns, from the
+        first held (the one that waited longest) to the first that has not."""
         self._last_sweep = now
-        old = [k for k, p in self.pending.items() if now - p.ts_last > self.timeout_ns]
-        for k in old:
-            self._lost(k, self.pending.pop(k))
+        while self.pending:
+            key, p = next(iter(self.pending.items()))
+            if now - p.ts_last <= self.timeout_ns:
+                break
+            del self.pending[key]
+            self._lost(key, p)
 
     def _evict_oldest(self) -> None:
-        oldest = min(self.pending, key=lambda k: self.pending[k].ts_last)
-        self._lost(oldest, self.pending.pop(oldest))
+        """Give up the datagram that waited longest for a fragment."""
+        self._lost(*self.pending.popitem(last=False))
 
     def finish(self) -> None:
         """End of capture: whatever is still held stays incomplete."""

@@ -93,7 +93,7 @@ def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
         "max_ip_reassemblies": limits.max_ip_reassemblies,
         "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
         "max_fragments_per_datagram": limits.max_fragments_per_datagram,
-        "max_pending_calls": limits.max_pending_calls,
+        "max_pending_calls": limits.pending_calls,  # (max_pending_call_bytes folded in)
         "max_connections": limits.max_connections,
         "max_directions": limits.max_directions,
         "max_events_per_kind": limits.max_events_per_kind,
@@ -107,28 +107,49 @@ def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
 
 
 class _Decompressed:
-    """read(n) over a decompressing stream, stopping (with the reason kept)
-    where the compressed data is damaged, as the Python reader does."""
+    """A compressed capture for the Rust reader: calling it (re)opens the file
+    and returns its ``read(n)`` over the decompressing stream, which stops
+    (with the reason kept) where the compressed data is damaged, as the Python
+    reader does.  The file is closed at its end, or when opened again: the Rust
+    reader opens each file when its first frame is due."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stream: BinaryIO | None = None
         self.error = ""
+        self._taken = 0
+
+    def __call__(self) -> Callable[[int], bytes]:
+        self.close()
+        self.stream, _ = capture.open_stream(self.path)
+        self.error = ""
+        return self.read
 
     def taken(self) -> int:
         """Bytes taken from the file on disk so far (packed)."""
-        return capture.file_bytes_read(self.stream, 0)
+        return self._taken if self.stream is None else capture.file_bytes_read(self.stream, 0)
 
-    def __call__(self, n: int) -> bytes:
-        if self.error:
+    def read(self, n: int) -> bytes:
+        if self.error or self.stream is None:
             return b""
         data, self.error = capture.read_up_to(self.stream, n, compressed=True)
+        if not data:
+            self.close()
         return data
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self._taken = capture.file_bytes_read(self.stream, 0)
+            self.stream.close()
+            self.stream = None
 
 
 def _check_readable(path: str, limits: ParseLimits) -> None:
     """Raise the CaptureError the Python reader raises for this file, if any:
     one truth for what makes a file unusable."""
-    frames = capture.read_frames(path, 0, CaptureInfo(path=path), limits.max_frame_bytes)
+    frames = capture.read_frames(
+        path, 0, CaptureInfo(path=path), limits.max_frame_bytes, capture.MIN_CHUNK
+    )
     try:
         next(frames, None)
     finally:
@@ -442,19 +463,14 @@ def parse(
         raise CaptureError(f"the native parser is not available: {IMPORT_ERROR}")
     limits = limits or ParseLimits()
     readers: list[_Decompressed | None] = []
-    streams: list[BinaryIO] = []
     compressions: list[str] = []
     try:
         for path in paths:
             _check_readable(path, limits)
             stream, compression = capture.open_stream(path)
+            stream.close()  # opened again when read: by Rust itself, or through _Decompressed
             compressions.append(compression)
-            if compression:
-                streams.append(stream)
-                readers.append(_Decompressed(stream))
-            else:
-                stream.close()  # Rust reads plain files itself
-                readers.append(None)
+            readers.append(_Decompressed(path) if compression else None)
         packed = [r for r in readers if r is not None]
 
         def tick(frames: int, plain: int) -> None:  # Rust counts the files it reads itself
@@ -467,8 +483,9 @@ def parse(
             index, _, why = str(e).partition(":")
             raise CaptureError(why, paths[int(index)] if index.isdigit() else None) from None
     finally:
-        for s in streams:
-            s.close()
+        for r in readers:
+            if r is not None:
+                r.close()
     stats = _stats(out, paths, compressions, readers)
     tables = out["tables"]
     return _messages(out["messages"], tables), _events(out["events"], tables), stats

@@ -172,7 +172,7 @@ def _combined_stats(stats: Sequence[ParseStats]) -> ParseStats:
     for f in dataclasses.fields(ParseStats):
         name = f.name
         mine = [getattr(s, name) for s in stats]
-        if name == "files" or name in SHARED_COUNTS:
+        if name in ("files", "inputs") or name in SHARED_COUNTS:
             values[name] = getattr(first, name)
         elif name == "connection_frames":
             values[name] = sorted(x for s in mine for x in s)

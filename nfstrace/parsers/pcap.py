@@ -115,7 +115,7 @@ def read_pcap(
             if fmt:  # another capture file begins here (files concatenated)
                 return fmt
         if caplen > max_frame or (
-            (caplen > snaplen > 0 or origlen < caplen or sub >= frac_limit)
+            (caplen > snaplen > 0 or origlen < caplen)
             and not records.next_ok(buf, 16 + caplen, sec)
         ):
             # Impossible, or odd and not followed by a record: damage.  (An odd
@@ -136,6 +136,13 @@ def read_pcap(
             return ""
         if caplen > snaplen > 0:
             info.note("over_snaplen", buf.at())
+        if sub >= frac_limit:
+            # A fraction of a second of a second or more (ts_usec 0xFFFFFFFF):
+            # the frame is read, its time clamped to its second's last tick
+            # (carried, it would jump 71 minutes ahead and age out every
+            # reassembly); tshark reads it too.  Not damage to search past.
+            info.note("bad_timestamp", buf.at())
+            sub = frac_limit - 1
         start = buf.pos + 16
         buf.pos = start + caplen
         records.last_sec = sec

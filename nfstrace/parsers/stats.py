@@ -51,6 +51,9 @@ class ParseStats:
     """What the parser saw, for capture-quality reporting."""
 
     files: list[CaptureInfo] = field(default_factory=list)
+    # What befell the inputs before they were parsed (a directory's entry that
+    # is no capture, skipped; a pipe's copy stopped at its bound): one line each
+    inputs: list[str] = field(default_factory=list)
     frames: int = 0
     non_ip_frames: int = 0
     ipv4_packets: int = 0
@@ -96,7 +99,7 @@ class ParseStats:
     def warnings(self) -> list[str]:
         """The capture files' damage, then the packets' (ANOMALIES marked as
         warnings): one line each, with its count."""
-        out = [f"{f.path}: {w}" for f in self.files for w in f.warnings]
+        out = [*self.inputs, *(f"{f.path}: {w}" for f in self.files for w in f.warnings)]
         for name, (warn, text) in ANOMALIES.items():
             n = self.anomalies.get(name, 0)
             if n and warn:
@@ -137,7 +140,8 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
     "calls_forgotten": (
         True,
         "{n:,} calls still waiting for their reply were forgotten to bound memory "
-        "(ParseLimits.max_pending_calls): a reply to one of them is not decoded",
+        "(ParseLimits.max_pending_calls, max_pending_call_bytes): a reply to one of them "
+        "is not decoded",
     ),
     "connections_forgotten": (
         False,

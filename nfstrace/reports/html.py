@@ -54,7 +54,7 @@ from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import count, file_names
+from nfstrace.text import count, file_names, printable
 from nfstrace.version import __version__
 
 if TYPE_CHECKING:
@@ -67,8 +67,11 @@ MAX_TABLE_ROWS = 500  # rows of one table
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
+def _e(value: object, newlines: bool = False) -> str:
+    """Text for the page: HTML-escaped, its control characters and bidi
+    overrides made visible (nfstrace.text.printable: an NFS name is whatever
+    bytes the client sent); ``newlines`` kept in a block of lines."""
+    return html.escape(printable(str(value), newlines))
 
 
 # ---- what the report is drawn from -------------------------------------------------
@@ -223,7 +226,7 @@ def _finding_html(finding: Any) -> str:
         parts.append(f' <span class="lost">({_e(_fmt_duration(lost / 1e9))} lost)</span>')
     if details:
         text = json.dumps(details, indent=1, default=str, ensure_ascii=False)
-        parts.append(f"<details><summary>details</summary><pre>{_e(text)}</pre></details>")
+        parts.append(f"<details><summary>details</summary><pre>{_e(text, True)}</pre></details>")
     return "".join(parts) + "</li>"
 
 

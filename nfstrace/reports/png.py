@@ -5,10 +5,13 @@ one); using the one installed keeps the install small and offline."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import plotly.io as pio
@@ -21,6 +24,7 @@ from nfstrace.trace import Trace
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 WIDTH, HEIGHT = 1200, 620
 TIMEOUT_S = 120
+GROUP_EXIT_S = 5  # how long the browser's killed helpers may take to be gone
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -44,22 +48,64 @@ def write_png(trace: Trace, path: Path) -> None:
         )
     fig = transfer_figure(trace)
     fig.update_layout(width=WIDTH, height=HEIGHT)
-    with tempfile.TemporaryDirectory(prefix="nfstrace-png-") as tmp:
-        page, shot = Path(tmp) / "figure.html", Path(tmp) / "figure.png"
+    tmp = Path(tempfile.mkdtemp(prefix="nfstrace-png-"))
+    try:
+        page, shot = tmp / "figure.html", tmp / "figure.png"
         page.write_text(
             pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"staticPlot": True}),
             encoding="utf-8",
         )
         cmd = [
             exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--no-first-run", "--disable-extensions", f"--user-data-dir={Path(tmp) / 'profile'}",
+            "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp / 'profile'}",
             "--proxy-server=127.0.0.1:9", "--virtual-time-budget=10000",
             f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={shot}", page.as_uri(),
         ]  # fmt: skip
-        try:
-            subprocess.run(cmd, capture_output=True, timeout=TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise OutputError(f"the browser did not draw the plot: {e}", str(path)) from None
+        _draw(cmd, tmp, path)
         if not shot.is_file() or not shot.read_bytes().startswith(PNG_MAGIC):
             raise OutputError(f"the browser ({exe}) did not draw the plot", str(path))
         write_atomically(path, lambda temp: shutil.copyfile(shot, temp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _draw(cmd: list[str], tmp: Path, path: Path) -> None:
+    """Run the browser in a process group of its own, with its temporary files
+    (profile, crash reports) under ``tmp``; however this ends (drawn, timed
+    out, Ctrl-C, SIGTERM), the whole group is stopped before ``tmp`` is
+    removed: its helpers wrote into it after the main process was killed
+    (left behind, or "Directory not empty", exit 5 instead of 130/143)."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # Ctrl-C at the terminal reaches us only: we stop it
+        )
+    except OSError as e:
+        raise OutputError(f"the browser did not start: {e}", str(path)) from None
+    try:
+        proc.wait(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise OutputError(
+            f"the browser did not draw the plot within {TIMEOUT_S} s", str(path)
+        ) from None
+    finally:
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill every process of the browser's group and wait until none is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + GROUP_EXIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # any member left?
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)

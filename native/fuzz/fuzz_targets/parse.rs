@@ -11,6 +11,9 @@ fuzz_target!(|data: &[u8]| {
     settings.tcp.head_bytes = 512;
     settings.max_ip_reassemblies = 4;
     settings.max_pending_calls = 16;
-    let source: Box<dyn std::io::Read + Send> = Box::new(std::io::Cursor::new(data.to_vec()));
-    let _ = _native::parse_sources(vec![source], settings, &mut |_| {});
+    let bytes = data.to_vec();
+    let opener: _native::capture::Opener = Box::new(move |_| {
+        Ok(Box::new(std::io::Cursor::new(bytes.clone())) as Box<dyn std::io::Read + Send>)
+    });
+    let _ = _native::parse_sources(vec![opener], settings, &mut |_| {});
 });

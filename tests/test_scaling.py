@@ -1,0 +1,77 @@
+"""Linear on every input (issue 30 item 4): the analysis of each scaling case
+(``bench/scaling.py``) at N and 4N, timed in this process, the ratio of the two
+times below MAX_RATIO (linear: about 4; the quadratic steps these cases found
+gave 11-50).  The ratio is measured in one run, so a busy machine slows both
+alike; the absolute times are the benchmark's (``bench/run.py --scaling``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import ROOT
+
+import nfstrace
+from nfstrace.config import ParseLimits
+from nfstrace.trace import AnalysisConfig
+
+MAX_RATIO = 6.0
+N = 5_000
+# tiny-fragments: its N first fragments must overflow the reassembler's table
+# at 4N but not at N (the quadratic step was giving up the oldest datagram):
+# the default table (65,536) with the native parser, one of N for the Python one.
+TINY_NATIVE_N = 40_000
+TINY_FAST_LIMITS = ParseLimits(max_ip_reassemblies=N)
+
+
+def scaling_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_scaling", ROOT / "bench" / "scaling.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _seconds(path: Path, config: AnalysisConfig) -> float:
+    start = time.perf_counter()
+    trace = nfstrace.load(path, config)
+    took = time.perf_counter() - start
+    assert len(trace.stats.files) == 1  # (read whole: the cases are all valid captures)
+    return took
+
+
+def _ratio(tmp_path: Path, case: str, n: int, config: AnalysisConfig) -> tuple[float, float, float]:
+    scaling = scaling_module()
+    small, big = scaling.build(tmp_path, case, n), scaling.build(tmp_path, case, 4 * n)
+    _seconds(small, config)  # warm: imports, caches
+    t1 = min(_seconds(small, config) for _ in range(2))
+    t4 = _seconds(big, config)
+    return t4 / t1, t1, t4
+
+
+CASES = [
+    ("tcp-events", "auto", N, ParseLimits()),
+    ("tcp-events-one-connection", "auto", N, ParseLimits()),
+    ("fragmented-datagrams", "auto", N, ParseLimits()),
+    ("writing-pairs", "auto", N, ParseLimits()),
+    ("tiny-fragments", "auto", TINY_NATIVE_N, ParseLimits()),  # native, when built
+    ("tiny-fragments", "fast", N, TINY_FAST_LIMITS),
+    # calls remembered for their replies: room for N, so 3N are forgotten at 4N
+    ("unanswered-calls", "fast", N, ParseLimits(max_pending_calls=N)),
+    ("unanswered-calls", "auto", N, ParseLimits(max_pending_calls=N)),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "parser", "n", "limits"), CASES)
+def test_time_grows_linearly(
+    tmp_path: Path, case: str, parser: str, n: int, limits: ParseLimits
+) -> None:
+    config = AnalysisConfig(limits=limits, parser=parser)
+    ratio, t1, t4 = _ratio(tmp_path, case, n, config)
+    assert ratio < MAX_RATIO, f"{case} ({parser}): {t1:.2f} s at N={n:,}, {t4:.2f} s at 4N"
