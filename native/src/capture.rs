@@ -100,6 +100,8 @@ pub struct FileInfo {
     pub frames: u64,
     pub bytes: u64,
     pub truncated_frames: u64,
+    /// the largest caplen of the frames cut short: the length actually captured
+    pub cut_len: u64,
     pub interface_drops: u64,
     /// damage kind -> what was seen (first seen in `order`)
     pub damage: BTreeMap<&'static str, Damage>,
@@ -676,6 +678,7 @@ impl Reader {
             self.info.frames += 1;
             if (caplen as u64) < origlen as u64 {
                 self.info.truncated_frames += 1;
+                self.info.cut_len = self.info.cut_len.max(caplen as u64);
             }
             let frac: i64 = if nanos { 1 } else { 1000 };
             return Step::Frame(Frame {
@@ -834,6 +837,7 @@ impl Reader {
                     self.info.frames += 1;
                     if (caplen as i64) < origlen {
                         self.info.truncated_frames += 1;
+                        self.info.cut_len = self.info.cut_len.max(caplen);
                     }
                     return Step::Frame(Frame {
                         ts,

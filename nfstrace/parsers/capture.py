@@ -128,6 +128,7 @@ class CaptureInfo:
     # bytes read from the file on disk so far (packed): progress only, not a fact of the file
     read_bytes: int = field(default=0, compare=False)
     truncated_frames: int = 0  # caplen < orig_len
+    cut_len: int = 0  # the largest caplen of those: the length actually captured
     interface_drops: int = 0  # from pcapng interface statistics blocks
     damage: dict[str, Damage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
