@@ -1,7 +1,8 @@
 """What a capture cut short (``tcpdump -s N``) still tells about its WRITEs:
 the transactions' columns the snaplen hid, inferred from the evidence that
-survives any snaplen that keeps the RPC header (RFC 5531 §9), each inferred
-value marked in the ``inferred`` column (codes: ``schema.INFERENCES``).
+survives any snaplen that keeps the RPC header through its procedure number
+(RFC 5531 §9), each inferred value marked in the ``inferred`` column (codes
+and what each sets: ``schema.INFERENCES``).  Called by ``match``.
 
 The evidence, strongest first:
 
@@ -17,22 +18,28 @@ The evidence, strongest first:
   began in the uncaptured part of a segment) leaves the records after it
   unread, but their bytes are still known (events ``rpc_unframed``) and, when
   they are records as long as the last one read (a client's WRITEs of one
-  size), where each one began and ended (``rpc_unframed_record``).  The replies
-  of those calls arrive without them: a connection's client numbers its calls
-  one by one (the Linux client and libnfs do), so the k records between two
-  calls read with xids a and b are the calls a+1 .. b-1 when b - a - 1 = k
-  (else the replies whose xids lie between a and b, when there are k of
-  them).  Such a reply gets its call back from the record: the times of its
-  first and last segment, its length (the call's header, hence its xid, was
-  not captured: ``call_frame`` stays unknown);
+  size), where each one began and ended (``rpc_unframed_record``).  A
+  connection's client numbers its calls one by one (the Linux client and
+  libnfs do), so the k records between two calls read with xids a and b are
+  the calls a+1 .. b-1 when b - a - 1 = k (else the replies without call
+  whose xids lie between a and b, when there are k of them).  A reply
+  without its call gets its call back from its record (the times of its
+  first and last segment, its length; ``call_frame`` stays unknown); a record
+  whose reply was not read either becomes a row of its own, answered by the
+  next unread record of the connection's replies as long as that
+  operation's replies there;
 * NFSv4: a COMPOUND call cut in its operation list takes the operations its
   whole reply names; one cut before it names any, and whose reply does not
-  name them either, is a WRITE when it carries ``WRITE_MIN_CALL_BYTES`` or more
-  (no other client operation sends that much).
+  name them either, is a WRITE when it carries ``WRITE_MIN_CALL_BYTES`` or
+  more (no other client operation sends that much), a COMMIT when its reply
+  is ``NFS4_COMMIT_SHORTER`` bytes shorter than the connection's WRITE
+  replies.
 
 Nothing is inferred where a value was captured, and nothing from a guess
 alone: a row whose evidence does not fit (a stretch that is not a whole
-number of records, xids that do not line up) keeps its unknowns.
+number of records, xids that do not line up) keeps its unknowns.  Left
+unknown: an inferred call's TCP ACK time (``t_call_acked_ns``) and its last
+frame, its stable_how, offset and file handle.
 """
 
 from __future__ import annotations
@@ -347,20 +354,39 @@ def _status_from_length(c: _Columns) -> None:
 
 
 def _header(c: _Columns) -> np.ndarray:
-    """Per row, a WRITE call's bytes before its data (``WRITE_HEADER``): learnt
-    from the client's WRITEs to that server whose count and length were both
-    captured (the median), else the protocol's typical header."""
-    count, call_bytes = c.int("count"), c.int("call_bytes")
-    vers, minor = c.int("vers"), c.int("minor")
-    body = np.where(c.call_body >= 0, c.call_body, TYPICAL_BODY_OFFSET)
+    """``write_headers`` of the rows as inferred so far (a call's length from
+    an unread record or a stretch teaches nothing)."""
+    learn = c.is_write() & ~c.flagged("call_record") & ~c.flagged("bytes_stretch")
+    return write_headers(
+        c.text("client"), c.text("server"), c.int("vers"), c.int("minor"),
+        c.int("count"), c.int("call_bytes"), learn, c.call_body,
+    )  # fmt: skip
+
+
+def write_headers(
+    client: np.ndarray,
+    server: np.ndarray,
+    vers: np.ndarray,
+    minor: np.ndarray,
+    count: np.ndarray,
+    call_bytes: np.ndarray,
+    learn: np.ndarray,
+    body_offset: np.ndarray,
+) -> np.ndarray:
+    """Per row, a WRITE call's bytes before its data (through the data's
+    length): learnt from the client's WRITEs to that server (rows ``learn``)
+    whose count and length were both captured (the median), else the
+    protocol's typical header (``WRITE_HEADER``) after the RPC header
+    (``body_offset``, -1: not captured, ``TYPICAL_BODY_OFFSET``).  Arrays
+    per row; -1 where a number is unknown."""
+    body = np.where(body_offset >= 0, body_offset, TYPICAL_BODY_OFFSET)
     typical = body + WRITE_HEADER[(3, -1)]
     typical = np.where(vers == 4, body + WRITE_HEADER[(4, 1)], typical)
     typical = np.where((vers == 4) & (minor == 0), body + WRITE_HEADER[(4, 0)], typical)
-    seen = c.is_write() & (count >= 0) & (call_bytes > 0) & ~c.flagged("call_record")
-    seen &= ~c.flagged("bytes_stretch")
+    seen = learn & (count >= 0) & (call_bytes > 0)
     if not seen.any():
         return typical.astype("int64")
-    key = pd.MultiIndex.from_arrays([c.text("client"), c.text("server"), vers])
+    key = pd.MultiIndex.from_arrays([client, server, vers])
     learnt = pd.Series(call_bytes - ((count + 3) & ~3))[seen].groupby(key[seen]).median()
     got = learnt.reindex(key).to_numpy("float64")
     return np.where(np.isnan(got), typical, np.nan_to_num(got)).astype("int64")

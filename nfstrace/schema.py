@@ -122,8 +122,11 @@ MESSAGE_FACTS: tuple[str, ...] = (
 assert set(MESSAGE_FACTS) <= MESSAGE_DTYPES.keys()
 
 # transactions: one row per logical call (re-sent calls grouped), plus one row
-# per reply whose call is not in the capture.  Built by nfstrace/match.py.
-# <NA> marks what the capture did not show (no reply, no call).
+# per reply whose call is not in the capture.  Built by nfstrace/match.py, then
+# nfstrace/inference.py fills what a snaplen hid from what it left (a call's
+# times from its unread record, a row for an unread call record whose reply
+# was not read either, ...): every value so inferred is marked in ``inferred``
+# (INFERENCES).  <NA> marks what the capture did not show (no reply, no call).
 TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "client": ("category", "client address (source of the call)"),
     "client_port": ("Int32", "client port of the first call"),
@@ -151,7 +154,11 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "latency_ns": ("Int64", "t_reply - t_call: what the client waited (headline)"),
     "latency_last_ns": ("Int64", "t_reply - t_call_last_end: from the last re-send"),
     "srt_ns": ("Int64", "t_reply - t_call_end: tshark's rpc.time (from the call's last packet)"),
-    "n_calls": ("int32", "sends of the call: 1 + RPC retransmissions (0: reply without call)"),
+    "n_calls": (
+        "int32",
+        "sends of the call: 1 + RPC retransmissions (0: reply without call; 1 for a call "
+        "seen as an unread record: inferred call_record)",
+    ),
     "call_times_ns": ("object", "first-packet time of every send, when re-sent (else <NA>)"),
     "n_replies": ("int32", "replies seen: 0 = no reply, >1 = duplicate replies"),
     "reply_stat": ("category", "accepted / denied"),

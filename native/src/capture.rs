@@ -102,6 +102,8 @@ pub struct FileInfo {
     pub truncated_frames: u64,
     /// the largest caplen of the frames cut short: the length actually captured
     pub cut_len: u64,
+    /// the longest link + IP + TCP/UDP header of those (filled by the dissector)
+    pub cut_headers: i64,
     pub interface_drops: u64,
     /// damage kind -> what was seen (first seen in `order`)
     pub damage: BTreeMap<&'static str, Damage>,

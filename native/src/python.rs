@@ -333,6 +333,7 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
         d.set_item("bytes", f.bytes)?;
         d.set_item("truncated_frames", f.truncated_frames)?;
         d.set_item("cut_len", f.cut_len)?;
+        d.set_item("cut_headers", f.cut_headers)?;
         d.set_item("interface_drops", f.interface_drops)?;
         let damage = PyList::empty(py);
         for (kind, x) in &f.damage {

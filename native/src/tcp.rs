@@ -421,6 +421,19 @@ pub struct Assembled<'h> {
     pub complete: bool,
 }
 
+impl HalfStream {
+    /// tcp.part_sent: did the bytes in order so far leave an RPC message
+    /// part-sent?  One being assembled, or in an unframed stretch a record
+    /// begun and not ended (its records not split: taken as part-sent).
+    pub fn part_sent(&self) -> bool {
+        if self.msg.assembling {
+            return true;
+        }
+        let fr = &self.framing;
+        fr.lost_at >= 0 && (fr.pred_len <= 0 || fr.pred_start.is_some())
+    }
+}
+
 /// Where the reassembler's messages and events go.
 pub trait Sink {
     /// The row the message became (None: not an RPC message).

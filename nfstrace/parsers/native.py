@@ -417,6 +417,7 @@ def _stats(
             bytes=f["bytes"],
             truncated_frames=f["truncated_frames"],
             cut_len=f["cut_len"],
+            cut_headers=f["cut_headers"],
             interface_drops=f["interface_drops"],
             damage={
                 kind: Damage(count=count, offset=offset, skipped=skipped, detail=detail, what=what)

@@ -810,6 +810,18 @@ class TcpReassembler:
         fr.frag_left = 0
 
 
+def part_sent(hs: HalfStream) -> bool:
+    """Did the bytes in order so far leave an RPC message part-sent?  One being
+    assembled, or in an unframed stretch a record begun and not ended (its
+    records not split: taken as part-sent, a boundary being one byte of many)."""
+    if hs.msg.assembling:
+        return True
+    fr = hs.framing
+    if fr.lost_at < 0:
+        return False
+    return fr.pred_len <= 0 or fr.pred_start is not None
+
+
 def _rel(o: Ordering, seq: int) -> int:
     """seq's distance from the next byte in order (negative: behind it)."""
     rel = (seq - o.next_seq) % SEQ_MOD
