@@ -243,6 +243,7 @@ def generate() -> str:
     )
     out.const("MAX_AUTH_BYTES", "u32", rpc_protocol.MAX_AUTH_BYTES)
     out.const("MIN_CALL_LEN", "usize", rpc_protocol.MIN_CALL_LEN)
+    out.const("MIN_CUT_CALL_LEN", "usize", rpc_protocol.MIN_CUT_CALL_LEN)
     out.const("MIN_REPLY_LEN", "u32", rpc_protocol.MIN_REPLY_LEN)
     out.const("CALLBACK_FIRST", "u32", _hex(rpc_protocol.CALLBACK_RANGE[0]), "rpc.CALLBACK_RANGE")
     out.const("CALLBACK_LAST", "u32", _hex(rpc_protocol.CALLBACK_RANGE[1]))
@@ -320,6 +321,8 @@ def generate() -> str:
     )
     for name in ("FHSIZE3", "FATTR3_BYTES", "WCC_ATTR_BYTES", "VERIFIER_BYTES"):
         out.const(name, "u64", getattr(nfs3_protocol, name))
+    out.const("NFS3_OK", "u32", nfs3_protocol.NFS3_OK)
+    out.const("FILE_SYNC", "u32", nfs3_protocol.FILE_SYNC)
     out.const("MAX_NAME", "u64", nfs3.MAX_NAME)
 
     out.section("NFSv4 (protocol/nfs4.py, parsers/nfs4.py)")

@@ -616,9 +616,13 @@ def _loaded(captures: list[Path], config: AnalysisConfig, quiet: bool) -> Trace:
     for warning in trace.stats.warnings:
         err.print(f"nfstrace: warning: {printable(warning)}", markup=False)
     if trace.messages.empty:
+        from nfstrace.analysis.quality import too_short_for_rpc  # (not for --help)
+
         what = "matching the filters" if config.clients or config.servers or config.ports else ""
+        short = too_short_for_rpc(trace.stats)
         raise NoRpcTrafficError(
-            f"no ONC-RPC traffic {what} found in {count(trace.stats.frames, 'frame')}".replace(
+            short
+            or f"no ONC-RPC traffic {what} found in {count(trace.stats.frames, 'frame')}".replace(
                 "  ", " "
             ),
             file_names(trace.paths),

@@ -121,6 +121,11 @@ class ParseLimits:
     # several times the largest capture whose messages fit in memory here
     # (max_messages), while an endless pipe can no longer fill the disk.
     max_spool_bytes: int = 64 * 1024**3
+    # Records of one unframed stretch (a record mark cut off by the snaplen: the
+    # records after it stepped over by the length of the last one framed, events
+    # rpc_unframed_record) held until the stretch ends; past it the stretch is
+    # not split into records (its rpc_unframed event still counts its bytes).
+    max_unframed_records: int = 4096
     # RPC messages read before the parser stops (checked every
     # CHECK_EVERY_FRAMES frames): the tables grow ~MESSAGE_BYTES per message,
     # so a capture of millions of tiny RPCs (or a small file decompressing to

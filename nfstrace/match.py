@@ -54,6 +54,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nfstrace.combining import merged
+from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
 
@@ -118,12 +119,19 @@ _REPLY_COLUMNS = {
 }
 
 
-def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataFrame:
+def match(
+    messages: pd.DataFrame,
+    config: MatchConfig | None = None,
+    events: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The transactions table (columns: ``nfstrace.schema.TRANSACTION_COLUMNS``).
 
     Works on message positions: which call starts each transaction, which send
     is its last, which reply answers it; each output column is then one take
     from the messages table (no copy of the whole table, no string joins).
+    What a snaplen hid is then inferred from the evidence left
+    (``nfstrace.inference``; ``events``: the parser's, whose unread record
+    stretches give calls back to replies without call).
     """
     config = config or MatchConfig()
     calls = np.flatnonzero((messages["msgtype"] == "call").to_numpy(dtype=bool))
@@ -136,7 +144,11 @@ def match(messages: pd.DataFrame, config: MatchConfig | None = None) -> pd.DataF
         groups = _group_calls(messages, calls, src, dst, config, heard)
         rows, _ = _attach_replies(messages, groups, replies, src, dst, config)
     del groups, answers, src, dst  # (message-long arrays: not kept while the table is made)
-    return _finish(messages, rows)
+    tx, call, reply = _finish(messages, rows)
+    tx = infer(tx, messages, call, reply, events)
+    inferred = tx.pop(WRITE_BYTES).to_numpy("int64")
+    tx["write_bytes"] = _write_bytes(tx, inferred)
+    return tx[list(TRANSACTION_DTYPES)].astype(TRANSACTION_DTYPES)
 
 
 def _host_codes(messages: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -522,8 +534,9 @@ def _where(mask: np.ndarray, theirs: Any, ours: Any) -> Any:
     return pd.Series(ours).mask(mask, pd.Series(theirs)).array
 
 
-def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
-    """Columns taken from the messages, derived ones computed, in ``ORDER``."""
+def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Columns taken from the messages, derived ones computed, in ``ORDER``;
+    with the message positions of each row's first call and first reply."""
     ts_first = messages["ts_first_ns"].to_numpy("int64")
     ts_last = messages["ts_last_ns"].to_numpy("int64")
     own_call = rows.call >= 0
@@ -578,21 +591,34 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> pd.DataFrame:
     progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
     names = np.array([program_name(int(p)) for p in progs], dtype=object)
     cols["program"] = pd.Categorical(names[codes])
-    ok = pd.Series(cols["status"]).eq(0).fillna(False).to_numpy(dtype=bool)
-    op = pd.Series(cols["op"])
-    counted = pd.Series(cols["reply_count"]).fillna(0).to_numpy(dtype="int64")
-    # a reply claiming more than its call asked for or its record carried counts
-    # what it could have moved (quality counts such replies: reply_count_bound)
-    counted = np.minimum(counted, reply_count_bound(cols))
-    for column, name in (("write_bytes", "WRITE"), ("read_bytes", "READ")):
-        is_op = op.eq(name).fillna(False).to_numpy(dtype=bool)
-        cols[column] = np.where(is_op & ok, counted, 0)
+    cols["write_bytes"] = np.zeros(len(order), "int64")  # (after the inference: _write_bytes)
+    cols["read_bytes"] = _moved(cols, "READ")
+    cols["inferred"] = pd.Categorical(np.full(len(order), "", dtype=object))
     for c in _TEXT_CATEGORIES:  # categories of the values present, as astype("category") has
         cols[c] = _used_only(cols[c])
     tx = pd.DataFrame(
         {c: cols[c] for c in TRANSACTION_DTYPES}, index=pd.RangeIndex(len(order)), copy=False
     )
-    return tx.astype(TRANSACTION_DTYPES)
+    return tx.astype(TRANSACTION_DTYPES), call, reply
+
+
+def _moved(tx: Any, op_name: str) -> np.ndarray:
+    """Bytes successful replies of ``op_name`` (WRITE / READ) say they moved; a
+    reply claiming more than its call asked for or its record carried counts
+    what it could have moved (quality counts such replies: reply_count_bound).
+    ``tx``: the transactions table, or its columns by name."""
+    ok = pd.Series(tx["status"]).eq(0).fillna(False).to_numpy(dtype=bool)
+    is_op = pd.Series(tx["op"]).eq(op_name).fillna(False).to_numpy(dtype=bool)
+    said = pd.Series(tx["reply_count"]).fillna(-1).to_numpy(dtype="int64")  # -1: not decoded
+    counted = np.minimum(np.maximum(said, 0), reply_count_bound(tx))
+    return np.where(is_op & ok, counted, 0)
+
+
+def _write_bytes(tx: pd.DataFrame, inferred: np.ndarray) -> np.ndarray:
+    """write_bytes: what successful WRITE replies say they wrote, else what the
+    inference found (``inferred``: -1 none)."""
+    said = pd.Series(tx["reply_count"]).fillna(-1).to_numpy("int64") >= 0
+    return np.where(said, _moved(tx, "WRITE"), np.maximum(inferred, 0))
 
 
 def combine(tables: list[pd.DataFrame], connection_ids: list[np.ndarray]) -> pd.DataFrame:

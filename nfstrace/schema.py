@@ -26,7 +26,8 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "conn": "int: connection id (one per TCP connection / UDP address pair)",
     "xid": "int64: RPC transaction id",
     "msgtype": "str: 'call' or 'reply'",
-    "prog": "int: RPC program (for replies: from the matched call, -1 if unknown)",
+    "prog": "int: RPC program (for replies: from the matched call; -1 if unknown, also for a "
+    "call cut inside its header, of which only the xid was captured)",
     "vers": "int: program version (replies: from the matched call, -1 if unknown)",
     "proc": "int: procedure (replies: from the matched call, -1 if unknown)",
     "auth": "str: credential flavour of a call (none/sys/short/dh/gss/tls/<n>); "
@@ -121,8 +122,11 @@ MESSAGE_FACTS: tuple[str, ...] = (
 assert set(MESSAGE_FACTS) <= MESSAGE_DTYPES.keys()
 
 # transactions: one row per logical call (re-sent calls grouped), plus one row
-# per reply whose call is not in the capture.  Built by nfstrace/match.py.
-# <NA> marks what the capture did not show (no reply, no call).
+# per reply whose call is not in the capture.  Built by nfstrace/match.py, then
+# nfstrace/inference.py fills what a snaplen hid from what it left (a call's
+# times from its unread record, a row for an unread call record whose reply
+# was not read either, ...): every value so inferred is marked in ``inferred``
+# (INFERENCES).  <NA> marks what the capture did not show (no reply, no call).
 TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "client": ("category", "client address (source of the call)"),
     "client_port": ("Int32", "client port of the first call"),
@@ -150,7 +154,11 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "latency_ns": ("Int64", "t_reply - t_call: what the client waited (headline)"),
     "latency_last_ns": ("Int64", "t_reply - t_call_last_end: from the last re-send"),
     "srt_ns": ("Int64", "t_reply - t_call_end: tshark's rpc.time (from the call's last packet)"),
-    "n_calls": ("int32", "sends of the call: 1 + RPC retransmissions (0: reply without call)"),
+    "n_calls": (
+        "int32",
+        "sends of the call: 1 + RPC retransmissions (0: reply without call; 1 for a call "
+        "seen as an unread record: inferred call_record)",
+    ),
     "call_times_ns": ("object", "first-packet time of every send, when re-sent (else <NA>)"),
     "n_replies": ("int32", "replies seen: 0 = no reply, >1 = duplicate replies"),
     "reply_stat": ("category", "accepted / denied"),
@@ -185,7 +193,47 @@ TRANSACTION_COLUMNS: dict[str, tuple[str, str]] = {
     "call_truncated": ("boolean", "the call was not wholly captured"),
     "call_decode": ("category", "NFS decoding outcome of the call"),
     "reply_decode": ("category", "NFS decoding outcome of the reply"),
+    "inferred": (
+        "category",
+        "what of this row was inferred, not read (the capture cut it short): "
+        "space-separated INFERENCES codes; '' when every value was decoded",
+    ),
 }
+# transactions.inferred: the codes (space-separated) of what the row's values
+# were inferred from where the capture (a snaplen) did not show them; '' for a
+# row wholly decoded.  Made by nfstrace/inference.py (its docstring: the
+# evidence and the rules).
+INFERENCES: dict[str, str] = {
+    "op_reply": "op, ops: NFSv4, the call's operation list was cut; the operations its whole "
+    "reply names",
+    "op_length": "op WRITE (prog, vers, proc): the call's operations were not captured but it "
+    "carried WRITE_MIN_CALL_BYTES or more (NFSv4), or a reply without its call is as long "
+    "as the replies to the connection's WRITEs, or a call of which only the xid was captured "
+    "(or its unread record) as long as its WRITE calls; "
+    "op COMMIT: an NFSv4 COMPOUND cut before its operations whose reply is "
+    "NFS4_COMMIT_SHORTER bytes shorter than the connection's WRITE replies",
+    "status_length": "status 0: the reply's results were not captured; its length is that of "
+    "a successful WRITE reply (NFSv3: WRITE3resok's, which no failed WRITE has; NFSv4: the "
+    "connection's successful, else most common, WRITE reply length)",
+    "bytes_count": "write_bytes: the reply's count was not captured; the count the call asked",
+    "bytes_length": "write_bytes: neither count was captured; the call's record length less "
+    "the header of the client's WRITEs (as far as captured, else WRITE_HEADER)",
+    "bytes_stretch": "write_bytes, call_bytes: the call's header was not captured; its share of "
+    "the unread bytes (rpc_unframed) between the calls read before and after it, or the "
+    "unread record its xid falls on when the capture missed some of the record's bytes "
+    "(rpc_unframed_record without times)",
+    "call_record": "t_call_ns, t_call_end_ns (and the last send's), call_bytes, "
+    "call_frame_first, n_calls 1: the call's header was not captured; the unread record "
+    "(rpc_unframed_record) its xid falls on (its last byte not captured either: t_call_end_ns "
+    "is its first segment's time)",
+    "xid_sequence": "the whole row: an unread call record (rpc_unframed_record) whose reply "
+    "was not read either, its xid from the client's numbering between the calls read around "
+    "it, its operation that of the call read before it (as long as it)",
+    "reply_record": "t_reply_ns, t_reply_first_ns, reply_bytes, n_replies 1: the reply's "
+    "header was not captured; the next unread record of the connection's replies "
+    "(rpc_unframed_record) as long as the replies to that operation there",
+}
+
 TRANSACTION_DTYPES: dict[str, str] = {k: v[0] for k, v in TRANSACTION_COLUMNS.items()}
 
 # events: one row per transport-level event or stretch the parser saw, in time
@@ -222,6 +270,20 @@ EVENT_KINDS: dict[str, str] = {
     "seq_jump": "a sequence number far from the stream's (corruption or a new connection "
     "on the same ports): reassembly restarted; seq: the new one, length: the jump",
     "rpc_resync": "RPC record framing lost and found again; seq: where, length: bytes skipped",
+    "rpc_unframed": "stretch: bytes of a stream that hold whole RPC records whose record "
+    "marks were not captured (a mark cut off by the snaplen at a record boundary; the "
+    "records after it stepped over until one was found again): seq: that boundary, length: "
+    "the bytes from it to the next record found or to where the stream's bytes ended (a "
+    "FIN/RST, a sequence jump, the capture's end: there possibly part-way through a record); "
+    "ts/frame: the segment at the boundary, duration_ns: until the last segment carrying "
+    "bytes of the stretch",
+    "rpc_unframed_record": "one record of an rpc_unframed stretch, when the stretch's "
+    "length is a whole number of records as long as the last record framed before it on "
+    "its stream (mark included; a client's WRITEs of one size): seq: where it begins, "
+    "length: its bytes, ts/frame: the segment carrying its first byte, duration_ns: until "
+    "the segment carrying its last (-1: its last byte lies in bytes the capture missed, "
+    "tcp_hole, and its end time is unknown; -2: its first byte does, ts/frame are where the "
+    "hole was stepped over and its times are unknown)",
     "tcp_syn": "a SYN (connection request; repeated SYNs each give one); seq: its ISN, length 0",
     "tcp_syn_ack": "a SYN-ACK (the server's answer); seq: its ISN, length 0",
     "tcp_handshake_ack": "the client's first ACK after the SYN-ACK (the handshake's third "

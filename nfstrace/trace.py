@@ -190,7 +190,7 @@ def match_partition(
     )
     messages = _select(messages, config)
     release_freed()  # each stage's garbage back to the system before the next (nfstrace.memory)
-    transactions = match(messages, config.match)
+    transactions = match(messages, config.match, events)
     if not config.keep_messages:
         messages = messages[list(MESSAGE_FACTS)]
     release_freed()

@@ -158,8 +158,10 @@ def test_capture_limits_lead_the_diagnosis(tmp_path: Path) -> None:
     assert lines[0].endswith(
         "(limited: the snaplen cut 2 WRITE calls before their stable_how or count)"
     )
-    assert "frames were cut by the snaplen (256 bytes)" in lines[1]
-    assert lines[1].endswith("not captured: stable_how of 2 WRITEs, the count of 2 WRITEs")
+    assert "frames were cut by the snaplen to 256 bytes" in lines[1]
+    assert "not captured: stable_how of 2 WRITEs, the count of 2 WRITEs" in lines[1]
+    # a snaplen that reads the NFSv4.1 WRITE's stable_how after SEQUENCE and PUTFH
+    assert lines[1].endswith("capture again with -s 272 to read them")
     findings = json.loads(summary.read_text())["diagnosis"]["findings"]
     assert findings[1]["kind"] == "snaplen_truncation" and findings[1]["limits_conclusions"]
 

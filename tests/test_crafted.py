@@ -33,6 +33,7 @@ ALL_CAPTURES = (
     "lost_record_mark",
     "midstream",
     "snaplen",
+    *(f"snaplen_unframed_{s}" for s in mc.CUT_SNAPLENS),
     "udp_frag_v4",
     "udp_frag_v4_missing",
     "udp_frag_v6",

@@ -69,6 +69,7 @@ STAGES = {
     "parsers": 1,
     "_native": 1,  # the Rust parser's extension, which parsers/native.py wraps
     "match": 2,
+    "inference": 2,
     "analysis": 3,
     "trace": 4,
     "comparison": 5,

@@ -89,9 +89,13 @@ def test_replies_that_do_not_read_as_compound_stay_undecoded(
     captures: dict[str, Path], parser: str
 ) -> None:
     r = _replies(parser, captures["nfs4_orphan_edges"])
-    for xid in (mo.EDGE_FIRST, mo.EDGE_NULL, mo.EDGE_UNKNOWN, mo.EDGE_V3):
+    for xid in (mo.EDGE_FIRST, mo.EDGE_NULL, mo.EDGE_UNKNOWN, mo.EDGE_V3_OTHER):
         assert (r.loc[xid, "prog"], r.loc[xid, "op"], r.loc[xid, "ops"]) == (-1, "?", ""), xid
         assert r.loc[xid, "nfs_decode"] == ""
+    # an NFSv3 reply without call of exactly WRITE3resok's shape is a WRITE's
+    v3 = r.loc[mo.EDGE_V3]
+    assert (v3["prog"], v3["vers"], v3["proc"], v3["op"]) == (100003, 3, 7, "WRITE")
+    assert (v3["nfs_status"], v3["count"], v3["committed"], v3["nfs_decode"]) == (0, 64, 2, "ok")
     assert r.loc[mo.EDGE_CALL, "op"] == "COMMIT"  # answered: decoded with its call
     # a walk stopped early keeps what it read
     assert r.loc[mo.EDGE_PARTIAL, ["op", "ops", "nfs_decode"]].tolist() == [
@@ -169,13 +173,16 @@ def test_v41_bytes_counted(captures: dict[str, Path]) -> None:
     )
 
 
-def test_nfsv3_replies_without_call_stay_unnamed(tmp_path: Path) -> None:
-    """NFSv3 results do not name their procedure: the -s 256 NFSv3 capture's
-    replies without call stay unnamed and uncounted."""
+def test_nfsv3_write_replies_without_call_counted(tmp_path: Path) -> None:
+    """NFSv3 results do not name their procedure, but a whole WRITE3resok has a
+    shape no other result has: the -s 256 NFSv3 capture's replies without call
+    (on a flow of NFSv3 calls) are its WRITEs, decoded and counted."""
     path = mcs.build_missed_calls_s256(tmp_path)["missed_calls_s256"]
     tx = nfstrace.load(path).transactions
     orphans = tx[tx["n_calls"].eq(0)]
-    assert len(orphans) == len(mcs.MISSED) and (orphans["write_bytes"] == 0).all()
+    assert len(orphans) == len(mcs.MISSED)
+    assert (orphans["op"] == "WRITE").all() and (orphans["write_bytes"] == mcs.MISSED_COUNT).all()
+    assert (orphans["inferred"] == "").all()  # decoded, not inferred
     w = analyze_writes(tx)
-    assert (w.replies_without_call, w.bytes_without_call) == (0, 0)
-    assert not [f for f in w.findings() if f.kind == "writes_without_call"]
+    assert (w.replies_without_call, w.bytes_without_call) == (11, 11 * mcs.MISSED_COUNT)
+    assert w.bytes_written == mcs.MISSED_WRITES * mcs.MISSED_COUNT

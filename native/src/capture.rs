@@ -111,6 +111,10 @@ pub struct FileInfo {
     pub frames: u64,
     pub bytes: u64,
     pub truncated_frames: u64,
+    /// the largest caplen of the frames cut short: the length actually captured
+    pub cut_len: u64,
+    /// the longest link + IP + TCP/UDP header of those (filled by the dissector)
+    pub cut_headers: i64,
     pub interface_drops: u64,
     /// damage kind -> what was seen (first seen in `order`)
     pub damage: BTreeMap<&'static str, Damage>,
@@ -696,6 +700,7 @@ impl Reader {
             self.info.frames += 1;
             if (caplen as u64) < origlen as u64 {
                 self.info.truncated_frames += 1;
+                self.info.cut_len = self.info.cut_len.max(caplen as u64);
             }
             let frac: i64 = if nanos { 1 } else { 1000 };
             return Step::Frame(Frame {
@@ -854,6 +859,7 @@ impl Reader {
                     self.info.frames += 1;
                     if (caplen as i64) < origlen {
                         self.info.truncated_frames += 1;
+                        self.info.cut_len = self.info.cut_len.max(caplen);
                     }
                     return Step::Frame(Frame {
                         ts,
@@ -1078,6 +1084,11 @@ impl Merge {
     /// The bytes of frame `f` of file `i` (from `next_frame`).
     pub fn data(&self, i: usize, f: &Frame) -> &[u8] {
         self.readers[i].as_ref().map_or(&[], |r| r.data(f))
+    }
+
+    /// What the reader is learning about open file `i` (None: not open).
+    pub fn info_mut(&mut self, i: usize) -> Option<&mut FileInfo> {
+        self.readers[i].as_mut().map(|r| &mut r.info)
     }
 
     /// What the reader learned about each file (the open ones as far as read).

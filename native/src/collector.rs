@@ -9,7 +9,7 @@ use crate::maps::{HashMap, HashSet};
 use crate::portmap;
 use crate::rpc;
 use crate::tables::{
-    MAX_FLOWS, MAX_LEARNT_PORTS, MAX_PORTMAP_ASKS, MSGTYPE_CALL, MSGTYPE_REPLY, NFSPROC4_COMPOUND,
+    MAX_FLOWS, MAX_LEARNT_PORTS, MAX_PORTMAP_ASKS, MIN_CALL_LEN, MSGTYPE_CALL, MSGTYPE_REPLY,
     NFS_PROGRAM, TRANSPORT_TCP, TRANSPORT_UDP,
 };
 use crate::tcp::{Assembled, Ev, HalfStream, Sink, EVENT_KIND_NAMES};
@@ -354,8 +354,29 @@ impl Collector {
         head: &[u8],
         m: &Assembled,
     ) -> Option<u64> {
+        let decoded = rpc::decode_header(head).or_else(|| {
+            // Cut inside its header (a snaplen, long TCP options): a reply if its
+            // xid is that of a call outstanding the other way on these hosts,
+            // else a call (its program unknown) on a flow that carried calls.
+            if (4..8).contains(&head.len()) {
+                let xid = rpc::be32(head, 0);
+                if self.calls.map.contains_key(&(dst, src, xid)) {
+                    return Some(rpc::Header::xid_only(xid, false));
+                }
+                if self.flows.contains_key(&(src, sport, dst, dport)) {
+                    return Some(rpc::Header::xid_only(xid, true));
+                }
+                if self.flows.contains_key(&(dst, dport, src, sport)) {
+                    return Some(rpc::Header::xid_only(xid, false));
+                }
+            }
+            None
+        });
+        // a call cut before its program, too short to be one
+        let decoded =
+            decoded.filter(|h| !(h.is_call && h.prog < 0 && m.rpc_len < MIN_CALL_LEN as i64));
         let st = &mut self.stats;
-        let mut hdr = match rpc::decode_header(head) {
+        let mut hdr = match decoded {
             Some(h) => h,
             None => {
                 if head.len() < 8 {
@@ -378,7 +399,10 @@ impl Collector {
             if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
                 self.flows.clear();
             }
-            self.flows.insert(flow, info);
+            if hdr.prog >= 0 {
+                // (a call whose program was not captured names nothing)
+                self.flows.insert(flow, info);
+            }
             if hdr.prog == portmap::PORTMAP_PROGRAM {
                 if let Some(asks) = portmap::asks_udp(hdr.vers, hdr.proc_, head, hdr.body_offset) {
                     if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
@@ -445,10 +469,12 @@ impl Collector {
                 None => {
                     st.replies_without_call_info += 1;
                     let last = self.flows.get(&(dst, dport, src, sport)).copied();
-                    if let Some(f) = decoders::reply_without_call(last, head, hdr.body_offset) {
+                    if let Some((vers, proc_, f)) =
+                        decoders::reply_without_call(last, head, hdr.body_offset, m.rpc_len)
+                    {
                         hdr.prog = NFS_PROGRAM;
-                        hdr.vers = 4;
-                        hdr.proc_ = NFSPROC4_COMPOUND;
+                        hdr.vers = vers;
+                        hdr.proc_ = proc_;
                         f
                     } else {
                         decoders::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)

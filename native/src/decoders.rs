@@ -6,7 +6,7 @@
 //! those messages' head bytes with its own decoders, so every row is decoded
 //! by one truth.
 
-use crate::nfs3::{nfs3_call, nfs3_reply};
+use crate::nfs3::{nfs3_call, nfs3_reply, write_reply_without_call};
 use crate::nfs4::{compound_call, compound_reply};
 use crate::tables::*;
 
@@ -105,25 +105,35 @@ pub fn decode<'a>(
     }
 }
 
-/// decoders.decode_reply_without_call: a reply whose call was not seen, decoded
-/// as an NFSv4 COMPOUND reply when the last call on its flow, `last` (prog,
-/// vers, proc, gss_service, gss_proc), was NFSv4 with a plain body and its
-/// results read as one (a result read, the first one's opcode known).
+/// decoders.decode_reply_without_call: a reply of `rpc_len` bytes whose call
+/// was not seen, decoded when the last call on its flow, `last` (prog, vers,
+/// proc, gss_service, gss_proc), was NFS with a plain body: NFSv3 as a WRITE
+/// reply when it has exactly that shape, NFSv4 as a COMPOUND reply when its
+/// results read as one (a result read, the first one's opcode known).  The
+/// (vers, proc) it was decoded as, with its fields.
 pub fn reply_without_call(
     last: Option<(i64, i64, i64, i64, i64)>,
     buf: &[u8],
     body_offset: i64,
-) -> Option<Fields<'_>> {
+    rpc_len: i64,
+) -> Option<(i64, i64, Fields<'_>)> {
     let (prog, vers, _, gss_service, gss_proc) = last?;
-    if body_offset < 0 || prog != NFS_PROGRAM || vers != 4 {
+    if body_offset < 0 || prog != NFS_PROGRAM {
         return None;
     }
     if gss_proc != -1 && (gss_proc != GSS_DATA || is_wrapped_gss_service(gss_service)) {
         return None;
     }
+    if vers == 3 {
+        return write_reply_without_call(buf, body_offset as usize, rpc_len)
+            .map(|f| (3, NFS3_WRITE, f));
+    }
+    if vers != 4 {
+        return None;
+    }
     let f = compound_reply(buf, body_offset as usize);
     if f.ops.first().is_some_and(|&op| has_step(op)) {
-        Some(f)
+        Some((4, NFSPROC4_COMPOUND, f))
     } else {
         None
     }

@@ -406,10 +406,11 @@ impl Dissector {
                 dg.frags,
                 &mut self.col,
             );
+            let mid = hs.part_sent();
             let gaps = &mut hs.gaps;
             gaps.last_ts = ts;
             gaps.last_frame = frame;
-            gaps.mid = hs.msg.assembling;
+            gaps.mid = mid;
             gaps.acked = -1;
             gaps.flight = if hs.acks.hi >= 0 {
                 (hs.rtt.hi - hs.acks.hi) & SEQ_MASK

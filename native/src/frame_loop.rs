@@ -29,6 +29,36 @@ pub fn parse_sources(
     Ok((d, merge.into_infos()))
 }
 
+/// dissector.transport_end: where a frame's TCP or UDP payload begins, its
+/// link, IP and transport headers' length (-1: not TCP/UDP, a later IP
+/// fragment, or headers past the captured bytes).
+fn transport_end(linktype: u32, data: &[u8]) -> i64 {
+    let (version, off) = locate_ip(linktype, data);
+    let n = data.len();
+    let (proto, l4) = if version == 4 && n >= off + 20 {
+        if ((data[off + 6] as usize) << 8 | data[off + 7] as usize) & 0x1FFF != 0 {
+            return -1; // a later fragment: no transport header
+        }
+        (data[off + 9] as i32, off + (data[off] & 0x0F) as usize * 4)
+    } else if version == 6 && n >= off + 40 {
+        let (nh, pos, frag) =
+            ip::walk_extensions(data, data[off + 6] as i32, (off + 40) as i64, n as i64);
+        if matches!(frag, Some((o, _, _)) if o != 0) || pos < 0 {
+            return -1;
+        }
+        (nh, pos as usize)
+    } else {
+        return -1;
+    };
+    if proto == ip::PROTO_TCP && n >= l4 + 13 {
+        return (l4 + (data[l4 + 12] >> 4) as usize * 4) as i64;
+    }
+    if proto == ip::PROTO_UDP && n >= l4 + 8 {
+        return (l4 + 8) as i64;
+    }
+    -1
+}
+
 impl Dissector {
     /// Read every frame of the merged captures (until max_messages is reached).
     pub fn run(&mut self, merge: &mut Merge, progress: &mut dyn FnMut(i64)) {
@@ -41,7 +71,16 @@ impl Dissector {
             }
             last = Some(i);
             let data = merge.data(i, &f);
+            // cut by the snaplen: where its transport payload began
+            let cut = if (data.len() as i64) < f.origlen {
+                transport_end(f.linktype, data)
+            } else {
+                -1
+            };
             self.frame(&f, data, progress);
+            if let Some(info) = merge.info_mut(i) {
+                info.cut_headers = info.cut_headers.max(cut);
+            }
         }
     }
 

@@ -45,6 +45,7 @@ pub fn default_settings() -> Settings {
             max_hole_age_ns: DEFAULT_MAX_HOLE_AGE_NS,
             max_unsynced_bytes: DEFAULT_MAX_UNSYNCED_BYTES,
             max_ack_waiting: n(DEFAULT_MAX_ACK_WAITING),
+            max_unframed_records: n(DEFAULT_MAX_UNFRAMED_RECORDS),
         },
         max_frame_bytes: n(DEFAULT_MAX_FRAME_BYTES),
         max_interface_drops: MAX_INTERFACE_DROPS,

@@ -154,3 +154,38 @@ pub(crate) fn nfs3_reply(buf: &[u8], off: usize, proc_: i64) -> Fields<'_> {
     f.verifier = Some(verf);
     f
 }
+
+/// nfs3.write_reply_without_call: a whole reply (`rpc_len` bytes, all in buf)
+/// whose call was not captured, decoded as a successful WRITE's when its
+/// results have exactly WRITE3resok's shape (status OK, wcc_data whose two
+/// flags are 0 or 1, count, a committed level, the verifier, nothing after).
+pub(crate) fn write_reply_without_call(buf: &[u8], off: usize, rpc_len: i64) -> Option<Fields<'_>> {
+    if rpc_len < 0 || (buf.len() as i64) < rpc_len {
+        return None;
+    }
+    let mut x = Xdr::new(&buf[..rpc_len as usize], off);
+    if x.u32() != NFS3_OK {
+        return None;
+    }
+    for skip in [WCC_ATTR_BYTES, FATTR3_BYTES] {
+        let flag = x.u32();
+        if flag > 1 {
+            return None;
+        }
+        if flag == 1 {
+            x.skip(skip);
+        }
+    }
+    let count = x.u32();
+    let committed = x.u32();
+    let verf = x.fixed(VERIFIER_BYTES);
+    if !x.ok || x.pos as i64 != rpc_len || committed > FILE_SYNC {
+        return None;
+    }
+    let mut f = Fields::named(DECODE_OK);
+    f.nfs_status = Some(NFS3_OK);
+    f.count = Some(count as u64);
+    f.committed = Some(committed);
+    f.verifier = Some(verf);
+    Some(f)
+}

@@ -75,6 +75,7 @@ fn settings(d: &Bound<'_, PyDict>) -> PyResult<Settings> {
             max_hole_age_ns: get(d, "max_hole_age_ns")?,
             max_unsynced_bytes: get(d, "max_unsynced_bytes")?,
             max_ack_waiting: get(d, "max_ack_waiting")?,
+            max_unframed_records: get(d, "max_unframed_records")?,
         },
         max_frame_bytes: get(d, "max_frame_bytes")?,
         max_interface_drops: get(d, "max_interface_drops")?,
@@ -331,6 +332,8 @@ fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject>
         d.set_item("frames", f.frames)?;
         d.set_item("bytes", f.bytes)?;
         d.set_item("truncated_frames", f.truncated_frames)?;
+        d.set_item("cut_len", f.cut_len)?;
+        d.set_item("cut_headers", f.cut_headers)?;
         d.set_item("interface_drops", f.interface_drops)?;
         let damage = PyList::empty(py);
         for (kind, x) in &f.damage {

@@ -4,8 +4,8 @@
 // Protocol numbers and limits, and the reply_stat column codes: generated.
 use crate::tables::{
     is_known_flavor as known_flavor, is_named_program, AUTH_NONE, AUTH_SYS, AUTH_SYS_MAX_GIDS,
-    AUTH_TLS, MIN_CALL_LEN, MSG_ACCEPTED, MSG_DENIED, PROG_MISMATCH, RPCSEC_GSS, STRICT_MAX_PROG,
-    STRICT_MAX_VERS,
+    AUTH_TLS, MIN_CALL_LEN, MIN_CUT_CALL_LEN, MSG_ACCEPTED, MSG_DENIED, PROG_MISMATCH, RPCSEC_GSS,
+    STRICT_MAX_PROG, STRICT_MAX_VERS,
 };
 pub use crate::tables::{
     CALL, CALLBACK_FIRST, CALLBACK_LAST, FRAG_LEN_MASK, LAST_FRAG, MAX_AUTH_BYTES, MIN_REPLY_LEN,
@@ -23,9 +23,15 @@ fn known_program(prog: u32) -> bool {
 }
 
 /// Could a call header start at buf[pos]? (resync and UDP detection)
-pub fn plausible_call(buf: &[u8], pos: usize, known_only: bool) -> bool {
+pub fn plausible_call(buf: &[u8], pos: usize, known_only: bool, cut: bool) -> bool {
     if buf.len() < pos + 32 {
-        return false;
+        // cut by the snaplen after its procedure number: judged on what came
+        if !cut || buf.len() < pos + MIN_CUT_CALL_LEN {
+            return false;
+        }
+        let (mtype, rpcvers) = (be32(buf, pos + 4), be32(buf, pos + 8));
+        let (prog, vers) = (be32(buf, pos + 12), be32(buf, pos + 16));
+        return mtype == CALL && rpcvers == RPC_VERSION && vers <= 0xFFFF && known_program(prog);
     }
     let mtype = be32(buf, pos + 4);
     let rpcvers = be32(buf, pos + 8);
@@ -122,11 +128,11 @@ pub fn strict_call(buf: &[u8], wire_len: i64) -> bool {
 
 /// Is a UDP payload an RPC call? (rpc.py udp_call)
 pub fn udp_call(buf: &[u8], wire_len: i64, rpc_port: bool) -> bool {
-    if plausible_call(buf, 0, true) {
+    if plausible_call(buf, 0, true, (buf.len() as i64) < wire_len) {
         return true;
     }
     if rpc_port {
-        return plausible_call(buf, 0, false) && be32(buf, 12) >= STRICT_MIN_PROG;
+        return plausible_call(buf, 0, false, false) && be32(buf, 12) >= STRICT_MIN_PROG;
     }
     strict_call(buf, wire_len)
 }
@@ -182,6 +188,12 @@ pub struct Header<'a> {
 }
 
 impl<'a> Header<'a> {
+    /// rpc.xid_header: a header of which only the xid is known (a call's
+    /// program unknown: -1).
+    pub fn xid_only(xid: u32, is_call: bool) -> Header<'a> {
+        Header::empty(xid, is_call)
+    }
+
     fn empty(xid: u32, is_call: bool) -> Header<'a> {
         Header {
             xid,
@@ -227,7 +239,10 @@ fn decode_call(buf: &[u8], n: usize, xid: u32) -> Option<Header<'_>> {
             h.proc_ = be32(buf, 20) as i64;
             return Some(h);
         }
-        return None;
+        if n >= 12 && be32(buf, 8) != RPC_VERSION {
+            return None;
+        }
+        return Some(h); // cut before its program: the xid alone
     }
     h.prog = be32(buf, 12) as i64;
     h.vers = be32(buf, 16) as i64;

@@ -19,7 +19,6 @@ pub const DEFAULT_MAX_IP_REASSEMBLIES: i64 = 65536;
 pub const DEFAULT_MAX_IP_REASSEMBLY_BYTES: i64 = 67_108_864;
 pub const DEFAULT_MAX_FRAGMENTS_PER_DATAGRAM: i64 = 1024;
 pub const DEFAULT_MAX_PENDING_CALLS: i64 = 1_000_000;
-pub const DEFAULT_MAX_PENDING_CALL_BYTES: i64 = 134_217_728;
 pub const DEFAULT_MAX_UNSYNCED_BYTES: i64 = 1_048_576;
 pub const DEFAULT_MAX_CONNECTIONS: i64 = 262_144;
 pub const DEFAULT_MAX_DIRECTIONS: i64 = 262_144;
@@ -27,7 +26,7 @@ pub const DEFAULT_MAX_EVENTS_PER_KIND: i64 = 500_000;
 pub const DEFAULT_DUPLICATE_WINDOW_NS: i64 = 1_000_000;
 pub const DEFAULT_SEND_GAP_NS: i64 = 100_000;
 pub const DEFAULT_MAX_ACK_WAITING: i64 = 4096;
-pub const DEFAULT_MAX_SPOOL_BYTES: i64 = 68_719_476_736;
+pub const DEFAULT_MAX_UNFRAMED_RECORDS: i64 = 4096;
 pub const DEFAULT_PARTITIONS: i64 = 1;
 pub const DEFAULT_PARTITION: i64 = 0;
 /// config.CHECK_EVERY_FRAMES: the message count is checked this often
@@ -113,6 +112,7 @@ pub const fn is_wrapped_gss_service(service: i64) -> bool {
 }
 pub const MAX_AUTH_BYTES: u32 = 400;
 pub const MIN_CALL_LEN: usize = 40;
+pub const MIN_CUT_CALL_LEN: usize = 24;
 pub const MIN_REPLY_LEN: u32 = 12;
 /// rpc.CALLBACK_RANGE
 pub const CALLBACK_FIRST: u32 = 0x4000_0000;
@@ -205,6 +205,8 @@ pub const FHSIZE3: u64 = 64;
 pub const FATTR3_BYTES: u64 = 84;
 pub const WCC_ATTR_BYTES: u64 = 24;
 pub const VERIFIER_BYTES: u64 = 8;
+pub const NFS3_OK: u32 = 0;
+pub const FILE_SYNC: u32 = 2;
 pub const MAX_NAME: u64 = 1024;
 
 // ---- NFSv4 (protocol/nfs4.py, parsers/nfs4.py) ----------------------------------------------
@@ -342,25 +344,29 @@ pub enum Ev {
     TcpHole = 1,
     SeqJump = 2,
     RpcResync = 3,
-    TcpSyn = 4,
-    TcpSynAck = 5,
-    TcpHandshakeAck = 6,
-    TcpZeroWindow = 7,
-    TcpWindowFull = 8,
-    TcpAckRtt = 9,
-    TcpSendGap = 10,
-    TcpResendGap = 11,
-    TcpSendIdle = 12,
-    FrameDuplicate = 13,
-    IpDatagramIncomplete = 14,
+    RpcUnframed = 4,
+    RpcUnframedRecord = 5,
+    TcpSyn = 6,
+    TcpSynAck = 7,
+    TcpHandshakeAck = 8,
+    TcpZeroWindow = 9,
+    TcpWindowFull = 10,
+    TcpAckRtt = 11,
+    TcpSendGap = 12,
+    TcpResendGap = 13,
+    TcpSendIdle = 14,
+    FrameDuplicate = 15,
+    IpDatagramIncomplete = 16,
 }
 
 /// Ev names, indexed by code.
-pub const EVENT_KIND_NAMES: [&str; 15] = [
+pub const EVENT_KIND_NAMES: [&str; 17] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
     "rpc_resync",
+    "rpc_unframed",
+    "rpc_unframed_record",
     "tcp_syn",
     "tcp_syn_ack",
     "tcp_handshake_ack",
@@ -375,11 +381,13 @@ pub const EVENT_KIND_NAMES: [&str; 15] = [
 ];
 
 impl Ev {
-    pub const ALL: [Ev; 15] = [
+    pub const ALL: [Ev; 17] = [
         Ev::TcpRetransmission,
         Ev::TcpHole,
         Ev::SeqJump,
         Ev::RpcResync,
+        Ev::RpcUnframed,
+        Ev::RpcUnframedRecord,
         Ev::TcpSyn,
         Ev::TcpSynAck,
         Ev::TcpHandshakeAck,

@@ -119,6 +119,24 @@ pub struct Framing {
     pub synced: bool,
     /// bytes searched for a first record start
     unsynced_bytes: i64,
+    /// an unframed stretch (event rpc_unframed): the sequence number of the
+    /// record boundary where a record mark lay in bytes not captured (-1: none
+    /// open), the time and frame of the segment there, and the time of the last
+    /// segment whose bytes belong to the stretch
+    lost_at: i64,
+    lost_ts: i64,
+    lost_frame: i64,
+    lost_last_ts: i64,
+    /// the last record framed (mark included, a single-fragment record; 0 unknown)
+    last_len: i64,
+    /// the stretch's records: their length (0: not split), where the next one
+    /// begins (bytes into the stretch), the (ts, frame, captured?) where the
+    /// current one began, the records ended so far as (offset, ts, frame, end
+    /// ts, first byte captured?, last byte captured?)
+    pred_len: i64,
+    pred_off: i64,
+    pred_start: Option<(i64, i64, bool)>,
+    pred: Vec<(i64, i64, i64, i64, bool, bool)>,
 }
 
 impl Default for Framing {
@@ -132,6 +150,15 @@ impl Default for Framing {
             frag_last: false,
             synced: false,
             unsynced_bytes: 0,
+            lost_at: -1,
+            lost_ts: 0,
+            lost_frame: 0,
+            lost_last_ts: 0,
+            last_len: 0,
+            pred_len: 0,
+            pred_off: 0,
+            pred_start: None,
+            pred: Vec::new(),
         }
     }
 }
@@ -394,6 +421,19 @@ pub struct Assembled<'h> {
     pub complete: bool,
 }
 
+impl HalfStream {
+    /// tcp.part_sent: did the bytes in order so far leave an RPC message
+    /// part-sent?  One being assembled, or in an unframed stretch a record
+    /// begun and not ended (its records not split: taken as part-sent).
+    pub fn part_sent(&self) -> bool {
+        if self.msg.assembling {
+            return true;
+        }
+        let fr = &self.framing;
+        fr.lost_at >= 0 && (fr.pred_len <= 0 || fr.pred_start.is_some())
+    }
+}
+
 /// Where the reassembler's messages and events go.
 pub trait Sink {
     /// The row the message became (None: not an RPC message).
@@ -421,6 +461,7 @@ pub struct Limits {
     pub max_hole_age_ns: i64,
     pub max_unsynced_bytes: i64,
     pub max_ack_waiting: usize,
+    pub max_unframed_records: usize,
 }
 
 /// Feeds segments into half-streams and emits RPC messages: it mutates a
@@ -698,6 +739,10 @@ impl TcpReassembler {
         if hs.msg.assembling {
             self.emit(hs, false, -1, sink);
         }
+        if hs.framing.lost_at >= 0 {
+            let end = hs.order.next_seq;
+            self.unframed(hs, end, sink);
+        }
         if hs.framing.mode != IGNORE {
             hs.framing.mode = RESYNC;
         }
@@ -772,8 +817,30 @@ impl TcpReassembler {
                     let need = 4 - hs.framing.mark_len as i64;
                     let avail = cap - pos;
                     if avail < need && pos + avail < wire_len {
-                        // The mark lies (partly) in bytes that were not captured.
+                        // The mark lies (partly) in bytes that were not captured: the
+                        // records from here are stepped over unframed until one is
+                        // found again, their bytes an rpc_unframed stretch.
+                        let fr = &hs.framing;
+                        let at = if hs.msg.assembling {
+                            -1
+                        } else {
+                            (base + pos - fr.mark_len as i64).rem_euclid(SEQ_MOD)
+                        };
+                        let began = match fr.mark_pkt {
+                            Some((mts, mframe, _)) if fr.mark_len > 0 => (mts, mframe),
+                            _ => (ts, frame),
+                        };
                         self.lose_sync(hs, sink);
+                        if at >= 0 && !hole {
+                            let fr = &mut hs.framing;
+                            fr.lost_at = at;
+                            fr.lost_ts = began.0;
+                            fr.lost_frame = began.1;
+                            fr.pred_len = fr.last_len;
+                            fr.pred_off = 0;
+                            fr.pred_start = Some((began.0, began.1, true));
+                            fr.pred.clear();
+                        }
                         continue;
                     }
                     if avail < need {
@@ -853,7 +920,23 @@ impl TcpReassembler {
                     }
                 }
                 RESYNC => {
-                    let q = self.find_record(hs, data, pos as usize, cap.max(0) as usize, sink);
+                    let q = self.find_record(
+                        hs,
+                        data,
+                        pos as usize,
+                        cap.max(0) as usize,
+                        cap < wire_len,
+                        sink,
+                    );
+                    if hs.framing.lost_at >= 0 && (q < 0 || q > pos) {
+                        // bytes of the stretch
+                        if !hole {
+                            hs.framing.lost_last_ts = ts;
+                        }
+                        let upto = if q >= 0 { q } else { wire_len };
+                        let end = (base + upto - hs.framing.lost_at).rem_euclid(SEQ_MOD);
+                        self.records(&mut hs.framing, end, ts, frame, !hole);
+                    }
                     if q < 0 {
                         let skipped = wire_len - pos;
                         self.stats.resync_skipped_bytes += skipped;
@@ -875,12 +958,82 @@ impl TcpReassembler {
                     }
                     self.stats.resync_skipped_bytes += q - pos;
                     pos = q;
+                    if hs.framing.lost_at >= 0 {
+                        self.unframed(hs, (base + q).rem_euclid(SEQ_MOD), sink);
+                    }
                     hs.framing.mode = MARK;
                     hs.framing.mark_len = 0;
                 }
                 _ => break, // IGNORE
             }
         }
+    }
+
+    /// The stretch's bytes up to `end` (bytes into it) have come, the last of
+    /// them in this segment (`seen` false: bytes the capture missed, a hole
+    /// stepped over at ts): the records of `pred_len` bytes that began or ended
+    /// in it.
+    fn records(&self, fr: &mut Framing, end: i64, ts: i64, frame: i64, seen: bool) {
+        let n = fr.pred_len;
+        if n <= 0 {
+            return;
+        }
+        loop {
+            if fr.pred_start.is_none() && fr.pred_off < end {
+                fr.pred_start = Some((ts, frame, seen));
+            }
+            if fr.pred_off + n > end {
+                return;
+            }
+            if fr.pred.len() >= self.limits.max_unframed_records {
+                fr.pred_len = 0;
+                fr.pred.clear();
+                return;
+            }
+            let (ts0, frame0, first) = fr.pred_start.unwrap_or((ts, frame, seen));
+            fr.pred.push((fr.pred_off, ts0, frame0, ts, first, seen));
+            fr.pred_off += n;
+            fr.pred_start = None;
+        }
+    }
+
+    /// Close the unframed stretch open since `framing.lost_at` at sequence
+    /// number `end` (a record found, or where the stream's bytes ended): one
+    /// rpc_unframed event, and one rpc_unframed_record per record when the
+    /// stretch is a whole number of records of the last length framed.
+    fn unframed<S: Sink>(&mut self, hs: &mut HalfStream, end: i64, sink: &mut S) {
+        let fr = &mut hs.framing;
+        let length = (end - fr.lost_at).rem_euclid(SEQ_MOD);
+        let pred = std::mem::take(&mut fr.pred);
+        let (lost_at, lost_ts, lost_frame, n) =
+            (fr.lost_at, fr.lost_ts, fr.lost_frame, fr.pred_len);
+        let duration = fr.lost_last_ts - fr.lost_ts;
+        fr.lost_at = -1;
+        fr.pred_len = 0;
+        if length != 0 {
+            sink.event(
+                hs,
+                Ev::RpcUnframed,
+                lost_ts,
+                lost_frame,
+                lost_at,
+                length,
+                duration,
+            );
+            if n > 0 && length % n == 0 && pred.len() as i64 == length / n {
+                for &(off, ts0, frame0, ts1, first, last) in &pred {
+                    let seq = (lost_at + off).rem_euclid(SEQ_MOD);
+                    let duration = match (first, last) {
+                        (true, true) => ts1 - ts0,
+                        (true, false) => -1,
+                        _ => -2,
+                    };
+                    sink.event(hs, Ev::RpcUnframedRecord, ts0, frame0, seq, n, duration);
+                }
+            }
+        }
+        hs.framing.pred = pred;
+        hs.framing.pred.clear();
     }
 
     fn lose_sync<S: Sink>(&mut self, hs: &mut HalfStream, sink: &mut S) {
@@ -891,13 +1044,16 @@ impl TcpReassembler {
         hs.framing.mark_len = 0;
     }
 
-    /// Offset of the first plausible record start in data[pos..cap], or -1.
+    /// Offset of the first plausible record start in data[pos..cap], or -1;
+    /// `cut`: the segment's bytes after `cap` were not captured (a call header
+    /// they cut after its procedure number is judged on what came).
     fn find_record<S: Sink>(
         &self,
         hs: &HalfStream,
         data: &[u8],
         pos: usize,
         cap: usize,
+        cut: bool,
         sink: &S,
     ) -> i64 {
         if cap < pos + 16 {
@@ -928,7 +1084,7 @@ impl TcpReassembler {
                 continue;
             }
             if buf[q + 11] as u32 == rpc::CALL {
-                if rpc::plausible_call(buf, q + 4, q != 0 || hs.framing.synced) {
+                if rpc::plausible_call(buf, q + 4, q != 0 || hs.framing.synced, cut) {
                     return (pos + q) as i64;
                 }
             } else if rpc::plausible_reply(buf, q + 4) {
@@ -948,6 +1104,11 @@ impl TcpReassembler {
     fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
         hs.msg.assembling = false;
         hs.msg.end = end;
+        hs.framing.last_len = if complete && hs.msg.record_frags == 1 {
+            hs.msg.length + 4
+        } else {
+            0
+        };
         let head = std::mem::take(&mut hs.msg.head);
         let row = sink.emit(
             hs,

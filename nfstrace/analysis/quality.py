@@ -54,8 +54,11 @@ from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.analysis.writes import bytes_text
+from nfstrace.inference import TYPICAL_BODY_OFFSET, WRITE_HEADER, write_headers
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.match import reply_count_bound
+from nfstrace.protocol.rpc import MIN_CUT_CALL_LEN
+from nfstrace.text import count
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 # A handshake interval this many times the other one decides a vote.
@@ -87,6 +90,18 @@ GAP_NS = 1_000_000_000
 # captured earlier) make the times and rates doubtful: that limits conclusions.
 CLOCK_BACK_SHARE = 0.02
 
+# The snaplen that keeps what the analysis reads of the WRITEs (snaplen_needed):
+# the frames' headers (the longest the capture cut, else Ethernet, IPv4 and TCP
+# with timestamps), the record mark (TCP), then the more of a WRITE call
+# through its stable_how (its header less the data's length) and a whole WRITE
+# reply (count, committed and verifier end it) -- as the WRITEs seen show them,
+# else as the longest typical: an NFSv4.1 WRITE call, an NFSv3 WRITE3resok with
+# both wcc attributes (24 + 4 + 28 + 88 + 16 bytes).  Rounded up to SNAPLEN_STEP.
+TYPICAL_FRAME_HEADERS = 14 + 20 + 32
+RECORD_MARK = 4
+TYPICAL_WRITE_REPLY = 24 + 4 + 28 + 88 + 16
+SNAPLEN_STEP = 16
+
 EVIDENCE_COLUMNS: dict[str, str] = {
     "method": "checksum / ttl / handshake / ack / pace (strongest first)",
     "vote": "client / server / between / none",
@@ -106,7 +121,7 @@ GAP_COLUMNS: dict[str, str] = {
 class CaptureQuality:
     capture_point: str  # client / server / between / unknown
     evidence: pd.DataFrame  # EVIDENCE_COLUMNS
-    snaplens: list[int]  # per file (0: unknown)
+    snaplens: list[int]  # per file, its header's snaplen (0: unknown)
     truncated_frames: int
     truncated_messages: int
     truncated_writes: int  # WRITE calls cut short
@@ -128,6 +143,34 @@ class CaptureQuality:
     # WRITE/READ replies claiming more bytes than their call asked for or their
     # record carried (match counts what the call carried: reply_count_bound)
     implausible_reply_counts: int = 0
+    # per file, the length its frames cut short were cut to: the length actually
+    # captured, whatever its header says (0: no frame cut)
+    cut_lengths: list[int] = field(default_factory=list)
+    # a snaplen that keeps what the analysis reads of the WRITEs seen (0: no
+    # frame cut): ``snaplen_needed``
+    snaplen_needed: int = 0
+    # WRITEs some of whose values were inferred (transactions.inferred), and
+    # the bytes they wrote
+    writes_inferred: int = 0
+    bytes_inferred: int = 0
+
+    def recapture_text(self) -> str:
+        """What snaplen reads what this one hid: ``snaplen_needed``, or, when the
+        frames were already cut no shorter, whole frames (the headers it hid
+        began part-way through segments, past any useful snaplen)."""
+        cut = max(self.cut_lengths, default=0)
+        if self.snaplen_needed > cut:
+            return f"capture again with -s {self.snaplen_needed} to read them"
+        return (
+            f"-s {self.snaplen_needed} reads the messages that begin a segment; those that "
+            "began part-way through one need whole frames (-s 0)"
+        )
+
+    @property
+    def cut_text(self) -> str:
+        """'96 bytes' (or '96, 128 bytes'): what the frames were cut to."""
+        lengths = sorted({n for n in self.cut_lengths if n})
+        return f"{', '.join(str(n) for n in lengths)} bytes" if lengths else "an unknown length"
 
     @property
     def clock_limits(self) -> bool:
@@ -201,13 +244,20 @@ class CaptureQuality:
             if self.writes_count_unknown:
                 hidden.append(f"the count of {self.writes_count_unknown} WRITEs")
             title = (
-                f"{self.truncated_frames} frames were cut by the snaplen "
-                f"({', '.join(str(s) for s in sorted(set(self.snaplens)) if s)} bytes); "
+                f"{self.truncated_frames} frames were cut by the snaplen to {self.cut_text}; "
                 f"{self.truncated_messages} RPC messages are incomplete but were timed and "
                 "matched"
             )
             if hidden:
                 title += "; not captured: " + ", ".join(hidden)
+            if self.writes_inferred:
+                title += (
+                    f"; {count(self.writes_inferred, 'WRITE')} ({bytes_text(self.bytes_inferred)})"
+                    " counted from what it left (record and datagram lengths, TCP sequence "
+                    "numbers: transactions.inferred)"
+                )
+            if hidden or self.writes_inferred:
+                title += "; " + self.recapture_text()
             out.append(
                 Finding(
                     kind="snaplen_truncation",
@@ -217,8 +267,12 @@ class CaptureQuality:
                     details={
                         "truncated_frames": self.truncated_frames,
                         "truncated_messages": self.truncated_messages,
+                        "cut_lengths": self.cut_lengths,
                         "writes_stable_unknown": self.writes_stable_unknown,
                         "writes_count_unknown": self.writes_count_unknown,
+                        "writes_inferred": self.writes_inferred,
+                        "bytes_inferred": self.bytes_inferred,
+                        "snaplen_needed": self.snaplen_needed,
                     },
                 )
             )
@@ -615,6 +669,11 @@ def assess_capture(
     ]
     calls = rows_where(transactions, transactions["n_calls"] > 0)
     writes = calls[is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False)]
+    told = transactions.get("inferred")
+    inferred = rows_where(
+        transactions,
+        is_value(transactions["op"], "WRITE") & ~(True if told is None else is_value(told, "")),
+    )
     return CaptureQuality(
         capture_point=_capture_point(evidence),
         evidence=pd.DataFrame(evidence, columns=list(EVIDENCE_COLUMNS)),
@@ -635,6 +694,65 @@ def assess_capture(
         messages_back_in_time=_back_in_time(messages),
         messages=len(messages),
         implausible_reply_counts=_implausible_counts(transactions),
+        cut_lengths=[int(f.cut_len) for f in stats.files],
+        snaplen_needed=snaplen_needed(transactions, stats),
+        writes_inferred=len(inferred),
+        bytes_inferred=int(inferred["write_bytes"].sum()),
+    )
+
+
+def snaplen_needed(transactions: pd.DataFrame, stats: Any) -> int:
+    """A snaplen that keeps what the analysis reads of the WRITEs seen (0: the
+    capture cut no frame): the headers of the frames cut (their longest), the
+    record mark (over TCP), then the more of a WRITE call's header through its
+    stable_how and a whole WRITE reply, as the WRITEs seen show them (a
+    header learnt from those whose count and length were both captured, the
+    replies' lengths; each the median), else as the typical longest
+    (TYPICAL_FRAME_HEADERS, ...); rounded up to SNAPLEN_STEP bytes."""
+    files = stats.files
+    if not any(f.cut_len for f in files):
+        return 0
+    headers = max((f.cut_headers for f in files), default=0)
+    if headers <= 0:
+        headers = TYPICAL_FRAME_HEADERS
+    tx = transactions
+    tcp = is_value(tx["transport"], "tcp").any() if len(tx) else stats.tcp_packets > 0
+    w = rows_where(tx, is_value(tx["op"], "WRITE")) if len(tx) else tx
+    if len(w):
+
+        def col(name: str) -> np.ndarray:
+            return w[name].astype("Int64").fillna(-1).to_numpy("int64")
+
+        header = write_headers(
+            w["client"].astype(object).to_numpy(), w["server"].astype(object).to_numpy(),
+            col("vers"), col("minor"), col("count"), col("call_bytes"),
+            is_value(w["inferred"], "") if "inferred" in w else np.ones(len(w), bool),
+            np.full(len(w), -1, "int64"),
+        )  # fmt: skip
+        call = int(np.median(header)) - 4  # (the data's length is not needed)
+        replies = col("reply_bytes")
+        reply = int(np.median(replies[replies >= 0])) if (replies >= 0).any() else 0
+    else:  # nothing seen: the longest typical WRITE call and reply
+        call = TYPICAL_BODY_OFFSET + max(WRITE_HEADER.values()) - 4
+        reply = TYPICAL_WRITE_REPLY
+    need = headers + (RECORD_MARK if tcp else 0) + max(call, reply)
+    return -(-need // SNAPLEN_STEP) * SNAPLEN_STEP
+
+
+def too_short_for_rpc(stats: Any) -> str:
+    """When the frames were cut too short to hold an RPC header (nothing could be
+    read as RPC), one line naming the length captured and a snaplen that
+    works; '' otherwise (no frame cut, or room for a header after all)."""
+    cut = max((int(f.cut_len) for f in stats.files), default=0)
+    if not cut:
+        return ""
+    headers = max((f.cut_headers for f in stats.files), default=0)
+    if headers > 0 and cut >= headers + RECORD_MARK + MIN_CUT_CALL_LEN:
+        return ""  # a header had room: there was no RPC to read
+    empty = pd.DataFrame({"transport": pd.Series(dtype=object), "op": pd.Series(dtype=object)})
+    return (
+        f"frames were cut to {cut} bytes: too short for the RPC header; "
+        f"capture again with -s {snaplen_needed(empty, stats)}"
     )
 
 

@@ -101,7 +101,7 @@ USED_COLUMNS = (
     *("client", "server", "xid", "vers", "op", "fh", "n_calls", "n_replies"),
     *("t_call_ns", "t_call_last_end_ns", "t_reply_ns", "latency_ns", "status", "offset"),
     *("count", "stable"),
-    *("reply_count", "committed", "verifier", "write_bytes", "name", "reply_fh"),
+    *("reply_count", "committed", "verifier", "write_bytes", "name", "reply_fh", "inferred"),
 )
 
 # A workload is called random below this share of sequential WRITEs.
@@ -142,11 +142,26 @@ def _int(series: pd.Series, missing: int = -1) -> np.ndarray:
     return series.astype("Int64").fillna(missing).to_numpy(dtype="int64")
 
 
+def _inferred_from(tx: pd.DataFrame, code: str) -> int:
+    """Rows whose ``inferred`` codes include ``code`` (schema.INFERENCES)."""
+    if "inferred" not in tx or tx.empty:
+        return 0
+    codes = tx["inferred"].astype(object).fillna("")
+    return int(codes.map(lambda s: code in str(s).split()).sum())
+
+
 def write_sizes(writes: pd.DataFrame) -> np.ndarray:
     """Bytes each WRITE asked to write; where the call's count was not captured
-    (a ``-s 256`` NFSv4.1 capture), the count its reply acknowledged; -1 if neither."""
+    (a ``-s 256`` NFSv4.1 capture), the count its reply acknowledged; where
+    neither was, the bytes inferred from its record (``write_bytes``, marked in
+    ``transactions.inferred``); -1 if none of these."""
     count = _int(writes["count"])
-    return np.where(count >= 0, count, _int(writes["reply_count"]))
+    said = np.where(count >= 0, count, _int(writes["reply_count"]))
+    if "inferred" not in writes:
+        return said
+    inferred = ~writes["inferred"].astype(object).fillna("").eq("").to_numpy(bool)
+    written = writes["write_bytes"].to_numpy("int64")
+    return np.where((said < 0) & inferred & (written > 0), written, said)
 
 
 def write_progress(transactions: pd.DataFrame) -> pd.DataFrame:
@@ -437,6 +452,9 @@ class WritesResult:
     verifier_changes: pd.DataFrame = field(metadata=json_field(convert=json_rows))
     files: pd.DataFrame = field(metadata=json_field(convert=len))
     sequential_share: float  # over all files: sequential / WRITEs with a predecessor (NaN: none)
+    # of the replies without call, those of calls whose header the snaplen cut
+    # (their bytes from an unread stretch: transactions.inferred bytes_stretch)
+    cut_without_call: int = 0
 
     @property
     def median_size(self) -> int | None:
@@ -461,10 +479,16 @@ class WritesResult:
         out: list[Finding] = []
         if self.replies_without_call:
             n = self.replies_without_call
+            cut = (
+                f" ({self.cut_without_call} cut by the snaplen: their bytes from the TCP "
+                "sequence numbers)"
+                if self.cut_without_call
+                else ""
+            )
             out.append(
                 Finding(
                     kind="writes_without_call",
-                    title=f"{n} WRITE call{'s' * (n > 1)} not captured: "
+                    title=f"{n} WRITE call{'s' * (n > 1)} not captured{cut}: "
                     f"{bytes_text(self.bytes_without_call)} written counted from "
                     f"{'their replies' if n > 1 else 'its reply'}",
                     severity="warning",
@@ -578,4 +602,5 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
         sequential_share=seq / follow if follow else float("nan"),
         replies_without_call=len(orphans),
         bytes_without_call=int(orphans["write_bytes"].sum()),
+        cut_without_call=_inferred_from(orphans, "bytes_stretch"),
     )

@@ -140,6 +140,8 @@ class CaptureInfo:
     # bytes read from the file on disk so far (packed): progress only, not a fact of the file
     read_bytes: int = field(default=0, compare=False)
     truncated_frames: int = 0  # caplen < orig_len
+    cut_len: int = 0  # the largest caplen of those: the length actually captured
+    cut_headers: int = 0  # the longest link + IP + TCP/UDP header of those (the parser's)
     interface_drops: int = 0  # from pcapng interface statistics blocks
     damage: dict[str, Damage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

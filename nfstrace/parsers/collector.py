@@ -19,7 +19,7 @@ from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import Event, rows_frame
 from nfstrace.parsers.tcp import HalfStream
-from nfstrace.protocol.rpc import MAX_AUTH_BYTES, MSG_ACCEPTED, PORTMAP_PROGRAM
+from nfstrace.protocol.rpc import MAX_AUTH_BYTES, MIN_CALL_LEN, MSG_ACCEPTED, PORTMAP_PROGRAM
 
 # UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
 # that are remembered, and portmap/rpcbind calls whose question is remembered
@@ -115,6 +115,20 @@ class Collector:
         """Make the message's row; its number (-1: not an RPC message, no row)."""
         st = self.stats
         hdr = rpc.decode_header(head)
+        if hdr is None and 4 <= len(head) < 8:
+            # Cut inside its header (a snaplen, long TCP options): a reply if its
+            # xid is that of a call outstanding the other way on these hosts,
+            # else a call (its program unknown) on a flow that carried calls,
+            # a reply on the flow the other way.
+            xid = int.from_bytes(head[:4], "big")
+            if (dst, src, xid) in self.calls:
+                hdr = rpc.xid_header(xid, "reply")
+            elif (src, sport, dst, dport) in self.flows:
+                hdr = rpc.xid_header(xid, "call")
+            elif (dst, dport, src, sport) in self.flows:
+                hdr = rpc.xid_header(xid, "reply")
+        if hdr is not None and hdr.prog < 0 and hdr.msgtype == "call" and rpc_len < MIN_CALL_LEN:
+            hdr = None  # a call cut before its program, too short to be one
         if hdr is None:
             if len(head) < 8:
                 st.headerless_messages += 1
@@ -138,7 +152,8 @@ class Collector:
             flow = (src, sport, dst, dport)
             if len(self.flows) >= MAX_FLOWS and flow not in self.flows:
                 self.flows.clear()
-            self.flows[flow] = what
+            if hdr.prog >= 0:  # (a call whose program was not captured names nothing)
+                self.flows[flow] = what
             nfs = decode_procedure(True, *what[:3], head, hdr.body_offset, *what[3:])
             if hdr.prog == PORTMAP_PROGRAM:
                 self._portmap_call(key, hdr, head)
@@ -158,7 +173,7 @@ class Collector:
             else:
                 st.replies_without_call_info += 1
                 last = self.flows.get((dst, dport, src, sport))
-                guess = decode_reply_without_call(last, head, hdr.body_offset)
+                guess = decode_reply_without_call(last, head, hdr.body_offset, rpc_len)
                 if guess is None:
                     nfs = decode_procedure(False, -1, -1, -1, head, hdr.body_offset, "", -1)
                 else:

@@ -62,24 +62,33 @@ def decode(
     return pair[0 if is_call else 1](buf, body_offset, proc)
 
 
-# A reply whose call was not captured is decoded as an NFSv4 COMPOUND reply when
-# the last call seen on its flow (same addresses and ports, the other way) was
-# NFSv4 with a plain body: tshark decodes none of them, but the results name
-# their operations.  The flows remembered are bounded (all forgotten past it).
+# A reply whose call was not captured is decoded when the last call seen on its
+# flow (same addresses and ports, the other way) was NFS with a plain body: as
+# an NFSv4 COMPOUND reply (its results name their operations), or, NFSv3, as a
+# WRITE reply when it has exactly that shape (nfs3.write_reply_without_call: a
+# ``-s 256`` capture keeps the replies of WRITEs whose call header it cut).
+# tshark decodes none of them.  The flows remembered are bounded (all
+# forgotten past it).
+NFS3_PROGRAM_VERSION = (NFS_PROGRAM, 3)
 NFS4_PROGRAM_VERSION = (NFS_PROGRAM, 4)
 MAX_FLOWS = 65536
 
 
 def decode_reply_without_call(
-    last_call: tuple | None, buf: bytes, body_offset: int
+    last_call: tuple | None, buf: bytes, body_offset: int, rpc_len: int
 ) -> tuple | None:
-    """(prog, vers, proc, NFS fields) of a reply whose call was not seen, given
-    the last call on its flow ((prog, vers, proc, gss_service, gss_proc) or
-    None); None when it is not decoded."""
-    if last_call is None or body_offset < 0 or last_call[:2] != NFS4_PROGRAM_VERSION:
+    """(prog, vers, proc, NFS fields) of a reply of ``rpc_len`` bytes whose call
+    was not seen, given the last call on its flow ((prog, vers, proc,
+    gss_service, gss_proc) or None); None when it is not decoded."""
+    if last_call is None or body_offset < 0:
         return None
     gss_service, gss_proc = last_call[3], last_call[4]
     if gss_proc != -1 and (gss_proc != GSS_DATA or gss_service in WRAPPED_SERVICES):
+        return None
+    if last_call[:2] == NFS3_PROGRAM_VERSION:
+        out = nfs3.write_reply_without_call(buf, body_offset, rpc_len)
+        return None if out is None else (*NFS3_PROGRAM_VERSION, nfs3.WRITE, out)
+    if last_call[:2] != NFS4_PROGRAM_VERSION:
         return None
     out = nfs4.decode_reply_without_call(buf, body_offset)
     return None if out is None else (*NFS4_PROGRAM_VERSION, NFSPROC4_COMPOUND, out)

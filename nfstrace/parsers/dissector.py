@@ -39,7 +39,7 @@ from nfstrace.parsers.ip import (
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.stats import FrameCounts, ParseStats, direction_rows
 from nfstrace.parsers.tables import Event, events_frame, messages_frame
-from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler
+from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler, part_sent
 from nfstrace.parsers.tcp_state import (
     SEQ_HALF,
     SEQ_MASK,
@@ -152,8 +152,13 @@ class Dissector:
         since = None  # when the current generation began
         partition, partitions = self.limits.partition, self.limits.partitions
         buckets = self.limits.buckets
-        for ts, linktype, data, origlen, _file_index in frames:
+        for ts, linktype, data, origlen, file_index in frames:
             frame_no += 1
+            if len(data) < origlen:  # cut by the snaplen: where its transport payload began
+                info = files[file_index]
+                h = transport_end(linktype, data)
+                if h > info.cut_headers:
+                    info.cut_headers = h
             if not frame_no % CHECK_EVERY_FRAMES and stats.messages >= max_messages:
                 self.stopped_at = frame_no
                 frame_no -= 1
@@ -287,7 +292,7 @@ class Dissector:
             if win.wtrack and (seq + wire - win.wlimit) & SEQ_MASK < SEQ_HALF:
                 window_reached(win, seq, (seq + wire) & SEQ_MASK, ts, frame)
             tcp.segment(hs, seq, seg[hl:], wire, dg.ts_first, frame, dg.frags)
-            gaps.last_ts, gaps.last_frame, gaps.mid, gaps.acked = ts, frame, hs.msg.assembling, -1
+            gaps.last_ts, gaps.last_frame, gaps.mid, gaps.acked = ts, frame, part_sent(hs), -1
             gaps.flight = (rtt.hi - acks.hi) & SEQ_MASK if acks.hi >= 0 else -1
         if flags & (TH_FIN | TH_RST):
             self._end_of_stream(hs, flags, ts, frame)
@@ -572,6 +577,29 @@ class Dissector:
                 a[name] = a.get(name, 0) + n
         messages = messages_frame(col.rows, col.chunks, col.acked)
         return messages, events_frame(col.events), stats
+
+
+def transport_end(linktype: int, data: Bytes) -> int:
+    """Where a frame's TCP or UDP payload begins: its link, IP and transport
+    headers' length (-1: not TCP/UDP, a later IP fragment, or headers past
+    the captured bytes)."""
+    version, off = locate_ip(linktype, data)
+    n = len(data)
+    if version == 4 and n >= off + 20:
+        if ((data[off + 6] << 8) | data[off + 7]) & 0x1FFF:
+            return -1  # a later fragment: no transport header
+        proto, l4 = data[off + 9], off + (data[off] & 0x0F) * 4
+    elif version == 6 and n >= off + 40:
+        proto, l4, frag = walk_extensions(data, data[off + 6], off + 40, n)
+        if frag is not None and frag[0]:
+            return -1
+    else:
+        return -1
+    if proto == PROTO_TCP and n >= l4 + 13:
+        return l4 + (data[l4 + 12] >> 4) * 4
+    if proto == PROTO_UDP and n >= l4 + 8:
+        return l4 + 8
+    return -1
 
 
 def _ip_at(linktype: int, data: Bytes) -> tuple[int, Bytes, int]:

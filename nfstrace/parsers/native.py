@@ -100,6 +100,7 @@ def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
         "duplicate_window_ns": limits.duplicate_window_ns,
         "send_gap_ns": limits.send_gap_ns,
         "max_ack_waiting": limits.max_ack_waiting,
+        "max_unframed_records": limits.max_unframed_records,
         "partitions": limits.partitions,
         "partition": limits.partition,
         "buckets": list(limits.buckets),
@@ -436,6 +437,8 @@ def _stats(
             frames=f["frames"],
             bytes=f["bytes"],
             truncated_frames=f["truncated_frames"],
+            cut_len=f["cut_len"],
+            cut_headers=f["cut_headers"],
             interface_drops=f["interface_drops"],
             damage={
                 kind: Damage(count=count, offset=offset, skipped=skipped, detail=detail, what=what)

@@ -13,6 +13,7 @@ from nfstrace.protocol.nfs3 import (
     DIROP_PROCS,
     FATTR3_BYTES,
     FHSIZE3,
+    FILE_SYNC,
     LINK,
     LOOKUP,
     NEW_OBJECT_PROCS,
@@ -129,3 +130,38 @@ def decode_reply(buf: bytes, off: int, proc: int) -> tuple:
     if not x.ok:
         return fields(op=name, nfs_status=status, nfs_decode=DECODE_TRUNCATED)
     return fields(op=name, nfs_status=status, verifier=verf.hex(), nfs_decode=DECODE_OK)
+
+
+def write_reply_without_call(buf: bytes, off: int, rpc_len: int) -> tuple | None:
+    """A whole reply (``rpc_len`` bytes, all in buf) whose call was not
+    captured, on a flow whose calls are NFSv3: its results decoded as a
+    successful WRITE's when they have exactly WRITE3resok's shape (status OK,
+    wcc_data whose two flags are 0 or 1, count, a committed level, the
+    verifier, and nothing after it), else None.  No other NFSv3 result has
+    that shape and length: COMMIT's lacks count and committed, SETATTR's and
+    a failed WRITE's stop after wcc_data; tshark leaves such a reply
+    undecoded."""
+    if len(buf) < rpc_len:
+        return None
+    x = Xdr(buf, off, rpc_len)
+    if x.u32() != NFS3_OK:
+        return None
+    for skip in (WCC_ATTR_BYTES, FATTR3_BYTES):
+        flag = x.u32()
+        if flag > 1:
+            return None
+        if flag:
+            x.skip(skip)
+    count = x.u32()
+    committed = x.u32()
+    verf = x.fixed(VERIFIER_BYTES)
+    if not x.ok or x.pos != rpc_len or committed > FILE_SYNC:
+        return None
+    return fields(
+        op=proc_name(WRITE),
+        nfs_status=NFS3_OK,
+        count=count,
+        committed=committed,
+        verifier=verf.hex(),
+        nfs_decode=DECODE_OK,
+    )

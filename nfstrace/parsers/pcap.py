@@ -149,6 +149,8 @@ def read_pcap(
         frames += 1
         if caplen < origlen:
             truncated += 1
+            if caplen > info.cut_len:
+                info.cut_len = caplen
         info.frames = frames
         info.truncated_frames = truncated
         yield (

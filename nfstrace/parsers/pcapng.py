@@ -219,6 +219,8 @@ def read_pcapng(
             frames += 1
             if caplen < origlen:
                 truncated += 1
+                if caplen > info.cut_len:
+                    info.cut_len = caplen
             info.frames = frames
             info.truncated_frames = truncated
             yield ts, iface.linktype, body[20 : 20 + caplen], origlen, index

@@ -24,6 +24,7 @@ from nfstrace.protocol.rpc import (
     GSS_SERVICE_NAMES,
     MAX_AUTH_BYTES,
     MIN_CALL_LEN,
+    MIN_CUT_CALL_LEN,
     MSG_ACCEPTED,
     MSG_DENIED,
     PROG_MISMATCH,
@@ -60,6 +61,7 @@ class RpcHeader(NamedTuple):
 HEADER_FIELDS: tuple[str, ...] = RpcHeader._fields
 
 _CALL_HDR = struct.Struct(">IIIIIIII").unpack_from
+_CUT_CALL_HDR = struct.Struct(">IIIIII").unpack_from
 _U32 = struct.Struct(">I").unpack_from
 _U32X2 = struct.Struct(">II").unpack_from
 _U32X4 = struct.Struct(">IIII").unpack_from
@@ -69,10 +71,20 @@ def is_known_program(prog: int) -> bool:
     return prog in PROGRAMS or CALLBACK_RANGE[0] <= prog <= CALLBACK_RANGE[1]
 
 
-def plausible_call(buf: bytes | memoryview, pos: int, known_only: bool = True) -> bool:
-    """Could a call header start at buf[pos]? (resync and UDP detection)"""
+def plausible_call(
+    buf: bytes | memoryview, pos: int, known_only: bool = True, cut: bool = False
+) -> bool:
+    """Could a call header start at buf[pos]? (resync and UDP detection)
+    ``cut``: buf ends where the capture cut the message (the snaplen): a header
+    cut after its procedure number (``MIN_CUT_CALL_LEN``) but before its
+    credential is judged on what came, a known program's only."""
     if len(buf) < pos + 32:
-        return False
+        if not cut or len(buf) < pos + MIN_CUT_CALL_LEN:
+            return False
+        _xid, mtype, rpcvers, prog, vers, _proc = _CUT_CALL_HDR(buf, pos)
+        return (
+            mtype == CALL and rpcvers == RPC_VERSION and vers <= 0xFFFF and is_known_program(prog)
+        )
     _xid, mtype, rpcvers, prog, vers, _proc, flavor, clen = _CALL_HDR(buf, pos)
     if mtype != CALL or rpcvers != RPC_VERSION or clen > MAX_AUTH_BYTES or vers > 0xFFFF:
         return False
@@ -140,11 +152,11 @@ def strict_call(buf: bytes | memoryview, wire_len: int) -> bool:
 
 def udp_call(buf: bytes | memoryview, wire_len: int, rpc_port: bool) -> bool:
     """Is a UDP payload (wire_len bytes on the wire) an RPC call?  A known
-    program's if ``plausible_call``; another program's to a port known to carry
-    RPC (``rpc_port``: 2049, 111, or one a portmapper announced) if
-    ``plausible_call`` with a program number from 100000; elsewhere if
-    ``strict_call``."""
-    if plausible_call(buf, 0):
+    program's if ``plausible_call`` (cut by the snaplen: as far as it came);
+    another program's to a port known to carry RPC (``rpc_port``: 2049, 111,
+    or one a portmapper announced) if ``plausible_call`` with a program number
+    from 100000; elsewhere if ``strict_call``."""
+    if plausible_call(buf, 0, True, len(buf) < wire_len):
         return True
     if rpc_port:
         return plausible_call(buf, 0, known_only=False) and _U32(buf, 12)[0] >= STRICT_MIN_PROG
@@ -185,7 +197,8 @@ def decode_header(buf: bytes) -> RpcHeader | None:
     """Decode the RPC header at buf[0:]; None if buf does not hold one.
 
     A header cut short by the capture still yields what was read, with
-    body_offset -1 (the procedure data cannot be located).
+    body_offset -1 (the procedure data cannot be located); a call cut before
+    its program number, its xid (program, version and procedure -1).
     """
     n = len(buf)
     if n < 8:
@@ -203,7 +216,9 @@ def _decode_call(buf: bytes, n: int, xid: int) -> RpcHeader | None:
         if n >= 24:
             _x, _t, _rpcvers, prog, vers, proc = struct.unpack_from(">IIIIII", buf, 0)
             return RpcHeader(xid, "call", prog, vers, proc, "", -1, -1, "", -1, "", "", -1, -1, -1)
-        return None
+        if n >= 12 and _U32(buf, 8)[0] != RPC_VERSION:
+            return None
+        return xid_header(xid, "call")  # cut before its program: the xid alone
     _x, _t, _rpcvers, prog, vers, proc, flavor, clen = _CALL_HDR(buf, 0)
     uid = gid = gss_proc = -1
     machine = gss_service = ""
@@ -234,9 +249,15 @@ def _decode_call(buf: bytes, n: int, xid: int) -> RpcHeader | None:
     )  # fmt: skip
 
 
+def xid_header(xid: int, msgtype: str) -> RpcHeader:
+    """A header of which only the xid is known (cut short by the capture): a
+    "reply" or a "call" (its program unknown: -1)."""
+    return RpcHeader(xid, msgtype, -1, -1, -1, "", -1, -1, "", -1, "", "", -1, -1, -1)
+
+
 def _decode_reply(buf: bytes, n: int, xid: int) -> RpcHeader | None:
     if n < 12:
-        return RpcHeader(xid, "reply", -1, -1, -1, "", -1, -1, "", -1, "", "", -1, -1, -1)
+        return xid_header(xid, "reply")
     (stat,) = _U32(buf, 8)
     if stat == MSG_DENIED:
         reject = _U32(buf, 12)[0] if n >= 16 else -1

@@ -120,6 +120,15 @@ class Framing:
         "frag_last",
         "synced",
         "unsynced_bytes",
+        "lost_at",
+        "lost_ts",
+        "lost_frame",
+        "lost_last_ts",
+        "last_len",
+        "pred_len",
+        "pred_off",
+        "pred_start",
+        "pred",
     )
 
     def __init__(self) -> None:
@@ -130,6 +139,24 @@ class Framing:
         self.frag_last = False  # the current fragment ends its record
         self.synced = False  # a record mark was accepted once
         self.unsynced_bytes = 0  # bytes searched for a first record start
+        # An unframed stretch (event rpc_unframed): the sequence number of the
+        # record boundary where a record mark lay in bytes not captured (-1:
+        # none open), the time and frame of the segment there, and the time of
+        # the last segment whose bytes belong to the stretch.
+        self.lost_at = -1
+        self.lost_ts = self.lost_frame = self.lost_last_ts = 0
+        # Its records, taken as long as the last record framed before it
+        # (``last_len``: mark included, a single-fragment record; 0 unknown):
+        # ``pred_len`` that length (0: not split), ``pred_off`` where the next
+        # record begins (bytes into the stretch), ``pred_start`` the (ts, frame,
+        # captured?) of the segment where the current one began (None: not
+        # begun; not captured: a hole stepped over then), ``pred`` the records
+        # ended so far as (offset, ts, frame, end ts, first byte captured?, last
+        # byte captured?).
+        self.last_len = 0
+        self.pred_len = self.pred_off = 0
+        self.pred_start: tuple[int, int, bool] | None = None
+        self.pred: list[tuple[int, int, int, int, bool, bool]] = []
 
 
 class Message:
@@ -518,6 +545,8 @@ class TcpReassembler:
             self._skip_hole(hs, ts, frame)
         if hs.msg.assembling:
             self._emit(hs, complete=False)
+        if fr.lost_at >= 0:
+            self._unframed(hs, o.next_seq)
         if fr.mode != IGNORE:
             fr.mode = RESYNC
         fr.mark = b""
@@ -579,8 +608,17 @@ class TcpReassembler:
                 need = 4 - len(fr.mark)
                 avail = cap - pos
                 if avail < need and pos + avail < wire_len:
-                    # The mark lies (partly) in bytes that were not captured.
+                    # The mark lies (partly) in bytes that were not captured: the
+                    # records from here are stepped over unframed until one is
+                    # found again, their bytes an rpc_unframed stretch.
+                    at = -1 if m.assembling else (base + pos - len(fr.mark)) % SEQ_MOD
+                    began = fr.mark_pkt if fr.mark and fr.mark_pkt is not None else (ts, frame)
                     self._lose_sync(hs)
+                    if at >= 0 and not hole:
+                        fr.lost_at, fr.lost_ts, fr.lost_frame = at, began[0], began[1]
+                        fr.pred_len, fr.pred_off = fr.last_len, 0
+                        fr.pred_start = (began[0], began[1], True)
+                        fr.pred = []
                     continue
                 if avail < need:  # mark split across segments
                     if not fr.mark and not m.assembling:
@@ -639,7 +677,12 @@ class TcpReassembler:
                     fr.mode = MARK
                     self._emit(hs, complete=True, end=(base + pos) % SEQ_MOD)
             elif mode == RESYNC:
-                q = self._find_record(hs, data, pos, cap)
+                q = self._find_record(hs, data, pos, cap, cap < wire_len)
+                if fr.lost_at >= 0 and (q < 0 or q > pos):  # bytes of the stretch
+                    if not hole:
+                        fr.lost_last_ts = ts
+                    end = (base + (q if q >= 0 else wire_len) - fr.lost_at) % SEQ_MOD
+                    self._records(fr, end, ts, frame, not hole)
                 if q < 0:
                     skipped = wire_len - pos
                     self.stats.resync_skipped_bytes += skipped
@@ -657,10 +700,54 @@ class TcpReassembler:
                     self.event(hs, "rpc_resync", ts, frame, o.next_seq, q - pos)
                 self.stats.resync_skipped_bytes += q - pos
                 pos = q
+                if fr.lost_at >= 0:
+                    self._unframed(hs, (base + q) % SEQ_MOD)
                 fr.mode = MARK
                 fr.mark = b""
             else:  # IGNORE
                 break
+
+    def _records(self, fr: Framing, end: int, ts: int, frame: int, seen: bool) -> None:
+        """The stretch's bytes up to ``end`` (bytes into it) have come, the last
+        of them in this segment (``seen`` False: bytes the capture missed, a
+        hole stepped over at ts): the records of ``pred_len`` bytes that began
+        or ended in it."""
+        n = fr.pred_len
+        if n <= 0:
+            return
+        while True:
+            if fr.pred_start is None and fr.pred_off < end:
+                fr.pred_start = (ts, frame, seen)
+            if fr.pred_off + n > end:
+                return
+            if len(fr.pred) >= self.limits.max_unframed_records:
+                fr.pred_len = 0
+                fr.pred = []
+                return
+            start = fr.pred_start or (ts, frame, seen)
+            fr.pred.append((fr.pred_off, start[0], start[1], ts, start[2], seen))
+            fr.pred_off += n
+            fr.pred_start = None
+
+    def _unframed(self, hs: HalfStream, end: int) -> None:
+        """Close the unframed stretch open since ``framing.lost_at`` at sequence
+        number ``end`` (a record found, or where the stream's bytes ended): one
+        rpc_unframed event, and one rpc_unframed_record per record when the
+        stretch is a whole number of records of the last length framed."""
+        fr = hs.framing
+        length = (end - fr.lost_at) % SEQ_MOD
+        if length:
+            duration = fr.lost_last_ts - fr.lost_ts
+            self.event(hs, "rpc_unframed", fr.lost_ts, fr.lost_frame, fr.lost_at, length, duration)
+            n = fr.pred_len
+            if n > 0 and length % n == 0 and len(fr.pred) == length // n:
+                for off, ts0, frame0, ts1, first, last in fr.pred:
+                    seq = (fr.lost_at + off) % SEQ_MOD
+                    duration = ts1 - ts0 if first and last else -1 if first else -2
+                    self.event(hs, "rpc_unframed_record", ts0, frame0, seq, n, duration)
+        fr.lost_at = -1
+        fr.pred_len = 0
+        fr.pred = []
 
     def _lose_sync(self, hs: HalfStream) -> None:
         if hs.msg.assembling:
@@ -669,8 +756,10 @@ class TcpReassembler:
         fr.mode = RESYNC
         fr.mark = b""
 
-    def _find_record(self, hs: HalfStream, data: Bytes, pos: int, cap: int) -> int:
-        """Offset of the first plausible record start in data[pos:cap], or -1."""
+    def _find_record(self, hs: HalfStream, data: Bytes, pos: int, cap: int, cut: bool) -> int:
+        """Offset of the first plausible record start in data[pos:cap], or -1;
+        ``cut``: the segment's bytes after ``cap`` were not captured (a call
+        header they cut after its procedure number is judged on what came)."""
         if cap - pos < 16:
             return -1
         buf = bytes(data[pos:cap])
@@ -688,7 +777,7 @@ class TcpReassembler:
             if flen < rpc.MIN_REPLY_LEN or flen > self.limits.max_record_bytes:
                 continue
             if buf[q + 11] == rpc.CALL:
-                if plausible_call(buf, q + 4, known_only=not (q == 0 and not synced)):
+                if plausible_call(buf, q + 4, not (q == 0 and not synced), cut):
                     return pos + q
             elif plausible_reply(buf, q + 4):
                 xid = int.from_bytes(buf[q + 4 : q + 8], "big")
@@ -702,6 +791,7 @@ class TcpReassembler:
         m, fr = hs.msg, hs.framing
         m.assembling = False
         m.end = end
+        fr.last_len = m.length + 4 if complete and m.record_frags == 1 else 0
         self.emit(
             hs,
             bytes(m.head),
@@ -718,6 +808,18 @@ class TcpReassembler:
         )
         m.head = bytearray()
         fr.frag_left = 0
+
+
+def part_sent(hs: HalfStream) -> bool:
+    """Did the bytes in order so far leave an RPC message part-sent?  One being
+    assembled, or in an unframed stretch a record begun and not ended (its
+    records not split: taken as part-sent, a boundary being one byte of many)."""
+    if hs.msg.assembling:
+        return True
+    fr = hs.framing
+    if fr.lost_at < 0:
+        return False
+    return fr.pred_len <= 0 or fr.pred_start is not None
 
 
 def _rel(o: Ordering, seq: int) -> int:

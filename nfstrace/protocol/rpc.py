@@ -61,6 +61,8 @@ GSS_DATA = 0
 MAX_AUTH_BYTES = 400  # §8.2: opaque_auth body is at most 400 bytes
 AUTH_SYS_MAX_GIDS = 16  # appendix A: authsys_parms' gids<16>
 MIN_CALL_LEN = 40  # xid, type, rpcvers, prog, vers, proc, cred (8), verf (8)
+# A call header cut by the snaplen through its procedure number: what names it
+MIN_CUT_CALL_LEN = 24  # xid, type, rpcvers, prog, vers, proc
 MIN_REPLY_LEN = 12  # xid, type, reply_stat (a denied reply's shortest prefix)
 
 # Program numbers

@@ -18,6 +18,7 @@ from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent, server_time_note
 from nfstrace.analysis.overview import Throughput, throughput_text
 from nfstrace.comparison import Comparison, speed_words
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.reports.style import titled_table
@@ -254,6 +255,12 @@ def render_files(trace: Trace, console: Console) -> None:
         console.print(f"  ... {len(files) - MAX_FILE_ROWS:,} more files in the JSON/HTML report")
 
 
+def _cut_to(stats: ParseStats) -> str:
+    """' (to 96 bytes)': the length the frames cut short were cut to."""
+    lengths = sorted({f.cut_len for f in stats.files if f.cut_len})
+    return f" (to {', '.join(str(n) for n in lengths)} bytes)" if lengths else ""
+
+
 def render_capture(trace: Trace, console: Console) -> None:
     """What the capture holds and what it missed or damaged."""
     st = trace.stats
@@ -266,7 +273,7 @@ def render_capture(trace: Trace, console: Console) -> None:
         f"({tcp.get('hole_bytes', 0):,} bytes never captured), {tcp.get('resyncs', 0):,} resyncs",
         f"messages cut short {st.truncated_messages:,} (snaplen or loss), "
         f"{st.incomplete_messages:,} without their end",
-        f"frames cut by snaplen {st.truncated_frames:,}; "
+        f"frames cut by snaplen {st.truncated_frames:,}{_cut_to(st)}; "
         f"dropped by the capturing interface {st.interface_drops:,}",
     ]
     skipped = sum(f.skipped_bytes for f in st.files)

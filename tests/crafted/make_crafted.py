@@ -534,6 +534,51 @@ def build_snaplen(out: Path) -> dict[str, Path]:
     return {"snaplen": cap.write(out / "snaplen.pcap")}
 
 
+# -s 96 (and -s 128) over WRITEs sent back to back: 42 (74) payload bytes of
+# each 1448-byte segment captured, so the record marks of the WRITEs after the
+# first of each burst fall in the cut part of a segment.
+CUT_SNAPLENS = (96, 128)
+CUT_WRITE = 8192  # record 4 + 68 + 56 + 8192 = 8320 bytes
+CUT_WRITE_SHORT = 4096  # record 4224 bytes
+
+
+def build_snaplen_unframed(out: Path) -> dict[str, Path]:
+    """Record marks cut off by the snaplen (tcp.py's unframed stretches).
+
+    Burst 1: WRITEs 0xB01..0xB04 of 8 KiB back to back (only the first one's
+    mark captured: records 2-4 an rpc_unframed stretch of 3 records as long
+    as the first), closed by GETATTR 0xB05 at a segment start.  The replies:
+    0xB01 alone, 0xB02 and 0xB03 in one segment (0xB03's mark cut: a stretch
+    of one reply record), 0xB04 alone, then 0xB05's.  Burst 2: WRITE 0xB06
+    (8 KiB, framed) then 0xB07 (4 KiB: a stretch not a whole number of 8 KiB
+    records), closed by GETATTR 0xB08; each reply alone."""
+    paths = {}
+    for snaplen in CUT_SNAPLENS:
+        cap = Capture(snaplen=snaplen)
+        c = TcpConn(cap, cport=40900)
+        c.handshake()
+
+        def burst(*msgs: bytes, c: TcpConn = c) -> None:
+            data = b"".join(record(m) for m in msgs)
+            for off in range(0, len(data), MSS):
+                c.client_send(data[off : off + MSS])
+
+        burst(*(write_call(x, CUT_WRITE) for x in range(0xB01, 0xB05)))
+        burst(getattr_call(0xB05))
+        c.server_send(record(write_reply(0xB01, CUT_WRITE)))
+        c.server_send(record(write_reply(0xB02, CUT_WRITE)) + record(write_reply(0xB03, CUT_WRITE)))
+        c.server_send(record(write_reply(0xB04, CUT_WRITE)))
+        c.server_send(record(getattr_reply(0xB05)))
+        burst(write_call(0xB06, CUT_WRITE), write_call(0xB07, CUT_WRITE_SHORT))
+        burst(getattr_call(0xB08))
+        c.server_send(record(write_reply(0xB06, CUT_WRITE)))
+        c.server_send(record(write_reply(0xB07, CUT_WRITE_SHORT)))
+        c.server_send(record(getattr_reply(0xB08)))
+        c.close()
+        paths[f"snaplen_unframed_{snaplen}"] = cap.write(out / f"snaplen_unframed_{snaplen}.pcap")
+    return paths
+
+
 UDP_WRITE_COUNT = 3000
 UDP_WRITE_LEN = CALL_HDR_LEN + 56 + UDP_WRITE_COUNT  # 3124
 
@@ -772,6 +817,7 @@ BUILDERS = (
     build_lost_record_mark,
     build_midstream,
     build_snaplen,
+    build_snaplen_unframed,
     build_udp_fragments,
     build_links,
     build_pcap_variants,

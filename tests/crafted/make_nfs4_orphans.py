@@ -53,7 +53,7 @@ MISSED41 = (1, 2, 4)
 XID40, XID41 = 0x4000, 0x4100
 PORT40, PORT41, PORT_EDGES, PORT_V3 = 880, 881, 882, 883
 EDGE_FIRST, EDGE_CALL, EDGE_NULL, EDGE_UNKNOWN, EDGE_PARTIAL, EDGE_CUT = range(0x4200, 0x4206)
-EDGE_V3 = 0x4211
+EDGE_V3, EDGE_V3_OTHER = 0x4211, 0x4212
 SEGMENT_US, REPLY_US = 20, 800
 
 
@@ -185,8 +185,9 @@ def build_nfs4_orphan_edges(out: Path) -> dict[str, Path]:
     # opcode (EDGE_PARTIAL: decoded, partial, PUTFH kept) and a WRITE reply cut
     # after the WRITE's status (EDGE_CUT: decoded, truncated).  Then an NFSv3
     # connection (port PORT_V3): a WRITE call and reply, then a WRITE reply
-    # whose call was not captured (EDGE_V3: not decoded, NFSv3 is not
-    # self-describing).
+    # whose call was not captured (EDGE_V3: decoded, a WRITE3resok's exact
+    # shape) and a GETATTR reply whose call was not captured (EDGE_V3_OTHER:
+    # not decoded, NFSv3 results do not name their procedure).
     cap = mc.Capture()
     c = mc.TcpConn(cap, cport=PORT_EDGES)
     c.handshake()
@@ -205,6 +206,7 @@ def build_nfs4_orphan_edges(out: Path) -> dict[str, Path]:
     v3.client_send(mc.record(mc.write_call(EDGE_V3 - 1, 64)))
     v3.server_send(mc.record(mc.write_reply(EDGE_V3 - 1, 64)))
     v3.server_send(mc.record(mc.write_reply(EDGE_V3, 64)))
+    v3.server_send(mc.record(mc.getattr_reply(EDGE_V3_OTHER)))
     return {"nfs4_orphan_edges": cap.write(out / "nfs4_orphan_edges.pcap")}
 
 

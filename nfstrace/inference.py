@@ -1,0 +1,729 @@
+"""What a capture cut short (``tcpdump -s N``) still tells about its WRITEs:
+the transactions' columns the snaplen hid, inferred from the evidence that
+survives any snaplen that keeps the RPC header through its procedure number
+(RFC 5531 §9), each inferred value marked in the ``inferred`` column (codes
+and what each sets: ``schema.INFERENCES``).  Called by ``match``.
+
+The evidence, strongest first:
+
+* a reply's decoded results (``reply_count``): bytes written;
+* record lengths: a TCP record mark (RFC 5531 §11) or a UDP datagram's length
+  gives a message's whole length however little of it was captured.  A WRITE
+  call's length less its header is the data it carried (the header: what the
+  client's WRITEs whose count was captured show, else ``WRITE_HEADER``); a
+  reply's length tells a successful NFSv3 WRITE reply from a failed one
+  (``nfs3_write_ok``), and a reply without its call from the replies of the
+  connection's WRITEs;
+* TCP sequence numbers: a record mark cut off by the snaplen (the next record
+  began in the uncaptured part of a segment) leaves the records after it
+  unread, but their bytes are still known (events ``rpc_unframed``) and, when
+  they are records as long as the last one read (a client's WRITEs of one
+  size), where each one began and ended (``rpc_unframed_record``).  A
+  connection's client numbers its calls one by one (the Linux client and
+  libnfs do), so the k records between two calls read with xids a and b are
+  the calls a+1 .. b-1 when b - a - 1 = k (else the replies without call
+  whose xids lie between a and b, when there are k of them).  A reply
+  without its call gets its call back from its record (the times of its
+  first and last segment, its length; ``call_frame`` stays unknown); a record
+  whose reply was not read either becomes a row of its own, answered by the
+  next unread record of the connection's replies as long as that
+  operation's replies there;
+* NFSv4: a COMPOUND call cut in its operation list takes the operations its
+  whole reply names; one cut before it names any, and whose reply does not
+  name them either, is a WRITE when it carries ``WRITE_MIN_CALL_BYTES`` or
+  more (no other client operation sends that much), a COMMIT when its reply
+  is ``NFS4_COMMIT_SHORTER`` bytes shorter than the connection's WRITE
+  replies.
+
+Nothing is inferred where a value was captured, and nothing from a guess
+alone: a row whose evidence does not fit (a stretch that is not a whole
+number of records, xids that do not line up) keeps its unknowns.  Left
+unknown: an inferred call's TCP ACK time (``t_call_acked_ns``) and its last
+frame, its stable_how, offset and file handle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.protocol.rpc import NFS_PROGRAM
+from nfstrace.schema import INFERENCES
+
+WRITE_OP = "WRITE"
+COMMIT_OP = "COMMIT"
+# An NFSv4 COMMIT reply is this much shorter than a WRITE reply of the same
+# COMPOUND shape: COMMIT4resok is the verifier (8 bytes), WRITE4resok the
+# count, the committed level and the verifier (16) (RFC 8881 §18.3, §18.32).
+NFS4_COMMIT_SHORTER = 8
+# An NFSv4 COMPOUND call at least this long whose operations were not captured
+# is a WRITE: the data of no other operation a client sends comes near it
+# (names, ACLs and symlink targets stay below a page).
+WRITE_MIN_CALL_BYTES = 4096
+# A WRITE call's bytes before its data, where no WRITE of the client showed
+# both its count and its length: the RPC header through the verifier as far as
+# captured (else 68: AUTH_SYS of a short host name, AUTH_NONE verifier), then
+# NFSv3 a 28-byte file handle, offset, count, stable_how and the data's length;
+# NFSv4 the COMPOUND header, SEQUENCE (4.1+), PUTFH of a 36-byte handle and
+# WRITE's opcode, stateid, offset, stable_how and the data's length.  Off by a
+# few tens of bytes per call: under 1% of an 8 KiB WRITE.
+TYPICAL_BODY_OFFSET = 68
+WRITE_HEADER = {
+    (3, -1): 4 + 28 + 8 + 4 + 4 + 4,
+    (4, 0): 12 + (4 + 4 + 36) + (4 + 16 + 8 + 4 + 4),
+    (4, 1): 12 + (4 + 36) + (4 + 4 + 36) + (4 + 16 + 8 + 4 + 4),
+}
+# NFSv3 WRITE3resok after the RPC reply header: status, wcc_data (pre_op_attr:
+# a flag and 24 bytes of attributes if set; post_op_attr: a flag and 84),
+# count, committed, the verifier (RFC 1813 §3.3.7); WRITE3resfail stops after
+# wcc_data.  The two sets of lengths do not meet.
+_NFS3_WRITE_OK = frozenset(4 + 4 + pre + 4 + post + 16 for pre in (0, 24) for post in (0, 84))
+_NFS3_WRITE_FAIL = frozenset(4 + 4 + pre + 4 + post for pre in (0, 24) for post in (0, 84))
+SEQ_MOD = 1 << 32
+# The column of infer()'s table with the bytes it inferred (match takes it away).
+WRITE_BYTES = "_write_bytes_inferred"
+
+
+def nfs3_write_ok(reply_bytes: np.ndarray, body_offset: np.ndarray) -> np.ndarray:
+    """1 where an NFSv3 WRITE reply of this length (results at body_offset) is a
+    success, 0 a failure, -1 unknown (offset not captured, or neither)."""
+    rest = reply_bytes - body_offset
+    ok = np.isin(rest, list(_NFS3_WRITE_OK))
+    fail = np.isin(rest, list(_NFS3_WRITE_FAIL))
+    return np.where((body_offset < 0) | ~(ok | fail), -1, np.where(ok, 1, 0))
+
+
+def infer(
+    tx: pd.DataFrame,
+    messages: pd.DataFrame,
+    call_pos: np.ndarray,
+    reply_pos: np.ndarray,
+    events: pd.DataFrame | None,
+) -> pd.DataFrame:
+    """The transactions (match's table, rows in its order; ``call_pos`` /
+    ``reply_pos``: the message of each row's first call and first reply, -1
+    none) with what the snaplen hid inferred (the module's docstring), the
+    ``inferred`` column filled, and the bytes inferred of successful WRITEs
+    whose reply's count was not captured in a column ``WRITE_BYTES`` (-1:
+    none; match makes ``write_bytes`` of it); rows re-ordered by their start
+    when an inferred call moved one."""
+    if not len(tx):
+        return tx.assign(inferred=pd.Categorical([], categories=[""]), **{WRITE_BYTES: -1})
+    calls, replies = _stretches(messages, events)
+    tx, call_pos, reply_pos, added = _record_rows(tx, calls, call_pos, reply_pos)
+    c = _Columns(tx, messages, call_pos, reply_pos)
+    c.flag("xid_sequence", added)
+    _ops_from_reply(c)
+    _calls_from_records(c, calls)
+    _replies_from_records(c, replies)
+    _ops_from_length(c)
+    _status_from_length(c)
+    _bytes_from_stretches(c, calls)
+    _write_bytes(c)
+    return c.table()
+
+
+class _Columns:
+    """The transactions' columns the inference reads (as arrays, -1 / '' where
+    missing) and the values it sets, with the message facts of each row's call
+    and reply and the codes of what was inferred per row."""
+
+    def __init__(
+        self, tx: pd.DataFrame, m: pd.DataFrame, call: np.ndarray, reply: np.ndarray
+    ) -> None:
+        self.tx = tx
+        self.n = len(tx)
+        self._int: dict[str, np.ndarray] = {}
+        self._text: dict[str, np.ndarray] = {}
+        self.sets: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # column -> (mask, values)
+        self.codes = np.zeros((self.n, len(INFERENCES)), bool)
+
+        def of(pos: np.ndarray, name: str, missing: object) -> np.ndarray:
+            """The message column ``name`` at ``pos`` (``missing`` where -1)."""
+            out = np.full(len(pos), missing, dtype=object)
+            if len(m):
+                column = m[name]
+                if isinstance(column.dtype, pd.CategoricalDtype):
+                    column = column.astype(object)
+                got = column.to_numpy()
+                out[pos >= 0] = got[pos[pos >= 0]]
+            return out
+
+        self.reply_ops = of(reply, "ops", "").astype(object)
+        self.reply_op = of(reply, "op", "").astype(object)
+        self.reply_decode = of(reply, "nfs_decode", "").astype(object)
+        self.reply_body = of(reply, "body_offset", -1).astype("int64")
+        self.reply_cut = of(reply, "truncated", False).astype(bool)
+        self.call_body = of(call, "body_offset", -1).astype("int64")
+        self.write_from = np.full(self.n, -1, "int64")  # inferred write bytes (-1: none)
+
+    def int(self, name: str) -> np.ndarray:
+        """Column ``name`` as int64 (-1 where missing), with the values set."""
+        got = self._int.get(name)
+        if got is None:
+            got = self.tx[name].astype("Int64").fillna(-1).to_numpy("int64", copy=True)
+            if name in self.sets:
+                mask, values = self.sets[name]
+                got[mask] = values[mask].astype("int64")
+            self._int[name] = got
+        return got
+
+    def text(self, name: str) -> np.ndarray:
+        """Column ``name`` as objects ('' where missing), with the values set."""
+        got = self._text.get(name)
+        if got is None:
+            got = self.tx[name].astype(object).fillna("").to_numpy(object, copy=True)
+            if name in self.sets:
+                mask, values = self.sets[name]
+                got[mask] = values[mask]
+            self._text[name] = got
+        return got
+
+    def set(self, name: str, mask: np.ndarray, values: object) -> None:
+        """Set column ``name`` where mask (values: one, or one per row)."""
+        if not mask.any():
+            return
+        every = np.broadcast_to(np.asarray(values, dtype=object), (self.n,))
+        old = self.sets.get(name)
+        if old is None:
+            old = self.sets[name] = (np.zeros(self.n, bool), np.empty(self.n, dtype=object))
+        old[0][mask] = True
+        old[1][mask] = every[mask]
+        if name in self._int:
+            self._int[name][mask] = every[mask].astype("int64")
+        if name in self._text:
+            self._text[name][mask] = every[mask]
+
+    def flag(self, code: str, mask: np.ndarray) -> None:
+        self.codes[:, _CODE[code]] |= mask
+
+    def flagged(self, code: str) -> np.ndarray:
+        return self.codes[:, _CODE[code]]
+
+    def is_write(self) -> np.ndarray:
+        return self.text("op") == WRITE_OP
+
+    def table(self) -> pd.DataFrame:
+        """The transactions with the values set, the ``inferred`` column and the
+        bytes inferred, in the order of their start when a call was inferred."""
+        tx = self.tx.copy()
+        for name, (mask, values) in self.sets.items():
+            dtype = tx[name].dtype
+            column = tx[name].astype(object).to_numpy(copy=True)
+            column[mask] = values[mask]
+            # (a category column's values may be new: its categories are made again)
+            typed = "category" if isinstance(dtype, pd.CategoricalDtype) else dtype
+            tx[name] = pd.Series(column, index=tx.index).astype(typed)
+        names = np.array(list(INFERENCES), dtype=object)
+        text = np.full(self.n, "", dtype=object)
+        for i in np.flatnonzero(self.codes.any(axis=1)):
+            text[i] = " ".join(names[self.codes[i]])
+        tx["inferred"] = pd.Categorical(text)
+        tx[WRITE_BYTES] = self.write_from
+        if "t_call_ns" in self.sets:  # a call inferred: rows in the order of their start
+            start = tx["t_call_ns"].fillna(tx["t_reply_ns"]).fillna(0).to_numpy("int64")
+            frame = tx["call_frame_first"].fillna(tx["reply_frame"]).fillna(0)
+            order = np.lexsort((frame.to_numpy("int64"), start))
+            if (order != np.arange(self.n)).any():
+                tx = tx.iloc[order].reset_index(drop=True)
+        return tx
+
+
+_CODE = {name: i for i, name in enumerate(INFERENCES)}
+
+
+# ---- the operation and its outcome ----------------------------------------------------
+
+
+def _ops_from_reply(c: _Columns) -> None:
+    """NFSv4 calls whose operation list the snaplen cut: the whole reply's."""
+    ops, rops = c.text("ops"), c.reply_ops
+    cut = (c.text("call_decode") == "truncated") & (c.int("vers") == 4)
+    cut &= (c.int("prog") == NFS_PROGRAM) & (c.reply_decode == "ok") & (rops != "")
+    take = np.zeros(c.n, bool)
+    for i in np.flatnonzero(cut & (ops != rops)):
+        mine, theirs = str(ops[i]).split(), str(rops[i]).split()
+        take[i] = len(mine) < len(theirs) and theirs[: len(mine)] == mine
+    c.set("ops", take, rops)
+    c.set("op", take, c.reply_op)
+    c.flag("op_reply", take)
+
+
+def _ops_from_length(c: _Columns) -> None:
+    """WRITEs (and NFSv4 COMMITs) whose operation the snaplen hid: NFSv4 calls
+    that carried data, then replies without call as long as the connection's
+    WRITE replies (or whose unread call record is as long as its WRITE calls)."""
+    op = c.text("op")
+    prog, vers, proc = c.int("prog"), c.int("vers"), c.int("proc")
+    call_bytes = c.int("call_bytes")
+    nfs4 = (prog == NFS_PROGRAM) & (vers == 4) & (proc == 1)
+    named = np.array([WRITE_OP in str(s).split() for s in c.text("ops")], dtype=bool)
+    # a whole reply names its operations: only a reply cut (or none) leaves them open
+    unnamed = nfs4 & (c.text("call_decode") == "truncated") & ~named & (c.reply_decode != "ok")
+    unnamed &= ~c.flagged("op_reply")
+    big = unnamed & (call_bytes >= WRITE_MIN_CALL_BYTES) & (op != WRITE_OP)
+    c.set("op", big, WRITE_OP)
+    c.flag("op_length", big)
+    _nfs4_commits(c, unnamed & ~big)
+    # replies without their call (or with a call record inferred), calls cut
+    # inside their header (only the xid read): the operation not known, where
+    # the capture cut the message that would have named it (a whole NFSv3 or
+    # NFSv4 reply without call is decoded as far as it can be: parsers/decoders)
+    cut = c.reply_cut | ((c.int("n_calls") > 0) & (c.int("prog") < 0))
+    orphan = (op == "?") & cut
+    if not orphan.any():
+        return
+    reply_bytes, conn, minor = c.int("reply_bytes"), c.int("conn"), c.int("minor")
+    recorded = c.flagged("call_record")
+    # per connection: its WRITE replies' and calls' lengths, and one WRITE's
+    # (prog, vers, proc, minor)
+    known: dict[int, tuple[set[int], set[int], int]] = {}
+    for i in np.flatnonzero(c.is_write() & (reply_bytes >= 0) & ~orphan):
+        ref = known.setdefault(int(conn[i]), (set(), set(), int(i)))
+        ref[0].add(int(reply_bytes[i]))
+        if call_bytes[i] >= 0 and not recorded[i]:
+            ref[1].add(int(call_bytes[i]))
+    take = np.zeros(c.n, bool)
+    like = np.zeros(c.n, "int64")  # the row a WRITE found takes its numbers from
+    for i in np.flatnonzero(orphan):
+        got = known.get(int(conn[i]))
+        if got is not None and (int(reply_bytes[i]) in got[0] or int(call_bytes[i]) in got[1]):
+            take[i] = True
+            like[i] = got[2]
+    c.set("op", take, WRITE_OP)
+    for name, values in (("prog", prog), ("vers", vers), ("proc", proc), ("minor", minor)):
+        c.set(name, take, values[like])
+    c.set("program", take, "nfs")
+    c.flag("op_length", take)
+
+
+def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
+    """NFSv4 COMMITs whose operations the snaplen hid (``unnamed``: small
+    COMPOUNDs whose call and reply were both cut in their operation lists):
+    a reply exactly NFS4_COMMIT_SHORTER bytes shorter than the connection's
+    WRITE replies (the same operations before it, COMMIT4resok's verifier
+    instead of WRITE4resok's count, committed and verifier) to a call sent
+    after its first WRITE."""
+    reply_bytes, conn, t_call = c.int("reply_bytes"), c.int("conn"), c.int("t_call_ns")
+    unnamed = unnamed & (reply_bytes >= 0)
+    if not unnamed.any():
+        return
+    write = c.is_write() & (reply_bytes >= 0) & (c.int("vers") == 4)
+    take = np.zeros(c.n, bool)
+    for k in np.unique(conn[unnamed]):
+        same = write & (conn == k)
+        if not same.any():
+            continue
+        usual = _most_common(reply_bytes[same])
+        first = t_call[same & (t_call >= 0)].min(initial=np.iinfo("int64").max)
+        take |= unnamed & (conn == k) & (reply_bytes == usual - NFS4_COMMIT_SHORTER)
+        take &= ~((conn == k) & (t_call < first))
+    c.set("op", take, COMMIT_OP)
+    c.flag("op_length", take)
+
+
+def _most_common(values: np.ndarray) -> int:
+    """The most common value (the smallest of equally common ones)."""
+    got, counts = np.unique(values, return_counts=True)
+    return int(got[counts == counts.max()][0])
+
+
+def _status_from_length(c: _Columns) -> None:
+    """Successful WRITEs whose reply's status the snaplen hid, told by its
+    length: NFSv3 WRITE3resok's lengths where the reply's header was captured;
+    else one of the connection's successful WRITE replies' lengths (none: its
+    most common WRITE reply length; failures are rare)."""
+    status, reply_bytes, conn = c.int("status"), c.int("reply_bytes"), c.int("conn")
+    open_ = c.is_write() & (status < 0) & (reply_bytes >= 0) & (c.int("accept_stat") <= 0)
+    if not open_.any():
+        return
+    shape = np.where(c.int("vers") == 3, nfs3_write_ok(reply_bytes, c.reply_body), -1)
+    good = open_ & (shape == 1)
+    rest = open_ & (shape < 0)
+    write = c.is_write() & (reply_bytes >= 0)
+    for k in np.unique(conn[rest]):
+        same = write & (conn == k)
+        ok = same & ((status == 0) | good)
+        lengths = np.unique(reply_bytes[ok]) if ok.any() else [_most_common(reply_bytes[same])]
+        good |= rest & (conn == k) & np.isin(reply_bytes, lengths)
+    c.set("status", good, 0)
+    c.flag("status_length", good)
+
+
+# ---- bytes ----------------------------------------------------------------------------
+
+
+def _header(c: _Columns) -> np.ndarray:
+    """``write_headers`` of the rows as inferred so far (a call's length from
+    an unread record or a stretch teaches nothing)."""
+    learn = c.is_write() & ~c.flagged("call_record") & ~c.flagged("bytes_stretch")
+    return write_headers(
+        c.text("client"), c.text("server"), c.int("vers"), c.int("minor"),
+        c.int("count"), c.int("call_bytes"), learn, c.call_body,
+    )  # fmt: skip
+
+
+def write_headers(
+    client: np.ndarray,
+    server: np.ndarray,
+    vers: np.ndarray,
+    minor: np.ndarray,
+    count: np.ndarray,
+    call_bytes: np.ndarray,
+    learn: np.ndarray,
+    body_offset: np.ndarray,
+) -> np.ndarray:
+    """Per row, a WRITE call's bytes before its data (through the data's
+    length): learnt from the client's WRITEs to that server (rows ``learn``)
+    whose count and length were both captured (the median), else the
+    protocol's typical header (``WRITE_HEADER``) after the RPC header
+    (``body_offset``, -1: not captured, ``TYPICAL_BODY_OFFSET``).  Arrays
+    per row; -1 where a number is unknown."""
+    body = np.where(body_offset >= 0, body_offset, TYPICAL_BODY_OFFSET)
+    typical = body + WRITE_HEADER[(3, -1)]
+    typical = np.where(vers == 4, body + WRITE_HEADER[(4, 1)], typical)
+    typical = np.where((vers == 4) & (minor == 0), body + WRITE_HEADER[(4, 0)], typical)
+    seen = learn & (count >= 0) & (call_bytes > 0)
+    if not seen.any():
+        return typical.astype("int64")
+    key = pd.MultiIndex.from_arrays([client, server, vers])
+    learnt = pd.Series(call_bytes - ((count + 3) & ~3))[seen].groupby(key[seen]).median()
+    got = learnt.reindex(key).to_numpy("float64")
+    return np.where(np.isnan(got), typical, np.nan_to_num(got)).astype("int64")
+
+
+def _write_bytes(c: _Columns) -> None:
+    """Bytes of successful WRITEs whose reply's count was not captured: the count
+    the call asked, else its record's length less the header (``write_from``)."""
+    count, call_bytes = c.int("count"), c.int("call_bytes")
+    open_ = c.is_write() & (c.int("status") == 0) & (c.int("reply_count") < 0)
+    asked = open_ & (count >= 0)
+    c.write_from[asked] = count[asked]
+    c.flag("bytes_count", asked)
+    rest = open_ & ~asked & (call_bytes > 0)
+    if rest.any():
+        c.write_from[rest] = np.maximum(call_bytes - _header(c), 0)[rest]
+        c.flag("bytes_length", rest & ~c.flagged("bytes_stretch"))
+
+
+def _bytes_from_stretches(c: _Columns, stretches: list[_Stretch]) -> None:
+    """Successful WRITEs still without a call or a count: their share of the
+    unread bytes between the calls read before and after them (less the other
+    unread calls there, taken as long as the connection's other calls)."""
+    n_calls, op, conn, call_bytes = (
+        c.int("n_calls"),
+        c.text("op"),
+        c.int("conn"),
+        c.int("call_bytes"),
+    )
+    open_ = c.is_write() & (n_calls == 0) & (c.int("status") == 0)
+    open_ &= (c.int("reply_count") < 0) & (call_bytes < 0)
+    if not open_.any():
+        return
+    orphans = _Orphans(c.int("conn"), c.int("xid"), np.flatnonzero(n_calls == 0))
+    other = (n_calls > 0) & (op != WRITE_OP) & (call_bytes >= 0)
+    usual = pd.Series(call_bytes[other] + 4).groupby(conn[other]).median()
+    share = np.full(c.n, -1, "int64")
+    for st in stretches:
+        if st.records is not None:
+            continue
+        rows = orphans.between(st)
+        writes = [i for i in rows if open_[i]]
+        if not writes:
+            continue
+        rest = st.length - (len(rows) - len(writes)) * int(usual.get(st.conn, 0))
+        if rest > 0:
+            share[writes] = rest // len(writes)
+    mask = share > 0
+    c.set("call_bytes", mask, share - 4)
+    c.flag("bytes_stretch", mask)
+
+
+# ---- unread records -------------------------------------------------------------------
+
+
+class _Stretch:
+    """An rpc_unframed stretch of one direction of a connection, between the
+    messages read before (xid ``before``, -1 none) and after it (``after``);
+    ``records``: its rpc_unframed_record (ts, frame, length, duration) in
+    order, or None (not split)."""
+
+    __slots__ = ("conn", "length", "before", "after", "records")
+
+    def __init__(self, conn: int, length: int, before: int, after: int) -> None:
+        self.conn, self.length, self.before, self.after = conn, length, before, after
+        self.records: list[tuple[int, int, int, int]] | None = None
+
+
+def _stretches(
+    m: pd.DataFrame, events: pd.DataFrame | None
+) -> tuple[list[_Stretch], list[_Stretch]]:
+    """The unframed stretches of the calls' and of the replies' direction of
+    each connection that carried calls, with the xids of the messages read
+    around them."""
+    calls_out: list[_Stretch] = []
+    replies_out: list[_Stretch] = []
+    if events is None or not len(events) or not len(m):
+        return calls_out, replies_out
+    kind = events["kind"].astype(object).to_numpy()
+    pick = (kind == "rpc_unframed") | (kind == "rpc_unframed_record")
+    if not pick.any():
+        return calls_out, replies_out
+    ev = events[pick]
+    is_call = (m["msgtype"] == "call").to_numpy(bool)
+    conn_m = m["conn"].to_numpy("int64")
+    src_m = m["src"].astype(object).to_numpy()
+    clients = dict(zip(conn_m[is_call].tolist(), src_m[is_call], strict=True))
+    e_src = ev["src"].astype(object).to_numpy()
+    e_conn = ev["conn"].to_numpy("int64").tolist()
+    from_client = np.array([clients.get(k, "") == s for k, s in zip(e_conn, e_src, strict=True)])
+    known = np.array([k in clients for k in e_conn], bool)
+    for side, out in ((True, calls_out), (False, replies_out)):
+        mine = (from_client == side) & known
+        if not mine.any():
+            continue
+        sent = is_call if side else ~is_call
+        out.extend(_side_stretches(ev[mine], m, sent))
+    return calls_out, replies_out
+
+
+def _side_stretches(ev: pd.DataFrame, m: pd.DataFrame, sent: np.ndarray) -> list[_Stretch]:
+    """The stretches of one direction (its events ``ev``), between the messages
+    read that way (``sent``: the messages of that direction)."""
+    out: list[_Stretch] = []
+    conn_m = m["conn"].to_numpy("int64")[sent]
+    frame_m = m["frame_first"].to_numpy("int64")[sent]
+    xid_m = m["xid"].to_numpy("int64")[sent]
+    order = np.lexsort((frame_m, conn_m))
+    conn_m, frame_m, xid_m = conn_m[order], frame_m[order], xid_m[order]
+    rows = ev.sort_values(["conn", "ts_ns", "frame"], kind="stable")
+    kinds = rows["kind"].astype(object).to_numpy()
+    conn, frame, ts = (rows[x].to_numpy("int64") for x in ("conn", "frame", "ts_ns"))
+    seq, length, dur = (rows[x].to_numpy("int64") for x in ("seq", "length", "duration_ns"))
+    current: _Stretch | None = None
+    start = 0
+    for j in range(len(rows)):
+        k = int(conn[j])
+        if kinds[j] == "rpc_unframed":
+            lo, hi = np.searchsorted(conn_m, k, "left"), np.searchsorted(conn_m, k, "right")
+            at = lo + int(np.searchsorted(frame_m[lo:hi], frame[j], "right"))
+            before = int(xid_m[at - 1]) if at > lo else -1
+            after = int(xid_m[at]) if at < hi else -1
+            current = _Stretch(k, int(length[j]), before, after)
+            start = int(seq[j])
+            out.append(current)
+        elif current is not None and current.conn == k:
+            if (int(seq[j]) - start) % SEQ_MOD + int(length[j]) > current.length:
+                continue  # not inside the stretch: left out
+            if current.records is None:
+                current.records = []
+            current.records.append((int(ts[j]), int(frame[j]), int(length[j]), int(dur[j])))
+    for st in out:
+        if st.records is not None and sum(r[2] for r in st.records) != st.length:
+            st.records = None
+    return out
+
+
+class _Orphans:
+    """Rows without a call by (connection, xid), and per connection their xids
+    sorted, for the xids between two calls."""
+
+    def __init__(self, conn: np.ndarray, xid: np.ndarray, rows: np.ndarray) -> None:
+        conn, xid = conn[rows], xid[rows]
+        self.xid_at = dict(zip(rows.tolist(), xid.tolist(), strict=True))
+        keys = zip(conn.tolist(), xid.tolist(), strict=True)
+        self.by_xid: dict[tuple[int, int], int] = dict(zip(keys, rows.tolist(), strict=True))
+        order = np.lexsort((xid, conn))
+        self.conn, self.xid, self.rows = conn[order], xid[order], rows[order]
+
+    def between(self, st: _Stretch) -> list[int]:
+        """Rows on the stretch's connection whose xids lie strictly between those
+        of the calls read before and after it, in xid order from the first."""
+        a, b = st.before, st.after
+        if a < 0 or b < 0:
+            return []
+        lo = np.searchsorted(self.conn, st.conn, "left")
+        hi = np.searchsorted(self.conn, st.conn, "right")
+        rel = (self.xid[lo:hi] - a) % SEQ_MOD
+        inside = (rel > 0) & (rel < (b - a) % SEQ_MOD)
+        order = np.argsort(rel[inside], kind="stable")
+        return self.rows[lo:hi][inside][order].tolist()
+
+
+def _record_xids(st: _Stretch, orphans: _Orphans) -> tuple[list[int], bool]:
+    """The xids of a call stretch's records, in order (-1: unknown), and whether
+    the client's numbering is certain there (both neighbours' xids fit the
+    count, or a record's xid is that of a reply without call)."""
+    assert st.records is not None
+    k = len(st.records)
+    a, b = st.before, st.after
+    if a >= 0 and (b < 0 or (b - a - 1) % SEQ_MOD == k):
+        xids = [(a + 1 + i) % SEQ_MOD for i in range(k)]
+    elif b >= 0 and a < 0:
+        xids = [(b - k + i) % SEQ_MOD for i in range(k)]
+    else:
+        rows = orphans.between(st)
+        if len(rows) != k:
+            return [-1] * k, False
+        return [int(orphans.xid_at[i]) for i in rows], False
+    sure = a >= 0 and b >= 0
+    sure |= any((st.conn, x) in orphans.by_xid for x in xids)
+    return xids, sure
+
+
+def _record_rows(
+    tx: pd.DataFrame, calls: list[_Stretch], call_pos: np.ndarray, reply_pos: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows for the unread call records whose reply was not read either, where
+    the client's numbering gives their xids: each like the call read before
+    its stretch (the records are as long as it), without a reply yet; with the
+    positions extended (-1) and the mask of the rows added."""
+    none = np.zeros(len(tx), bool)
+    split = [st for st in calls if st.records is not None]
+    if not split:
+        return tx, call_pos, reply_pos, none
+    n_calls = tx["n_calls"].to_numpy("int64")
+    conn = tx["conn"].astype("Int64").fillna(-1).to_numpy("int64")
+    xid = tx["xid"].to_numpy("int64")
+    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0))
+    called = {(k, x): i for i, (k, x) in enumerate(zip(conn.tolist(), xid.tolist(), strict=True))
+              if n_calls[i] > 0}  # fmt: skip
+    template, new_xids = [], []
+    for st in split:
+        xids, sure = _record_xids(st, orphans)
+        model = called.get((st.conn, st.before), called.get((st.conn, st.after), -1))
+        if not sure or model < 0:
+            continue
+        for x, (_ts, _frame, _length, dur) in zip(xids, st.records or [], strict=True):
+            if dur < -1:  # its first byte not captured: no call to show
+                continue
+            if x >= 0 and (st.conn, x) not in orphans.by_xid and (st.conn, x) not in called:
+                template.append(model)
+                new_xids.append(x)
+    if not template:
+        return tx, call_pos, reply_pos, none
+    new = tx.iloc[template].reset_index(drop=True)
+    keep = {*("client", "client_port", "server", "server_port", "transport", "conn")}
+    keep |= {*("prog", "program", "vers", "proc", "op", "ops", "auth", "gss_service", "minor")}
+    for name in new.columns:
+        if name not in keep:
+            new[name] = pd.Series([None] * len(new), dtype="object")
+    new["xid"] = np.array(new_xids, "int64")
+    for name in ("n_calls", "n_replies", "write_bytes", "read_bytes"):
+        new[name] = 0
+    new["inferred"] = ""
+    both = pd.concat([tx, new], ignore_index=True)
+    for name in tx.columns:  # the table's types again (categories united)
+        dtype = tx[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            both[name] = both[name].astype(object).astype("category")
+        elif name == "call_times_ns":
+            both[name] = both[name].astype(object)
+        else:
+            both[name] = both[name].astype(dtype)
+    k = len(template)
+    added = np.r_[none, np.ones(k, bool)]
+    minus = np.full(k, -1, "int64")
+    return both, np.r_[call_pos, minus], np.r_[reply_pos, minus], added
+
+
+def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
+    """Rows without a call paired with the unread records of their connection's
+    calls (the module's docstring): the call's times and length from the record."""
+    n_calls, conn, xid = c.int("n_calls"), c.int("conn"), c.int("xid")
+    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0))
+    if not orphans.by_xid:
+        return
+    pairs: list[tuple[int, tuple[int, int, int, int]]] = []
+    for st in stretches:
+        if st.records is None:
+            continue
+        xids, _ = _record_xids(st, orphans)
+        for x, record in zip(xids, st.records, strict=True):
+            i = orphans.by_xid.pop((st.conn, x), -1) if x >= 0 else -1
+            if i >= 0:
+                pairs.append((i, record))
+    if not pairs:
+        return
+    mask = np.zeros(c.n, bool)
+    untimed = np.zeros(c.n, bool)  # a record whose first byte was not captured: its length
+    start, end, length, frame = (np.zeros(c.n, "int64") for _ in range(4))
+    for i, (ts, fr, n, dur) in pairs:
+        # (its last byte not captured: its end taken as its first segment's time)
+        (mask if dur >= -1 else untimed)[i] = True
+        start[i], end[i], length[i], frame[i] = ts, ts + max(dur, 0), n, fr
+    c.set("call_bytes", untimed, length - 4)
+    c.flag("bytes_stretch", untimed)
+    for name, values in (
+        ("t_call_ns", start),
+        ("t_call_last_ns", start),
+        ("t_call_end_ns", end),
+        ("t_call_last_end_ns", end),
+        ("call_bytes", length - 4),
+        ("call_frame_first", frame),
+        ("n_calls", 1),
+        ("call_conns", 1),
+        ("call_truncated", True),
+    ):
+        c.set(name, mask, values)
+    _latencies(c, mask & (c.int("t_reply_ns") >= 0))
+    c.flag("call_record", mask)
+
+
+def _latencies(c: _Columns, rows: np.ndarray) -> None:
+    """The latency columns of ``rows`` from their call and reply times."""
+    t_reply = c.int("t_reply_ns")
+    for name, start in (
+        ("latency_ns", "t_call_ns"),
+        ("latency_last_ns", "t_call_last_end_ns"),
+        ("srt_ns", "t_call_end_ns"),
+    ):
+        c.set(name, rows, t_reply - c.int(start))
+
+
+def _replies_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
+    """Calls read (or inferred) without a reply paired with the unread records
+    of their connection's replies: each record, in time order, answers the
+    earliest such call sent before it whose operation's replies on the
+    connection are as long as the record."""
+    n_calls, n_replies = c.int("n_calls"), c.int("n_replies")
+    conn, t_call, op = c.int("conn"), c.int("t_call_ns"), c.text("op")
+    reply_bytes = c.int("reply_bytes")
+    waiting = np.flatnonzero((n_calls > 0) & (n_replies == 0) & (t_call >= 0))
+    split = [st for st in stretches if st.records is not None]
+    if not len(waiting) or not split:
+        return
+    answered = (n_replies > 0) & (reply_bytes >= 0)
+    usual = (
+        pd.DataFrame({"conn": conn[answered], "op": op[answered], "n": reply_bytes[answered]})
+        .groupby(["conn", "op"])["n"]
+        .agg(lambda s: _most_common(s.to_numpy("int64")))
+    )
+    by_conn: dict[int, list[int]] = {}
+    for i in waiting[np.argsort(t_call[waiting], kind="stable")]:
+        by_conn.setdefault(int(conn[i]), []).append(int(i))
+    mask = np.zeros(c.n, bool)
+    first, last, length = (np.zeros(c.n, "int64") for _ in range(3))
+    for st in split:
+        calls = by_conn.get(st.conn, [])
+        assert st.records is not None
+        for ts, _frame, n, dur in st.records:
+            if dur < 0:  # its end time not captured
+                continue
+            for j, i in enumerate(calls):
+                if t_call[i] >= ts:
+                    break
+                if usual.get((st.conn, op[i]), -1) == n - 4:
+                    mask[i] = True
+                    first[i], last[i], length[i] = ts, ts + dur, n - 4
+                    del calls[j]
+                    break
+    for name, values in (
+        ("t_reply_first_ns", first),
+        ("t_reply_ns", last),
+        ("reply_bytes", length),
+        ("n_replies", 1),
+    ):
+        c.set(name, mask, values)
+    _latencies(c, mask)
+    c.flag("reply_record", mask)
