@@ -146,7 +146,7 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
         writes = orphans[orphans["op"].astype(object).eq("WRITE")]
         what = f"{len(orphans):,} replies whose call it never saw"
         if len(writes):
-            nbytes = int(writes["reply_count"].fillna(0).sum())
+            nbytes = int(writes["write_bytes"].clip(lower=0).sum())
             what += (
                 f" ({len(writes):,} WRITEs, {bytes_text(nbytes)} written: "
                 "counted from their replies)"
@@ -257,6 +257,7 @@ def _context(
         udp=bool(len(udp) and udp.mean() > 0.5),
         capture_point=quality.capture_point,
         stable_asked=dict(writes.stable_asked) if writes is not None else {},
+        snaplen_needed=int(quality.snaplen_needed),
     )
 
 

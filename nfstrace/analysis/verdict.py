@@ -532,6 +532,7 @@ class Context:
     capture_point: str = "unknown"
     stable_asked: dict[str, int] = field(default_factory=dict)  # WRITEs per stable_how asked
     tcp_silences_ns: tuple[int, ...] = ()  # TCP silences before re-sent bytes (tcp_resend_gap)
+    snaplen_needed: int = 0  # a snaplen that keeps what the analysis reads (quality; 0: ?)
 
 
 def _long(iv: pd.DataFrame) -> np.ndarray:
@@ -605,14 +606,21 @@ def _remedy(cause: str, ctx: Context) -> str:
             "storage is offline"
         )
     if cause == "client_idle":
+        if ctx.capture_point in ("server", "between"):
+            return (
+                "the client sent nothing: its application or page cache, or the network "
+                "beyond the round trip this capture shows (a slow hop, a queue on the way); "
+                "a capture at the client tells them apart"
+            )
         return (
             "the client (the application, or its page cache flushing) sent nothing: look at "
             "the writer, not at NFS or the network"
         )
     if cause == "capture_gap":
+        snaplen = f"-s {ctx.snaplen_needed}" if ctx.snaplen_needed else "such as -s 256"
         return (
             "capture again without loss: a bigger capture buffer (tcpdump -B), a fast disk, "
-            "a snaplen such as -s 256"
+            f"a snaplen {snaplen} (what the headers seen need)"
         )
     return ""
 
