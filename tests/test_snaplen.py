@@ -248,3 +248,17 @@ def test_write_bytes_never_negative() -> None:
         t = _load("v3-udp-py-w32k-d10-l0", snaplen)
         assert (t.transactions["write_bytes"] >= 0).all()
         assert _rate(t) > 0
+
+
+def test_a_cut_server_capture_still_says_server(tmp_path: Path) -> None:
+    """A slow server behind a 3 ms round trip, cut to 256 bytes a frame: the
+    parser sees send stops after each call's last (unread) bytes; they are the
+    wait for the reply, not a round trip of the call's sending (before: 96%
+    round trip, 'no problem found')."""
+    src = SAMPLES / "snaplen/v41-tcp-nfsrs-w64k-srv4ms-d3-l0.first700.pcap"
+    full = nfstrace.load(src).diagnosis
+    short = nfstrace.load(cut(src, tmp_path / "s256.pcap", 256)).diagnosis
+    assert full.verdict.primary == short.verdict.primary == "server"
+    shares = [d.budget.shares() for d in (full, short)]
+    for cause in ("server", "round_trip"):
+        assert shares[1][cause] == pytest.approx(shares[0][cause], abs=0.03)

@@ -801,7 +801,12 @@ def _pair_budget(
     # TCP send gaps: those ended by re-sent bytes are loss recovery; the rest
     # waited for ACKs, for a round trip when fewer bytes were in flight than the
     # path holds (else the ACKs queued behind a bottleneck: that is transfer).
+    # A client's stop counts where a call was being sent: between calls (the
+    # last one's bytes all sent) the time is the reply's or the client's, and a
+    # parser that cannot see where records end (a short snaplen) reports stops
+    # there too (the 256-byte cut of a 4 ms server: 90% round trip).
     gaps = events("tcp_send_gap")
+    gaps = gaps[~from_client[gaps] | _sending_at(c, ts[gaps])]
     path_bytes = _path_bytes(c, rtt)
     queued = length[gaps] >= path_bytes
 
@@ -820,6 +825,22 @@ def _pair_budget(
     # read the calls more slowly than they came (its own doing: ``server``).
     window = layer("window")
     w = events("tcp_window_full", True)
+    # A window filled while a lost segment's hole held the receiver's ACK back
+    # (a re-send of the client's bytes on the connection within a loaded round
+    # trip of the stall) was the loss's: the receiver kept the bytes after the
+    # hole, unread, until the re-send came (lab 0.5% loss: 7.3 ms of 78 ms).
+    held = _held_by_loss(
+        w, ts, dur, ev_conn, events("tcp_retransmission", True), _loaded_rtt(c, rtt)
+    )
+    add_events(
+        loss_gap,
+        w[held],
+        lambda j: (
+            f"the client filled the server's TCP window of {length[j]:,} bytes while a lost "
+            f"segment's hole held its ACKs back (frame {ev_frame[j]})"
+        ),
+    )
+    w, w_held = w[~held], w[held]
     add_events(
         window,
         w[length[w] < path_bytes],
@@ -846,6 +867,7 @@ def _pair_budget(
     idle_gap = layer("client_idle")
     rtt_gap = layer("round_trip")
     s = events("tcp_send_idle", True)
+    s = s[_sending_at(c, ts[s])]
     # Seen from the server (or between), a client whose bytes stop part-way through a
     # call with all of them acknowledged may be waiting for those ACKs to reach it
     # (a slow hop or a queue on the way back, a rate limit pacing its segments) as
@@ -1003,6 +1025,7 @@ def _pair_budget(
     stop_parts = []
     for idx, cause, s_, e_ in (
         (events("tcp_resend_gap", True), "loss_recovery", None, None),
+        (w_held, "loss_recovery", None, None),
         (w[length[w] < path_bytes], "window", None, None),
         (w[length[w] >= path_bytes], "server", None, None),
         (s if client_seen else s[:0], "round_trip", None, head if client_seen else head[:0]),
@@ -1249,6 +1272,37 @@ def _regrowing(
                 regrown = last_loss[n]
                 continue
             out[g] = True
+    return out
+
+
+def _sending_at(c: _PairCalls, t: np.ndarray) -> np.ndarray:
+    """Whether some call of the pair was being sent at each instant of ``t``
+    (from a call's first packet to before its last)."""
+    order = np.argsort(c.cs, kind="stable")
+    first = c.cs[order]
+    last = np.maximum.accumulate(c.le[order]) if len(order) else c.le
+    k = np.searchsorted(first, t, side="right") - 1
+    return (k >= 0) & (last[np.maximum(k, 0)] > t)
+
+
+def _held_by_loss(
+    w: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    conn: np.ndarray,
+    retx: np.ndarray,
+    loaded_ns: float,
+) -> np.ndarray:
+    """Which window stalls (events ``w``) a loss held: a re-sent segment on
+    their connection from a loaded round trip before the stall (the hole not
+    yet filled) to one after it (the hole that the sender had yet to learn of)."""
+    out = np.zeros(len(w), bool)
+    for k in np.unique(conn[w]) if len(retx) else ():
+        r = np.sort(ts[retx][conn[retx] == k])
+        mine = np.flatnonzero(conn[w] == k)
+        lo = np.searchsorted(r, ts[w][mine] - loaded_ns, side="left")
+        hi = np.searchsorted(r, ts[w][mine] + dur[w][mine] + loaded_ns, side="right")
+        out[mine] = hi > lo
     return out
 
 
