@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
@@ -35,10 +36,38 @@ from nfstrace.units import parse_duration
 if TYPE_CHECKING:
     from nfstrace.trace import AnalysisConfig, Trace
 
+# A first argument that names a capture (an existing path, ``-``, or a capture
+# file's suffix) rather than a command means ``analyze``: ``nfstrace x.pcap``.
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".gz", ".bz2", ".xz")
+
+
+def names_a_capture(arg: str, commands: set[str] | dict[str, Any]) -> bool:
+    """``nfstrace ARG ...``: ARG is a capture to analyse, not a command."""
+    if arg in commands:
+        return False
+    if arg == "-":  # standard input
+        return True
+    return not arg.startswith("-") and (
+        arg.lower().endswith(CAPTURE_SUFFIXES) or os.path.exists(arg)
+    )
+
+
+class _CaptureMeansAnalyze(TyperGroup):
+    """The command group, with ``nfstrace CAPTURE [OPTIONS]`` read as
+    ``nfstrace analyze CAPTURE [OPTIONS]``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and names_a_capture(args[0], self.commands):
+            args = ["analyze", *args]
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_CaptureMeansAnalyze,
     add_completion=True,
     no_args_is_help=True,
-    help="NFS / ONC-RPC packet-trace analysis: where did the time go?",
+    help="NFS / ONC-RPC packet-trace analysis: where did the time go?  "
+    "[bold]nfstrace CAPTURE ...[/bold] is [bold]nfstrace analyze CAPTURE ...[/bold]",
     rich_markup_mode="rich",  # (the help's escaped brackets, on every typer version)
 )
 
@@ -698,6 +727,10 @@ def _analyze(
         "--png": outputs.png,
     }
     check_outputs(_files_read(captures), named, _strict(named, outputs.report_explicit))
+    if outputs.png is not None:
+        from nfstrace.reports.png import require_browser  # (no plotly yet)
+
+        require_browser(outputs.png)  # before reading, not after the analysis
     trace = _loaded(captures, choices.config(), quiet)
     out = _stdout(named)
     render_summary(trace, out, full)

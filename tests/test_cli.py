@@ -342,3 +342,23 @@ def test_help_has_examples_and_plain_value_names() -> None:
     assert "nfstrace[dpkt]" in "".join(r.stdout.replace("│", "").split())
     root = _run("--help")
     assert "--install-completion" in root.stdout
+
+
+def test_a_capture_as_first_argument_means_analyze(tmp_path: Path) -> None:
+    """`nfstrace x.pcap` is `nfstrace analyze x.pcap` (issue 34, item 9): a
+    path that exists, ``-`` or a capture's suffix; anything else stays an
+    unknown command, and the commands keep their names."""
+    r = _run(str(SAMPLE), "--no-report", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert r.stdout == _run("analyze", str(SAMPLE), "--no-report", "--quiet").stdout
+    assert "16 transactions (32 RPC messages): 16 answered" in r.stdout
+    r = runner.invoke(app, ["-", "--no-report", "--quiet"], input=SAMPLE.read_bytes())
+    assert r.exit_code == 0, r.output  # standard input
+    assert r.stdout.startswith("nfstrace -\n")
+    missing = _run(str(tmp_path / "absent.pcap.gz"))
+    _one_line_error(missing, ExitStatus.UNREADABLE, "no such file")
+    typo = _run("analyse", str(SAMPLE))
+    assert typo.exit_code == 2 and "No such command" in typo.output
+    assert _run("model", str(SAMPLE), "--quiet").exit_code == 0
+    via_main = _entry_point(str(SAMPLE), "--no-report")
+    assert via_main.returncode == 0 and "Diagnosis" in via_main.stdout

@@ -513,17 +513,34 @@ def test_failure_part_way_writes_nothing_into_a_fifo(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+UNWRITABLE_OPTIONS = [
+    ("analyze", "-o"),
+    ("analyze", "--json"),
+    ("analyze", "--csv"),
+    ("analyze", "--parquet"),
+    ("analyze", "--markdown"),
+    ("analyze", "--png"),
+    ("model", "--json"),
+    ("compare", "-o"),
+    ("compare", "--json"),
+]
+
+
+@pytest.mark.parametrize(("command", "option"), UNWRITABLE_OPTIONS)
 @pytest.mark.parametrize("where", ["missing directory", "a directory"])
-def test_unwritable_output_said_before_reading(tmp_path: Path, where: str) -> None:
-    """An output that cannot be written is said before the capture is read: a
-    file that is no capture at all gives the output error (5), not 'unreadable'
-    (3)."""
+def test_unwritable_output_said_before_reading(
+    tmp_path: Path, where: str, command: str, option: str
+) -> None:
+    """An output that cannot be written is said before the capture is read
+    (issue 34, item 5: every output of every command): a file that is no
+    capture at all gives the output error (5), not 'unreadable' (3)."""
     junk = tmp_path / "notes.txt"
     junk.write_text("not a capture\n")
-    target = tmp_path / "no" / "r.html" if where == "missing directory" else tmp_path
-    r = runner.invoke(app, ["analyze", str(junk), "-o", str(target)])
+    target = tmp_path / "no" / "r.out" if where == "missing directory" else tmp_path
+    inputs = [str(junk)] * (2 if command == "compare" else 1)
+    r = runner.invoke(app, [command, *inputs, option, str(target)])
     assert r.exit_code == ExitStatus.OUTPUT, r.output
-    assert r.stderr.startswith("nfstrace: error: cannot write -o")
+    assert r.stderr.startswith(f"nfstrace: error: cannot write {option}")
 
 
 @pytest.mark.slow
@@ -611,3 +628,15 @@ def test_report_and_csv_show_control_and_bidi_characters_inert(tmp_path: Path) -
     names = pd.read_csv(csv)["name"].dropna().tolist()
     assert "report\\u202eexe.csv" in names and "x\\u2066y\\u2069" in names
     assert set(HOSTILE_NAMES) <= set(pd.read_parquet(parquet)["name"].dropna())
+
+
+def test_png_without_a_browser_said_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--png with no browser to draw with: said before the capture is read."""
+    monkeypatch.setenv("NFSTRACE_BROWSER", "no-such-browser-here")
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture\n")
+    r = runner.invoke(app, ["analyze", str(junk), "--png", str(tmp_path / "t.png")])
+    assert r.exit_code == ExitStatus.OUTPUT, r.output
+    assert "--png needs Chromium or Chrome" in r.stderr

@@ -13,13 +13,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-
-import plotly.io as pio
+from typing import TYPE_CHECKING
 
 from nfstrace.errors import OutputError
 from nfstrace.reports.files import write_atomically
-from nfstrace.reports.html import transfer_figure
-from nfstrace.trace import Trace
+
+if TYPE_CHECKING:  # (plotly and the report: only when a PNG is drawn)
+    from nfstrace.trace import Trace
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 WIDTH, HEIGHT = 1200, 620
@@ -36,9 +36,9 @@ def browser() -> str | None:
     return next((p for p in map(shutil.which, BROWSERS) if p), None)
 
 
-def write_png(trace: Trace, path: Path) -> None:
-    """Draw the whole capture's cumulative transfer into ``path`` (whole or not
-    at all); an OutputError when no browser is found or it draws nothing."""
+def require_browser(path: Path) -> str:
+    """The browser to draw with; an OutputError naming what to install when
+    there is none (said before the capture is read)."""
     exe = browser()
     if exe is None:
         raise OutputError(
@@ -46,6 +46,17 @@ def write_png(trace: Trace, path: Path) -> None:
             "or set NFSTRACE_BROWSER)",
             str(path),
         )
+    return exe
+
+
+def write_png(trace: Trace, path: Path) -> None:
+    """Draw the whole capture's cumulative transfer into ``path`` (whole or not
+    at all); an OutputError when no browser is found or it draws nothing."""
+    import plotly.io as pio
+
+    from nfstrace.reports.html import transfer_figure
+
+    exe = require_browser(path)
     fig = transfer_figure(trace)
     fig.update_layout(width=WIDTH, height=HEIGHT)
     tmp = Path(tempfile.mkdtemp(prefix="nfstrace-png-"))
