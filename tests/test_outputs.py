@@ -366,6 +366,29 @@ def test_csv_gives_the_xid_in_hex_and_unknowns_empty(tmp_path: Path) -> None:
     assert (write["offset"], write["count"]) == ("0", "8")
 
 
+def test_csv_has_no_minus_one_for_unknown(tmp_path: Path) -> None:
+    """Issue 34, item 8: a real capture's portmap and MOUNT rows (no NFS status,
+    no reply count) and its NULL calls have those cells empty: no -1 anywhere in
+    the CSV, and a null, not -1, in the Parquet file."""
+    capture = SAMPLE.parent / "causes" / "v3-tcp-nfscp-w64k-d10-l0.pcap"
+    csv, parquet = tmp_path / "t.csv", tmp_path / "t.parquet"
+    r = CliRunner().invoke(
+        app,
+        ["analyze", str(capture), "-q", "--no-report", "--csv", str(csv), "--parquet",
+         str(parquet)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(csv, keep_default_na=False, dtype=str)
+    assert {"portmap", "mount"} <= set(table["program"])
+    assert not table.isin(["-1"]).any().any(), table.columns[table.isin(["-1"]).any()].tolist()
+    other = table[table["program"] != "nfs"]
+    assert (other["status"] == "").all() and (other["reply_count"] == "").all()
+    nfs = table[table["op"] == "WRITE"]
+    assert (nfs["status"] == "0").all() and (nfs["reply_count"] == "65536").all()
+    pq = pd.read_parquet(parquet)
+    assert pq.loc[pq["program"].astype(str) != "nfs", "status"].isna().all()
+
+
 # ---- every file read stays as it was (issue 30, items 1 and 2) ------------------------
 
 OUTPUT_OPTIONS = ("-o", "--json", "--csv", "--parquet", "--markdown", "--png")
