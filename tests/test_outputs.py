@@ -276,7 +276,7 @@ def test_markdown_for_a_ticket(tmp_path: Path) -> None:
     assert "**Verdict (`client_idle`):** the client itself sent nothing for 47%" in text
     budget = text.split("### Time budget", 1)[1].split("\n\n")[1].splitlines()
     assert budget[0] == (
-        "| client → server | elapsed s | Mbit/s | transfer | round trip | server | commit "
+        "| client → server | write activity s | Mbit/s | transfer | round trip | server | commit "
         "| client idle |"
     )
     assert budget[2].endswith("| 45% | 47% |")

@@ -163,7 +163,7 @@ def test_sample_capture_report_in_chromium(tmp_path: Path) -> None:
     assert_all_drawn(text, dom, console)
     # the diagnosis in words, first: the findings in order, or the headline
     truth = ground_truth(SAMPLE)
-    headline = f"{truth['workload']['bytes'] / 1e6:,.3f} MB written in 1 WRITE over"
+    headline = f"Written: {truth['workload']['bytes'] / 1e6:,.3f} MB in 1 WRITE over"
     assert headline in dom
     titles = [in_dom(f.title) for f in (diagnosis.findings if diagnosis else [])]
     where = [dom.index(t) for t in titles]

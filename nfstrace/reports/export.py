@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from nfstrace.analysis.overview import write_activity
 from nfstrace.comparison import Comparison
 from nfstrace.jsonable import jsonable
 from nfstrace.match import columns_from
@@ -73,6 +74,11 @@ def summary(trace: Trace) -> dict:
                 }
                 for f in st.files
             ],
+            # the write throughput the verdict states: bytes over the write activity
+            # (overview.write_activity; its span says what the seconds measure)
+            "write_throughput": write_activity(
+                trace.diagnosis.budget.pairs if trace.diagnosis.budget is not None else None
+            ),
             "overview": trace.overview,
             "diagnosis": diagnosis_summary(trace),
             "latency": trace.latency,

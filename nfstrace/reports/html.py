@@ -49,12 +49,12 @@ from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
-from nfstrace.analysis.overview import throughput_text
+from nfstrace.analysis.overview import throughput_text, write_activity
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import count, file_names, printable
+from nfstrace.text import file_names, printable
 from nfstrace.version import __version__
 
 if TYPE_CHECKING:
@@ -328,12 +328,10 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis, figs: _Figures) -> st
     verdict = _attr(diagnosis, "verdict")
     if verdict is not None:
         out.append(_verdict_html(verdict))
-    write = trace.overview.write
-    if write is not None:
-        headline = (
-            f"{write.bytes / 1e6:,.3f} MB written in {count(write.transactions, 'WRITE')} over "
-            f"{write.seconds:.3f} s: {write.mbits_per_s:,.1f} Mbit/s."
-        )
+    budget = _attr(diagnosis, "budget")
+    write = write_activity(budget.pairs if budget is not None else None)
+    if write is not None:  # the figure the verdict gives, said with what it measures
+        headline = f"Written: {throughput_text(write, 'WRITE')}."
         out.append(f'<p class="headline">{_e(headline)}</p>')
     findings = [f for f in _attr(diagnosis, "findings") or [] if not _is_verdict(f, verdict)]
     if findings:
@@ -362,15 +360,16 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         files = [(p, "") for p in trace.paths]
     point = _attr(diagnosis, "quality", "capture_point")
     tcp = st.tcp
+    budget = _attr(diagnosis, "budget")
+    activity = write_activity(budget.pairs if budget is not None else None)
     throughput = []
-    for label, t in (("written", ov.write), ("read", ov.read)):
-        if t is not None:
-            throughput.append(
-                (
-                    label,
-                    throughput_text(t),
-                )
-            )
+    if activity is not None:
+        throughput.append(("written", throughput_text(activity, "WRITE")))
+    if ov.write is not None:  # a second figure, named for what it measures
+        label = "WRITE calls' own span" if activity is not None else "written"
+        throughput.append((label, throughput_text(ov.write, "WRITE")))
+    if ov.read is not None:
+        throughput.append(("read", throughput_text(ov.read, "READ")))
     facts = [
         *(("file", f"{p}: {what}") for p, what in files),
         ("time span", f"{_when(ov.start_ns)} to {_when(ov.end_ns)} "

@@ -63,7 +63,7 @@ def render_model(result: ModelResult, console: Console) -> None:
 
     preds = _table(
         "Predicted vs measured",
-        ["scenario", "in flight", "predicted Mbit/s", "measured Mbit/s", "error %"],
+        ["scenario", "in flight", "predicted Mbit/s", "WRITE calls Mbit/s", "error %"],
         ("scenario",),
     )
     for r in result.predictions.itertuples(index=False):

@@ -16,7 +16,7 @@ from rich.table import Table
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent, server_time_note
-from nfstrace.analysis.overview import Throughput, throughput_text
+from nfstrace.analysis.overview import Throughput, throughput_text, write_activity
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
@@ -41,10 +41,27 @@ def _when(ns: int) -> str:
     return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
-def _rate(label: str, t: Throughput | None) -> str | None:
-    if t is None:
-        return None
-    return f"{label} {throughput_text(t)}"
+def write_throughput(trace: Trace) -> Throughput | None:
+    """The write throughput the verdict states (``overview.write_activity``)."""
+    budget = trace.diagnosis.budget
+    return write_activity(budget.pairs if budget is not None else None)
+
+
+def rate_lines(trace: Trace, full: bool = False) -> list[str]:
+    """The throughput lines: the writes over their write activity (the figure
+    the verdict gives); with ``full`` also over the WRITE calls' own span; the
+    reads over theirs."""
+    ov = trace.overview
+    activity = write_throughput(trace)
+    lines = []
+    if activity is not None:
+        lines.append(f"written {throughput_text(activity, 'WRITE')}")
+    if ov.write is not None and (full or activity is None):
+        label = "WRITE calls' own span:" if activity is not None else "written"
+        lines.append(f"{label} {throughput_text(ov.write, 'WRITE')}")
+    if ov.read is not None:
+        lines.append(f"read {throughput_text(ov.read, 'READ')}")
+    return lines
 
 
 def _ms(v: Any) -> str:
@@ -193,15 +210,14 @@ def _listed(items: list[str], most: int = 4) -> str:
     return escape(", ".join(items[:most])) + more
 
 
-def render_transactions(trace: Trace, console: Console) -> None:
+def render_transactions(trace: Trace, console: Console, full: bool = False) -> None:
     ov = trace.overview
     say = console.print
     say("[bold]Transactions[/bold]")
     say(f"  {ov.counts_text()}", soft_wrap=True)
     say(f"  {ov.repeats_text()}", soft_wrap=True)
-    for line in (_rate("written", ov.write), _rate("read", ov.read)):
-        if line:
-            say("  " + line, soft_wrap=True)
+    for line in rate_lines(trace, full):
+        say("  " + line, soft_wrap=True)
 
 
 def render_latency_tables(trace: Trace, console: Console) -> None:
@@ -292,7 +308,7 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
         render_budget(trace.diagnosis, console)
         say()
-    render_transactions(trace, console)
+    render_transactions(trace, console, full)
     say()
     if full:
         render_latency_tables(trace, console)
