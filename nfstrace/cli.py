@@ -12,7 +12,7 @@ import signal
 import stat
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".gz", ".bz2", ".xz")
 
 
-def names_a_capture(arg: str, commands: set[str] | dict[str, Any]) -> bool:
+def names_a_capture(arg: str, commands: Container[str]) -> bool:
     """``nfstrace ARG ...``: ARG is a capture to analyse, not a command."""
     if arg in commands:
         return False
