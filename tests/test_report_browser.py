@@ -365,6 +365,23 @@ def test_comparison_report_in_chromium(tmp_path: Path) -> None:
     dom, console, _ = open_in_browser(report, tmp_path)
     assert_all_drawn(text, dom, console)
     assert in_dom(cmp.changes[0]) in dom and cmp.changes[0].startswith("Writes ran")
+    # issue 34, item 7: the tables fit a 1,300-pixel window (they overflowed the page)
+    probe = tmp_path / "compare-widths.html"
+    probe.write_text(
+        text.replace(
+            "</body>",
+            "<script>window.addEventListener('load', function () {"
+            "var page = document.body.clientWidth; var wide = [];"
+            "document.querySelectorAll('table').forEach(function (t) {"
+            "if (t.getBoundingClientRect().width > page) { wide.push(t.id); } });"
+            "document.body.setAttribute('data-page-width', String(page));"
+            "document.body.setAttribute('data-wide', wide.join(','));});</script></body>",
+        ),
+        encoding="utf-8",
+    )
+    dom, console, _ = open_in_browser(probe, tmp_path, "--window-size=1300,900")
+    state = body_state(dom)
+    assert int(state["data-page-width"]) > 1000 and state["data-wide"] == "", state
     screenshot(report, tmp_path)
 
 

@@ -51,6 +51,7 @@ from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text, write_activity
 from nfstrace.analysis.writes import FILE_COLUMNS
+from nfstrace.comparison import speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
@@ -201,8 +202,8 @@ def _table(
         f'<p class="note">{len(shown):,} of {total:,} rows shown.</p>' if total > len(shown) else ""
     )
     return (
-        f'<table class="sortable" id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>{note}"
+        f'<div class="scroll"><table class="sortable" id="{_e(table_id)}"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}"
     )
 
 
@@ -806,11 +807,91 @@ def render_comparison(cmp: Comparison) -> str:
         body += figs.html
     body.append("</section>")
     body.append('<section id="tables"><h2>Tables</h2><h3>Client/server pairs</h3>')
-    body.append(_table(cmp.pairs, list(cmp.pairs.columns), table_id="pairs"))
+    pairs, tips = _compared_pairs(cmp.pairs)
+    body.append(_table(pairs, list(pairs.columns), tips=tips, table_id="pairs"))
     body.append("<h3>Operations (latency in ms)</h3>")
-    body.append(_table(cmp.operations, list(cmp.operations.columns), table_id="operations"))
+    ops, tips = _compared_operations(cmp.operations)
+    body.append(_table(ops, list(ops.columns), tips=tips, table_id="operations"))
     body.append("</section>")
     return _page(title, "before and after, side by side", body, figs.notes)
+
+
+def _arrow(before: Any, after: Any, fmt: str) -> str:
+    """'before → after', each formatted, '-' where missing (as the terminal)."""
+    return " → ".join("-" if pd.isna(x) else format(x, fmt) for x in (before, after))
+
+
+def _compared_pairs(pairs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The pairs side by side as the terminal says them: 'before → after' cells,
+    the change in throughput in words ('8.4x faster'), and only the causes that
+    took a share of the time on either side."""
+    rows = pairs.itertuples(index=False)
+    used = [
+        c
+        for c in CAUSES
+        if (pairs[[f"{c}_share_before", f"{c}_share_after"]].fillna(0) >= 0.005).any().any()
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "client → server": f"{r.client} → {r.server}",
+                "write activity (s)": _arrow(r.elapsed_s_before, r.elapsed_s_after, ",.3f"),
+                "Mbit/s": _arrow(r.mbit_s_before, r.mbit_s_after, ",.1f"),
+                "writes": "-" if not r.speedup > 0 else speed_words(1 / r.speedup),
+                "verdict": _arrow(r.primary_before, r.primary_after, ""),
+                **{
+                    f"{c.replace('_', ' ')} %": _arrow(
+                        getattr(r, f"{c}_share_before"), getattr(r, f"{c}_share_after"), ".0%"
+                    )
+                    for c in used
+                },
+            }
+            for r in rows
+        ]
+    )
+    tips = {
+        "write activity (s)": "seconds from the pair's first WRITE call to its last WRITE or "
+        "COMMIT reply, before → after",
+        "Mbit/s": "bytes of its successful WRITE replies over its write activity",
+        "writes": "the change in throughput",
+        **{f"{c.replace('_', ' ')} %": f"share of the write activity to {c}" for c in used},
+    }
+    return table, tips
+
+
+def _compared_operations(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The operations side by side as the terminal says them: 'before → after'
+    cells and the median's change in words ('5.9x faster')."""
+    table = pd.DataFrame(
+        {
+            "op": [
+                str(op) if program == "nfs" else f"{program} {op}"
+                for program, op in zip(ops["program"], ops["op"], strict=True)
+            ],
+            "vers": ops["vers"],
+            "calls": [
+                _arrow(b, a, ",")
+                for b, a in zip(ops["calls_before"], ops["calls_after"], strict=True)
+            ],
+            "p50 ms": [
+                _arrow(b, a, ",.3f")
+                for b, a in zip(ops["p50_ms_before"], ops["p50_ms_after"], strict=True)
+            ],
+            "p99 ms": [
+                _arrow(b, a, ",.3f")
+                for b, a in zip(ops["p99_ms_before"], ops["p99_ms_after"], strict=True)
+            ],
+            "p50 change": [
+                "-" if not change > -1 else speed_words(1 + change) for change in ops["p50_change"]
+            ],
+            "errors": [
+                _arrow(b, a, ",")
+                for b, a in zip(ops["errors_before"], ops["errors_after"], strict=True)
+            ],
+        }
+    )
+    tips = {"p50 ms": "median latency, first call to reply", "p50 change": "the median's change"}
+    return table, tips
 
 
 def write_comparison(path: str | os.PathLike[str], cmp: Comparison) -> None:
