@@ -79,7 +79,7 @@ def test_default_is_one_screen_and_full_adds_the_tables(tmp_path: Path) -> None:
     for section in ("Latency per operation", "Transactional latency model", "Workload"):
         assert section in full.stdout and section not in short.stdout
     assert len(full.stdout.splitlines()) > len(lines) + 30
-    files = full.stdout.split("Files written (the slowest first)", 1)[1]
+    files = full.stdout.split("Files written (the slowest first", 1)[1]
     assert "w-v3-tcp-nfsrs-w1m-d0-l0" in files.split("\n\n")[0]  # named from CREATE
 
 
@@ -113,8 +113,12 @@ def test_addresses_are_compared_as_addresses(tmp_path: Path) -> None:
 
 
 def _diagnosis_lines(stdout: str) -> list[str]:
+    """The findings, each on one line again (the terminal wraps them to its width)."""
+    import re
+
     block = stdout.split("Diagnosis\n", 1)[1].split("\n\n", 1)[0]
-    return [line.strip().split(". ", 1)[1] for line in block.splitlines()]
+    items = re.split(r"\n(?= +\d+\. )", block)
+    return [" ".join(item.split()).split(". ", 1)[1] for item in items]
 
 
 def test_diagnosis_leads_with_the_verdict_then_the_costliest_cause(tmp_path: Path) -> None:

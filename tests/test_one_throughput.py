@@ -43,13 +43,13 @@ def test_written_is_the_verdicts_figure_everywhere(capture: Path, tmp_path: Path
     assert f"{float(budget.pairs['mbit_s'].iloc[0]):,.1f}" == rate
     assert f"{write_rate(trace):,.1f}" == rate
     # the terminal: "written" is it, with its span; the default view has no other
-    summary = nfstrace.summary(trace)
+    summary = nfstrace.summary(trace, width=1000)  # (one line each: nothing wraps)
     written = [line for line in summary.splitlines() if line.strip().startswith("written")]
     assert len(written) == 1 and f"({rate} Mbit/s)" in written[0]
     assert "of write activity (first WRITE call to last WRITE or COMMIT reply)" in written[0]
     assert f"{other} Mbit/s" not in summary
     # --full: the second figure only under its name, before the model's own table
-    full = nfstrace.summary(trace, full=True).split("Transactional latency model")[0]
+    full = nfstrace.summary(trace, full=True, width=1000).split("Transactional latency model")[0]
     for line in full.splitlines():
         if f"{other} Mbit/s" in line:
             assert line.strip().startswith("WRITE calls' own span:"), line
