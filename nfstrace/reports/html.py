@@ -50,6 +50,7 @@ from plotly.offline import get_plotlyjs
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.overview import throughput_text, write_activity
+from nfstrace.analysis.transport import EXPERT_COLUMNS
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.comparison import speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
@@ -624,6 +625,43 @@ def _events_by_kind(events: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _expert_html(trace: Trace, diagnosis: Diagnosis) -> str:
+    """TCP's expert info as tshark gives it, each kind linked to the RPCs in
+    progress on its connection meanwhile (``transport.expert``); the
+    out-of-order segments, counted only."""
+    expert = _frame(diagnosis, "transport", "expert")
+    out_of_order = trace.stats.tcp.get("out_of_order", 0)
+    if (expert is None or expert.empty) and not out_of_order:
+        return ""
+    out = ["<h3>TCP expert info (linked to the RPCs in progress on the connection)</h3>"]
+    if expert is not None and len(expert):
+        shown = expert.assign(
+            duration_ms=expert["duration_ns"] / 1e6, rpc_latency_ms=expert["rpc_latency_ns"] / 1e6
+        )
+        columns = ["what", "severity", "events", "duration_ms", "rpcs", "writes"]
+        columns += ["rpc_latency_ms", "first_frame", "rpc_frames"]
+        headers = {
+            "duration_ms": "for (ms)",
+            "rpcs": "RPCs",
+            "writes": "WRITEs",
+            "rpc_latency_ms": "their latency (ms)",
+            "first_frame": "first frame",
+            "rpc_frames": "slowest RPCs (call frames)",
+        }
+        tips = {
+            **EXPERT_COLUMNS,
+            "duration_ms": EXPERT_COLUMNS["duration_ns"],
+            "rpc_latency_ms": EXPERT_COLUMNS["rpc_latency_ns"],
+        }
+        out.append(_table(shown, columns, headers=headers, tips=tips, table_id="tcp-expert"))
+    if out_of_order:
+        out.append(
+            f'<p class="note">{out_of_order:,} TCP segments out of order (counted, not linked '
+            "to RPCs: the parser keeps no event for them).</p>"
+        )
+    return "".join(out)
+
+
 def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
     out = ['<section id="tables"><h2>Tables</h2>']
     lat_tips = dict(LATENCY_COLUMNS)
@@ -647,6 +685,7 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
+    out.append(_expert_html(trace, diagnosis))
     shown = diagnosis.timeline
     events = shown.table.drop(columns="t_ns")
     # seconds from the first RPC message (a handshake before it is negative)

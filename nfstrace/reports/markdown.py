@@ -100,16 +100,20 @@ def render_markdown(trace: Trace) -> str:
     latency = by_time_spent(trace.latency).head(MAX_OPERATIONS)
     if len(latency):
         out += ["### Operations by time spent", ""]
-        out.append(_row(["op", "calls", "p50 ms", "p99 ms", "server p50 ms", "errors"]))
-        out.append(_row(["---"] * 6))
+        out.append(
+            _row(["op", "calls", "min ms", "p50 ms", "p99 ms", "sum ms", "server p50 ms", "errors"])
+        )
+        out.append(_row(["---"] * 8))
         for r in latency.itertuples(index=False):
             out.append(
                 _row(
                     [
                         md(f"{r.program} {r.op}"),
                         f"{r.calls:,}",
+                        _ms(r.min_ms),
                         _ms(r.p50_ms),
                         _ms(r.p99_ms),
+                        _ms(r.sum_ms),
                         _ms(r.server_p50_ms),
                         md(r.error_names or (f"{r.errors:,}" if r.errors else "")),
                     ]
@@ -117,7 +121,8 @@ def render_markdown(trace: Trace) -> str:
             )
         out += [
             "",
-            "p50/p99 from the first packet of the call (as the client waits); "
+            "min/p50/p99/sum from the first packet of the call (as the client waits; sum: "
+            "the operation's time in all); "
             f"{server_time_note(trace.diagnosis.model.rtt_visible_s)}.",
             "",
         ]

@@ -150,22 +150,27 @@ class FittedTable:
         cells = [self.rows[r][i] for r in range(len(self.rows))]
         return max(cell_len(self.columns[i].header), *(cell_len(c) for c in cells), 1)
 
-    def _widths(self, shown: list[int], width: int) -> list[int] | None:
+    def _widths(self, shown: list[int], width: int, narrow: bool = True) -> list[int] | None:
         """Each shown column's width within ``width`` (None: it cannot fit):
-        natural widths, the text columns narrowed (widest first) as needed."""
+        natural widths, and with ``narrow`` the headers, then the text columns
+        narrowed (widest first) as needed."""
         overhead = len(shown) * 2 * PAD + len(shown) - 1
         widths = {i: self._natural(i) for i in shown}
-        least = {i: self._least(i) for i in shown}
+        least = {i: self._least(i) for i in shown} if narrow else widths
         if sum(least.values()) + overhead > width:
             return None
         excess = sum(widths.values()) + overhead - width
-        # narrow what may narrow: text columns to their longest word, other
-        # columns' headers to their longest word (the header wraps)
-        while excess > 0:
-            i = max((i for i in shown if widths[i] > least[i]), key=lambda i: widths[i] - least[i])
-            cut = min(excess, widths[i] - least[i])
-            widths[i] -= cut
-            excess -= cut
+        # narrow what may narrow: first the headers wider than their cells (a
+        # header wraps at its spaces), then the text columns (widest first)
+        for phase in (False, True):
+            while excess > 0:
+                spare = [i for i in shown if self.columns[i].wrap == phase and widths[i] > least[i]]
+                if not spare:
+                    break
+                i = max(spare, key=lambda i: widths[i] - least[i])
+                cut = min(excess, widths[i] - least[i])
+                widths[i] -= cut
+                excess -= cut
         return [widths[i] for i in shown]
 
     # ---- rendering ----------------------------------------------------------------
@@ -201,8 +206,12 @@ class FittedTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
-        for shown, notes in self._candidates():
-            widths = self._widths(shown, width)
+        candidates = list(self._candidates())
+        # as they are, or without the columns of zeros (or of one value): before
+        # wrapping a header or a text, or leaving a column out
+        tries = [(c, False) for c in candidates[:2] if not c[1] or "left out" not in c[1][-1]]
+        for (shown, notes), narrow in [*tries, *((c, True) for c in candidates)]:
+            widths = self._widths(shown, width, narrow)
             if widths is not None:
                 yield self._table(shown, widths)
                 for note in notes:

@@ -79,17 +79,20 @@ LATENCY_COLUMNS = (
     Column("no reply", zero_drop=True),
     Column("resent", zero_drop=True),
     Column("errors", zero_drop=True),
-    Column("mean ms", drop=2),
+    Column("min", drop=3),
+    Column("mean", drop=2),
     Column("p50"),
     Column("p90", drop=1),
     Column("p99"),
-    Column("max ms"),
+    Column("max"),
+    Column("sum"),
 )
 
 
 def latency_rich_table(latency: pd.DataFrame, title: str) -> FittedTable:
-    """Count and latency of each operation (its program and version first): at
-    a narrow width the all-zero counts, then p90, then the mean give way."""
+    """Count and latency (ms) of each operation (its program and version first),
+    the sum being the time it took in all: at a narrow width the all-zero
+    counts, then p90, the mean and the minimum give way."""
     table = FittedTable(title, LATENCY_COLUMNS, label=2)
     for r in latency.head(MAX_LATENCY_ROWS).itertuples(index=False):
         table.add_row(
@@ -99,7 +102,10 @@ def latency_rich_table(latency: pd.DataFrame, title: str) -> FittedTable:
             f"{r.no_reply:,}",
             f"{r.retransmitted:,}",
             f"{r.errors:,}",
-            *(_ms(v) for v in (r.mean_ms, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms)),
+            *(
+                _ms(v)
+                for v in (r.min_ms, r.mean_ms, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, r.sum_ms)
+            ),
         )
     return table
 
@@ -184,8 +190,10 @@ MAX_OPERATION_ROWS = 8  # the default view: the busiest operations
 OPERATION_COLUMNS = (
     Column("op", "left"),
     Column("calls"),
+    Column("min", drop=2),
     Column("p50"),
     Column("p99"),
+    Column("sum"),
     Column("server p50", drop=1),
     Column("no reply", zero_drop=True),
     Column("resent", zero_drop=True),
@@ -195,9 +203,10 @@ OPERATION_COLUMNS = (
 
 def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
     """The default view of latency: the operations that took the most time
-    (calls x mean latency), one compact row each (calls, median and p99 from
-    the first packet of the call, the server's median time from its last
-    packet, re-sends, errors by name)."""
+    (their latencies summed), one compact row each (calls, the minimum, median,
+    p99 and sum from the first packet of the call, the server's median time
+    from its last packet, re-sends, errors by name), as tshark's SRT table
+    gives its min and sum."""
     latency = by_time_spent(latency)
     table = FittedTable("Operations by time spent (ms)", OPERATION_COLUMNS)
     nfs = latency["program"].astype(str).eq("nfs")
@@ -207,8 +216,10 @@ def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
         table.add_row(
             escape_plain(name),
             f"{r.calls:,}",
+            _ms(r.min_ms),
             _ms(r.p50_ms),
             _ms(r.p99_ms),
+            _ms(r.sum_ms),
             _ms(getattr(r, "server_p50_ms", float("nan"))),
             f"{r.no_reply:,}" if r.no_reply else "",
             f"{r.retransmitted:,}" if r.retransmitted else "",
@@ -259,7 +270,7 @@ def render_transactions(trace: Trace, console: Console, full: bool = False) -> N
 def render_latency_tables(trace: Trace, console: Console) -> None:
     """--full: every operation, per client/server pair, NFSv4 ops in COMPOUNDs."""
     say = console.print
-    say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
+    say(latency_rich_table(trace.latency, "Latency per operation (ms, first call to reply)"))
     pairs = trace.latency_by_pair
     if len(pairs) and pairs[["client", "server"]].drop_duplicates().shape[0] > 1:
         busiest = pairs.groupby(["client", "server"])["calls"].sum().nlargest(MAX_PAIR_TABLES)
@@ -340,6 +351,50 @@ def render_capture(trace: Trace, console: Console) -> None:
         console.print(Wrapped(escape(line)))
 
 
+def render_expert(trace: Trace, console: Console) -> None:
+    """--full: TCP's expert info as tshark gives it (retransmissions, segments
+    not captured, zero and full windows), each kind with the RPCs in progress
+    on its connection meanwhile (the WRITEs among them) and the frames of the
+    slowest; the out-of-order segments, counted only."""
+    expert = trace.diagnosis.transport.expert
+    out_of_order = trace.stats.tcp.get("out_of_order", 0)
+    if expert.empty and not out_of_order:
+        return
+    table = FittedTable(
+        "TCP expert info, linked to the RPCs in progress on the connection meanwhile",
+        [
+            Column("what", "left", wrap=True),
+            Column("events"),
+            Column("for ms", zero_drop=True),
+            Column("RPCs"),
+            Column("WRITEs"),
+            Column("their latency ms", drop=1),
+            Column("first frame", drop=2),
+            Column("slowest RPCs (call frames)", "left", wrap=True),
+        ],
+    )
+    for r in expert.itertuples(index=False):
+        table.add_row(
+            r.what,
+            f"{r.events:,}",
+            f"{r.duration_ns / 1e6:,.3f}" if r.duration_ns else "",
+            f"{r.rpcs:,}",
+            f"{r.writes:,}",
+            f"{r.rpc_latency_ns / 1e6:,.3f}",
+            f"{r.first_frame:,}",
+            r.rpc_frames,
+        )
+    if len(expert):
+        console.print(table)
+    if out_of_order:
+        console.print(
+            Wrapped(
+                f"out of order: {count(out_of_order, 'segment')} (counted, not linked to RPCs: "
+                "the parser keeps no event for them)"
+            )
+        )
+
+
 def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     """One screen by default: the capture, the diagnosis, the time budget, the
     transactions, the busiest operations, the capture's limits.  ``full`` adds
@@ -365,7 +420,8 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
         more = len(trace.latency) - MAX_OPERATION_ROWS
         say(
             Wrapped(
-                "p50/p99: first packet of the call to the reply, as the client waits; "
+                "min/p50/p99/sum: first packet of the call to the reply, as the client waits "
+                "(sum: the operation's time in all); "
                 + server_time_note(trace.diagnosis.model.rtt_visible_s)
                 + (f"; {more:,} more operations with --full" if more > 0 else "")
             )
@@ -373,6 +429,8 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     say()
     render_capture(trace, console)
     if full:
+        say()
+        render_expert(trace, console)
         say()
         render_diagnosis_sections(trace.diagnosis, console, trace.overview.start_ns)
 
