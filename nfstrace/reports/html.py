@@ -45,7 +45,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
@@ -499,16 +498,22 @@ def _pair_figure_list(
                 point_budget=budget,
                 budget_intervals=sel(data.budget_intervals),
                 tcp_resends=tcp_resends,
+                origin=fg.TIME_ORIGIN,
             ),
         ),
         (
             "per-transaction throughput",
-            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget),
+            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN),
         ),
-        ("WRITE call→reply", fg.write_latency(tx, t0_ns=t0, point_budget=budget)),
+        (
+            "WRITE call→reply",
+            fg.write_latency(tx, t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN),
+        ),
         (
             "outstanding RPCs",
-            fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
+            fg.outstanding_rpcs(
+                sel(data.outstanding), t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN
+            ),
         ),
     ):
         if zoom is None and name == "cumulative transfer":
@@ -601,8 +606,8 @@ def _events_by_kind(events: pd.DataFrame) -> str:
             "duration_ms": [events.loc[kinds == k, "duration_ms"].sum() for k in order],
         }
     )
-    headers = {"t_s": "time (s)", "duration_ms": "duration (ms)"}
-    tips = {"t_s": "seconds since the start of the capture"}
+    headers = {"t_s": "time (s)", "duration_ms": "duration (ms)"}  # (s since TIME_ORIGIN)
+    tips = {"t_s": f"seconds since {fg.TIME_ORIGIN}"}
     parts = [
         _table(
             summary,
@@ -736,10 +741,13 @@ _CSS = _asset("report.css")
 _ERROR_RECORDER = _asset("errors.js")
 
 # Runs last: sortable tables, and the check that every figure was drawn.
-# plotly.js is 4.8 MB; gzip packs it to 1.5 MB (2.0 MB as base64 in the page).
-# The page unpacks it with the browser's own DecompressionStream (Chrome 80,
-# Firefox 113, Safari 16.4 and later): still one offline file.  The figures'
-# scripts wait (type DEFERRED) and run after it, in document order.
+# plotly.js: its basic bundle (scatter, bar, pie: what the figures draw), vendored
+# with its licence and version (assets/plotly-basic.README.md): 1.2 MB; gzip
+# packs it to 395 KB (527 KB as base64 in the page; the whole plotly.js was 4.8
+# MB, 2.0 MB packed).  The page unpacks it with the browser's own
+# DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later): still one
+# offline file.  The figures' scripts wait (type DEFERRED) and run after it, in
+# document order.
 PACKED_PLOTLY_ID = "nfstrace-plotly"
 DEFERRED = "text/x-nfstrace-figure"
 _FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>')
@@ -748,14 +756,26 @@ _UNPACK_SCRIPT = (
 )
 
 
+PLOTLY_BUNDLE = "plotly-basic.min.js"
+_BANNER = re.compile(r"\* plotly\.js \(([^)]*)\) v(\S+)")
+
+
+@functools.cache
+def plotly_js() -> tuple[str, str]:
+    """(the vendored plotly.js bundle, its version from its banner)."""
+    js = _asset(PLOTLY_BUNDLE)
+    banner = _BANNER.search(js[:300])
+    assert banner, f"{PLOTLY_BUNDLE}: no plotly.js banner"
+    return js, banner.group(2)
+
+
 @functools.cache
 def packed_plotly() -> tuple[str, str]:
     """(plotly.js gzip-packed as base64, its version): packed once per process."""
-    import plotly
-
-    js = get_plotlyjs().encode("utf-8")
-    packed = base64.b64encode(gzip.compress(js, compresslevel=9, mtime=0)).decode("ascii")
-    return packed, plotly.__version__
+    js, version = plotly_js()
+    raw = js.encode("utf-8")
+    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+    return packed, version
 
 
 _PAGE_SCRIPT = _asset("page.js")
@@ -778,7 +798,7 @@ def render_report(
     figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
     title = "nfstrace report: " + file_names(trace.paths, base=True)
     when = (
-        f"times are seconds since the first RPC message ({_when(trace.overview.start_ns)}; "
+        f"times are seconds since {fg.TIME_ORIGIN} ({_when(trace.overview.start_ns)}; "
         "TCP events before it, such as handshakes, have negative times)"
     )
     body = [
