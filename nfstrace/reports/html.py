@@ -640,8 +640,9 @@ def _expert_html(trace: Trace, diagnosis: Diagnosis) -> str:
         return ""
     out = ["<h3>TCP expert info (linked to the RPCs in progress on the connection)</h3>"]
     if expert is not None and len(expert):
-        shown = expert.assign(
-            duration_ms=expert["duration_ns"] / 1e6, rpc_latency_ms=expert["rpc_latency_ns"] / 1e6
+        shown = expert.assign(  # (instants have no length: '-')
+            duration_ms=expert["duration_ns"].where(expert["duration_ns"] > 0) / 1e6,
+            rpc_latency_ms=expert["rpc_latency_ns"] / 1e6,
         )
         columns = ["what", "severity", "events", "duration_ms", "rpcs", "writes"]
         columns += ["rpc_latency_ms", "first_frame", "rpc_frames"]
@@ -715,7 +716,14 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
         )
         cols = [c for c in ("name", "value", "method", "samples", "spread", "note") if c in shown]
         out.append(_table(shown, cols, table_id="model-parameters"))
-        for name, title in (("predictions", "Predicted vs measured"), ("what_if", "What if")):
+        for name, title in (
+            (
+                "predictions",
+                "Predicted vs measured (the WRITE calls over their own span: first call to "
+                "last WRITE reply)",
+            ),
+            ("what_if", "What if"),
+        ):
             table = _frame(model, name)
             if table is not None and len(table):
                 out.append(f"<h3>{_e(title)}</h3>")
