@@ -31,8 +31,7 @@ LATENCY_COLUMNS = {
     "p90_ms": "90th percentile",
     "p99_ms": "99th percentile",
     "max_ms": "maximum",
-    "sum_ms": "the latencies summed: the time the operation took in all (tshark's SRT "
-    "table's sum)",
+    "sum_ms": "the latencies summed: the operation's time in all (tshark's SRT table's sum)",
     "server_p50_ms": "median server time: from the call's last packet to the reply, less the "
     "network round trip that time holds at the capture point (on the client side the whole "
     "round trip, on the server side none; not known: not subtracted)",
