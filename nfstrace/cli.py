@@ -12,7 +12,7 @@ import signal
 import stat
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
 from nfstrace.parsers import backends
@@ -35,10 +36,38 @@ from nfstrace.units import parse_duration
 if TYPE_CHECKING:
     from nfstrace.trace import AnalysisConfig, Trace
 
+# A first argument that names a capture (an existing path, ``-``, or a capture
+# file's suffix) rather than a command means ``analyze``: ``nfstrace x.pcap``.
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".gz", ".bz2", ".xz")
+
+
+def names_a_capture(arg: str, commands: Container[str]) -> bool:
+    """``nfstrace ARG ...``: ARG is a capture to analyse, not a command."""
+    if arg in commands:
+        return False
+    if arg == "-":  # standard input
+        return True
+    return not arg.startswith("-") and (
+        arg.lower().endswith(CAPTURE_SUFFIXES) or os.path.exists(arg)
+    )
+
+
+class _CaptureMeansAnalyze(TyperGroup):
+    """The command group, with ``nfstrace CAPTURE [OPTIONS]`` read as
+    ``nfstrace analyze CAPTURE [OPTIONS]``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and names_a_capture(args[0], self.commands):
+            args = ["analyze", *args]
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_CaptureMeansAnalyze,
     add_completion=True,
     no_args_is_help=True,
-    help="NFS / ONC-RPC packet-trace analysis: where did the time go?",
+    help="NFS / ONC-RPC packet-trace analysis: where did the time go?  "
+    "[bold]nfstrace CAPTURE ...[/bold] is [bold]nfstrace analyze CAPTURE ...[/bold]",
     rich_markup_mode="rich",  # (the help's escaped brackets, on every typer version)
 )
 
@@ -288,6 +317,16 @@ FullOpt = Annotated[
     ),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show tracebacks.")]
+MergeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--merge",
+        metavar="",
+        help="Analyse several capture files as one even when they are not pieces of one "
+        "capture (they share no client/server pair, do not follow one another in time, or "
+        "overlap: the same traffic captured twice).  Without it such files are refused.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -307,6 +346,7 @@ class _Choices:
     workers: int | None = None  # not given: 1, or the cluster's size with --dask
     dask: str | None = None
     partitions: int | None = None  # not given: AnalysisConfig's default
+    merge: bool = False  # several files of different traffic analysed as one
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
@@ -420,6 +460,7 @@ def analyze(
     block: BlockOpt = None,
     what_if: WhatIfOpt = None,
     full: FullOpt = False,
+    merge: MergeOpt = False,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -437,10 +478,13 @@ def analyze(
       tcpdump -i eth0 -w - port 2049 | nfstrace analyze -
 
       nfstrace analyze x.pcap --server 10.0.0.5 --markdown ticket.md --json x.json
+
+    Several files are pieces of one capture (rotated, cut): files of different
+    traffic are refused unless --merge is given.
     """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions,
+        workers, dask, partitions, merge,
     )  # fmt: skip
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
@@ -494,6 +538,7 @@ def model(
     disk_rate: DiskOpt = None,
     block: BlockOpt = None,
     what_if: WhatIfOpt = None,
+    merge: MergeOpt = False,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -508,7 +553,7 @@ def model(
     """
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions,
+        workers, dask, partitions, merge,
     )  # fmt: skip
     _model(captures, choices, quiet, json_out, debug=debug)
 
@@ -541,6 +586,7 @@ def compare(
     dask: DaskOpt = None,
     partitions: PartitionsOpt = None,
     stall_threshold: StallOpt = None,
+    merge: MergeOpt = False,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -556,7 +602,7 @@ def compare(
     """
     choices = _Choices(
         client, server, port, parser, stall_threshold, None, None, None, None, None, workers, dask,
-        partitions,
+        partitions, merge,
     )  # fmt: skip
     if report is None and not no_report:
         report, explicit = after.with_name(after.name + ".compare.html"), False
@@ -584,6 +630,8 @@ def _compare(
     outputs = {report_name: report, "--json": json_out}
     check_outputs(_files_read([before, after]), outputs, _strict(outputs, explicit))
     config = choices.config()
+    for side in (before, after):
+        _one_capture(_files_read([side]), choices.merge)
     traces = [_loaded([p], config, quiet) for p in (before, after)]
     cmp = compare_traces(*traces)
     out = _stdout(outputs)
@@ -651,6 +699,29 @@ def _files_read(captures: list[Path]) -> list[str]:
     return expand_directories([str(p) for p in captures])
 
 
+def _one_capture(files: list[str], merge: bool) -> None:
+    """Several files must be pieces of one capture (``parsers.spans``), unless
+    ``--merge``: a UsageError naming the captures found, before the analysis.
+    Standard input and pipes are not looked at (they can be read only once)."""
+    if merge or len(files) < 2 or any(not os.path.isfile(f) for f in files):
+        return
+    from nfstrace.parsers.spans import captures, described, spans
+
+    try:
+        found = captures(spans(files))
+    except NfstraceError:
+        return  # a file that is no capture: the analysis says which, as for one file
+    if len(found) < 2:
+        return
+    shown = "; ".join(described(g) for g in found[:3]) + ("; ..." if len(found) > 3 else "")
+    raise UsageError(
+        f"{len(found)} captures of different traffic in {count(len(files), 'file')} ({shown}): "
+        "they share no client/server pair, do not follow one another in time, or overlap "
+        "(the same traffic captured twice); analyse them separately, or give --merge to "
+        "analyse them as one"
+    )
+
+
 def _strict(outputs: dict[str, Path | None], report_explicit: bool) -> list[str]:
     """The outputs whose place must be writable before reading: all but a
     default report (beside the capture, perhaps read-only: a warning at the end)."""
@@ -677,8 +748,11 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
     from nfstrace.reports.model_view import render_model
 
     outputs = {"--json": json_out}
-    check_outputs(_files_read(captures), outputs)
-    trace = _loaded(captures, choices.config(), quiet)
+    files = _files_read(captures)
+    check_outputs(files, outputs)
+    config = choices.config()
+    _one_capture(files, choices.merge)
+    trace = _loaded(captures, config, quiet)
     render_model(trace.diagnosis.model, _stdout(outputs))
     if json_out is not None:
         _write(json_out, write_model_json, trace)
@@ -701,8 +775,15 @@ def _analyze(
         "--markdown": outputs.markdown,
         "--png": outputs.png,
     }
-    check_outputs(_files_read(captures), named, _strict(named, outputs.report_explicit))
-    trace = _loaded(captures, choices.config(), quiet)
+    files = _files_read(captures)
+    check_outputs(files, named, _strict(named, outputs.report_explicit))
+    if outputs.png is not None:
+        from nfstrace.reports.png import require_browser  # (no plotly yet)
+
+        require_browser(outputs.png)  # before reading, not after the analysis
+    config = choices.config()
+    _one_capture(files, choices.merge)
+    trace = _loaded(captures, config, quiet)
     out = _stdout(named)
     render_summary(trace, out, full)
     for path, writer in (

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES
-from nfstrace.analysis.overview import Throughput
+from nfstrace.analysis.overview import Throughput, write_activity
 from nfstrace.jsonable import json_field
 from nfstrace.trace import Trace
 
@@ -138,12 +138,11 @@ def _operations(before: Trace, after: Trace) -> pd.DataFrame:
 
 
 def write_rate(t: Trace) -> float:
-    """Mbit/s of the writes as the verdict states it: bytes acknowledged over the
-    time budget's elapsed write activity (all pairs); else the overview's."""
+    """Mbit/s of the writes as the verdict states it (``overview.write_activity``:
+    bytes acknowledged over the time budget's write activity, all pairs); NaN
+    without WRITE activity."""
     budget = t.diagnosis.budget
-    if budget is not None and len(budget.pairs) and budget.elapsed_ns > 0:
-        return float(budget.pairs["bytes"].sum()) * 8e3 / budget.elapsed_ns
-    w: Throughput | None = t.overview.write
+    w: Throughput | None = write_activity(budget.pairs if budget is not None else None)
     return w.mbits_per_s if w is not None else float("nan")
 
 

@@ -119,6 +119,16 @@ _REPLY_COLUMNS = {
 }
 
 
+def columns_from(message_column: str) -> tuple[str, ...]:
+    """The transaction columns taken from a message column: the first call's,
+    then the first reply's (``count`` -> ``count``, ``reply_count``)."""
+    return tuple(
+        names[message_column]
+        for names in (_CALL_COLUMNS, _REPLY_COLUMNS)
+        if message_column in names
+    )
+
+
 def match(
     messages: pd.DataFrame,
     config: MatchConfig | None = None,

@@ -15,4 +15,5 @@ def plotly_copies(page: str) -> int:
     """Copies of plotly.js in a report: packed (gzip, base64, unpacked by the
     page) or plain; each must carry the bundle's banner."""
     packed = [gzip.decompress(base64.b64decode(m)).decode() for m in _PACKED.findall(page)]
-    return sum(js.count("* plotly.js v") for js in packed) + page.count("* plotly.js v")
+    banner = re.compile(r"\* plotly\.js (\([^)]*\) )?v\d")
+    return sum(len(banner.findall(js)) for js in packed) + len(banner.findall(page))

@@ -81,3 +81,31 @@ def test_the_command_writes_terminal_json_and_html(tmp_path: Path) -> None:
     assert "before: 169.254.77.1" in page and "after: 169.254.77.1" in page
     same = CliRunner().invoke(app, ["compare", str(before), str(before), "-o", str(before)])
     assert same.exit_code == 2  # an output over an input is refused before reading
+
+
+def test_the_html_says_changes_as_the_terminal_does(slow, fast) -> None:
+    """Issue 34, item 7: the report's tables say 'before → after' and '5.9x
+    faster' as the terminal does, never a fraction (-0.831), and the pairs table
+    keeps to the causes that took time (it overflowed the page with 20 share
+    columns)."""
+    import re
+
+    from nfstrace.reports.html import render_comparison
+
+    cmp = compare(slow, fast)
+    page = render_comparison(cmp)
+    pair = cmp.pairs.iloc[0]
+    round_trip = f"{pair.round_trip_share_before:.0%} → {pair.round_trip_share_after:.0%}"
+    pairs = page.split('id="pairs"')[1].split("</table>")[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", pairs)
+    assert heads[:5] == ["client → server", "write activity (s)", "Mbit/s", "writes", "verdict"]
+    assert "round trip %" in heads and "capture gap %" not in heads and len(heads) <= 12
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", pairs)
+    assert "100.6 → 843.8" in cells and "8.4x faster" in cells and round_trip in cells
+    ops = page.split('id="operations"')[1].split("</table>")[0]
+    write = re.search(r"<tr><td[^>]*>WRITE</td>(.*?)</tr>", ops)
+    assert write is not None
+    assert re.findall(r">([^<]*)</td>", write.group(1)) == [
+        "3", "16 → 16", "12.945 → 2.193", "28.119 → 5.049", "5.9x faster", "0 → 0",
+    ]  # fmt: skip
+    assert not re.search(r">-?0\.\d+</td>", pairs + ops)  # no bare fractions

@@ -433,7 +433,7 @@ def test_cumulative_transfer_thins_a_million_acks() -> None:
     tx = write_trace(1_000_000)
     fig = fg.cumulative_transfer(write_progress(tx), t0_ns=START_NS)
     assert points(fig) <= fg.POINT_BUDGET
-    assert isinstance(fig.data[0], go.Scattergl)
+    assert fig.data[0].type == "scatter"  # SVG: the report's plotly.js bundle has no WebGL
     assert fig.data[0].y[-1] == pytest.approx(1_000_000 * BLOCK / 1e6)
     assert "points drawn" in fig.layout.title.text and fig.layout.meta["notes"]
 
@@ -579,6 +579,27 @@ def test_log_axes_are_labelled_in_full() -> None:
     assert fig.layout.yaxis.ticktext and fig.layout.yaxis.exponentformat == "none"
 
 
+@pytest.mark.parametrize(
+    ("values", "labels"),
+    [
+        ([10.4, 12.9, 29.4], ["10", "20", "50"]),  # the d10 capture's WRITEs: plotly showed "20"
+        ([36.0], ["20", "50"]),  # one WRITE
+        ([20.0], ["10", "20", "50"]),  # one value on a label: one each side too
+        ([0.061, 0.068], ["0.05", "0.1"]),
+        ([3.0, 4.0], ["2", "5"]),
+    ],
+)
+def test_log_axes_span_two_labels_at_least(values: list[float], labels: list[str]) -> None:
+    """Issue 34, item 3: a narrow range of values (10-30 ms) had one label in
+    view; the axis runs from the 1-2-5 label at or below the smallest value to
+    the one at or above the largest, so a value can be read off it."""
+    axis = fg.log_axis(np.array(values), "ms")
+    assert axis["ticktext"] == labels
+    lo, hi = axis["range"]
+    assert lo < np.log10(axis["tickvals"][0]) and hi > np.log10(axis["tickvals"][-1])
+    assert lo < np.log10(min(values)) and hi > np.log10(max(values))
+
+
 def test_latency_cdf_draws_the_busiest_operations_and_the_rest_as_one() -> None:
     """18 operations gave 18 lines in reused colours: the 7 busiest and "other"."""
     ops = [f"OP{i:02d}" for i in range(18)]
@@ -619,7 +640,7 @@ def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
     fig = fg.cumulative_transfer(progress, t0_ns=START_NS)
     lo, hi = fig.layout.xaxis.range
     assert 98.9 < lo < 99.0 and 99.99 < hi < 100.1
-    assert "zoomed to the write activity (99.000-99.990 s" in fig.layout.meta["notes"][0]
+    assert "zoomed to the write activity, 99.000-99.990 s" in fig.layout.meta["notes"][0]
     steady = progress.assign(t_ns=START_NS + np.arange(100) * 10_000_000)
     assert fg.cumulative_transfer(steady, t0_ns=START_NS).layout.xaxis.range is None
 

@@ -155,7 +155,7 @@ def test_too_many_open_files_names_the_file(tmp_path: Path, parser: str) -> None
         "from nfstrace.cli import main\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
         f"sys.argv = ['nfstrace', 'analyze', {str(d)!r}, '--quiet', '--no-report',"
-        f" '--parser', {parser!r}]\n"
+        f" '--parser', {parser!r}, '--merge']\n"  # (copies: the same traffic, merged on purpose)
         "main()\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -276,7 +276,7 @@ def test_markdown_for_a_ticket(tmp_path: Path) -> None:
     assert "**Verdict (`client_idle`):** the client itself sent nothing for 47%" in text
     budget = text.split("### Time budget", 1)[1].split("\n\n")[1].splitlines()
     assert budget[0] == (
-        "| client → server | elapsed s | Mbit/s | transfer | round trip | server | commit "
+        "| client → server | write activity s | Mbit/s | transfer | round trip | server | commit "
         "| client idle |"
     )
     assert budget[2].endswith("| 45% | 47% |")
@@ -364,6 +364,29 @@ def test_csv_gives_the_xid_in_hex_and_unknowns_empty(tmp_path: Path) -> None:
         assert orphan[column] == "", column
     write = table.loc["0x00000051"]
     assert (write["offset"], write["count"]) == ("0", "8")
+
+
+def test_csv_has_no_minus_one_for_unknown(tmp_path: Path) -> None:
+    """Issue 34, item 8: a real capture's portmap and MOUNT rows (no NFS status,
+    no reply count) and its NULL calls have those cells empty: no -1 anywhere in
+    the CSV, and a null, not -1, in the Parquet file."""
+    capture = SAMPLE.parent / "causes" / "v3-tcp-nfscp-w64k-d10-l0.pcap"
+    csv, parquet = tmp_path / "t.csv", tmp_path / "t.parquet"
+    r = CliRunner().invoke(
+        app,
+        ["analyze", str(capture), "-q", "--no-report", "--csv", str(csv), "--parquet",
+         str(parquet)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(csv, keep_default_na=False, dtype=str)
+    assert {"portmap", "mount"} <= set(table["program"])
+    assert not table.isin(["-1"]).any().any(), table.columns[table.isin(["-1"]).any()].tolist()
+    other = table[table["program"] != "nfs"]
+    assert (other["status"] == "").all() and (other["reply_count"] == "").all()
+    nfs = table[table["op"] == "WRITE"]
+    assert (nfs["status"] == "0").all() and (nfs["reply_count"] == "65536").all()
+    pq = pd.read_parquet(parquet)
+    assert pq.loc[pq["program"].astype(str) != "nfs", "status"].isna().all()
 
 
 # ---- every file read stays as it was (issue 30, items 1 and 2) ------------------------
@@ -513,17 +536,34 @@ def test_failure_part_way_writes_nothing_into_a_fifo(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+UNWRITABLE_OPTIONS = [
+    ("analyze", "-o"),
+    ("analyze", "--json"),
+    ("analyze", "--csv"),
+    ("analyze", "--parquet"),
+    ("analyze", "--markdown"),
+    ("analyze", "--png"),
+    ("model", "--json"),
+    ("compare", "-o"),
+    ("compare", "--json"),
+]
+
+
+@pytest.mark.parametrize(("command", "option"), UNWRITABLE_OPTIONS)
 @pytest.mark.parametrize("where", ["missing directory", "a directory"])
-def test_unwritable_output_said_before_reading(tmp_path: Path, where: str) -> None:
-    """An output that cannot be written is said before the capture is read: a
-    file that is no capture at all gives the output error (5), not 'unreadable'
-    (3)."""
+def test_unwritable_output_said_before_reading(
+    tmp_path: Path, where: str, command: str, option: str
+) -> None:
+    """An output that cannot be written is said before the capture is read
+    (issue 34, item 5: every output of every command): a file that is no
+    capture at all gives the output error (5), not 'unreadable' (3)."""
     junk = tmp_path / "notes.txt"
     junk.write_text("not a capture\n")
-    target = tmp_path / "no" / "r.html" if where == "missing directory" else tmp_path
-    r = runner.invoke(app, ["analyze", str(junk), "-o", str(target)])
+    target = tmp_path / "no" / "r.out" if where == "missing directory" else tmp_path
+    inputs = [str(junk)] * (2 if command == "compare" else 1)
+    r = runner.invoke(app, [command, *inputs, option, str(target)])
     assert r.exit_code == ExitStatus.OUTPUT, r.output
-    assert r.stderr.startswith("nfstrace: error: cannot write -o")
+    assert r.stderr.startswith(f"nfstrace: error: cannot write {option}")
 
 
 @pytest.mark.slow
@@ -611,3 +651,15 @@ def test_report_and_csv_show_control_and_bidi_characters_inert(tmp_path: Path) -
     names = pd.read_csv(csv)["name"].dropna().tolist()
     assert "report\\u202eexe.csv" in names and "x\\u2066y\\u2069" in names
     assert set(HOSTILE_NAMES) <= set(pd.read_parquet(parquet)["name"].dropna())
+
+
+def test_png_without_a_browser_said_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--png with no browser to draw with: said before the capture is read."""
+    monkeypatch.setenv("NFSTRACE_BROWSER", "no-such-browser-here")
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture\n")
+    r = runner.invoke(app, ["analyze", str(junk), "--png", str(tmp_path / "t.png")])
+    assert r.exit_code == ExitStatus.OUTPUT, r.output
+    assert "--png needs Chromium or Chrome" in r.stderr

@@ -199,27 +199,29 @@ def test_shading_of_a_real_capture(round_trip: Trace) -> None:
     colour_of = {v: k for k, v in fg.CAUSE_COLOURS.items()}
     drawn = {colour_of[s.fillcolor] for s in shapes}  # every shape in a cause's colour
     slow = iv[iv["cause"] != "transfer"]
-    assert drawn == set(slow["cause"])  # transfer (data moving) is not shaded
+    assert drawn == set(iv["cause"])  # transfer too, green as in the budget's bar
     for s in shapes:
-        assert s.legendgroup == f"budget-{colour_of[s.fillcolor]}"
+        assert s.legendgroup == f"budget-{colour_of[s.fillcolor]}" and not s.showlegend
         assert s.yref == "paper" and (s.y0, s.y1) == (0, 1) and s.opacity < 1
-    legend = [s.name for s in shapes if s.showlegend]
-    assert len(legend) == len(drawn)  # one legend entry per cause present
-    assert any(n.startswith("time budget: round_trip (0.063 s)") for n in legend)
+    # the legend: one entry per cause present, its square marks along the time axis
+    rugs = [t for t in fig.data if (t.name or "").startswith("time budget: ")]
+    assert [t.legendgroup for t in rugs] == [f"budget-{c}" for c in CAUSES if c in drawn]
+    assert all(t.marker.color == fg.CAUSE_COLOURS[t.legendgroup[7:]] for t in rugs)
+    assert any(t.name.startswith("time budget: round_trip (0.063 s, ") for t in rugs)
     # x in seconds since t0, as the curve; each stretch covers its intervals
-    assert min(s.x0 for s in shapes) == pytest.approx((slow["start_ns"].min() - t0) / 1e9)
-    assert max(s.x1 for s in shapes) == pytest.approx((slow["end_ns"].max() - t0) / 1e9)
+    assert min(s.x0 for s in shapes) == pytest.approx((iv["start_ns"].min() - t0) / 1e9)
+    assert max(s.x1 for s in shapes) == pytest.approx((iv["end_ns"].max() - t0) / 1e9)
     # the round trips between a call's 5 µs bursts are one stretch, not 52 shapes
-    assert len(shapes) < len(slow) / 2
+    assert len([s for s in shapes if s.fillcolor != fg.CAUSE_COLOURS["transfer"]]) < len(slow) / 2
     # no cap hit: nothing to say but the zoom to the writes (after 0.19 s of mounting)
     (note,) = fig.layout.meta["notes"]
-    assert note.startswith("zoomed to the write activity (0.190-0.289 s since the start")
+    assert note.startswith("zoomed to the write activity, 0.190-0.289 s (the RPC traffic: 0.000-")
+    assert "click" not in note  # a static image cannot be clicked
     lo, hi = fig.layout.xaxis.range
     assert lo < (slow["start_ns"].min() - t0) / 1e9 and hi > (iv["end_ns"].max() - t0) / 1e9
-    # the stretches' evidence is in the hover of the rug under the plot, escaped
-    rug = next(t for t in fig.data if t.name == "time budget stretches")
-    assert len(rug.x) == len(shapes)
-    assert any("client waited for ACKs" in h for h in rug.hovertext)
+    # the stretches' evidence is in the hover of the marks under the plot, escaped
+    assert sum(len(t.x) for t in rugs) == len(shapes)
+    assert any("client waited for ACKs" in h for t in rugs for h in t.hovertext)
 
 
 def test_shading_keeps_the_stall_marking() -> None:
@@ -233,9 +235,10 @@ def test_shading_keeps_the_stall_marking() -> None:
     assert any(a.text == "commit 2.266 s" for a in fig.layout.annotations)
     commit = [s for s in fig.layout.shapes if s.fillcolor == fg.CAUSE_COLOURS["commit"]]
     assert len(commit) == 1 and commit[0].x1 - commit[0].x0 == pytest.approx(2.266)
-    # the same figure without the budget: as before, no shapes
+    # the same figure without the budget: as before, no shapes, no cause marks
     plain = fg.cumulative_transfer(d.progress, d.stalls.stalls, t0_ns=START_NS)
-    assert not plain.layout.shapes and len(plain.data) == len(fig.data) - 1
+    causes = set(d.budget.intervals["cause"])
+    assert not plain.layout.shapes and len(plain.data) == len(fig.data) - len(causes)
 
 
 def test_shading_merges_close_neighbours_of_one_cause() -> None:
@@ -252,9 +255,12 @@ def test_shading_merges_close_neighbours_of_one_cause() -> None:
         fig = fg.cumulative_transfer(progress, budget_intervals=intervals(rows), t0_ns=START_NS)
         return fig.layout.shapes
 
-    (merged,) = shapes(900_000)  # closer than 0.1% of the span: one stretch
+    def server(gap_ns: int) -> list:
+        return [s for s in shapes(gap_ns) if s.fillcolor == fg.CAUSE_COLOURS["server"]]
+
+    (merged,) = server(900_000)  # closer than 0.1% of the span: one stretch
     assert (merged.x0, merged.x1) == pytest.approx((0.4, 0.4029))
-    assert len(shapes(1_100_000)) == 2  # farther: two
+    assert len(server(1_100_000)) == 2  # farther: two
 
 
 def test_shading_draws_at_most_the_cap_with_a_note() -> None:
@@ -277,26 +283,38 @@ def test_shading_draws_at_most_the_cap_with_a_note() -> None:
     assert time.monotonic() - t < 5
     shapes = fig.layout.shapes
     assert len(shapes) == fg.MAX_BUDGET_SHAPES == 300
-    assert all(s.fillcolor != fg.CAUSE_COLOURS["transfer"] for s in shapes)
-    long_ones = sum(1 for s in shapes if s.x1 - s.x0 > 0.0014)
+    # transfer's intervals are 1 ms apart (below 0.1% of the span): one stretch
+    # under all the others (drawn first); then the longest of the others
+    transfer = [s for s in shapes if s.fillcolor == fg.CAUSE_COLOURS["transfer"]]
+    assert len(transfer) == 1 and shapes[0] is transfer[0]
+    assert transfer[0].x1 - transfer[0].x0 == pytest.approx((n * step - 1_500_000) / 1e9)
+    long_ones = sum(1 for s in shapes[1:] if s.x1 - s.x0 > 0.0014)
     assert long_ones == len(range(0, n, 97))  # the longest are among those drawn
-    assert sum(1 for s in shapes if s.showlegend) == 4
-    note = "300 of 2,400 stretches shaded"
+    assert sum(1 for s in shapes if s.showlegend) == 0
+    rugs = [t for t in fig.data if (t.name or "").startswith("time budget: ")]
+    assert [t.legendgroup for t in rugs] == [f"budget-{c}" for c in ["transfer", *causes]]
+    note = "300 of 2,401 stretches shaded"
     assert any(note in s for s in fig.layout.meta["notes"]) and note in fig.layout.title.text
 
 
-def test_shading_of_transfer_only_draws_nothing() -> None:
+def test_shading_of_transfer_only_is_green_and_named() -> None:
+    """Data moving is shaded as the budget's bar shows it (issue 34, item 3: it
+    was left white and out of the legend)."""
     progress = progress_over(START_NS, START_NS + 10**9)
     iv = intervals([(START_NS, START_NS + 10**9, "transfer")])
     fig = fg.cumulative_transfer(progress, budget_intervals=iv, t0_ns=START_NS)
-    assert not fig.layout.shapes and [t.name for t in fig.data] == ["MB acknowledged"]
+    (shape,) = fig.layout.shapes
+    assert shape.fillcolor == fg.CAUSE_COLOURS["transfer"]
+    assert [t.name for t in fig.data] == [
+        "MB acknowledged", "time budget: transfer (1.000 s, 100%)"
+    ]  # fmt: skip
 
 
 def test_shading_evidence_is_escaped() -> None:
     progress = progress_over(START_NS, START_NS + 10**9)
     iv = intervals([(START_NS, START_NS + 10**8, "commit")], evidence=f"COMMIT of {XSS}")
     fig = fg.cumulative_transfer(progress, budget_intervals=iv, t0_ns=START_NS)
-    (hover,) = next(t for t in fig.data if t.name == "time budget stretches").hovertext
+    (hover,) = next(t for t in fig.data if t.name.startswith("time budget: commit")).hovertext
     assert XSS not in hover and "&lt;script&gt;alert(1)&lt;/script&gt;" in hover
 
 

@@ -117,6 +117,7 @@ def test_events_linked_to_overlapping_rpcs_of_their_connection() -> None:
             "t_call_last_end_ns": pd.array(t_call + 1000, dtype="Int64"),
             "t_reply_ns": pd.array(np.where(answered, t_call + latency, 0), dtype="Int64"),
             "latency_ns": pd.array(np.where(answered, latency, 0), dtype="Int64"),
+            "call_frame": pd.array(np.arange(n) + 1, dtype="Int64"),
         }
     )
     tx.loc[~answered, ["t_reply_ns", "latency_ns"]] = pd.NA
@@ -169,3 +170,80 @@ def test_linking_grows_linearly_with_connections(tmp_path: Path) -> None:
         links[n] = int(r.events["rpcs"].sum())
         assert r.rpcs_in_zero_window == n
     assert links[800] == 4 * links[200] == 4 * 200
+
+
+# ---- tshark's expert info, linked to the RPCs (issue 34, item 10) -----------------------
+
+LOSSY = [
+    SAMPLES / "causes" / "v3-tcp-nfscp-w64k-d2-l0.5.pcap",
+    SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap",
+    SAMPLES / "causes" / "v41-tcp-nfsrs-w1m-d2-l0.5.pcap",
+]
+
+
+@pytest.mark.parametrize("capture", LOSSY, ids=lambda p: p.stem)
+def test_expert_info_counts_tsharks_retransmissions_and_links_the_writes(capture: Path) -> None:
+    """The segments re-sent are the frames tshark's expert info flags as a
+    retransmission or out of order (the same bytes again: tshark tells the two
+    by timing), each kind linked to the distinct RPCs in progress meanwhile,
+    the WRITEs among them, and the call frames of the slowest."""
+    import subprocess
+
+    from tshark_ref import tshark
+
+    flagged = subprocess.run(
+        [tshark(), "-n", "-r", str(capture), "-Y",
+         "tcp.analysis.retransmission or tcp.analysis.out_of_order", "-T", "fields", "-e",
+         "frame.number"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    t = nfstrace.load(capture)
+    result = t.diagnosis.transport
+    ev = result.events
+    ours = sorted(ev.loc[ev["kind"] == "tcp_retransmission", "frame"].tolist())
+    assert ours == sorted(map(int, flagged)) and ours
+    expert = result.expert.set_index("kind")
+    row = expert.loc["tcp_retransmission"]
+    assert row["what"] == "Retransmission" and row["events"] == len(ours)
+    assert row["first_frame"] == ours[0]
+    # the RPCs: distinct, at most the per-event overlaps summed, WRITEs among them
+    linked = ev.loc[ev["kind"] == "tcp_retransmission", "rpcs"]
+    assert 0 < row["rpcs"] <= linked.sum() and 0 < row["writes"] <= row["rpcs"]
+    tx = t.transactions
+    frames = [int(f) for f in row["rpc_frames"].split()]
+    assert 0 < len(frames) <= 5 and len(set(frames)) == len(frames)
+    resent = ev.loc[ev["kind"] == "tcp_retransmission", "ts_ns"].to_numpy()
+    during = [
+        tx[(tx["call_frame"] == f) & tx.apply(
+            lambda r: ((resent >= r["t_call_ns"]) & (resent <= r["t_reply_ns"])).any(), axis=1
+        )]
+        for f in frames
+    ]  # fmt: skip
+    assert all(len(d) for d in during)  # each was in progress during one of them
+    slowest = [d["latency_ns"].max() for d in during]
+    assert slowest == sorted(slowest, reverse=True)  # the slowest first
+    # shown: in --full and in the HTML report
+    full = nfstrace.summary(t, full=True, width=120)
+    assert "TCP expert info" in full and "Retransmission" in full
+    from nfstrace.reports.html import render_report
+
+    page = render_report(t, t.diagnosis)
+    assert 'id="tcp-expert"' in page and f">{row['rpc_frames']}<" in page
+
+
+def test_latency_table_gives_min_and_sum() -> None:
+    """tshark's SRT table gives min and sum beside the average: the latency
+    table has them (min_ms, sum_ms), and the terminal's and the report's
+    operations show them beside p50/p99."""
+    t = nfstrace.load(LOSSY[0])
+    writes = t.transactions[
+        (t.transactions["op"] == "WRITE") & t.transactions["latency_ns"].notna()
+    ]
+    row = t.latency[t.latency["op"] == "WRITE"].iloc[0]
+    assert row["min_ms"] == pytest.approx(writes["latency_ns"].min() / 1e6)
+    assert row["sum_ms"] == pytest.approx(writes["latency_ns"].sum() / 1e6)
+    assert row["min_ms"] <= row["p50_ms"] <= row["p99_ms"] <= row["max_ms"] <= row["sum_ms"]
+    text = nfstrace.summary(t, width=120)
+    head = next(line for line in text.splitlines() if " op " in line and "calls" in line)
+    assert [h.strip() for h in head.split("┃")[2:6]] == ["min", "p50", "p99", "sum"]
+    assert f"{row['sum_ms']:,.3f}" in text and f"{row['min_ms']:,.3f}" in text

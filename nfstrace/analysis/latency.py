@@ -25,11 +25,13 @@ LATENCY_COLUMNS = {
     "no_reply": "calls never answered in the capture",
     "retransmitted": "transactions whose call was re-sent",
     "errors": "replies with a non-zero status (NFS status, or RPC not accepted/denied)",
+    "min_ms": "minimum latency",
     "mean_ms": "mean latency",
     "p50_ms": "median",
     "p90_ms": "90th percentile",
     "p99_ms": "99th percentile",
     "max_ms": "maximum",
+    "sum_ms": "the latencies summed: the operation's time in all (tshark's SRT table's sum)",
     "server_p50_ms": "median server time: from the call's last packet to the reply, less the "
     "network round trip that time holds at the capture point (on the client side the whole "
     "round trip, on the server side none; not known: not subtracted)",
@@ -186,11 +188,13 @@ def _aggregate(
     errors = samples["error"] >= 0
     lat = _Sorted(group, samples["lat_ms"], n)
     nullable = {
+        "min_ms": lat.quantile(0.0),
         "mean_ms": lat.mean(),
         "p50_ms": lat.quantile(0.5),
         "p90_ms": lat.quantile(0.9),
         "p99_ms": lat.quantile(0.99),
         "max_ms": lat.quantile(1.0),
+        "sum_ms": np.where(lat.count > 0, lat.total, np.nan),
     }
     if srt:
         nullable["server_p50_ms"] = _Sorted(group, samples["server_ms"], n).quantile(0.5)

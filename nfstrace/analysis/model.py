@@ -79,7 +79,9 @@ PREDICTION_COLUMNS: dict[str, str] = {
     "check of the measurement, not a prediction)",
     "outstanding": "WRITEs in flight the prediction assumes",
     "predicted_mbit_s": "model throughput, Mbit/s (NaN: parameters missing)",
-    "measured_mbit_s": "measured WRITE throughput, Mbit/s (NaN: not a measured stretch)",
+    "measured_mbit_s": "measured throughput of the WRITE calls over their own span (first "
+    "WRITE call to last WRITE reply: the cycles the model predicts, without the COMMIT "
+    "after), Mbit/s (NaN: not a measured stretch)",
     "error_pct": "(predicted - measured) / measured, percent",
 }
 WHAT_IF_COLUMNS: dict[str, str] = {
@@ -779,7 +781,7 @@ class ModelResult:
                     kind="model_mismatch",
                     title=(
                         f"the model predicts {row['predicted_mbit_s']:,.1f} Mbit/s but "
-                        f"{row['measured_mbit_s']:,.1f} Mbit/s was measured "
+                        f"the WRITE calls ran at {row['measured_mbit_s']:,.1f} Mbit/s "
                         f"({row['error_pct']:+.0f}%): something outside it limits the "
                         "transfer (the time budget says what)"
                     ),
@@ -803,7 +805,8 @@ def _dominant_text(
         return name, (
             f"the model does not account for the measured rate: from its inputs it "
             f"predicts {predicted:,.1f} Mbit/s with {cycle.outstanding:g} WRITEs in flight, "
-            f"the writes ran at {measured:,.1f} ({ratio:.2g}x): the time went to something "
+            f"the WRITE calls ran at {measured:,.1f} (first call to last WRITE reply; "
+            f"{ratio:.2g}x): the time went to something "
             f"its terms leave out (the time budget in the diagnosis says what); "
             f"its largest term, {name}, is {share:.0%} of its cycle"
         )

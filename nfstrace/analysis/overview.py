@@ -1,6 +1,15 @@
 """The headline facts of a trace: who talked, which versions, how many
 transactions of each kind, and how fast data was written and read.
-A pure function of the tables; the terminal and JSON reports render it."""
+A pure function of the tables; the terminal and JSON reports render it.
+
+The write throughput, one figure everywhere (terminal, HTML, Markdown, JSON,
+the verdict, ``compare``): ``write_activity``, the bytes acknowledged by
+successful WRITE replies over the write activity of the time budget (first
+packet of the first WRITE call to the last WRITE or COMMIT reply, per
+client/server pair, the pairs' times summed).  ``Overview.write`` is a second
+figure, named for what it measures wherever it is shown: the WRITE calls' own
+span (first WRITE call to last WRITE reply, without the COMMIT after).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +19,26 @@ import pandas as pd
 
 from nfstrace.text import count
 
+# What the seconds of each throughput measure, in the words shown beside it.
+WRITE_ACTIVITY_SPAN = "of write activity (first WRITE call to last WRITE or COMMIT reply)"
+WRITE_ACTIVITY_PAIRS_SPAN = (
+    "of write activity (each client/server pair's first WRITE call to its last WRITE or "
+    "COMMIT reply, summed over {pairs} pairs)"
+)
+CALLS_SPAN = {
+    "write_bytes": "(first WRITE call to last WRITE reply)",
+    "read_bytes": "(first READ call to last READ reply)",
+}
+
 
 @dataclass(frozen=True)
 class Throughput:
     bytes: int
     transactions: int
-    seconds: float  # first call of the first transaction to the last reply
+    seconds: float  # the span below
     mbytes_per_s: float  # 10^6 bytes per second
     mbits_per_s: float
+    span: str = ""  # what ``seconds`` measures, in words ('of write activity (...)')
 
 
 @dataclass(frozen=True)
@@ -60,18 +81,24 @@ class Overview:
         )
 
 
-def throughput_text(t: Throughput) -> str:
-    """'1.234 MB in 12 RPCs over 0.500 s: 2.47 MB/s (19.7 Mbit/s)'.  Without a
-    time span (one RPC, or all at one instant) there is no rate to give."""
-    head = f"{t.bytes / 1e6:,.3f} MB in {count(t.transactions, 'RPC')}"
+def throughput_text(t: Throughput, what: str = "RPC") -> str:
+    """'1.234 MB in 12 WRITEs over 0.500 s of write activity (...): 2.47 MB/s
+    (19.7 Mbit/s)': ``what`` names the RPCs, the span says what the seconds
+    measure.  Without a time span (one RPC, or all at one instant) there is no
+    rate to give."""
+    head = f"{t.bytes / 1e6:,.3f} MB in {count(t.transactions, what)}"
     if not t.seconds > 0:
         return f"{head}, all at one instant: no rate"
+    span = f" {t.span}" if t.span else ""
     return (
-        f"{head} over {t.seconds:.3f} s: {t.mbytes_per_s:,.2f} MB/s ({t.mbits_per_s:,.1f} Mbit/s)"
+        f"{head} over {t.seconds:.3f} s{span}: {t.mbytes_per_s:,.2f} MB/s "
+        f"({t.mbits_per_s:,.1f} Mbit/s)"
     )
 
 
 def throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
+    """``column`` (write_bytes, read_bytes) over the calls' own span: the first
+    call of the transactions carrying it to their last reply (``CALLS_SPAN``)."""
     done = tx[tx[column] > 0]
     if done.empty:
         return None
@@ -81,7 +108,26 @@ def throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
     end = done["t_reply_ns"].fillna(done["t_call_ns"]).max()
     seconds = (int(end) - int(start)) / 1e9 if pd.notna(start) and pd.notna(end) else 0.0
     rate = total / seconds if seconds > 0 else float("nan")
-    return Throughput(total, len(done), seconds, rate / 1e6, rate * 8 / 1e6)
+    return Throughput(total, len(done), seconds, rate / 1e6, rate * 8 / 1e6, CALLS_SPAN[column])
+
+
+def write_activity(pairs: pd.DataFrame | None) -> Throughput | None:
+    """THE write throughput: the bytes acknowledged by successful WRITE replies
+    over the write activity, from the time budget's pairs (``budget.pairs``:
+    bytes, writes, elapsed_ns per client/server pair; several pairs: their bytes
+    and their times summed, as the verdict states it).  None without WRITE
+    activity."""
+    if pairs is None or pairs.empty:
+        return None
+    total = int(pairs["bytes"].sum())
+    seconds = int(pairs["elapsed_ns"].sum()) / 1e9
+    rate = total / seconds if seconds > 0 else float("nan")
+    span = (
+        WRITE_ACTIVITY_SPAN
+        if len(pairs) == 1
+        else WRITE_ACTIVITY_PAIRS_SPAN.format(pairs=f"{len(pairs):,}")
+    )
+    return Throughput(total, int(pairs["writes"].sum()), seconds, rate / 1e6, rate * 8 / 1e6, span)
 
 
 def _nfs_versions(tx: pd.DataFrame) -> list[str]:

@@ -42,6 +42,30 @@ EVENT_LINK_COLUMNS: dict[str, str] = {
     "rpc_ops": "their operations, with counts (e.g. 'WRITE x3')",
 }
 
+# tshark's expert info for each kind: its words, and its severity.  Retransmission:
+# a TCP segment sent again; previous segment not captured: bytes the capture never
+# saw; zero window: the receiver could take no more; window full: the sender
+# filled the receiver's window.
+EXPERT_WORDS: dict[str, tuple[str, str]] = {
+    "tcp_retransmission": ("Retransmission", "warning"),
+    "tcp_hole": ("Previous segment not captured", "warning"),
+    "tcp_zero_window": ("Zero window", "warning"),
+    "tcp_window_full": ("Window full", "note"),
+}
+EXPERT_COLUMNS: dict[str, str] = {
+    "kind": "the event kind (events.kind)",
+    "what": "in tshark's expert-info words",
+    "severity": "warning / note, as tshark grades it",
+    "events": "how many",
+    "duration_ns": "stretches: their total length (0: instants)",
+    "rpcs": "distinct RPCs in progress on the connection during one of them",
+    "writes": "of these, WRITE and COMMIT calls",
+    "rpc_latency_ns": "the distinct RPCs' latencies summed",
+    "first_frame": "frame of the first one",
+    "rpc_frames": "the call frames of the slowest RPCs they overlap (up to 5, slowest first)",
+}
+MAX_EXPERT_FRAMES = 5
+
 CONNECTION_COLUMNS: dict[str, str] = {
     "conn": "connection id",
     "host_a": "one end (the lower address)",
@@ -72,6 +96,8 @@ class TransportResult:
     rpcs_in_zero_window: int  # distinct RPCs overlapping a zero-window stretch
     rpcs_in_window_full: int  # distinct RPCs overlapping a window-full stretch
     events: pd.DataFrame = field(metadata=NOT_IN_JSON)  # EVENT_LINK_COLUMNS
+    # EXPERT_COLUMNS: one row per kind seen, tshark's expert info linked to the RPCs
+    expert: pd.DataFrame
     # CONNECTION_COLUMNS, connections with any event (the JSON: how many)
     connections: pd.DataFrame = field(metadata=json_field(convert=len))
 
@@ -240,6 +266,7 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
 
     return TransportResult(
         events=linked,
+        expert=_expert(linked, links, rows_where(transactions, transactions["n_calls"] > 0)),
         connections=connections,
         retransmissions=count("tcp_retransmission"),
         retransmitted_bytes=total("tcp_retransmission", "length"),
@@ -252,6 +279,39 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
         rpcs_in_zero_window=distinct_rpcs("tcp_zero_window"),
         rpcs_in_window_full=distinct_rpcs("tcp_window_full"),
     )
+
+
+def _expert(linked: pd.DataFrame, links: _Links, rpcs: pd.DataFrame) -> pd.DataFrame:
+    """Per kind seen (EXPERT_WORDS order): how many, for how long, and the
+    distinct RPCs they overlap (``links.rpc`` indexes ``rpcs``), WRITEs and
+    COMMITs among them, and the call frames of the slowest to open."""
+    kinds = linked["kind"].astype(object).to_numpy()
+    op = rpcs["op"].astype(object).to_numpy()
+    frame = rpcs["call_frame"].astype("Int64").fillna(-1).to_numpy("int64")
+    rows = []
+    for kind, (what, severity) in EXPERT_WORDS.items():
+        mine = kinds == kind
+        if not mine.any():
+            continue
+        hit = np.unique(links.rpc[kinds[links.event] == kind])
+        slowest = hit[np.argsort(-links.rpc_latency_ns[hit], kind="stable")]
+        # (two calls may end in one frame: named once)
+        frames = list(dict.fromkeys(int(f) for f in frame[slowest] if f >= 0))[:MAX_EXPERT_FRAMES]
+        rows.append(
+            {
+                "kind": kind,
+                "what": what,
+                "severity": severity,
+                "events": int(mine.sum()),
+                "duration_ns": int(linked.loc[mine, "duration_ns"].sum()),
+                "rpcs": len(hit),
+                "writes": int(np.isin(op[hit], ("WRITE", "COMMIT")).sum()),
+                "rpc_latency_ns": int(links.rpc_latency_ns[hit].sum()),
+                "first_frame": int(linked.loc[mine, "frame"].min()),
+                "rpc_frames": " ".join(map(str, frames)),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(EXPERT_COLUMNS))
 
 
 def _connections(linked: pd.DataFrame, links: _Links) -> pd.DataFrame:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from nfstrace.analysis.overview import write_activity
 from nfstrace.comparison import Comparison
 from nfstrace.jsonable import jsonable
+from nfstrace.match import columns_from
 from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
@@ -72,6 +74,11 @@ def summary(trace: Trace) -> dict:
                 }
                 for f in st.files
             ],
+            # the write throughput the verdict states: bytes over the write activity
+            # (overview.write_activity; its span says what the seconds measure)
+            "write_throughput": write_activity(
+                trace.diagnosis.budget.pairs if trace.diagnosis.budget is not None else None
+            ),
             "overview": trace.overview,
             "diagnosis": diagnosis_summary(trace),
             "latency": trace.latency,
@@ -103,13 +110,15 @@ def write_json(trace: Trace, path: Path) -> None:
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
 
-# NFS fields whose parser default (-1) says "not in this message": empty in the
-# CSV and null in Parquet, as every other unknown there (a reply without its
-# call has no offset to give, as it has no call time).
+# The transaction columns of NFS fields whose parser default (-1) says "not in
+# this message" (the status of a portmap or MOUNT reply, the offset of a
+# reply without its call): empty in the CSV and null in Parquet, as every other
+# unknown there.
 NOT_GIVEN = tuple(
-    c
-    for c, (_dtype, default, _meaning) in NFS_FIELDS.items()
-    if default == -1 and c != "nfs_status"
+    column
+    for field, (_dtype, default, _meaning) in NFS_FIELDS.items()
+    if default == -1
+    for column in columns_from(field)
 )
 
 

@@ -24,10 +24,18 @@ the tables of the analysis results: ``Diagnosis.progress``,
     fig.show()
     time_budget(diagnosis.budget.pairs).show()
 
-Time axes are seconds since ``t0_ns`` (default: the first time in the data).
+Time axes are seconds since ``t0_ns`` (default: the first time in the data),
+named on the axis by ``origin`` (the report: ``TIME_ORIGIN``, the first RPC
+message, as its header and tables say).  Log axes are labelled at 1, 2 and 5
+of each decade and span at least two labels (``log_axis``).  Every mark drawn
+has its legend entry, and the notes never speak of clicking: each figure
+reads as a static image (a screenshot in a ticket, ``--png``).
 Above ``point_budget`` points a figure is thinned (the minimum and maximum of
 each time bucket are kept, so spikes and stalls survive) and says so in its
-subtitle; above ``WEBGL_ABOVE`` points a trace is drawn with WebGL.  Strings
+subtitle.  Every trace is SVG (``scatter``, ``bar``): the report inlines
+plotly.js's basic bundle, which has no WebGL, and ``POINT_BUDGET`` points
+(the minimum and maximum of 5,000 buckets, more than a plot has pixels across)
+draw in SVG within a second.  Strings
 from the capture are HTML-escaped: plotly renders a subset of HTML in labels.
 
 Each budget cause has one colour, ``CAUSE_COLOURS``, used by the budget bars,
@@ -51,8 +59,10 @@ from plotly.subplots import make_subplots
 
 from nfstrace.analysis.budget import CAUSES
 
-POINT_BUDGET = 50_000  # points per figure before thinning
-WEBGL_ABOVE = 10_000  # points in one trace before it is drawn with WebGL (SVG is slow)
+POINT_BUDGET = 10_000  # points per figure before thinning
+# The trace types the figures draw: those of the plotly.js bundle the report
+# inlines (reports/assets/plotly-basic.README.md); tests/test_figures.py checks.
+TRACE_TYPES = ("scatter", "bar")
 MAX_LABELLED = 20  # stalls / segments labelled with text (the longest ones)
 MAX_CDF_LINES = 8  # latency CDF: the busiest operations, the rest as one line
 # cumulative transfer: writes spanning less than this share of the plotted time are zoomed to
@@ -64,6 +74,9 @@ MAX_BUDGET_SHAPES = 300  # budget stretches shaded behind the cumulative transfe
 BUDGET_MERGE_SHARE = 0.001  # same-cause stretches closer than this share of the span: merged
 SHADE_OPACITY = 0.25
 _LEGEND_ABOVE = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"}
+
+# The time origin the report gives its time axes (and its header, its tables).
+TIME_ORIGIN = "the first RPC message"
 
 # One colour per time-budget cause (nfstrace.analysis.budget.CAUSES), everywhere.
 CAUSE_COLOURS: dict[str, str] = {
@@ -130,14 +143,20 @@ def _seconds(t_ns: pd.Series | np.ndarray, t0_ns: int) -> np.ndarray:
     return (np.asarray(t_ns, dtype="float64") - float(t0_ns)) / 1e9
 
 
+def time_title(origin: str | None, t0_given: bool, what: str = "time") -> str:
+    """A time axis's title: 'time (s since the first RPC message)'."""
+    since = origin or ("t0" if t0_given else "the first point shown")
+    return f"{what} (s since {since})"
+
+
 def _t0(*columns: pd.Series) -> int:
     firsts = [int(c.min()) for c in columns if c is not None and len(c.dropna())]
     return min(firsts) if firsts else 0
 
 
-def _scatter(n_points: int, **kw: object) -> go.Scatter | go.Scattergl:
-    """A WebGL trace when there are many points, SVG otherwise."""
-    return go.Scattergl(**kw) if n_points > WEBGL_ABOVE else go.Scatter(**kw)
+def _scatter(n_points: int, **kw: object) -> go.Scatter:
+    """A scatter trace of ``n_points`` (at most ``POINT_BUDGET``: thinned before)."""
+    return go.Scatter(**kw)
 
 
 def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Figure:
@@ -152,6 +171,7 @@ def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Fi
         "margin": {"l": 70, "r": 30, "t": 90 if notes else 70, "b": 55},
         "template": "plotly_white",
         "legend": _LEGEND_ABOVE,
+        "showlegend": True,  # even for one trace: every mark named
         "meta": {"notes": notes},
     }
     fig.update_layout({**layout, **kw})
@@ -169,13 +189,26 @@ def log_axis(values: np.ndarray, title: str) -> dict[str, object]:
     axis: dict[str, object] = {"type": "log", "title": {"text": title}}
     if not len(v):
         return axis
-    lo, hi = int(np.floor(np.log10(v.min()))), int(np.ceil(np.log10(v.max())))
+    lo, hi = int(np.floor(np.log10(v.min()))) - 1, int(np.ceil(np.log10(v.max()))) + 1
     ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]
-    ticks = [t for t in ticks if v.min() / 2.5 <= t <= v.max() * 2.5]
-    if len(ticks) > 12:  # many decades: the powers of ten only
+    decades = np.log10(v.max() / v.min())
+    if decades > 4:  # many decades: the powers of ten only
         ticks = [t for t in ticks if round(t / 10 ** np.floor(np.log10(t))) == 1]
+    # the axis runs from the label at or below the smallest value to the one at
+    # or above the largest (plotly's own range can leave one label, or none, in view)
+    low = max(t for t in ticks if t <= v.min() * (1 + 1e-9))
+    high = min(t for t in ticks if t >= v.max() * (1 - 1e-9))
+    if low == high:  # one value, on a label: the labels either side too
+        low = max(t for t in ticks if t < low)
+        high = min(t for t in ticks if t > high)
+    ticks = [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
     text = [f"{t:,.0f}" if t >= 1 else f"{t:.10g}" for t in ticks]
-    axis |= {"tickvals": ticks, "ticktext": text}
+    pad = 0.02 * (np.log10(high) - np.log10(low))  # the end labels not on the frame
+    axis |= {
+        "tickvals": ticks,
+        "ticktext": text,
+        "range": [float(np.log10(low) - pad), float(np.log10(high) + pad)],
+    }
     return axis
 
 
@@ -227,6 +260,7 @@ def cumulative_transfer(
     point_budget: int = POINT_BUDGET,
     budget_intervals: pd.DataFrame | None = None,
     tcp_resends: pd.DataFrame | None = None,
+    origin: str | None = None,
 ) -> go.Figure:
     """Bytes acknowledged by WRITE replies vs time (the study's main plot).
 
@@ -238,11 +272,14 @@ def cumulative_transfer(
     t_reply_ns, duration_ns (COMMIT calls marked); budget_intervals: the time
     budget's intervals (``budget.INTERVAL_COLUMNS``: start_ns, end_ns,
     duration_ns, cause, evidence; one pair's, or several pairs' shaded over each
-    other), shaded behind the curve in ``CAUSE_COLOURS`` (not ``transfer``:
-    data moving is the normal state), one legend entry per cause; see
+    other), shaded behind the curve in ``CAUSE_COLOURS`` (``transfer`` too, as
+    the budget's bar shows it), one legend entry per cause (its square marks,
+    along the time axis, give each stretch's cause and evidence on hover); see
     ``_add_budget_shading`` for how thousands of intervals stay cheap;
     tcp_resends: TCP retransmission events (ts_ns; marked on the curve, at most
-    POINT_BUDGET // 10 of them, evenly chosen).
+    POINT_BUDGET // 10 of them, evenly chosen); origin: what ``t0_ns`` is, in
+    words, for the time axis.  The slopes are written only between stalls (two
+    stretches or more: one would be the writes' own rate again).
     """
     title = "Cumulative transfer: bytes acknowledged by WRITE replies"
     if progress is None or progress.empty:
@@ -285,7 +322,7 @@ def cumulative_transfer(
         shaded = _add_budget_shading(fig, budget_intervals, t0, all_x, notes)
     if stalls is not None and not stalls.empty:
         _add_stalls(fig, stalls, t0, top)
-    if segments is not None and not segments.empty:
+    if segments is not None and len(segments) > 1:
         _add_segment_slopes(fig, segments, t0, all_x, all_mb)
 
     def mark(times_ns: np.ndarray, marker: dict, name: str, what: str) -> None:
@@ -327,7 +364,7 @@ def cumulative_transfer(
                 hovertemplate="COMMIT at %{x:.6f} s, %{customdata:.3f} ms<extra></extra>",
             )
         )
-    xaxis: dict[str, object] = {"title": {"text": "time since start of capture (s)"}}
+    xaxis: dict[str, object] = {"title": {"text": time_title(origin, t0_ns is not None)}}
     # the write activity: the budget's span (first WRITE call to last WRITE or
     # COMMIT reply) and the WRITE replies
     first, last = float(all_x[1]) if len(all_x) > 1 else float(all_x[0]), float(all_x[-1])
@@ -338,9 +375,11 @@ def cumulative_transfer(
         # a short burst in a long capture would be a step at the edge: zoom to it
         margin = max(0.05 * (last - first), 1e6)
         xaxis["range"] = [(first - margin - t0) / 1e9, (last + margin - t0) / 1e9]
+        start = min(float(all_x[0]), float(t0))
         notes.append(
-            f"zoomed to the write activity ({(first - t0) / 1e9:,.3f}-{(last - t0) / 1e9:,.3f} s "
-            f"since the start; double-click to see all)"
+            f"zoomed to the write activity, {(first - t0) / 1e9:,.3f}-{(last - t0) / 1e9:,.3f} s "
+            f"(the RPC traffic: {(start - t0) / 1e9:,.3f}-{(max(last, all_x[-1]) - t0) / 1e9:,.3f}"
+            " s)"
         )
     # with the budget's causes the legend is long: below the plot (not over the title,
     # and not beside it: the time axis keeps the width of the other figures')
@@ -378,9 +417,9 @@ def _resend_times(retransmissions: pd.DataFrame) -> np.ndarray:
 
 
 def _budget_stretches(intervals: pd.DataFrame, merge_ns: float) -> pd.DataFrame:
-    """The budget's intervals other than ``transfer``, with the intervals of one
-    cause merged where one starts at most ``merge_ns`` after the previous one
-    ended (whatever lies between: below a pixel, stretches cannot be told apart).
+    """The budget's intervals, with the intervals of one cause merged where one
+    starts at most ``merge_ns`` after the previous one ended (whatever lies
+    between: below a pixel, stretches cannot be told apart).
 
     Columns: cause, start_ns, end_ns (floats), seconds (the cause's own time in
     the stretch), intervals (merged), evidence (of the longest of them)."""
@@ -392,7 +431,7 @@ def _budget_stretches(intervals: pd.DataFrame, merge_ns: float) -> pd.DataFrame:
     )
     start = intervals["start_ns"].to_numpy(dtype="float64")
     end = intervals["end_ns"].to_numpy(dtype="float64")
-    present = set(cause) - {"transfer"}
+    present = set(cause)
     order = [c for c in CAUSES if c in present] + sorted(present - set(CAUSES))
     parts = []
     for name in order:
@@ -434,7 +473,9 @@ def _add_budget_shading(
     Thousands of intervals stay cheap: same-cause intervals closer than
     ``BUDGET_MERGE_SHARE`` of the plot's time span are merged, and at most
     ``MAX_BUDGET_SHAPES`` stretches are drawn (the longest), with a note.
-    False when there was nothing to shade (only ``transfer``)."""
+    The legend has one entry per cause, its seconds and share of the time:
+    the square marks' trace (the shapes themselves stay out of it).
+    False when there was nothing to shade."""
     ends = intervals["end_ns"].to_numpy(dtype="float64")
     starts = intervals["start_ns"].to_numpy(dtype="float64")
     lo = min(float(np.nanmin(starts)), float(curve_x.min()) if len(curve_x) else np.inf)
@@ -457,7 +498,6 @@ def _add_budget_shading(
     all_causes = intervals["cause"].astype(str).to_numpy(dtype=object)
     seconds = pd.Series(np.maximum(ends - starts, 0.0)).groupby(all_causes).sum() / 1e9
     shapes = list(fig.layout.shapes or ())
-    named: set[str] = set()
     for a, b, cause in zip(x0, x1, causes, strict=True):
         colour = CAUSE_COLOURS.get(cause, CAUSE_COLOURS["unknown"])
         shapes.append(
@@ -473,12 +513,11 @@ def _add_budget_shading(
                 "opacity": SHADE_OPACITY,
                 "line": {"width": 0},
                 "layer": "below",
-                "name": esc(f"time budget: {cause} ({float(seconds.get(cause, 0.0)):.3f} s)"),
+                "name": esc(f"time budget: {cause}"),
                 "legendgroup": f"budget-{cause}",
-                "showlegend": cause not in named,
+                "showlegend": False,  # the cause's marks carry its legend entry
             }
         )
-        named.add(cause)
     fig.update_layout(shapes=shapes)  # at once: add_shape is slow
     hover = [
         esc(f"{c}: {a:.6f} to {b:.6f} s ({s:.6f} s in {n:,} interval{'s' if n > 1 else ''})")
@@ -494,22 +533,30 @@ def _add_budget_shading(
             strict=True,
         )
     ]
-    fig.add_trace(
-        go.Scatter(
-            x=(x0 + x1) / 2,
-            y=np.zeros(len(x0)),
-            mode="markers",
-            marker={
-                "symbol": "square",
-                "size": 6,
-                "color": [CAUSE_COLOURS.get(c, CAUSE_COLOURS["unknown"]) for c in causes],
-            },
-            name="time budget stretches",
-            hovertext=hover,
-            hoverinfo="text",
-            showlegend=False,
+    all_seconds = float(seconds.sum())
+    hover_of = np.asarray(hover, dtype=object)
+    order = [c for c in CAUSES if c in set(causes)] + sorted(set(causes) - set(CAUSES))
+    for cause in order:  # one trace (and legend entry) per cause, in the budget's order
+        mine = causes == cause
+        share = float(seconds.get(cause, 0.0)) / all_seconds if all_seconds > 0 else 0.0
+        fig.add_trace(
+            go.Scatter(
+                x=((x0 + x1) / 2)[mine],
+                y=np.zeros(int(mine.sum())),
+                mode="markers",
+                marker={
+                    "symbol": "square",
+                    "size": 7,
+                    "color": CAUSE_COLOURS.get(cause, CAUSE_COLOURS["unknown"]),
+                },
+                name=esc(
+                    f"time budget: {cause} ({float(seconds.get(cause, 0.0)):.3f} s, {share:.0%})"
+                ),
+                legendgroup=f"budget-{cause}",
+                hovertext=list(hover_of[mine]),
+                hoverinfo="text",
+            )
         )
-    )
     return True
 
 
@@ -569,6 +616,7 @@ def _add_segment_slopes(
             textposition="middle left",
             name="slope between stalls",
             hoverinfo="skip",
+            showlegend=False,  # the text says what it is
         )
     )
 
@@ -577,7 +625,11 @@ def _add_segment_slopes(
 
 
 def transaction_throughput(
-    transactions: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+    transactions: pd.DataFrame,
+    *,
+    t0_ns: int | None = None,
+    point_budget: int = POINT_BUDGET,
+    origin: str | None = None,
 ) -> go.Figure:
     """Block / latency of every answered WRITE and READ vs its call time (Mbit/s)."""
     title = "Per-transaction throughput: block / call→reply time"
@@ -615,7 +667,7 @@ def transaction_throughput(
         fig,
         title,
         notes,
-        xaxis_title="call time since start of capture (s)",
+        xaxis_title=time_title(origin, t0_ns is not None, "call time"),
         yaxis_title="Mbit/s (bytes of the transaction / its latency)",
     )
 
@@ -624,7 +676,11 @@ def transaction_throughput(
 
 
 def write_latency(
-    transactions: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+    transactions: pd.DataFrame,
+    *,
+    t0_ns: int | None = None,
+    point_budget: int = POINT_BUDGET,
+    origin: str | None = None,
 ) -> go.Figure:
     """Call→reply time of each WRITE (first packet of the first call to the
     reply, log scale) vs call time; re-sent WRITEs (n_calls > 1) marked."""
@@ -664,7 +720,7 @@ def write_latency(
         fig,
         title,
         notes,
-        xaxis_title="call time since start of capture (s)",
+        xaxis_title=time_title(origin, t0_ns is not None, "call time"),
         yaxis=log_axis(w["latency_ns"].to_numpy("float64") / 1e6, "call→reply (ms, log)"),
     )
 
@@ -673,7 +729,11 @@ def write_latency(
 
 
 def outstanding_rpcs(
-    outstanding: pd.DataFrame, *, t0_ns: int | None = None, point_budget: int = POINT_BUDGET
+    outstanding: pd.DataFrame,
+    *,
+    t0_ns: int | None = None,
+    point_budget: int = POINT_BUDGET,
+    origin: str | None = None,
 ) -> go.Figure:
     """RPCs in flight vs time (a step per change; one line per client/server)."""
     title = "Outstanding RPCs (calls sent, reply not yet seen)"
@@ -698,7 +758,7 @@ def outstanding_rpcs(
                 y=n[keep],
                 mode="lines",
                 line={"shape": "hv"},
-                name=esc(_pair_label(pair) or "outstanding"),
+                name=esc(_pair_label(pair) or "RPCs in flight"),
                 hovertemplate="%{x:.6f} s: %{y} in flight<extra></extra>",
             )
         )
@@ -706,9 +766,8 @@ def outstanding_rpcs(
         fig,
         title,
         notes,
-        xaxis_title="time since start of capture (s)",
+        xaxis_title=time_title(origin, t0_ns is not None),
         yaxis_title="RPCs in flight",
-        showlegend=len(groups) > 1,
     )
 
 

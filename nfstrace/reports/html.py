@@ -45,16 +45,17 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.latency import LATENCY_COLUMNS
-from nfstrace.analysis.overview import throughput_text
+from nfstrace.analysis.overview import throughput_text, write_activity
+from nfstrace.analysis.transport import EXPERT_COLUMNS
 from nfstrace.analysis.writes import FILE_COLUMNS
+from nfstrace.comparison import speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports import figures as fg
 from nfstrace.reports.files import write_atomically
-from nfstrace.text import count, file_names, printable
+from nfstrace.text import file_names, printable
 from nfstrace.version import __version__
 
 if TYPE_CHECKING:
@@ -201,8 +202,8 @@ def _table(
         f'<p class="note">{len(shown):,} of {total:,} rows shown.</p>' if total > len(shown) else ""
     )
     return (
-        f'<table class="sortable" id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>{note}"
+        f'<div class="scroll"><table class="sortable" id="{_e(table_id)}"><thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}"
     )
 
 
@@ -328,12 +329,10 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis, figs: _Figures) -> st
     verdict = _attr(diagnosis, "verdict")
     if verdict is not None:
         out.append(_verdict_html(verdict))
-    write = trace.overview.write
-    if write is not None:
-        headline = (
-            f"{write.bytes / 1e6:,.3f} MB written in {count(write.transactions, 'WRITE')} over "
-            f"{write.seconds:.3f} s: {write.mbits_per_s:,.1f} Mbit/s."
-        )
+    budget = _attr(diagnosis, "budget")
+    write = write_activity(budget.pairs if budget is not None else None)
+    if write is not None:  # the figure the verdict gives, said with what it measures
+        headline = f"Written: {throughput_text(write, 'WRITE')}."
         out.append(f'<p class="headline">{_e(headline)}</p>')
     findings = [f for f in _attr(diagnosis, "findings") or [] if not _is_verdict(f, verdict)]
     if findings:
@@ -362,15 +361,16 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         files = [(p, "") for p in trace.paths]
     point = _attr(diagnosis, "quality", "capture_point")
     tcp = st.tcp
+    budget = _attr(diagnosis, "budget")
+    activity = write_activity(budget.pairs if budget is not None else None)
     throughput = []
-    for label, t in (("written", ov.write), ("read", ov.read)):
-        if t is not None:
-            throughput.append(
-                (
-                    label,
-                    throughput_text(t),
-                )
-            )
+    if activity is not None:
+        throughput.append(("written", throughput_text(activity, "WRITE")))
+    if ov.write is not None:  # a second figure, named for what it measures
+        label = "WRITE calls' own span" if activity is not None else "written"
+        throughput.append((label, throughput_text(ov.write, "WRITE")))
+    if ov.read is not None:
+        throughput.append(("read", throughput_text(ov.read, "READ")))
     facts = [
         *(("file", f"{p}: {what}") for p, what in files),
         ("time span", f"{_when(ov.start_ns)} to {_when(ov.end_ns)} "
@@ -498,16 +498,22 @@ def _pair_figure_list(
                 point_budget=budget,
                 budget_intervals=sel(data.budget_intervals),
                 tcp_resends=tcp_resends,
+                origin=fg.TIME_ORIGIN,
             ),
         ),
         (
             "per-transaction throughput",
-            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget),
+            fg.transaction_throughput(tx, t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN),
         ),
-        ("WRITE call→reply", fg.write_latency(tx, t0_ns=t0, point_budget=budget)),
+        (
+            "WRITE call→reply",
+            fg.write_latency(tx, t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN),
+        ),
         (
             "outstanding RPCs",
-            fg.outstanding_rpcs(sel(data.outstanding), t0_ns=t0, point_budget=budget),
+            fg.outstanding_rpcs(
+                sel(data.outstanding), t0_ns=t0, point_budget=budget, origin=fg.TIME_ORIGIN
+            ),
         ),
     ):
         if zoom is None and name == "cumulative transfer":
@@ -600,8 +606,8 @@ def _events_by_kind(events: pd.DataFrame) -> str:
             "duration_ms": [events.loc[kinds == k, "duration_ms"].sum() for k in order],
         }
     )
-    headers = {"t_s": "time (s)", "duration_ms": "duration (ms)"}
-    tips = {"t_s": "seconds since the start of the capture"}
+    headers = {"t_s": "time (s)", "duration_ms": "duration (ms)"}  # (s since TIME_ORIGIN)
+    tips = {"t_s": f"seconds since {fg.TIME_ORIGIN}"}
     parts = [
         _table(
             summary,
@@ -622,6 +628,44 @@ def _events_by_kind(events: pd.DataFrame) -> str:
             + "</details>"
         )
     return "".join(parts)
+
+
+def _expert_html(trace: Trace, diagnosis: Diagnosis) -> str:
+    """TCP's expert info as tshark gives it, each kind linked to the RPCs in
+    progress on its connection meanwhile (``transport.expert``); the
+    out-of-order segments, counted only."""
+    expert = _frame(diagnosis, "transport", "expert")
+    out_of_order = trace.stats.tcp.get("out_of_order", 0)
+    if (expert is None or expert.empty) and not out_of_order:
+        return ""
+    out = ["<h3>TCP expert info (linked to the RPCs in progress on the connection)</h3>"]
+    if expert is not None and len(expert):
+        shown = expert.assign(  # (instants have no length: '-')
+            duration_ms=expert["duration_ns"].where(expert["duration_ns"] > 0) / 1e6,
+            rpc_latency_ms=expert["rpc_latency_ns"] / 1e6,
+        )
+        columns = ["what", "severity", "events", "duration_ms", "rpcs", "writes"]
+        columns += ["rpc_latency_ms", "first_frame", "rpc_frames"]
+        headers = {
+            "duration_ms": "for (ms)",
+            "rpcs": "RPCs",
+            "writes": "WRITEs",
+            "rpc_latency_ms": "their latency (ms)",
+            "first_frame": "first frame",
+            "rpc_frames": "slowest RPCs (call frames)",
+        }
+        tips = {
+            **EXPERT_COLUMNS,
+            "duration_ms": EXPERT_COLUMNS["duration_ns"],
+            "rpc_latency_ms": EXPERT_COLUMNS["rpc_latency_ns"],
+        }
+        out.append(_table(shown, columns, headers=headers, tips=tips, table_id="tcp-expert"))
+    if out_of_order:
+        out.append(
+            f'<p class="note">{out_of_order:,} TCP segments out of order (counted, not linked '
+            "to RPCs: the parser keeps no event for them).</p>"
+        )
+    return "".join(out)
 
 
 def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
@@ -647,6 +691,7 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
                 table_id="files",
             )
         )
+    out.append(_expert_html(trace, diagnosis))
     shown = diagnosis.timeline
     events = shown.table.drop(columns="t_ns")
     # seconds from the first RPC message (a handshake before it is negative)
@@ -671,7 +716,14 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
         )
         cols = [c for c in ("name", "value", "method", "samples", "spread", "note") if c in shown]
         out.append(_table(shown, cols, table_id="model-parameters"))
-        for name, title in (("predictions", "Predicted vs measured"), ("what_if", "What if")):
+        for name, title in (
+            (
+                "predictions",
+                "Predicted vs measured (the WRITE calls over their own span: first call to "
+                "last WRITE reply)",
+            ),
+            ("what_if", "What if"),
+        ):
             table = _frame(model, name)
             if table is not None and len(table):
                 out.append(f"<h3>{_e(title)}</h3>")
@@ -697,10 +749,13 @@ _CSS = _asset("report.css")
 _ERROR_RECORDER = _asset("errors.js")
 
 # Runs last: sortable tables, and the check that every figure was drawn.
-# plotly.js is 4.8 MB; gzip packs it to 1.5 MB (2.0 MB as base64 in the page).
-# The page unpacks it with the browser's own DecompressionStream (Chrome 80,
-# Firefox 113, Safari 16.4 and later): still one offline file.  The figures'
-# scripts wait (type DEFERRED) and run after it, in document order.
+# plotly.js: its basic bundle (scatter, bar, pie: what the figures draw), vendored
+# with its licence and version (assets/plotly-basic.README.md): 1.2 MB; gzip
+# packs it to 395 KB (527 KB as base64 in the page; the whole plotly.js was 4.8
+# MB, 2.0 MB packed).  The page unpacks it with the browser's own
+# DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later): still one
+# offline file.  The figures' scripts wait (type DEFERRED) and run after it, in
+# document order.
 PACKED_PLOTLY_ID = "nfstrace-plotly"
 DEFERRED = "text/x-nfstrace-figure"
 _FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>')
@@ -709,14 +764,26 @@ _UNPACK_SCRIPT = (
 )
 
 
+PLOTLY_BUNDLE = "plotly-basic.min.js"
+_BANNER = re.compile(r"\* plotly\.js \(([^)]*)\) v(\S+)")
+
+
+@functools.cache
+def plotly_js() -> tuple[str, str]:
+    """(the vendored plotly.js bundle, its version from its banner)."""
+    js = _asset(PLOTLY_BUNDLE)
+    banner = _BANNER.search(js[:300])
+    assert banner, f"{PLOTLY_BUNDLE}: no plotly.js banner"
+    return js, banner.group(2)
+
+
 @functools.cache
 def packed_plotly() -> tuple[str, str]:
     """(plotly.js gzip-packed as base64, its version): packed once per process."""
-    import plotly
-
-    js = get_plotlyjs().encode("utf-8")
-    packed = base64.b64encode(gzip.compress(js, compresslevel=9, mtime=0)).decode("ascii")
-    return packed, plotly.__version__
+    js, version = plotly_js()
+    raw = js.encode("utf-8")
+    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+    return packed, version
 
 
 _PAGE_SCRIPT = _asset("page.js")
@@ -739,7 +806,7 @@ def render_report(
     figures_html = _figures_section(trace, diagnosis, data, point_budget, figs)
     title = "nfstrace report: " + file_names(trace.paths, base=True)
     when = (
-        f"times are seconds since the first RPC message ({_when(trace.overview.start_ns)}; "
+        f"times are seconds since {fg.TIME_ORIGIN} ({_when(trace.overview.start_ns)}; "
         "TCP events before it, such as handshakes, have negative times)"
     )
     body = [
@@ -807,11 +874,91 @@ def render_comparison(cmp: Comparison) -> str:
         body += figs.html
     body.append("</section>")
     body.append('<section id="tables"><h2>Tables</h2><h3>Client/server pairs</h3>')
-    body.append(_table(cmp.pairs, list(cmp.pairs.columns), table_id="pairs"))
+    pairs, tips = _compared_pairs(cmp.pairs)
+    body.append(_table(pairs, list(pairs.columns), tips=tips, table_id="pairs"))
     body.append("<h3>Operations (latency in ms)</h3>")
-    body.append(_table(cmp.operations, list(cmp.operations.columns), table_id="operations"))
+    ops, tips = _compared_operations(cmp.operations)
+    body.append(_table(ops, list(ops.columns), tips=tips, table_id="operations"))
     body.append("</section>")
     return _page(title, "before and after, side by side", body, figs.notes)
+
+
+def _arrow(before: Any, after: Any, fmt: str) -> str:
+    """'before → after', each formatted, '-' where missing (as the terminal)."""
+    return " → ".join("-" if pd.isna(x) else format(x, fmt) for x in (before, after))
+
+
+def _compared_pairs(pairs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The pairs side by side as the terminal says them: 'before → after' cells,
+    the change in throughput in words ('8.4x faster'), and only the causes that
+    took a share of the time on either side."""
+    rows = pairs.itertuples(index=False)
+    used = [
+        c
+        for c in CAUSES
+        if (pairs[[f"{c}_share_before", f"{c}_share_after"]].fillna(0) >= 0.005).any().any()
+    ]
+    table = pd.DataFrame(
+        [
+            {
+                "client → server": f"{r.client} → {r.server}",
+                "write activity (s)": _arrow(r.elapsed_s_before, r.elapsed_s_after, ",.3f"),
+                "Mbit/s": _arrow(r.mbit_s_before, r.mbit_s_after, ",.1f"),
+                "writes": "-" if not r.speedup > 0 else speed_words(1 / r.speedup),
+                "verdict": _arrow(r.primary_before, r.primary_after, ""),
+                **{
+                    f"{c.replace('_', ' ')} %": _arrow(
+                        getattr(r, f"{c}_share_before"), getattr(r, f"{c}_share_after"), ".0%"
+                    )
+                    for c in used
+                },
+            }
+            for r in rows
+        ]
+    )
+    tips = {
+        "write activity (s)": "seconds from the pair's first WRITE call to its last WRITE or "
+        "COMMIT reply, before → after",
+        "Mbit/s": "bytes of its successful WRITE replies over its write activity",
+        "writes": "the change in throughput",
+        **{f"{c.replace('_', ' ')} %": f"share of the write activity to {c}" for c in used},
+    }
+    return table, tips
+
+
+def _compared_operations(ops: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The operations side by side as the terminal says them: 'before → after'
+    cells and the median's change in words ('5.9x faster')."""
+    table = pd.DataFrame(
+        {
+            "op": [
+                str(op) if program == "nfs" else f"{program} {op}"
+                for program, op in zip(ops["program"], ops["op"], strict=True)
+            ],
+            "vers": ops["vers"],
+            "calls": [
+                _arrow(b, a, ",")
+                for b, a in zip(ops["calls_before"], ops["calls_after"], strict=True)
+            ],
+            "p50 ms": [
+                _arrow(b, a, ",.3f")
+                for b, a in zip(ops["p50_ms_before"], ops["p50_ms_after"], strict=True)
+            ],
+            "p99 ms": [
+                _arrow(b, a, ",.3f")
+                for b, a in zip(ops["p99_ms_before"], ops["p99_ms_after"], strict=True)
+            ],
+            "p50 change": [
+                "-" if not change > -1 else speed_words(1 + change) for change in ops["p50_change"]
+            ],
+            "errors": [
+                _arrow(b, a, ",")
+                for b, a in zip(ops["errors_before"], ops["errors_after"], strict=True)
+            ],
+        }
+    )
+    tips = {"p50 ms": "median latency, first call to reply", "p50 change": "the median's change"}
+    return table, tips
 
 
 def write_comparison(path: str | os.PathLike[str], cmp: Comparison) -> None:

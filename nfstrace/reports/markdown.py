@@ -14,6 +14,7 @@ import pandas as pd
 
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.latency import by_time_spent, server_time_note
+from nfstrace.analysis.overview import throughput_text, write_activity
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
@@ -39,6 +40,22 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def rate_lines_of(trace: Trace) -> list[tuple[str, str]]:
+    """The write throughput the verdict gives, with what it measures (else the
+    WRITE calls' own), and the reads'."""
+    budget = trace.diagnosis.budget
+    activity = write_activity(budget.pairs if budget is not None else None)
+    ov = trace.overview
+    out = []
+    if activity is not None:
+        out.append(("Written", throughput_text(activity, "WRITE")))
+    elif ov.write is not None:
+        out.append(("Written", throughput_text(ov.write, "WRITE")))
+    if ov.read is not None:
+        out.append(("Read", throughput_text(ov.read, "READ")))
+    return out
+
+
 def render_markdown(trace: Trace) -> str:
     ov, st, d = trace.overview, trace.stats, trace.diagnosis
     names = file_names(trace.paths, base=True)
@@ -53,6 +70,8 @@ def render_markdown(trace: Trace) -> str:
     ]
     if d.verdict is not None:
         out += [f"**Verdict (`{d.verdict.primary}`):** {md(d.verdict.text)}", ""]
+    for label, t in rate_lines_of(trace):
+        out += [f"**{label}:** {md(t)}", ""]
     out += ["### Diagnosis", ""]
     out += [
         f"{i}. {md(f.title)}" + (f" ({f.evidence()})" if f.evidence() else "")
@@ -64,7 +83,10 @@ def render_markdown(trace: Trace) -> str:
         used = [c for c in CAUSES if pairs[f"{c}_ns"].sum() > 0]
         out += ["### Time budget of the writes (share of each pair's write activity)", ""]
         out.append(
-            _row(["client → server", "elapsed s", "Mbit/s", *(c.replace("_", " ") for c in used)])
+            _row(
+                ["client → server", "write activity s", "Mbit/s"]
+                + [c.replace("_", " ") for c in used]
+            )
         )
         out.append(_row(["---"] * (3 + len(used))))
         for r in pairs.head(MAX_PAIRS).itertuples(index=False):
@@ -78,16 +100,20 @@ def render_markdown(trace: Trace) -> str:
     latency = by_time_spent(trace.latency).head(MAX_OPERATIONS)
     if len(latency):
         out += ["### Operations by time spent", ""]
-        out.append(_row(["op", "calls", "p50 ms", "p99 ms", "server p50 ms", "errors"]))
-        out.append(_row(["---"] * 6))
+        out.append(
+            _row(["op", "calls", "min ms", "p50 ms", "p99 ms", "sum ms", "server p50 ms", "errors"])
+        )
+        out.append(_row(["---"] * 8))
         for r in latency.itertuples(index=False):
             out.append(
                 _row(
                     [
                         md(f"{r.program} {r.op}"),
                         f"{r.calls:,}",
+                        _ms(r.min_ms),
                         _ms(r.p50_ms),
                         _ms(r.p99_ms),
+                        _ms(r.sum_ms),
                         _ms(r.server_p50_ms),
                         md(r.error_names or (f"{r.errors:,}" if r.errors else "")),
                     ]
@@ -95,7 +121,8 @@ def render_markdown(trace: Trace) -> str:
             )
         out += [
             "",
-            "p50/p99 from the first packet of the call (as the client waits); "
+            "min/p50/p99/sum from the first packet of the call (as the client waits; sum: "
+            "the operation's time in all); "
             f"{server_time_note(trace.diagnosis.model.rtt_visible_s)}.",
             "",
         ]

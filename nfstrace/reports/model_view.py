@@ -11,11 +11,10 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from nfstrace.analysis.model import ModelResult
 from nfstrace.analysis.workload import LITTLE_TOLERANCE, WorkloadResult
-from nfstrace.reports.style import titled_table
+from nfstrace.reports.style import Column, FittedTable, Wrapped
 
 
 def _us(seconds: float) -> str:
@@ -26,11 +25,22 @@ def _num(value: Any, fmt: str = ",.1f") -> str:
     return "-" if value is None or pd.isna(value) else format(float(value), fmt)
 
 
-def _table(title: str, heads: list[str], left: tuple[str, ...] = ()) -> Table:
-    table = titled_table(title)
-    for h in heads:
-        table.add_column(h, justify="left" if h in left else "right")
-    return table
+def _table(
+    title: str,
+    heads: list[str],
+    left: tuple[str, ...] = (),
+    wrap: tuple[str, ...] = (),
+    drop: tuple[str, ...] = (),
+) -> FittedTable:
+    """A table whose cells are never cut: ``left`` columns are names or text,
+    ``wrap`` text that may wrap at spaces, ``drop`` give way first when narrow."""
+    return FittedTable(
+        title,
+        [
+            Column(h, "left" if h in left + wrap else "right", wrap=h in wrap, drop=int(h in drop))
+            for h in heads
+        ],
+    )
 
 
 def render_model(result: ModelResult, console: Console) -> None:
@@ -38,33 +48,41 @@ def render_model(result: ModelResult, console: Console) -> None:
     block = "-" if result.block_bytes is None else f"{result.block_bytes:,} bytes"
     say("[bold]Transactional latency model[/bold]  T_cycle = 2·T_prop + T_ser + T_B + T_op")
     say(
-        f"  block {block} ({result.block_method}); capture point {result.capture_point}; "
-        f"WRITEs in flight: mean {_num(result.outstanding_mean, '.2f')}, "
-        f"max {result.outstanding_max}",
-        soft_wrap=True,
+        Wrapped(
+            escape(
+                f"block {block} ({result.block_method}); capture point {result.capture_point}; "
+                f"WRITEs in flight: mean {_num(result.outstanding_mean, '.2f')}, "
+                f"max {result.outstanding_max}"
+            )
+        )
     )
-    say(f"  [bold]{result.dominant_text}[/bold]", soft_wrap=True)
+    say(Wrapped(f"[bold]{escape(result.dominant_text)}[/bold]"))
 
     params = _table(
-        "Parameters", ["parameter", "µs", "samples", "spread µs", "method"], ("parameter", "method")
+        "Parameters",
+        ["parameter", "µs", "samples", "spread µs", "method"],
+        ("parameter",),
+        wrap=("method",),
+        drop=("spread µs",),
     )
     for p in result.parameters.itertuples(index=False):
-        method = p.method + (f" [dim]({p.note})[/dim]" if p.note else "")
+        method = p.method + (f" ({p.note})" if p.note else "")
         params.add_row(p.name, _us(p.value_s), f"{p.samples:,}", _us(p.spread_s), method)
     say(params)
 
     cycle = _table("Cycle", ["term", "µs", "share"], ("term",))
     for name, value in result.terms.items():
         share = value / result.t_cycle_s if math.isfinite(result.t_cycle_s) else math.nan
-        mark = " [bold]<[/bold]" if name == result.dominant else ""
+        mark = " <" if name == result.dominant else ""
         cycle.add_row(name + mark, _us(value), _num(share * 100, ".0f") + "%")
     cycle.add_row("T_cycle", _us(result.t_cycle_s), "100%")
     say(cycle)
 
     preds = _table(
-        "Predicted vs measured",
+        "Predicted vs measured (the WRITE calls over their own span: first call to last "
+        "WRITE reply)",
         ["scenario", "in flight", "predicted Mbit/s", "measured Mbit/s", "error %"],
-        ("scenario",),
+        wrap=("scenario",),
     )
     for r in result.predictions.itertuples(index=False):
         preds.add_row(
@@ -76,7 +94,7 @@ def render_model(result: ModelResult, console: Console) -> None:
         )
     say(preds)
     if result.inputs:
-        say("  the prediction rests on: " + escape("; ".join(result.inputs)), soft_wrap=True)
+        say(Wrapped("the prediction rests on: " + escape("; ".join(result.inputs))))
 
     if not result.what_if.empty:
         table = _table(
@@ -111,16 +129,19 @@ def render_workload(result: WorkloadResult, console: Console) -> None:
     say(mix)
     saturation = "none seen" if result.saturation is None else f"{result.saturation:,.0f} ops/s"
     say(
-        f"  response time vs throughput ({len(result.windows)} windows of "
-        f"{result.window_ns / 1e6:,.3f} ms): base {_num(result.base_ms, '.3f')} ms, "
-        f"slope {_num(result.slope, '.3g')} ms per op/s, saturation {saturation}",
-        soft_wrap=True,
+        Wrapped(
+            f"response time vs throughput ({len(result.windows)} windows of "
+            f"{result.window_ns / 1e6:,.3f} ms): base {_num(result.base_ms, '.3f')} ms, "
+            f"slope {_num(result.slope, '.3g')} ms per op/s, saturation {saturation}"
+        )
     )
     verdict = {True: "holds", False: "DOES NOT HOLD", None: "nothing to check"}[result.little_ok]
     say(
-        f"  Little's law {verdict} (tolerance {LITTLE_TOLERANCE:.0%}): "
-        f"{_num(result.outstanding_mean, '.2f')} outstanding ({result.outstanding_source}) vs "
-        f"{_num(result.throughput_ops_s, ',.0f')} ops/s x "
-        f"{_num(result.mean_latency_s * 1e3, '.3f')} ms = {_num(result.little_product, '.2f')}",
-        soft_wrap=True,
+        Wrapped(
+            f"Little's law {verdict} (tolerance {LITTLE_TOLERANCE:.0%}): "
+            f"{_num(result.outstanding_mean, '.2f')} outstanding ({result.outstanding_source}) "
+            f"vs {_num(result.throughput_ops_s, ',.0f')} ops/s x "
+            f"{_num(result.mean_latency_s * 1e3, '.3f')} ms = "
+            f"{_num(result.little_product, '.2f')}"
+        )
     )

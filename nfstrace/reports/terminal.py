@@ -11,17 +11,16 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape as _markup_escape
-from rich.table import Table
 
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent, server_time_note
-from nfstrace.analysis.overview import Throughput, throughput_text
+from nfstrace.analysis.overview import Throughput, throughput_text, write_activity
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
-from nfstrace.reports.style import titled_table
+from nfstrace.reports.style import Column, FittedTable, Wrapped
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
 
@@ -29,6 +28,11 @@ from nfstrace.trace import Trace
 def escape(text: str) -> str:
     """Text from the capture or the user, safe in rich markup and in a terminal."""
     return _markup_escape(printable(text))
+
+
+def escape_plain(text: str) -> str:
+    """Text from the capture or the user for a table cell (plain text, no markup)."""
+    return printable(text)
 
 
 MAX_LATENCY_ROWS = 25
@@ -42,32 +46,67 @@ def _when(ns: int) -> str:
     return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
-def _rate(label: str, t: Throughput | None) -> str | None:
-    if t is None:
-        return None
-    return f"{label} {throughput_text(t)}"
+def write_throughput(trace: Trace) -> Throughput | None:
+    """The write throughput the verdict states (``overview.write_activity``)."""
+    budget = trace.diagnosis.budget
+    return write_activity(budget.pairs if budget is not None else None)
+
+
+def rate_lines(trace: Trace, full: bool = False) -> list[str]:
+    """The throughput lines: the writes over their write activity (the figure
+    the verdict gives); with ``full`` also over the WRITE calls' own span; the
+    reads over theirs."""
+    ov = trace.overview
+    activity = write_throughput(trace)
+    lines = []
+    if activity is not None:
+        lines.append(f"written {throughput_text(activity, 'WRITE')}")
+    if ov.write is not None and (full or activity is None):
+        label = "WRITE calls' own span:" if activity is not None else "written"
+        lines.append(f"{label} {throughput_text(ov.write, 'WRITE')}")
+    if ov.read is not None:
+        lines.append(f"read {throughput_text(ov.read, 'READ')}")
+    return lines
 
 
 def _ms(v: Any) -> str:
     return "-" if pd.isna(v) else f"{float(v):,.3f}"
 
 
-def latency_rich_table(latency: pd.DataFrame, title: str) -> Table:
-    table = titled_table(title)
-    heads = ["program", "vers", "op", "calls", "no reply", "resent", "errors"]
-    heads += ["mean ms", "p50", "p90", "p99", "max ms"]
-    for h in heads:
-        table.add_column(h, justify="left" if h in ("program", "op") else "right")
+LATENCY_COLUMNS = (
+    Column("program", "left", same_drop=True),
+    Column("op", "left"),
+    Column("calls"),
+    Column("no reply", zero_drop=True),
+    Column("resent", zero_drop=True),
+    Column("errors", zero_drop=True),
+    Column("min", drop=3),
+    Column("mean", drop=2),
+    Column("p50"),
+    Column("p90", drop=1),
+    Column("p99"),
+    Column("max"),
+    Column("sum"),
+)
+
+
+def latency_rich_table(latency: pd.DataFrame, title: str) -> FittedTable:
+    """Count and latency (ms) of each operation (its program and version first),
+    the sum being the time it took in all: at a narrow width the all-zero
+    counts, then p90, the mean and the minimum give way."""
+    table = FittedTable(title, LATENCY_COLUMNS, label=2)
     for r in latency.head(MAX_LATENCY_ROWS).itertuples(index=False):
         table.add_row(
-            str(r.program),
-            str(r.vers),
-            str(r.op),
+            f"{r.program} v{r.vers}",
+            escape_plain(str(r.op)),
             f"{r.calls:,}",
             f"{r.no_reply:,}",
             f"{r.retransmitted:,}",
             f"{r.errors:,}",
-            *(_ms(v) for v in (r.mean_ms, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms)),
+            *(
+                _ms(v)
+                for v in (r.min_ms, r.mean_ms, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, r.sum_ms)
+            ),
         )
     return table
 
@@ -83,11 +122,10 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console, full: bool = False)
     for i, f in enumerate(shown, 1):
         style = _SEVERITY_STYLE.get(f.severity, "default")
         where = f" [dim]({escape(f.evidence())})[/dim]" if f.evidence() else ""
-        console.print(f"  {i:>2}. [{style}]{escape(f.title)}[/{style}]{where}", soft_wrap=True)
+        console.print(Wrapped(f"{i:>2}. [{style}]{escape(f.title)}[/{style}]{where}", 2, 6))
     if len(findings) > len(shown):
-        console.print(
-            f"      ... {len(findings) - len(shown)} more with --full and in the JSON/HTML report"
-        )
+        more = len(findings) - len(shown)
+        console.print(Wrapped(f"... {more} more with --full and in the JSON/HTML report", 6, 6))
 
 
 def render_budget(diagnosis: Diagnosis, console: Console) -> None:
@@ -109,31 +147,40 @@ def render_budget(diagnosis: Diagnosis, console: Console) -> None:
             f"{c.replace('_', ' ')} {share:.0%}" for share, c in shares if share >= 0.005
         )
         console.print(
-            f"  {escape(str(r.client))} → {escape(str(r.server))}  {elapsed / 1e9:,.3f} s "
-            f"at {r.mbit_s:,.1f} Mbit/s: {text or '-'}",
-            soft_wrap=True,
+            Wrapped(
+                f"{escape(str(r.client))} → {escape(str(r.server))}  {elapsed / 1e9:,.3f} s "
+                f"at {r.mbit_s:,.1f} Mbit/s: {text or '-'}"
+            )
         )
     if len(pairs) > MAX_PAIR_TABLES:
         console.print(f"  ... {len(pairs) - MAX_PAIR_TABLES:,} more pairs in the JSON/HTML report")
 
 
-def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
+def render_stalls(diagnosis: Diagnosis, console: Console, t0_ns: int) -> None:
+    """The stalls, their start in seconds since ``t0_ns`` (the first RPC
+    message: the origin the report's time axes use)."""
     stalls = diagnosis.stalls
     if stalls is None or stalls.stalls.empty:
         return
     limit = f"{stalls.threshold_ns / 1e6:,.1f} ms"
-    table = titled_table(f"Stalls (no write progress for more than {limit})")
-    for h in ("start s", "duration ms", "cause", "client → server", "evidence"):
-        table.add_column(h, justify="right" if h.endswith(("s", "ms")) else "left")
-    start = diagnosis.stalls.stalls["start_ns"].min()
-    t0 = diagnosis.progress["t_ns"].min() if len(diagnosis.progress) else start
+    table = FittedTable(
+        f"Stalls (no write progress for more than {limit}; start: seconds since the first "
+        "RPC message)",
+        [
+            Column("start s"),
+            Column("duration ms"),
+            Column("cause", "left"),
+            Column("client → server", "left", drop=1),
+            Column("evidence", "left", wrap=True),
+        ],
+    )
     for r in stalls.stalls.head(MAX_STALL_ROWS).itertuples(index=False):
         table.add_row(
-            f"{(r.start_ns - t0) / 1e9:,.3f}",
+            f"{(r.start_ns - t0_ns) / 1e9:,.3f}",
             f"{r.duration_ns / 1e6:,.1f}",
             str(r.cause),
-            f"{r.client} → {r.server}",
-            escape(str(r.detail)),
+            escape_plain(f"{r.client} → {r.server}"),
+            escape_plain(str(r.detail)),
         )
     console.print(table)
 
@@ -141,28 +188,43 @@ def render_stalls(diagnosis: Diagnosis, console: Console) -> None:
 MAX_OPERATION_ROWS = 8  # the default view: the busiest operations
 
 
-def operations_rich_table(latency: pd.DataFrame) -> Table:
+OPERATION_COLUMNS = (
+    Column("op", "left"),
+    Column("calls"),
+    Column("min", drop=2),
+    Column("p50"),
+    Column("p99"),
+    Column("sum"),
+    Column("server p50", drop=1),
+    Column("no reply", zero_drop=True),
+    Column("resent", zero_drop=True),
+    Column("errors", "left", wrap=True, zero_drop=True),
+)
+
+
+def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
     """The default view of latency: the operations that took the most time
-    (calls x mean latency), one compact row each (calls, median and p99 from
-    the first packet of the call, the server's median time from its last
-    packet, re-sends, errors by name)."""
+    (their latencies summed), one compact row each (calls, the minimum, median,
+    p99 and sum from the first packet of the call, the server's median time
+    from its last packet, re-sends, errors by name), as tshark's SRT table
+    gives its min and sum."""
     latency = by_time_spent(latency)
-    table = titled_table("Operations by time spent (ms)")
-    for h in ("op", "calls", "p50", "p99", "server p50", "no reply", "resent", "errors"):
-        table.add_column(h, justify="left" if h in ("op", "errors") else "right")
+    table = FittedTable("Operations by time spent (ms)", OPERATION_COLUMNS)
     nfs = latency["program"].astype(str).eq("nfs")
     for r in latency.head(MAX_OPERATION_ROWS).itertuples(index=False):
         name = str(r.op) if nfs.all() else f"{r.program} {r.op}"
         errors = str(getattr(r, "error_names", "") or "") or (f"{r.errors:,}" if r.errors else "")
         table.add_row(
-            escape(name),
+            escape_plain(name),
             f"{r.calls:,}",
+            _ms(r.min_ms),
             _ms(r.p50_ms),
             _ms(r.p99_ms),
+            _ms(r.sum_ms),
             _ms(getattr(r, "server_p50_ms", float("nan"))),
             f"{r.no_reply:,}" if r.no_reply else "",
             f"{r.retransmitted:,}" if r.retransmitted else "",
-            escape(errors),
+            escape_plain(errors),
         )
     return table
 
@@ -174,15 +236,17 @@ def render_header(trace: Trace, console: Console) -> None:
     say(f"[bold]nfstrace[/bold] {escape(printable(file_names(trace.paths)))}", soft_wrap=True)
     links = sorted({LINKTYPE_NAMES.get(lt, str(lt)) for f in st.files for lt in f.linktypes})
     say(
-        f"  {count(st.frames, 'frame')} ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
-        f"{(ov.end_ns - ov.start_ns) / 1e9:.3f} s",
-        soft_wrap=True,
+        Wrapped(
+            f"{count(st.frames, 'frame')} ({', '.join(links) or '-'}) from {_when(ov.start_ns)}, "
+            f"{(ov.end_ns - ov.start_ns) / 1e9:.3f} s"
+        )
     )
     versions = ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"
     say(
-        f"  clients {_listed(ov.clients)}  servers {_listed(ov.servers)}"
-        f"  ({versions} over {'/'.join(ov.transports).upper()})",
-        soft_wrap=True,
+        Wrapped(
+            f"clients {_listed(ov.clients)}  servers {_listed(ov.servers)}"
+            f"  ({versions} over {'/'.join(ov.transports).upper()})"
+        )
     )
 
 
@@ -194,21 +258,20 @@ def _listed(items: list[str], most: int = 4) -> str:
     return escape(", ".join(items[:most])) + more
 
 
-def render_transactions(trace: Trace, console: Console) -> None:
+def render_transactions(trace: Trace, console: Console, full: bool = False) -> None:
     ov = trace.overview
     say = console.print
     say("[bold]Transactions[/bold]")
-    say(f"  {ov.counts_text()}", soft_wrap=True)
-    say(f"  {ov.repeats_text()}", soft_wrap=True)
-    for line in (_rate("written", ov.write), _rate("read", ov.read)):
-        if line:
-            say("  " + line, soft_wrap=True)
+    say(Wrapped(escape(ov.counts_text())))
+    say(Wrapped(escape(ov.repeats_text())))
+    for line in rate_lines(trace, full):
+        say(Wrapped(escape(line)))
 
 
 def render_latency_tables(trace: Trace, console: Console) -> None:
     """--full: every operation, per client/server pair, NFSv4 ops in COMPOUNDs."""
     say = console.print
-    say(latency_rich_table(trace.latency, "Latency per operation (first call to reply)"))
+    say(latency_rich_table(trace.latency, "Latency per operation (ms, first call to reply)"))
     pairs = trace.latency_by_pair
     if len(pairs) and pairs[["client", "server"]].drop_duplicates().shape[0] > 1:
         busiest = pairs.groupby(["client", "server"])["calls"].sum().nlargest(MAX_PAIR_TABLES)
@@ -237,13 +300,22 @@ def render_files(trace: Trace, console: Console) -> None:
     files = trace.files
     if files.empty:
         return
-    table = titled_table("Files written (the slowest first)")
-    for h in ("file", "writes", "MB", "seconds", "Mbit/s", "sequential"):
-        table.add_column(h, justify="left" if h == "file" else "right")
+    table = FittedTable(
+        "Files written (the slowest first; Mbit/s over each file's first WRITE call to its "
+        "last WRITE reply)",
+        [
+            Column("file", "left"),
+            Column("writes"),
+            Column("MB"),
+            Column("seconds"),
+            Column("Mbit/s"),
+            Column("sequential", drop=1),
+        ],
+    )
     for r in files.head(MAX_FILE_ROWS).itertuples(index=False):
         label = str(r.name) if r.name else f"fh {str(r.fh)[:16]}..."
         table.add_row(
-            escape(label),
+            escape_plain(label),
             f"{r.writes:,}",
             f"{r.bytes / 1e6:,.3f}",
             "-" if pd.isna(r.seconds) else f"{r.seconds:,.3f}",
@@ -283,7 +355,51 @@ def render_capture(trace: Trace, console: Console) -> None:
         lines.append("damage: " + ", ".join(damage))
     console.print("[bold]Capture[/bold]")
     for line in lines:
-        console.print("  " + escape(line), soft_wrap=True)
+        console.print(Wrapped(escape(line)))
+
+
+def render_expert(trace: Trace, console: Console) -> None:
+    """--full: TCP's expert info as tshark gives it (retransmissions, segments
+    not captured, zero and full windows), each kind with the RPCs in progress
+    on its connection meanwhile (the WRITEs among them) and the frames of the
+    slowest; the out-of-order segments, counted only."""
+    expert = trace.diagnosis.transport.expert
+    out_of_order = trace.stats.tcp.get("out_of_order", 0)
+    if expert.empty and not out_of_order:
+        return
+    table = FittedTable(
+        "TCP expert info, linked to the RPCs in progress on the connection meanwhile",
+        [
+            Column("what", "left", wrap=True),
+            Column("events"),
+            Column("for ms", zero_drop=True),
+            Column("RPCs"),
+            Column("WRITEs"),
+            Column("their latency ms", drop=1),
+            Column("first frame", drop=2),
+            Column("slowest RPCs (call frames)", "left", wrap=True),
+        ],
+    )
+    for r in expert.itertuples(index=False):
+        table.add_row(
+            r.what,
+            f"{r.events:,}",
+            f"{r.duration_ns / 1e6:,.3f}" if r.duration_ns else "",
+            f"{r.rpcs:,}",
+            f"{r.writes:,}",
+            f"{r.rpc_latency_ns / 1e6:,.3f}",
+            f"{r.first_frame:,}",
+            r.rpc_frames,
+        )
+    if len(expert):
+        console.print(table)
+    if out_of_order:
+        console.print(
+            Wrapped(
+                f"out of order: {count(out_of_order, 'segment')} (counted, not linked to RPCs: "
+                "the parser keeps no event for them)"
+            )
+        )
 
 
 def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
@@ -299,7 +415,7 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
         render_budget(trace.diagnosis, console)
         say()
-    render_transactions(trace, console)
+    render_transactions(trace, console, full)
     say()
     if full:
         render_latency_tables(trace, console)
@@ -310,22 +426,26 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
         say(operations_rich_table(trace.latency))
         more = len(trace.latency) - MAX_OPERATION_ROWS
         say(
-            "  p50/p99: first packet of the call to the reply, as the client waits; "
-            + server_time_note(trace.diagnosis.model.rtt_visible_s)
-            + (f"; {more:,} more operations with --full" if more > 0 else ""),
-            soft_wrap=True,
+            Wrapped(
+                "min/p50/p99/sum: first packet of the call to the reply, as the client waits "
+                "(sum: the operation's time in all); "
+                + server_time_note(trace.diagnosis.model.rtt_visible_s)
+                + (f"; {more:,} more operations with --full" if more > 0 else "")
+            )
         )
     say()
     render_capture(trace, console)
     if full:
         say()
-        render_diagnosis_sections(trace.diagnosis, console)
+        render_expert(trace, console)
+        say()
+        render_diagnosis_sections(trace.diagnosis, console, trace.overview.start_ns)
 
 
-def render_diagnosis_sections(diagnosis: Diagnosis, console: Console) -> None:
+def render_diagnosis_sections(diagnosis: Diagnosis, console: Console, t0_ns: int) -> None:
     """The figures behind the findings: stalls, the model, the workload."""
     if diagnosis.stalls is not None and not diagnosis.stalls.stalls.empty:
-        render_stalls(diagnosis, console)
+        render_stalls(diagnosis, console, t0_ns)
         console.print()
     if diagnosis.model is not None:
         render_model(diagnosis.model, console)
@@ -348,14 +468,16 @@ def render_comparison(cmp: Comparison, console: Console) -> None:
         v = t.diagnosis.verdict
         names = escape(printable(file_names(t.paths)))
         say(
-            f"  {label:<6} {names}: {count(t.stats.frames, 'frame')}, "
-            f"{count(t.overview.transactions, 'transaction')}; verdict {v.primary if v else '-'}",
-            soft_wrap=True,
+            Wrapped(
+                f"{label:<6} {names}: {count(t.stats.frames, 'frame')}, "
+                f"{count(t.overview.transactions, 'transaction')}; "
+                f"verdict {v.primary if v else '-'}"
+            )
         )
     say()
     say("[bold]What changed[/bold]")
     for i, line in enumerate(cmp.changes, 1):
-        say(f"  {i:>2}. {escape(line)}", soft_wrap=True)
+        say(Wrapped(f"{i:>2}. {escape(line)}", 2, 6))
     if not cmp.changes:
         say("  nothing to compare: no writes and no operations in common")
     say()
@@ -363,26 +485,35 @@ def render_comparison(cmp: Comparison, console: Console) -> None:
         say("[bold]Time budget of the writes[/bold] (share of each pair's write activity)")
         for r in cmp.pairs.head(MAX_PAIR_TABLES).itertuples(index=False):
             say(
-                f"  {escape(str(r.client))} → {escape(str(r.server))}  "
-                f"{_two(r.elapsed_s_before, r.elapsed_s_after, ',.3f')} s, "
-                f"{_two(r.mbit_s_before, r.mbit_s_after, ',.1f')} Mbit/s",
-                soft_wrap=True,
+                Wrapped(
+                    f"{escape(str(r.client))} → {escape(str(r.server))}  "
+                    f"{_two(r.elapsed_s_before, r.elapsed_s_after, ',.3f')} s, "
+                    f"{_two(r.mbit_s_before, r.mbit_s_after, ',.1f')} Mbit/s"
+                )
             )
             shares = []
             for c in CAUSES:
                 b, a = getattr(r, f"{c}_share_before"), getattr(r, f"{c}_share_after")
                 if max(np.nan_to_num(b), np.nan_to_num(a)) >= 0.005:
                     shares.append(f"{c.replace('_', ' ')} {_two(b, a, '.0%')}")
-            say("     " + ", ".join(shares), soft_wrap=True)
+            say(Wrapped(", ".join(shares), 5, 5))
         say()
     ops = cmp.operations.head(MAX_OPERATION_ROWS)
     if len(ops):
-        table = titled_table("Operations, before → after (ms)")
-        for h in ("op", "calls", "p50", "p99", "p50 change", "errors"):
-            table.add_column(h, justify="left" if h == "op" else "right")
+        table = FittedTable(
+            "Operations, before → after (ms)",
+            [
+                Column("op", "left"),
+                Column("calls"),
+                Column("p50"),
+                Column("p99", drop=1),
+                Column("p50 change"),
+                Column("errors", zero_drop=True),
+            ],
+        )
         for r in ops.itertuples(index=False):
             table.add_row(
-                escape(str(r.op) if r.program == "nfs" else f"{r.program} {r.op}"),
+                escape_plain(str(r.op) if r.program == "nfs" else f"{r.program} {r.op}"),
                 f"{r.calls_before:,} → {r.calls_after:,}",
                 f"{_ms(r.p50_ms_before)} → {_ms(r.p50_ms_after)}",
                 f"{_ms(r.p99_ms_before)} → {_ms(r.p99_ms_after)}",
