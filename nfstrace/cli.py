@@ -288,6 +288,17 @@ FullOpt = Annotated[
     ),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", metavar="", help="Show tracebacks.")]
+MountstatsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mountstats",
+        metavar="FILE",
+        help="Copies of the client's /proc/self/mountstats: an earlier and a later one "
+        "(--mountstats before.txt after.txt), or one (the counts since the mount). The "
+        "kernel's per-operation figures beside the capture's, and the time calls queued "
+        "in the client.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -307,6 +318,7 @@ class _Choices:
     workers: int | None = None  # not given: 1, or the cluster's size with --dask
     dask: str | None = None
     partitions: int | None = None  # not given: AnalysisConfig's default
+    mountstats: list[Path] | None = None
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
@@ -319,11 +331,17 @@ class _Choices:
             stall_ns = None if stall is None else round(parse_duration(stall) * 1e9)
         except ValueError as e:
             raise UsageError(f"--stall-threshold: {e}") from None
+        mountstats = None
+        if self.mountstats:
+            from nfstrace.parsers.mountstats import read_mountstats
+
+            mountstats = read_mountstats([str(p) for p in self.mountstats])  # UsageError
         try:
             options = DiagnosisOptions(
                 stall_threshold_ns=stall_ns,
                 model=overrides_from_options(self.rtt, self.link_rate, self.disk_rate, self.block),
                 what_if=tuple(parse_what_if(spec) for spec in self.what_if or ()),
+                mountstats=mountstats,
             )
         except ValueError as e:
             raise UsageError(str(e)) from None
@@ -419,6 +437,7 @@ def analyze(
     disk_rate: DiskOpt = None,
     block: BlockOpt = None,
     what_if: WhatIfOpt = None,
+    mountstats: MountstatsOpt = None,
     full: FullOpt = False,
     quiet: QuietOpt = False,
     debug: DebugOpt = False,
@@ -437,10 +456,13 @@ def analyze(
       tcpdump -i eth0 -w - port 2049 | nfstrace analyze -
 
       nfstrace analyze x.pcap --server 10.0.0.5 --markdown ticket.md --json x.json
+
+      nfstrace analyze x.pcap --mountstats before.txt after.txt
     """
+    captures, mountstats = _mountstats_arguments(captures, mountstats)
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions,
+        workers, dask, partitions, mountstats,
     )  # fmt: skip
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
@@ -457,6 +479,26 @@ def analyze(
         png_out,
     )
     _analyze(captures, choices, quiet, outputs, full, debug=debug)
+
+
+def _mountstats_arguments(
+    captures: list[Path], mountstats: list[Path] | None
+) -> tuple[list[Path], list[Path] | None]:
+    """With --mountstats, a CAPTURE argument that is a mountstats copy (a text
+    file starting "device ") is its second file: ``--mountstats before after``."""
+    if not mountstats:
+        return captures, mountstats
+    texts = [p.is_file() and _starts_with(p, b"device ") for p in captures]  # (no FIFO read)
+    moved = [p for p, t in zip(captures, texts, strict=True) if t]
+    return [p for p, t in zip(captures, texts, strict=True) if not t], [*mountstats, *moved]
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(prefix)) == prefix
+    except OSError:
+        return False
 
 
 def _default_report(capture: Path) -> Path:
@@ -697,7 +739,8 @@ def _analyze(
         "--markdown": outputs.markdown,
         "--png": outputs.png,
     }
-    check_outputs(_files_read(captures), named, _strict(named, outputs.report_explicit))
+    read = _files_read(captures) + [str(p) for p in choices.mountstats or ()]
+    check_outputs(read, named, _strict(named, outputs.report_explicit))
     trace = _loaded(captures, choices.config(), quiet)
     out = _stdout(named)
     render_summary(trace, out, full)

@@ -20,6 +20,7 @@ from nfstrace.analysis.overview import Throughput, throughput_text
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
+from nfstrace.reports.mounts_view import mount_lines, render_mounts
 from nfstrace.reports.style import titled_table
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
@@ -202,6 +203,8 @@ def render_transactions(trace: Trace, console: Console) -> None:
     for line in (_rate("written", ov.write), _rate("read", ov.read)):
         if line:
             say("  " + line, soft_wrap=True)
+    for line in mount_lines(trace.diagnosis.mounts):  # as nfsiostat counts (mounts_view)
+        say("  " + escape(line), soft_wrap=True)
 
 
 def render_latency_tables(trace: Trace, console: Console) -> None:
@@ -295,6 +298,7 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     render_transactions(trace, console)
     say()
     if full:
+        render_mounts(trace.diagnosis.mounts, console)
         render_latency_tables(trace, console)
         if not trace.files.empty:
             say()
