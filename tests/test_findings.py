@@ -267,7 +267,7 @@ def test_every_kind_of_finding_is_covered() -> None:
     literal = set(re.findall(r'^\s+kind="(\w+)",\s*$', source, re.MULTILINE))
     per_cause = {f"{cause}_stall" for cause in (*CAUSES, UNKNOWN)}
     own = {"capture_point", "littles_law_mismatch", "verdict", "bandwidth"}
-    own |= {"mountstats", "slot_queue", "transmit_queue"}  # (with --mountstats)
+    own |= {"mountstats", "slot_queue", "transmit_queue", "mountstats_unmatched"}  # (--mountstats)
     assert literal | per_cause == {*CASES, *own}
 
 

@@ -283,6 +283,16 @@ def _raw(capture: Path) -> tuple[str, str]:
     return raw["raw_before"], raw["raw_after"]
 
 
+def test_mountstats_of_another_server_is_not_compared() -> None:
+    capture = KERNEL / "kvm-v3-ganesha-d0-l0.pcap"
+    before, after = (t.replace("169.254.77.2", "10.9.9.9") for t in _raw(capture))
+    mounts = with_kernel(mount_operations(_loaded(capture).transactions),
+                         read_mountstats_texts(before, after))  # fmt: skip
+    assert mounts.kernel == () and mounts.unmatched == ("10.9.9.9:/export on /mnt/nfs (NFSv3)",)
+    (f,) = slot_findings(mounts)
+    assert f.kind == "mountstats_unmatched" and "169.254.77.1 → 169.254.77.2 NFSv3" in f.title
+
+
 def test_a_capture_missing_calls_the_kernel_counted_says_so() -> None:
     capture = KERNEL / "kvm-v3-ganesha-d0-l0.pcap"
     tx = _loaded(capture).transactions

@@ -284,7 +284,7 @@ def _transports(kernel: NfsMount) -> pd.DataFrame:
 
 def with_kernel(mounts: Mounts, mountstats: Mountstats | None) -> Mounts:
     """``mounts`` with the mountstats figures of each mount that matched one."""
-    if mountstats is None or mounts.mounts.empty:
+    if mountstats is None:
         return mounts
     available = list(mountstats.after)
     out = []
@@ -323,7 +323,8 @@ def with_kernel(mounts: Mounts, mountstats: Mountstats | None) -> Mounts:
                 raw=kernel,
             )
         )
-    return replace(mounts, kernel=tuple(out))
+    unmatched = tuple(m.label for m in available) if not out else ()
+    return replace(mounts, kernel=tuple(out), unmatched=unmatched)
 
 
 # ---- what the comparison says ----------------------------------------------------------
@@ -377,8 +378,22 @@ def _queue_words(k: KernelFigures) -> str:
 
 def slot_findings(mounts: Mounts) -> list[Finding]:
     """The client-side queues that are a cause: calls waiting for an RPC slot or
-    an NFSv4.1 session slot (mountstats shows them; a capture cannot)."""
+    an NFSv4.1 session slot (mountstats shows them; a capture cannot); and
+    mountstats given for none of the capture's mounts."""
     out = []
+    if mounts.unmatched:
+        seen = ", ".join(
+            f"{r.client} → {r.server} NFSv{r.vers}" for r in mounts.mounts.itertuples(index=False)
+        )
+        out.append(
+            Finding(
+                kind="mountstats_unmatched",
+                title=f"The mountstats copies hold no mount of the capture's "
+                f"({seen or 'no NFS calls in it'}): {', '.join(mounts.unmatched)}; not compared",
+                severity="warning",
+                details={"mountstats_mounts": list(mounts.unmatched)},
+            )
+        )
     for k in mounts.kernel:
         kind = _queue_kind(k)
         if kind not in ("slots", "session"):

@@ -141,6 +141,8 @@ class Mounts:
     mounts: pd.DataFrame
     operations: pd.DataFrame
     kernel: tuple[KernelFigures, ...] = field(default=(), metadata=json_field(key="mountstats"))
+    # the NFS mounts of the mountstats copies that matched none of the capture's
+    unmatched: tuple[str, ...] = field(default=(), metadata=json_field(key="mountstats_unmatched"))
 
     def operations_of(self, client: str, server: str, vers: int) -> pd.DataFrame:
         ops = self.operations
