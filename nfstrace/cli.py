@@ -327,6 +327,17 @@ MergeOpt = Annotated[
         "overlap: the same traffic captured twice).  Without it such files are refused.",
     ),
 ]
+MountstatsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mountstats",
+        metavar="FILE",
+        help="Copies of the client's /proc/self/mountstats: an earlier and a later one "
+        "(--mountstats before.txt after.txt), or one (the counts since the mount). The "
+        "kernel's per-operation figures beside the capture's, and the time calls queued "
+        "in the client.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -347,6 +358,7 @@ class _Choices:
     dask: str | None = None
     partitions: int | None = None  # not given: AnalysisConfig's default
     merge: bool = False  # several files of different traffic analysed as one
+    mountstats: list[Path] | None = None
 
     def config(self) -> AnalysisConfig:
         """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
@@ -359,11 +371,17 @@ class _Choices:
             stall_ns = None if stall is None else round(parse_duration(stall) * 1e9)
         except ValueError as e:
             raise UsageError(f"--stall-threshold: {e}") from None
+        mountstats = None
+        if self.mountstats:
+            from nfstrace.parsers.mountstats import read_mountstats
+
+            mountstats = read_mountstats([str(p) for p in self.mountstats])  # UsageError
         try:
             options = DiagnosisOptions(
                 stall_threshold_ns=stall_ns,
                 model=overrides_from_options(self.rtt, self.link_rate, self.disk_rate, self.block),
                 what_if=tuple(parse_what_if(spec) for spec in self.what_if or ()),
+                mountstats=mountstats,
             )
         except ValueError as e:
             raise UsageError(str(e)) from None
@@ -459,6 +477,7 @@ def analyze(
     disk_rate: DiskOpt = None,
     block: BlockOpt = None,
     what_if: WhatIfOpt = None,
+    mountstats: MountstatsOpt = None,
     full: FullOpt = False,
     merge: MergeOpt = False,
     quiet: QuietOpt = False,
@@ -479,12 +498,15 @@ def analyze(
 
       nfstrace analyze x.pcap --server 10.0.0.5 --markdown ticket.md --json x.json
 
+      nfstrace analyze x.pcap --mountstats before.txt after.txt
+
     Several files are pieces of one capture (rotated, cut): files of different
     traffic are refused unless --merge is given.
     """
+    captures, mountstats = _mountstats_arguments(captures, mountstats)
     choices = _Choices(
         client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions, merge,
+        workers, dask, partitions, merge, mountstats,
     )  # fmt: skip
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
@@ -501,6 +523,26 @@ def analyze(
         png_out,
     )
     _analyze(captures, choices, quiet, outputs, full, debug=debug)
+
+
+def _mountstats_arguments(
+    captures: list[Path], mountstats: list[Path] | None
+) -> tuple[list[Path], list[Path] | None]:
+    """With --mountstats, a CAPTURE argument that is a mountstats copy (a text
+    file starting "device ") is its second file: ``--mountstats before after``."""
+    if not mountstats:
+        return captures, mountstats
+    texts = [p.is_file() and _starts_with(p, b"device ") for p in captures]  # (no FIFO read)
+    moved = [p for p, t in zip(captures, texts, strict=True) if t]
+    return [p for p, t in zip(captures, texts, strict=True) if not t], [*mountstats, *moved]
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(prefix)) == prefix
+    except OSError:
+        return False
 
 
 def _default_report(capture: Path) -> Path:
@@ -776,7 +818,8 @@ def _analyze(
         "--png": outputs.png,
     }
     files = _files_read(captures)
-    check_outputs(files, named, _strict(named, outputs.report_explicit))
+    read = files + [str(p) for p in choices.mountstats or ()]
+    check_outputs(read, named, _strict(named, outputs.report_explicit))
     if outputs.png is not None:
         from nfstrace.reports.png import require_browser  # (no plotly yet)
 

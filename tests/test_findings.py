@@ -260,13 +260,14 @@ def test_every_kind_of_finding_is_covered() -> None:
     """The kinds the analysis modules can report are those above, besides the capture
     point (always stated), Little's law (a given outstanding count: test_workload.py)
     and the diagnosis's own: the verdict, one per budget cause and the ceiling's
-    (``bandwidth``: test_diagnosis.py)."""
+    (``bandwidth``: test_diagnosis.py), and those of --mountstats (test_mounts.py)."""
     source = "\n".join(
         p.read_text() for p in (Path(nfstrace.__file__).parent / "analysis").glob("*.py")
     )
     literal = set(re.findall(r'^\s+kind="(\w+)",\s*$', source, re.MULTILINE))
     per_cause = {f"{cause}_stall" for cause in (*CAUSES, UNKNOWN)}
     own = {"capture_point", "littles_law_mismatch", "verdict", "bandwidth"}
+    own |= {"mountstats", "slot_queue", "transmit_queue", "mountstats_unmatched"}  # (--mountstats)
     assert literal | per_cause == {*CASES, *own}
 
 

@@ -80,6 +80,9 @@ STAGES = {
 # What the parsers return, which the stages above them may name (in types):
 # their protocol numbers and names come from nfstrace.protocol instead.
 PARSER_RESULTS = {("nfstrace.parsers.stats", "ParseStats")}
+PARSER_RESULTS |= {
+    ("nfstrace.parsers.mountstats", n) for n in ("Mountstats", "NfsMount", "OpCounters")
+}
 PACKAGE = Path(__file__).resolve().parent.parent / "nfstrace"
 
 

@@ -27,8 +27,12 @@ from nfstrace.analysis.budget import Budget, BudgetOptions, time_budget
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.fragments import FragmentsResult, analyze_fragments
 from nfstrace.analysis.grouping import is_value
+from nfstrace.analysis.kernel_stats import capture_limits as kernel_limits
+from nfstrace.analysis.kernel_stats import notes as kernel_notes
+from nfstrace.analysis.kernel_stats import slot_findings, with_kernel
 from nfstrace.analysis.model import ModelResult, fit_model
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
+from nfstrace.analysis.mounts import Mounts, mount_operations
 from nfstrace.analysis.pace import PaceResult, analyze_pace
 from nfstrace.analysis.quality import CaptureQuality, assess_capture
 from nfstrace.analysis.repeats import RepeatsResult, analyze_repeats
@@ -51,6 +55,7 @@ from nfstrace.analysis.writes import (
     write_progress,
 )
 from nfstrace.memory import release_freed
+from nfstrace.parsers.mountstats import Mountstats
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.text import count
 
@@ -74,6 +79,7 @@ class DiagnosisOptions:
     stall_threshold_ns: int | None = None  # None: derived from the trace's own pace
     model: ModelOverrides | None = None  # --rtt, --link-rate, --disk-rate, --block
     what_if: tuple[WhatIf, ...] = ()  # --what-if specs
+    mountstats: Mountstats | None = None  # --mountstats (parsers.mountstats.read_mountstats)
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     pair_models: dict = field(default_factory=dict)  # (client, server) -> ModelResult
     notes: list[Finding] = field(default_factory=list)
+    # the kernel's figures per mount and operation, beside mountstats when given
+    mounts: Mounts | None = None
 
     def visible_round_trips(self, transactions: pd.DataFrame) -> np.ndarray:
         """Per transaction, the network round trip its call->reply holds at the
@@ -307,12 +315,18 @@ def diagnose(
         transactions, events, BudgetOptions(rtt, visible, quality.capture_point), per_pair
     )
     limits = capture_limits(quality, transactions, budget)
+    # -- the kernel's figures (analysis.mounts), with mountstats when given
+    # (analysis.kernel_stats): calls it counted that the capture missed limit
+    # the conclusions; a slot-table queue is a finding of its own.
+    mounts = with_kernel(mount_operations(transactions), options.mountstats)
+    limits += kernel_limits(mounts)
+    # --
     verdict = decide(budget, limits)
     # The workload's Little's-law check counts outstanding calls over its own span
     # (first NFS call to last reply), not pace's write activity: let it measure.
     workload = analyze_workload(transactions)
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
-    notes = [f for r in results for f in r.findings()]
+    notes = [f for r in results for f in r.findings()] + kernel_notes(mounts)
     ctx = _context(model, pace, writes, repeats, quality, transactions, events)
     pair_contexts = {
         key: replace(ctx, rtt_ns=_round_trip_ns(m)[0]) for key, m in pair_models.items()
@@ -326,6 +340,7 @@ def diagnose(
         or f.kind in PROBLEM_KINDS
         or (f.kind in SAID_KINDS and "server" not in said)  # the server's finding says it
     ]
+    findings += slot_findings(mounts)  # (analysis.kernel_stats: needs --mountstats)
     findings = rank(findings)
     if budget.elapsed_ns:
         findings.insert(0, verdict_finding(verdict, budget))
@@ -372,4 +387,5 @@ def diagnose(
         pace=pace,
         model=model,
         workload=workload,
+        mounts=mounts,
     )

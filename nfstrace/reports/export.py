@@ -31,6 +31,7 @@ DIAGNOSIS_PARTS = (
     "pace",
     "model",
     "workload",
+    "mounts",  # the kernel's figures per mount and operation, mountstats beside them
 )
 
 

@@ -47,7 +47,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
+from nfstrace.analysis.kernel_stats import KERNEL_COLUMNS, TRANSPORT_COLUMNS, mountstats_text
 from nfstrace.analysis.latency import LATENCY_COLUMNS
+from nfstrace.analysis.mounts import OPERATION_COLUMNS
 from nfstrace.analysis.overview import throughput_text, write_activity
 from nfstrace.analysis.transport import EXPERT_COLUMNS
 from nfstrace.analysis.writes import FILE_COLUMNS
@@ -396,6 +398,61 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         *(("warning", w) for w in st.warnings),
     ]  # fmt: skip
     return f'<section id="capture"><h2>Capture</h2>{_facts(facts)}</section>'
+
+
+def _mounts_section(diagnosis: Diagnosis) -> str:
+    """The kernel's figures per mount and operation (as nfsiostat prints them),
+    mountstats beside them when given (analysis.mounts, analysis.kernel_stats)."""
+    from nfstrace.reports.mounts_view import mount_name
+
+    mounts = _attr(diagnosis, "mounts")
+    if mounts is None or mounts.mounts.empty:
+        return ""
+    out = ['<section id="mounts"><h2>Mounts, as the client counts them</h2>']
+    out.append(
+        '<p class="note">Per mount (client, server, NFS version: every connection of an '
+        "nconnect mount together) and operation, what /proc/self/mountstats counts and "
+        "nfsiostat prints, from the capture: RTT from the first packet of the call's last "
+        "send to the reply, execute from its first send; the kernel's clock starts when the "
+        "call is handed to its socket, and its queue time before that is invisible in a "
+        "capture (--mountstats gives it).</p>"
+    )
+    cols = ["op", "ops", "ops_per_s", "kb_per_s", "kb_per_op", "retrans", "rtt_ms", "exe_ms"]
+    cols += ["rtt_last_ms", "errors", "unanswered", "bytes_sent", "bytes_recv"]
+    heads = {
+        "ops_per_s": "ops/s",
+        "kb_per_s": "kB/s",
+        "kb_per_op": "kB/op",
+        "rtt_ms": "avg RTT ms",
+        "exe_ms": "avg exe ms",
+        "rtt_last_ms": "RTT from last packet",
+        "unanswered": "no reply",
+    }
+    kheads = {
+        c: c.removeprefix("kernel_").replace("_ms", " ms").replace("_", " ")
+        + (" (kernel)" if c.startswith("kernel_") else "")
+        for c in KERNEL_COLUMNS
+    }
+    kernel = {(k.client, k.server, k.vers): k for k in mounts.kernel}
+    for i, r in enumerate(mounts.mounts.itertuples(index=False)):
+        ops = mounts.operations_of(str(r.client), str(r.server), int(r.vers))
+        out.append(f"<h3>{_e(mount_name(r))}, {r.seconds:,.3f} s of calls</h3>")
+        out.append(_table(ops, cols, headers=heads, tips=OPERATION_COLUMNS, table_id=f"mount-{i}"))
+        k = kernel.get((str(r.client), str(r.server), int(r.vers)))
+        if k is None:
+            continue
+        out.append(f"<h4>mountstats beside the capture: {_e(mountstats_text(k))}</h4>")
+        out.append(
+            _table(k.operations, list(KERNEL_COLUMNS), headers=kheads, tips=KERNEL_COLUMNS,
+                   table_id=f"mountstats-{i}", digits={c: 2 for c in KERNEL_COLUMNS})
+        )  # fmt: skip
+        out.append(
+            _table(k.transports, list(TRANSPORT_COLUMNS), tips=TRANSPORT_COLUMNS,
+                   table_id=f"mountstats-xprt-{i}", digits={"backlog": 2, "sending": 2,
+                                                           "pending": 2})
+        )  # fmt: skip
+    out.append("</section>")
+    return "".join(out)
 
 
 # What to look for in each figure, one line under it.
@@ -812,6 +869,7 @@ def render_report(
     body = [
         diagnosis_html,
         _capture_section(trace, diagnosis),
+        _mounts_section(diagnosis),
         figures_html,
         _tables_section(trace, diagnosis, data),
     ]

@@ -20,6 +20,7 @@ from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
+from nfstrace.reports.mounts_view import mount_lines, render_mounts
 from nfstrace.reports.style import Column, FittedTable, Wrapped
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
@@ -266,6 +267,8 @@ def render_transactions(trace: Trace, console: Console, full: bool = False) -> N
     say(Wrapped(escape(ov.repeats_text())))
     for line in rate_lines(trace, full):
         say(Wrapped(escape(line)))
+    for line in mount_lines(trace.diagnosis.mounts):  # as nfsiostat counts (mounts_view)
+        say(Wrapped(escape(line)))
 
 
 def render_latency_tables(trace: Trace, console: Console) -> None:
@@ -418,6 +421,7 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     render_transactions(trace, console, full)
     say()
     if full:
+        render_mounts(trace.diagnosis.mounts, console)
         render_latency_tables(trace, console)
         if not trace.files.empty:
             say()
