@@ -356,6 +356,20 @@ def render_capture(trace: Trace, console: Console) -> None:
     damage += [f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n]
     if damage:
         lines.append("damage: " + ", ".join(damage))
+    wrong = (
+        st.ip_datagrams_incomplete,
+        *(tcp.get(k, 0) for k in ("retransmitted", "out_of_order", "holes", "resyncs")),
+        st.truncated_messages,
+        st.incomplete_messages,
+        st.truncated_frames,
+        st.interface_drops,
+        len(damage),
+    )
+    if not any(wrong):  # a clean capture in one line (each count above is 0)
+        segments = tcp.get("segments", 0)
+        seen = [f"{segments:,} TCP segments (none re-sent or missing)"] if segments else []
+        seen += [f"{st.ip_fragments:,} IP fragments (all reassembled)"] if st.ip_fragments else []
+        lines = [f"nothing missed, cut or damaged: {', '.join([*seen, 'no interface drops'])}"]
     console.print("[bold]Capture[/bold]")
     for line in lines:
         console.print(Wrapped(escape(line)))
