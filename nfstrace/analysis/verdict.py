@@ -337,6 +337,10 @@ def _mix(shares: dict[str, float], k: int = 3) -> str:
     return ", ".join(f"{_WORDS[c]} {v:.0%}" for v, c in top)
 
 
+# The share of the time the window the losses cut must hold to be said beside
+# the loss's own time (its ACK waits, counted under the round trip).
+CUT_WINDOW_SAID = 0.05
+
 _WORDS = {
     "transfer": "moving data",
     "round_trip": "the network round trip",
@@ -398,7 +402,14 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
                 "a capture at the server tells them apart)"
             )
         return text
-    text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}") + f"; {head}"
+    text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}")
+    cut = _cut_window_ns(row)
+    if primary == "loss_recovery" and cut >= CUT_WINDOW_SAID * float(row["elapsed_ns"]):
+        text += (
+            f", and {cut / float(row['elapsed_ns']):.0%} more went to waiting for ACKs with the "
+            "window the losses kept small"
+        )
+    text += f"; {head}"
     both = overlapping(row) if primary not in _significant(row) else None
     got = gains(row).get(primary)
     if both is not None and both[0] == primary:
@@ -533,6 +544,12 @@ class Context:
     stable_asked: dict[str, int] = field(default_factory=dict)  # WRITEs per stable_how asked
     tcp_silences_ns: tuple[int, ...] = ()  # TCP silences before re-sent bytes (tcp_resend_gap)
     snaplen_needed: int = 0  # a snaplen that keeps what the analysis reads (quality; 0: ?)
+
+
+def _cut_window_ns(row: pd.Series) -> int:
+    """Time on the critical path the round trip owns that the losses made too
+    (ACK waits of a window they cut: budget ``loss_recovery_also_ns``)."""
+    return int(row.get("loss_recovery_also_ns", 0) or 0)
 
 
 def _long(iv: pd.DataFrame) -> np.ndarray:
@@ -731,6 +748,17 @@ def _scope_findings(
         if not significant and share < NOTABLE and not gains_some:
             continue
         title = prefix + _title(cause, elapsed, iv, ctx)
+        cut = _cut_window_ns(row)
+        if cause == "loss_recovery" and cut >= CUT_WINDOW_SAID * elapsed:
+            title += (
+                f"; and {seconds_text(cut)} ({cut / elapsed:.0%}) more of waiting for ACKs with "
+                "the window the losses kept small (counted under the round trip)"
+            )
+        if cause == "round_trip" and cut >= CUT_WINDOW_SAID * elapsed:
+            title += (
+                f" (of it, {seconds_text(cut)} with the window the losses kept small: the "
+                "loss's too)"
+            )
         remedy = _remedy(cause, ctx) if significant else ""
         if remedy and got is not None:
             remedy += "; " + gain_text(cause, got)
