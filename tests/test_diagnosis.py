@@ -551,3 +551,20 @@ def test_a_window_held_by_a_lost_segment_is_the_loss() -> None:
     got = next(f for f in lossy.findings if f.kind == "loss_recovery")
     assert abs(math.log(got.details["speedup_if_removed"] / measured)) <= math.log(1.25)
     assert not any(f.kind == "server" and f.severity == "problem" for f in lossy.findings)
+
+
+def test_a_window_the_losses_kept_small_is_said_with_the_loss() -> None:
+    """The kernel client through 1% loss: besides the loss's own silences, the
+    ACK waits of the window the losses cut (the round trip's time, made by the
+    loss too) are said beside the loss's share, so that a small share and a
+    larger gain do not read as a contradiction."""
+    d = trace(SAMPLES / "kernel/kvm-v3-ganesha-d0-l1.pcap").diagnosis
+    assert d.verdict.primary == "loss_recovery"
+    row = d.budget.pairs.iloc[0]
+    cut = row["loss_recovery_also_ns"] / row["elapsed_ns"]
+    assert cut >= 0.05
+    assert f"and {cut:.0%} more went to waiting for ACKs" in d.verdict.text
+    loss = next(f for f in d.findings if f.kind == "loss_recovery")
+    assert "the window the losses kept small" in loss.title
+    healthy = trace(SAMPLES / "kernel/kvm-v3-ganesha-d0-l0.pcap").diagnosis
+    assert "window the losses kept small" not in healthy.verdict.text
