@@ -230,6 +230,10 @@ def analyse(name: str, pcap: Path, doc: dict) -> dict:
                 "since the mount" if whole is not k else "between the copies"
             )
             figures["tshark"] = _srt(doc, COMPOUND)
+            t = whole.operations
+            figures["not_in_kernel"] = {
+                str(r.op): int(r.ops_diff) for r in t[t["ops_diff"] > 0].itertuples()
+            }
             mount["ops"][COMPOUND] = figures
         out["mounts"].append(mount)
     return out
@@ -281,7 +285,14 @@ def summary(results: list[dict]) -> dict:
                 groups.setdefault(key, []).append(ratio)
         ratios[ours] = {key: _spread(v) for key, v in sorted(groups.items())}
     verdicts = [r for r in results if r["injected"] is not None]
+    srt = [(f["rtt_last_ms"], f["ops"], f["tshark"]) for *_, f in rows if f["tshark"]]
+    gaps = [abs(ours / t["avg_ms"] - 1) for ours, _, t in srt if ours and t["avg_ms"]]
     return {
+        "tshark": {
+            "rows": len(srt),
+            "calls_equal": sum(1 for _, ops, t in srt if t["calls"] == ops),
+            "rtt_last_vs_srt_max_rel_diff": max(gaps) if gaps else None,
+        },
         "scenarios": len(results),
         "rows": len(rows),
         "equal": equal,
@@ -357,6 +368,13 @@ def markdown(results: list[dict], facts: dict) -> str:
         lines.append(
             f"- {op}: equal exactly in {eq['ops']}/{n} scenarios' ops, {eq['trans']}/{n} trans, "
             f"{eq['bytes_sent']}/{n} bytes sent." + (f" {COMPOUND_NOTE}" if op == COMPOUND else "")
+        )
+    ts = s["tshark"]
+    gap = ts["rtt_last_vs_srt_max_rel_diff"]
+    if ts["rows"] and gap is not None:
+        lines.append(
+            f"- tshark's SRT: its calls equal our ops in {ts['calls_equal']}/{ts['rows']} rows; "
+            f"its mean and ours from the last packet differ by at most {gap:.2%}."
         )
     lines += [
         f"- Verdict = injected cause: {s['verdict_is_injected']}/{s['verdicts']} scenarios.",
