@@ -319,4 +319,9 @@ EVENT_KINDS: dict[str, str] = {
     "ip_datagram_incomplete": "an IP datagram some of whose fragments never came (given up at "
     "the end of the capture or after ParseLimits.ip_reassembly_timeout_ns); ts/frame: its "
     "first fragment; seq: its IP id (IPv6: fragment identification), length: bytes received",
+    "tcp_hole_filled": "stretch: a segment that fills a hole in its stream after later "
+    "bytes were seen (downstream of a loss, the re-sent bytes the capture never saw the "
+    "first copy of: a retransmission seen where the loss happened upstream; or reordering): "
+    "ts/frame/seq/length: that segment, duration_ns: since the hole was first seen (the "
+    "first later segment held)",
 }

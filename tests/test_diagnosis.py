@@ -568,3 +568,38 @@ def test_a_window_the_losses_kept_small_is_said_with_the_loss() -> None:
     assert "the window the losses kept small" in loss.title
     healthy = trace(SAMPLES / "kernel/kvm-v3-ganesha-d0-l0.pcap").diagnosis
     assert "window the losses kept small" not in healthy.verdict.text
+
+
+def test_a_loss_seen_at_the_server_is_a_hole_filled() -> None:
+    """Downstream of the loss the capture never saw the first copy of a lost
+    segment: its re-send fills a hole after later bytes came (tcp_hole_filled),
+    one per segment the client re-sent (the same run's client-side capture:
+    its tcp_retransmission events), at the same sequence numbers."""
+    server = trace(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.server-side.pcap").events
+    client = trace(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap").events
+    filled = server[(server["kind"] == "tcp_hole_filled") & (server["src"] == "169.254.77.1")]
+    resent = client[(client["kind"] == "tcp_retransmission") & (client["src"] == "169.254.77.1")]
+    assert len(resent) > 0
+    assert sorted(filled["seq"]) == sorted(resent["seq"])
+    assert (filled["duration_ns"] > 0).all()  # each waited since the hole opened
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_a_tail_lost_before_the_server_is_a_timeout(side: str) -> None:
+    """Two 512 KiB WRITEs stop before their last segment for 210 ms with every
+    byte seen acknowledged.  At the server: a tail the network lost, re-sent on
+    the client's retransmission timer (at least Linux's 200 ms): loss.  At the
+    client the same stop is its own pause (its bytes all acknowledged, nothing
+    lost on the way): client_idle."""
+    d = trace(CRAFTED / f"timeout_{side}.pcap").diagnosis
+    assert d.quality.capture_point == side
+    stops = len(mcs.TIMED_OUT) * mcs.TIMEOUT_MS / 1e3
+    if side == "server":
+        assert d.verdict.primary == "loss_recovery", d.verdict.text
+        loss = next(f for f in d.findings if f.kind == "loss_recovery")
+        assert loss.details["seconds"] == pytest.approx(stops, rel=0.01)
+        assert f"{len(mcs.TIMED_OUT)} spans of {mcs.TIMEOUT_MS} ms" in loss.title
+        assert "retransmission timeouts" in loss.title
+    else:
+        assert d.verdict.primary == "client_idle", d.verdict.text
+        assert not any(f.kind == "loss_recovery" for f in d.findings)

@@ -359,10 +359,11 @@ pub enum Ev {
     TcpSendIdle = 14,
     FrameDuplicate = 15,
     IpDatagramIncomplete = 16,
+    TcpHoleFilled = 17,
 }
 
 /// Ev names, indexed by code.
-pub const EVENT_KIND_NAMES: [&str; 17] = [
+pub const EVENT_KIND_NAMES: [&str; 18] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
@@ -380,10 +381,11 @@ pub const EVENT_KIND_NAMES: [&str; 17] = [
     "tcp_send_idle",
     "frame_duplicate",
     "ip_datagram_incomplete",
+    "tcp_hole_filled",
 ];
 
 impl Ev {
-    pub const ALL: [Ev; 17] = [
+    pub const ALL: [Ev; 18] = [
         Ev::TcpRetransmission,
         Ev::TcpHole,
         Ev::SeqJump,
@@ -401,6 +403,7 @@ impl Ev {
         Ev::TcpSendIdle,
         Ev::FrameDuplicate,
         Ev::IpDatagramIncomplete,
+        Ev::TcpHoleFilled,
     ];
 
     pub const fn name(self) -> &'static str {

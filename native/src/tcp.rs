@@ -533,6 +533,11 @@ impl TcpReassembler {
         }
         let rel = rel_of(hs.order.next_seq, seq);
         if rel == 0 {
+            if !hs.order.pending.is_empty() {
+                // it fills the hole the held segments wait behind
+                let age = ts - hs.order.hole_since;
+                sink.event(hs, Ev::TcpHoleFilled, ts, frame, seq, wire_len, age);
+            }
             self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
             if !hs.order.pending.is_empty() {
                 self.drain(hs, ts, frame, sink);
@@ -552,6 +557,10 @@ impl TcpReassembler {
                 return;
             }
             self.stats.overlapping += 1;
+            if !hs.order.pending.is_empty() {
+                let age = ts - hs.order.hole_since;
+                sink.event(hs, Ev::TcpHoleFilled, ts, frame, seq, wire_len, age);
+            }
             let cut = (-rel) as usize;
             let rest = if cut < data.len() {
                 &data[cut..]

@@ -757,6 +757,13 @@ def _pair_budget(
             ev_frame[idx],
         )
 
+    # The client's re-sent segments: repeats of bytes the capture saw, and, where
+    # the loss happened before the capture point (a capture at the server), the
+    # segments that filled a hole after later bytes had come (tcp_hole_filled).
+    resent_by_client = np.sort(
+        np.r_[events("tcp_retransmission", True), events("tcp_hole_filled", True)]
+    )
+
     # capture gaps
     activity = [c.cs, c.ce, c.ls, c.le, c.rf[c.answered], c.rl[c.answered], orphans, ts, ts + dur]
     holes = ts[events("tcp_hole")]
@@ -829,9 +836,7 @@ def _pair_budget(
     # (a re-send of the client's bytes on the connection within a loaded round
     # trip of the stall) was the loss's: the receiver kept the bytes after the
     # hole, unread, until the re-send came (lab 0.5% loss: 7.3 ms of 78 ms).
-    held = _held_by_loss(
-        w, ts, dur, ev_conn, events("tcp_retransmission", True), _loaded_rtt(c, rtt)
-    )
+    held = _held_by_loss(w, ts, dur, ev_conn, resent_by_client, _loaded_rtt(c, rtt))
     add_events(
         loss_gap,
         w[held],
@@ -876,6 +881,21 @@ def _pair_budget(
     # had come: the pause is its own, after the ACK's travel the capture cannot see.
     client_seen = options.capture_point not in ("server", "between")
     head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
+    # Seen downstream of the client, a stop of at least a retransmission timeout
+    # (RTO_MIN_NS) with every byte acknowledged is a lost tail segment the capture
+    # never saw, re-sent when the client's timer fired (the client side shows the
+    # re-send): the loss's (the lab's 1% loss at the server: one 207 ms stop, a
+    # third of the writes' time).
+    timed_out = s[:0] if client_seen else s[dur[s] >= RTO_MIN_NS]
+    add_events(
+        loss_gap,
+        timed_out,
+        lambda j: (
+            f"the client stopped part-way through a call for {seconds_text(dur[j])} with "
+            "every byte acknowledged, a retransmission timeout: bytes lost before the "
+            f"capture point, re-sent (frame {ev_frame[j]})"
+        ),
+    )
     if client_seen:
         add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
         add_events(
@@ -994,7 +1014,7 @@ def _pair_budget(
         ),
         frames[is_commit],
     )
-    loss_from = _loss_delays(c, ts, ev_conn, events("tcp_retransmission", True), rt_from)
+    loss_from = _loss_delays(c, ts, ev_conn, resent_by_client, rt_from)
     hit = np.flatnonzero(loss_from < rt_from)
     blocked.add(
         loss_from[hit],
@@ -1025,6 +1045,7 @@ def _pair_budget(
     stop_parts = []
     for idx, cause, s_, e_ in (
         (events("tcp_resend_gap", True), "loss_recovery", None, None),
+        (timed_out, "loss_recovery", None, None),
         (w_held, "loss_recovery", None, None),
         (w[length[w] < path_bytes], "window", None, None),
         (w[length[w] >= path_bytes], "server", None, None),
@@ -1037,7 +1058,7 @@ def _pair_budget(
         conn = ev_conn[idx] if len(ev_conn) else np.zeros(len(idx), "int64")
         also = np.full(len(idx), -1, "int64")
         if cause == "round_trip" and e_ is None:  # ACK waits of a window a loss cut
-            retx = events("tcp_retransmission", True)
+            retx = resent_by_client
             made = _regrowing(idx, ts, length, ev_conn, retx, _loaded_rtt(c, rtt))
             made |= np.isin(conn, _loss_limited(retx, ev_conn, c))
             also[made] = path_code("loss_recovery")
@@ -1120,7 +1141,7 @@ def _pair_budget(
     pair_row["round_trip_also_count"] = path.also_count["round_trip"]
     pair_row["ack_chain_ns"], pair_row["ack_chain_calls"] = _ack_chain(c, acked)
     segments = c.call_bytes.sum() / SEGMENT_BYTES
-    resent_segments = len(events("tcp_retransmission", True))
+    resent_segments = len(resent_by_client)
     pair_row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
     mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
     for cause, ns in mine.items():
@@ -1273,6 +1294,12 @@ def _regrowing(
                 continue
             out[g] = True
     return out
+
+
+# Linux's smallest TCP retransmission timeout (TCP_RTO_MIN, 200 ms; other
+# systems' are longer): a sender silent this long with bytes to send re-sent on
+# a timer.
+RTO_MIN_NS = 200_000_000
 
 
 def _sending_at(c: _PairCalls, t: np.ndarray) -> np.ndarray:

@@ -684,6 +684,14 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
         if len(rtos):
             many = "s" * (len(rtos) > 1)
             parts.append(f"{len(rtos)} TCP silence{many} before a re-send ({_spans(rtos)})")
+        timed = iv[iv["evidence"].str.contains("a retransmission timeout", regex=False)]
+        if len(timed):  # (budget: a stop seen downstream of the client, RTO_MIN_NS or more)
+            parts.append(
+                f"the client stopped part-way through a call with every byte acknowledged "
+                f"{len(timed)} time{'s' * (len(timed) > 1)} ({_spans(timed)}): retransmission "
+                "timeouts of bytes lost before the capture point (a capture at the client "
+                "shows them re-sent)"
+            )
         detail = f": {', '.join(parts)}" if parts else ""
         return f"Recovering from lost packets cost {cost}{detail}"
     if cause == "window":

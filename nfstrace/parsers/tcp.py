@@ -416,6 +416,8 @@ class TcpReassembler:
         if rel >= SEQ_MOD >> 1:
             rel -= SEQ_MOD
         if rel == 0:
+            if o.pending:  # it fills the hole the held segments wait behind
+                self.event(hs, "tcp_hole_filled", ts, frame, seq, wire_len, ts - o.hole_since)
             self._feed(hs, data, wire_len, ts, frame, ip_frags)
             if o.pending:
                 self._drain(hs, ts, frame)
@@ -431,6 +433,8 @@ class TcpReassembler:
                 self.event(hs, "tcp_retransmission", ts, frame, seq, wire_len)
                 return
             st.overlapping += 1
+            if o.pending:
+                self.event(hs, "tcp_hole_filled", ts, frame, seq, wire_len, ts - o.hole_since)
             cut = -rel
             self._feed(hs, data[cut:], wire_len - cut, ts, frame, ip_frags)
             if o.pending:

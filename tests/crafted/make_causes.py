@@ -19,6 +19,10 @@ tests import.
   that server answers 4.6 ms after each call's last byte.
 - ``missed_calls_s256``: a ``-s 256`` capture of 16 WRITEs of 1 MiB of which 11
   calls were not captured (their replies were): the capture's limits lead.
+- ``timeout_server`` / ``timeout_client``: 512 KiB WRITEs one at a time, two of
+  which stop before their last segment for 210 ms with every byte seen
+  acknowledged: at the server, a tail the network lost, re-sent on the client's
+  retransmission timer; at the client, its own pause.
 """
 
 from __future__ import annotations
@@ -81,12 +85,16 @@ class Flow:
         cport: int,
         us: float,
         rtt_us: float = RTT_US,
+        server_side: bool = False,
     ) -> None:
         self.cap, self.client, self.server, self.cport = cap, client, server, cport
         self.cnext, self.snext = 1_001, 500_001
-        # window scale 7 both ways: 8 MiB windows, never full here
+        # window scale 7 both ways: 8 MiB windows, never full here; the handshake
+        # as seen at the client (SYN-ACK a round trip after the SYN) or, with
+        # server_side, at the server (the client's ACK a round trip after its SYN-ACK)
+        syn_ack = us + (1 if server_side else rtt_us)
         self._frame(True, "S", 1_000, 0, b"", us, [("MSS", 1460), ("WScale", 7)])
-        self._frame(False, "SA", 500_000, 1_001, b"", us + rtt_us, [("MSS", 1460), ("WScale", 7)])
+        self._frame(False, "SA", 500_000, 1_001, b"", syn_ack, [("MSS", 1460), ("WScale", 7)])
         self._frame(True, "A", 1_001, 500_001, b"", us + rtt_us + 1)
 
     def _frame(
@@ -393,12 +401,51 @@ def build_server_and_round_trip(out: Path) -> dict[str, Path]:
     return {"server_and_round_trip": cap.write(out / "server_and_round_trip.pcap")}
 
 
+# ---- 6. a tail segment lost before a capture at the server ---------------------------
+
+TIMEOUT_WRITES = 8
+TIMEOUT_COUNT = 512 * 1024
+TIMED_OUT = (2, 5)  # calls whose tail the network lost: the client re-sent it on its timer
+TIMEOUT_MS = 210  # the client's retransmission timeout (Linux: at least 200 ms)
+TIMEOUT_SEGMENT_US = 50  # between a call's segments
+TIMEOUT_REPLY_US = 300  # after the call's last byte
+
+
+def build_timeout(out: Path) -> dict[str, Path]:
+    """One WRITE of 512 KiB at a time; of two calls the network lost the last
+    segments before the capture point, so a capture at the server sees the
+    client stop part-way through with every byte it saw acknowledged, for a
+    retransmission timeout, then the rest (``timeout_server``).  The same
+    frames with a client's handshake (``timeout_client``): there a stop with
+    everything acknowledged is the client's own pause."""
+    paths = {}
+    for side in ("server", "client"):
+        cap = mc.Capture(snaplen=SNAPLEN)
+        f = Flow(cap, mc.CLIENT, mc.SERVER, 870, 0, server_side=side == "server")
+        n = pieces(TIMEOUT_COUNT)
+        us = 1_000.0
+        for i in range(TIMEOUT_WRITES):
+            stop = TIMEOUT_MS * 1_000 if i in TIMED_OUT else 0
+            payload = mc.record(write_call(0x6000 + i, 1, i * TIMEOUT_COUNT, TIMEOUT_COUNT))
+            t = us
+            for k in range(n):
+                t = us + k * TIMEOUT_SEGMENT_US + (stop if k == n - 1 else 0)
+                f._frame(True, "PA", f.cnext, f.snext, payload[k * SEGMENT : (k + 1) * SEGMENT], t)
+                f.cnext += len(payload[k * SEGMENT : (k + 1) * SEGMENT])
+                f.ack(False, t + 20)
+            f.send(False, write_reply(0x6000 + i, TIMEOUT_COUNT), t + TIMEOUT_REPLY_US)
+            us = t + TIMEOUT_REPLY_US + 100
+        paths[f"timeout_{side}"] = cap.write(out / f"timeout_{side}.pcap")
+    return paths
+
+
 BUILDERS = (
     build_silence_99s,
     build_two_mounts,
     build_missed_calls_s256,
     build_two_clients,
     build_server_and_round_trip,
+    build_timeout,
 )
 
 
