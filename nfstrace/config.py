@@ -151,10 +151,3 @@ class ParseLimits:
         """Calls remembered at most: max_pending_calls, within max_pending_call_bytes."""
         by_memory = self.max_pending_call_bytes // PENDING_CALL_BYTES
         return max(1, min(self.max_pending_calls, by_memory))
-
-
-@dataclass(frozen=True)
-class ParseConfig:
-    limits: ParseLimits = ParseLimits()
-    # Report progress through this callable(bytes_done, bytes_total); None = quiet.
-    show_progress: bool = False

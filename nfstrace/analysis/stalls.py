@@ -74,7 +74,6 @@ CAUSES = ("server_delay", "commit", "zero_window", "retransmission", "client_idl
 UNKNOWN = "unknown"
 APPLIES_AT = 0.5  # share of the stall a cause's evidence must cover
 FALLBACK_AT = 0.2  # when none applies: the best-covering cause if it covers this much
-PROBLEM_SHARE = 0.2  # stalls of a cause costing this share of the activity are a problem
 
 THRESHOLD_FLOOR_NS = 50_000_000
 THRESHOLD_PACE_MULTIPLE = 10

@@ -62,7 +62,7 @@ from nfstrace.analysis.counterfactual import (
     removal_of,
 )
 from nfstrace.analysis.findings import Finding, Severity
-from nfstrace.analysis.writes import bytes_text, seconds_text
+from nfstrace.analysis.writes import seconds_text
 
 # Share of a pair's elapsed time a cause must cost to be named (see the docstring).
 SIGNIFICANT: dict[str, float] = {
@@ -889,7 +889,3 @@ def verdict_finding(verdict: Verdict, budget: Budget) -> Finding:
         severity=severity,
         details={"primary": primary, "elapsed_ns": budget.elapsed_ns},
     )
-
-
-def bytes_moved_text(budget: Budget) -> str:
-    return bytes_text(float(budget.pairs["bytes"].sum())) if len(budget.pairs) else "0 B"

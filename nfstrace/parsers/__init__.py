@@ -3,5 +3,6 @@
 One module per concern: ``capture`` (pcap/pcapng/compressed files),
 ``link`` (layer 2), ``ip`` (IPv4/IPv6 and fragments), ``tcp`` (stream
 reassembly and record marking), ``xdr`` and ``rpc`` (RPC header), and
-``fast`` (the default parser's frame loop).
+``frame_loop``/``dissector`` (the Python parser's loop over frames; ``native``
+runs the Rust one, ``backends`` picks).
 """

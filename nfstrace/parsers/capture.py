@@ -741,10 +741,3 @@ def _merged(
         for *_, frames in heap:
             if frames is not None:
                 frames.close()
-
-
-def file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

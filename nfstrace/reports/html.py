@@ -147,10 +147,6 @@ def _pairs(tx: pd.DataFrame) -> list[tuple[str, str]]:
 # ---- HTML pieces ---------------------------------------------------------------------
 
 
-def _fmt_ns(ns: Any) -> str:
-    return "" if pd.isna(ns) else f"{int(ns) / 1e9:,.6f}"
-
-
 def _fmt_duration(seconds: float) -> str:
     if not np.isfinite(seconds):
         return "-"
