@@ -164,7 +164,12 @@ def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -
     """load() with a progress bar on stderr when it is a terminal: the share of
     the files' bytes read (compressed files by their packed bytes) and the time
     left; frames only when the size is unknown (standard input, a pipe)."""
-    from rich.progress import (
+    from nfstrace.trace import load
+
+    err = Console(stderr=True)
+    if quiet or not err.is_terminal:
+        return load(paths, config)
+    from rich.progress import (  # (only for a bar)
         BarColumn,
         Progress,
         SpinnerColumn,
@@ -174,11 +179,6 @@ def _load_with_progress(paths: list[str], config: AnalysisConfig, quiet: bool) -
         TimeRemainingColumn,
     )
 
-    from nfstrace.trace import load
-
-    err = Console(stderr=True)
-    if quiet or not err.is_terminal:
-        return load(paths, config)
     total = _total_size(paths)
     columns = [SpinnerColumn(), TextColumn("reading {task.fields[frames]:,} frames")]
     if total:

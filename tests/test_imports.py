@@ -5,6 +5,7 @@ reports, an analysis without the HTML report's plotly or Parquet's writer."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,55 @@ def test_analysis_without_report_imports_no_plotly() -> None:
     assert "nfstrace.analysis.diagnosis" in mods
     assert not {m for m in mods if m.startswith(("plotly", "pyarrow.parquet"))}
     assert not {"nfstrace.reports.html", "nfstrace.reports.figures", "nfstrace.reports.png"} & mods
+
+
+# Imported by an analysis only for what it does not do here: the pyshark parser
+# (with asyncio and lxml), Dask, a process pool, the progress bar (not a
+# terminal), the version stamp (no file written), plotly, the Parquet writer.
+NOT_FOR_A_PLAIN_ANALYSIS = {
+    "pyshark",
+    "asyncio",
+    "lxml",
+    "dask",
+    "distributed",
+    "multiprocessing",
+    "concurrent.futures.process",
+    "rich.progress",
+    "nfstrace.version",
+    "plotly",
+    "pyarrow.parquet",
+}
+
+
+def test_analysis_without_report_imports_only_what_it_uses() -> None:
+    """``nfstrace analyze X --no-report`` (a pipe, not a terminal) in a fresh
+    process imports none of NOT_FOR_A_PLAIN_ANALYSIS (pandas brings pyarrow
+    itself, for its string columns: that cannot be avoided)."""
+    code = (
+        "from nfstrace.cli import app\n"
+        f"app(['analyze', {str(SAMPLE)!r}, '--no-report'], standalone_mode=False)\n"
+        "import sys\n"
+        "print('MODULES', ' '.join(sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    mods = set(done.stdout.split("MODULES", 1)[1].split())
+    assert "nfstrace.analysis.diagnosis" in mods  # (it did analyse)
+    assert not {m for m in mods if m.split(".")[0] in NOT_FOR_A_PLAIN_ANALYSIS}
+    assert not NOT_FOR_A_PLAIN_ANALYSIS & mods
+
+
+def test_parser_is_found_without_pandas() -> None:
+    """Which parser runs (``--version``, the check of --parser) is known from the
+    Rust extension alone, without pandas or numpy."""
+    mods = _imported_after(
+        "from nfstrace.parsers import backends\n"
+        "print(backends.auto_choice(), backends.why_not('native'))"
+    )
+    assert not {"pandas", "numpy", "pyshark", "nfstrace.parsers.native"} & mods
+    if not os.environ.get("NFSTRACE_NO_NATIVE"):
+        assert "nfstrace._native" in mods
 
 
 # The pipeline's stages, bottom up (README "Layout"): a module imports only
@@ -136,7 +186,7 @@ def test_no_private_names_from_another_module() -> None:
         for here, module, name in _imports()
         if name.startswith("_") and not name.startswith("__")
     ]
-    assert private == [("nfstrace.parsers.native", "nfstrace", "_native")]  # the extension
+    assert private == [("nfstrace.parsers.backends", "nfstrace", "_native")]  # the extension
 
 
 def test_protocol_facts_come_from_protocol_not_from_the_parsers() -> None:

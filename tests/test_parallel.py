@@ -384,7 +384,9 @@ def test_no_process_for_one_worker(metadata: Path, monkeypatch: pytest.MonkeyPat
     def no_pool(*args, **kwargs):  # pragma: no cover - must not be called
         raise AssertionError("a process pool for one worker")
 
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_pool)
+    import concurrent.futures  # (parallel imports the pool from there when it needs one)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
     assert len(parallel.parse([str(metadata)], ParseLimits(), "auto", 1)[0])
 
 

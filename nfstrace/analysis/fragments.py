@@ -211,7 +211,7 @@ def _incomplete(events: pd.DataFrame | None, messages: pd.DataFrame) -> pd.DataF
         columns={"seq": "ip_id", "length": "bytes_received"}
     )
     out = out.reset_index(drop=True)
-    xids, fates = _fates(out, messages)
+    xids, fates = _fates(out, messages) if len(out) else ([], [])  # (none: nothing to look up)
     return out.assign(xid=pd.array(xids, dtype="int64"), fate=fates)
 
 

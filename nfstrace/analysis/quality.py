@@ -374,22 +374,29 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
     if events is None or not len(events) or "kind" not in events or "conn" not in transactions:
         return empty
-    used = [c for c in ("conn", "src", "duration_ns") if c in events]  # (the columns it reads)
-    rtt = events.loc[events["kind"] == "tcp_ack_rtt", used]
-    clients = transactions.loc[transactions["n_calls"] > 0, ["conn", "client"]].dropna()
-    if rtt.empty or clients.empty:
+    # in numpy: a few columns, a few rows (a merge and a drop_duplicates cost more)
+    is_rtt = (events["kind"] == "tcp_ack_rtt").to_numpy(dtype=bool)
+    tx = transactions
+    keep = (tx["n_calls"] > 0).to_numpy(dtype=bool) & tx["conn"].notna().to_numpy(dtype=bool)
+    keep = keep & tx["client"].notna().to_numpy(dtype=bool)
+    if not is_rtt.any() or not keep.any():
         return empty
-    clients = clients.drop_duplicates("conn").astype({"conn": "int64", "client": object})
-    rtt = rtt[["conn", "src", "duration_ns"]].astype({"conn": "int64", "src": object})
-    rtt = rtt.merge(clients, on="conn")
-    if rtt.empty:
+    # each connection's client: that of its first call
+    tx_conns, first = np.unique(tx["conn"].to_numpy(dtype=object)[keep].astype("int64"), True)
+    client_of = tx["client"].to_numpy(dtype=object)[keep][first]
+    ev_conn = events["conn"].to_numpy(dtype=object)[is_rtt].astype("int64")
+    at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
+    called = tx_conns[at] == ev_conn  # connections that carried calls
+    if not called.any():
         return empty
-    server_data = (rtt["src"] != rtt["client"]).to_numpy(dtype=bool)
+    src = events["src"].to_numpy(dtype=object)[is_rtt][called]
+    server_data = src != client_of[at[called]]
+    duration = events["duration_ns"].to_numpy(dtype=object)[is_rtt][called].astype("int64")
     # the smallest per connection (in order) and side, -1 where a side has none
-    conns, conn = np.unique(rtt["conn"].to_numpy("int64"), return_inverse=True)
+    conns, conn = np.unique(ev_conn[called], return_inverse=True)
     none = np.iinfo("int64").max
     least = np.full((len(conns), 2), none, "int64")
-    np.minimum.at(least, (conn, server_data.astype("int64")), rtt["duration_ns"].to_numpy("int64"))
+    np.minimum.at(least, (conn, server_data.astype("int64")), duration)
     least[least == none] = -1
     out = pd.DataFrame(dict(zip(ACK_RTT_COLUMNS, (conns, least[:, 0], least[:, 1]), strict=True)))
     out.columns.name = "side"  # (as the pivot table it stands for named them)

@@ -44,12 +44,13 @@ def _status_name(vers: Any, status: Any) -> str:
     return status_name(int(status), 0 if pd.isna(vers) else int(vers))
 
 
-def _event_words(part: pd.DataFrame, rows: np.ndarray) -> list[str]:
-    """A parser event's words in the timeline: its endpoints, sequence and length."""
-    columns = (part[c].iloc[rows] for c in ("src", "sport", "dst", "dport", "seq", "length"))
+def _event_words(columns: dict[str, np.ndarray], rows: np.ndarray) -> list[str]:
+    """A parser event's words in the timeline: its endpoints, sequence and length
+    (``columns``: the events' columns of one kind, as arrays)."""
+    picked = (columns[c][rows].tolist() for c in ("src", "sport", "dst", "dport", "seq", "length"))
     return [
         f"{s}:{sp} → {d}:{dp} seq {q} ({n:,} bytes)"
-        for s, sp, d, dp, q, n in zip(*columns, strict=True)
+        for s, sp, d, dp, q, n in zip(*picked, strict=True)
     ]
 
 
@@ -65,7 +66,8 @@ def timeline(
     transport events in one time-ordered table; of a kind with more than
     ``max_per_kind`` rows, the longest are kept (in time order) and a note says so."""
     tx = transactions
-    frames: list[pd.DataFrame] = []
+    # the rows kept of each kind, column by column: one table is made at the end
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in TIMELINE_COLUMNS}
     notes: list[str] = []
 
     def add(
@@ -78,24 +80,21 @@ def timeline(
     ) -> None:
         """``what(rows)``: the descriptions of the rows kept (positions): the rows
         are chosen first, so only the shown ones are worded (not 100,000 handshakes)."""
-        part = pd.DataFrame(
-            {
-                "t_ns": pd.Series(t_ns).astype("int64").to_numpy(),
-                "kind": kind,
-                "duration_ms": pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy()
-                / 1e6,
-            }
-        )
-        rows = np.arange(len(part))
-        if len(part) > max_per_kind:
-            notes.append(f"{kind}: {max_per_kind:,} of {len(part):,} shown")
-            order = part["duration_ms"].fillna(0).to_numpy()
+        t = np.asarray(t_ns, dtype="int64")
+        duration = pd.Series(dur_ns, index=t_ns.index).astype("Float64").to_numpy() / 1e6
+        rows = np.arange(len(t))
+        if len(t) > max_per_kind:
+            notes.append(f"{kind}: {max_per_kind:,} of {len(t):,} shown")
+            order = np.nan_to_num(duration.astype("float64"), nan=0.0)
             rows = np.sort(np.argsort(-order, kind="stable")[:max_per_kind])
-            part = part.iloc[rows]
+        parts["t_ns"].append(t[rows])
+        parts["kind"].append(np.full(len(rows), kind, dtype=object))
+        parts["duration_ms"].append(duration[rows])
         for name, values in (("client", client), ("server", server)):
-            part[name] = pd.Series(values, index=t_ns.index).iloc[rows].astype(object).to_numpy()
-        part["what"] = pd.Series(list(what(rows)), dtype=object).to_numpy()
-        frames.append(part)
+            if not isinstance(values, pd.Series):  # (None: a column the table lacks)
+                values = pd.Series(values, index=t_ns.index)
+            parts[name].append(values.to_numpy(dtype=object)[rows])
+        parts["what"].append(np.array(list(what(rows)) + [None], dtype=object)[:-1])
 
     if stalls is not None and len(stalls):
         s = stalls
@@ -165,16 +164,23 @@ def timeline(
         )
     ev = events
     if len(ev):
-        for kind, part in ev.groupby(ev["kind"].astype(str), sort=True):
+        kinds = ev["kind"].astype(str).to_numpy()
+        used = ("ts_ns", "src", "sport", "dst", "dport", "seq", "length")
+        arrays = {c: ev[c].to_numpy(dtype=object if c in ("src", "dst") else None) for c in used}
+        for kind in np.unique(kinds).tolist():  # in the order of the kinds' names
+            at = np.flatnonzero(kinds == kind)
+            part = {c: a[at] for c, a in arrays.items()}
             add(
                 kind,  # the parser's name: tcp_window_full, ip_datagram_incomplete, ...
-                part["ts_ns"],
+                pd.Series(part["ts_ns"]),
                 None,
                 part["src"],
                 part["dst"],
                 functools.partial(_event_words, part),
             )
-    if not frames:
+    if not parts["t_ns"]:
         return Timeline(pd.DataFrame(columns=list(TIMELINE_COLUMNS)), [])
-    table = pd.concat(frames, ignore_index=True).sort_values("t_ns", kind="stable")
-    return Timeline(table.reset_index(drop=True), notes)
+    columns = {c: np.concatenate(arrays) for c, arrays in parts.items()}
+    order = np.argsort(columns["t_ns"], kind="stable")
+    table = pd.DataFrame({c: a[order] for c, a in columns.items()})
+    return Timeline(table, notes)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nfstrace.errors import UsageError
 
@@ -53,17 +54,31 @@ class _Lazy:
         limits: ParseLimits | None = None,
         progress: Progress | None = None,
     ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
-        why = available()[self.name]
+        why = why_not(self.name)
         if why is not None:
             raise UsageError(why)
         return importlib.import_module(self.module).parse(paths, limits, progress)
 
 
+def native_extension() -> tuple[Any, str]:
+    """The Rust extension ``nfstrace._native`` and "", or None and why it is not
+    there (not built, or hidden by ``NFSTRACE_NO_NATIVE=1``).  Imported here, not
+    in ``nfstrace.parsers.native`` (which brings pandas): the command line
+    checks its parser before anything heavy is imported."""
+    try:
+        if os.environ.get("NFSTRACE_NO_NATIVE"):
+            raise ImportError("disabled by NFSTRACE_NO_NATIVE")
+        from nfstrace import _native  # type: ignore[attr-defined]
+
+        return _native, ""
+    except ImportError as e:  # built without a Rust toolchain, or disabled
+        return None, str(e)
+
+
 def _native_error() -> str | None:
     """None when the native parser is built and not hidden, else why not."""
-    from nfstrace.parsers import native
-
-    return None if native.available() else native.IMPORT_ERROR
+    extension, error = native_extension()
+    return None if extension is not None else error
 
 
 def auto_choice() -> str:
@@ -101,37 +116,43 @@ def tshark_path() -> str | None:
         return None
 
 
+def why_not(name: str) -> str | None:
+    """None if the backend ``name`` can run here, else why not (and how to fix it).
+    Only that backend is looked at: pyshark (and the asyncio, lxml it brings) is
+    imported only when it is the one asked about."""
+    if name in ("auto", "fast"):
+        return None
+    if name == "native":
+        error = _native_error()
+        if error is None:
+            return None
+        return (
+            "the native parser was not built (a Rust toolchain at install time builds it: "
+            f"https://rustup.rs, then pip install again): {error}"
+        )
+    if name == "dpkt":
+        if importlib.util.find_spec("dpkt"):
+            return None
+        return "the dpkt parser needs dpkt: pip install 'nfstrace[dpkt]'"
+    if name == "pyshark":
+        if not importlib.util.find_spec("pyshark"):
+            return "the pyshark parser needs pyshark: pip install 'nfstrace[pyshark]'"
+        if tshark_path() is None:
+            return f"the pyshark parser needs tshark, which was not found: {TSHARK_INSTALL_HINT}"
+        return None
+    raise KeyError(name)
+
+
 def available() -> dict[str, str | None]:
     """Each backend's name -> None if it can run here, else why not (and how to fix it)."""
-    out: dict[str, str | None] = {"auto": None, "fast": None}
-    error = _native_error()
-    out["native"] = (
-        None
-        if error is None
-        else "the native parser was not built (a Rust toolchain at install time builds it: "
-        f"https://rustup.rs, then pip install again): {error}"
-    )
-    out["dpkt"] = (
-        None
-        if importlib.util.find_spec("dpkt")
-        else "the dpkt parser needs dpkt: pip install 'nfstrace[dpkt]'"
-    )
-    if not importlib.util.find_spec("pyshark"):
-        out["pyshark"] = "the pyshark parser needs pyshark: pip install 'nfstrace[pyshark]'"
-    elif tshark_path() is None:
-        out["pyshark"] = (
-            f"the pyshark parser needs tshark, which was not found: {TSHARK_INSTALL_HINT}"
-        )
-    else:
-        out["pyshark"] = None
-    return out
+    return {name: why_not(name) for name in ("auto", "fast", "native", "dpkt", "pyshark")}
 
 
 def get(name: str) -> Parser:
     """The parse callable of a backend; UsageError for an unknown or unavailable one."""
     if name not in PARSERS:
         raise UsageError(f"unknown parser {name!r}: choose one of {', '.join(PARSERS)}")
-    why = available()[name]
+    why = why_not(name)
     if why is not None:
         raise UsageError(why)
     return PARSERS[name]

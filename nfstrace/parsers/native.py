@@ -12,7 +12,6 @@ decoders the few messages Rust leaves to them (NFSv2, NFSv4 NULL, callbacks).
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -30,7 +29,7 @@ from nfstrace.nfs_fields import (
     DECODE_TRUNCATED,
     FIELD_NAMES,
 )
-from nfstrace.parsers import capture, nfs4, rpc
+from nfstrace.parsers import backends, capture, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Damage
 from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
@@ -51,15 +50,7 @@ from nfstrace.parsers.tables import events_frame, messages_frame
 from nfstrace.protocol.procedures import procedure_name
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
-try:
-    if os.environ.get("NFSTRACE_NO_NATIVE"):
-        raise ImportError("disabled by NFSTRACE_NO_NATIVE")
-    from nfstrace import _native  # type: ignore[attr-defined]
-
-    IMPORT_ERROR = ""
-except ImportError as e:  # built without a Rust toolchain, or disabled
-    _native = None
-    IMPORT_ERROR = str(e)
+_native, IMPORT_ERROR = backends.native_extension()
 
 # Codes of the coded columns: native/generate_tables.py writes them into
 # native/src/tables.rs for the Rust parser, which writes the columns with them

@@ -45,8 +45,7 @@ import math
 import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -60,6 +59,9 @@ from nfstrace.parsers.ip import partition_of
 from nfstrace.parsers.link import locate_ip
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]
 T = TypeVar("T")
@@ -308,7 +310,11 @@ def run(
     mine = list(range(0, partitions, workers))
     results: dict[int, T] = {}
     with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(ProcessPoolExecutor(workers - 1)) if workers > 1 else None
+        pool: ProcessPoolExecutor | None = None
+        if workers > 1:
+            from concurrent.futures import ProcessPoolExecutor  # (multiprocessing: when used)
+
+            pool = stack.enter_context(ProcessPoolExecutor(workers - 1))
         futures = {
             i: pool.submit(work, i, partitions, None)
             for i in range(partitions)

@@ -16,9 +16,16 @@ from nfstrace.nfs_fields import NFS_FIELDS
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import CONTROL, printable
 from nfstrace.trace import Trace
-from nfstrace.version import __version__
 
 SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
+
+
+def _version() -> str:
+    """The installed version (``importlib.metadata``: imported only when a file
+    that stamps it is written)."""
+    from nfstrace.version import __version__
+
+    return __version__
 
 
 DIAGNOSIS_PARTS = (
@@ -52,7 +59,7 @@ def summary(trace: Trace) -> dict:
     data = jsonable(
         {
             "format": SUMMARY_FORMAT,
-            "nfstrace_version": __version__,
+            "nfstrace_version": _version(),
             "captures": [
                 {
                     "path": f.path,
@@ -189,7 +196,7 @@ def write_parquet(trace: Trace, path: Path) -> None:
 def write_model_json(trace: Trace, path: Path) -> None:
     """``nfstrace model --json``: the model's parameters, predictions and what-ifs."""
     model = trace.diagnosis.model
-    body = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, "model": model}
+    body = {"format": SUMMARY_FORMAT, "nfstrace_version": _version(), "model": model}
     text = json.dumps(jsonable(body), indent=1, allow_nan=False) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
 
@@ -197,6 +204,6 @@ def write_model_json(trace: Trace, path: Path) -> None:
 def write_comparison_json(cmp: Comparison, path: Path) -> None:
     """``nfstrace compare --json``: both verdicts, the changes in words, the
     pairs and operations tables (``nfstrace.comparison``)."""
-    data = {"format": SUMMARY_FORMAT, "nfstrace_version": __version__, **jsonable(cmp)}
+    data = {"format": SUMMARY_FORMAT, "nfstrace_version": _version(), **jsonable(cmp)}
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     write_atomically(path, lambda temp: temp.write_text(text, encoding="utf-8"))
