@@ -29,31 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample-pcaps"
 CACHE = Path(os.environ.get("NFSTRACE_BENCH_DIR", "/var/tmp/nfstrace-bench")) / "same-output"
 
-
-def _git(*args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
-def snapshot(commit: str) -> tuple[Path, str]:
-    """The nfstrace package as of commit (with this checkout's built extension)."""
-    sha = _git("rev-parse", "--short", commit)
-    dest = CACHE / f"src-{sha}"
-    if not (dest / "nfstrace" / "__init__.py").exists():
-        shutil.rmtree(dest, ignore_errors=True)
-        dest.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", sha, "nfstrace"], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-        native_changed = subprocess.run(
-            ["git", "-C", str(ROOT), "diff", "--quiet", sha, "--", "native"]
-        ).returncode
-        built = sorted((ROOT / "nfstrace").glob("_native*.so"))
-        if built and not native_changed:
-            shutil.copy2(built[0], dest / "nfstrace" / built[0].name)
-    return dest, sha
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from small import snapshot  # noqa: E402  (bench/small.py: one way to unpack a commit)
 
 
 def run_all(source: Path, out: Path, captures: list[Path], html: bool) -> None:
@@ -93,7 +70,7 @@ def main() -> int:
     captures += sorted(args.samples.rglob("*.pcapng"))
     if args.only:
         captures = [c for c in captures if args.only in str(c)]
-    base_src, sha = snapshot(args.base)
+    base_src, sha = snapshot(args.base, CACHE)
     suffix = "-html" if args.html else ""
     base_out = CACHE / f"out-{sha}{suffix}"
     print(f"base {sha}: {base_src}", file=sys.stderr)

@@ -64,11 +64,11 @@ def _git(*args: str) -> str:
     ).stdout.strip()
 
 
-def snapshot(commit: str) -> tuple[Path, str]:
-    """The nfstrace package as of commit (with this checkout's built extension
-    when native/ did not change since)."""
+def snapshot(commit: str, cache: Path = CACHE) -> tuple[Path, str]:
+    """The nfstrace package as of commit, unpacked under cache (with this
+    checkout's built extension when native/ did not change since)."""
     sha = _git("rev-parse", "--short", commit)
-    dest = CACHE / f"src-{sha}"
+    dest = cache / f"src-{sha}"
     if not (dest / "nfstrace" / "__init__.py").exists():
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
