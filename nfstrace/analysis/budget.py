@@ -87,7 +87,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.critical_path import CallTimes, Stops, call_totals, critical_path
+from nfstrace.analysis.critical_path import (
+    PATH_CAUSES,
+    CallTimes,
+    Stops,
+    call_totals,
+    critical_path,
+)
 from nfstrace.analysis.critical_path import code as path_code
 from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
@@ -95,18 +101,9 @@ from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 
-CAUSES = (
-    "transfer",
-    "round_trip",
-    "server",
-    "commit",
-    "loss_recovery",
-    "window",
-    "server_busy",
-    "client_idle",
-    "capture_gap",
-    "unknown",
-)
+# The causes an instant of the write activity can have, in the order the
+# tables list them (declared once, in critical_path.py, which budget builds on).
+CAUSES = PATH_CAUSES
 SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
 
 # A silence of the pair this long or longer is looked at as a possible capture

@@ -43,6 +43,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from nfstrace.analysis.critical_path import PATH_CAUSES
+
 # A LAN round trip: switched Ethernet in one room, 0.1-0.3 ms between hosts.
 LAN_RTT_NS = 200_000
 # A healthy server's time for one WRITE: a fixed cost and its bytes at a
@@ -60,15 +62,8 @@ WINDOW_FULL = 0.75
 # Waits outside the WRITEs' own timelines that a windowed client still pays.
 BARRIERS = ("commit", "client_idle", "capture_gap", "server_busy")
 
-REMOVABLE = (
-    "round_trip",
-    "server",
-    "commit",
-    "loss_recovery",
-    "window",
-    "server_busy",
-    "client_idle",
-)
+# Every cause but the data's own moving and what the capture cannot tell.
+REMOVABLE = tuple(c for c in PATH_CAUSES if c not in ("transfer", "capture_gap", "unknown"))
 
 
 @dataclass(frozen=True)

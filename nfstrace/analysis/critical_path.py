@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The causes a path segment can have (the budget's, less "unknown" kept last).
+# The causes a path segment can have: the budget's (budget.CAUSES is this tuple),
+# "unknown" kept last.
 PATH_CAUSES = (
     "transfer",
     "round_trip",
