@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nfstrace
+
 SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
 
 
@@ -133,7 +135,8 @@ PARSER_RESULTS = {("nfstrace.parsers.stats", "ParseStats")}
 PARSER_RESULTS |= {
     ("nfstrace.parsers.mountstats", n) for n in ("Mountstats", "NfsMount", "OpCounters")
 }
-PACKAGE = Path(__file__).resolve().parent.parent / "nfstrace"
+# The package the tests import (the source tree, or an installed wheel in CI)
+PACKAGE = Path(nfstrace.__file__).resolve().parent
 
 
 def _module_name(path: Path) -> str:
