@@ -10,8 +10,11 @@ once with this working tree, and compares byte for byte: the terminal text
 (COLUMNS=100, default view and ``--full``), the exit status, the JSON summary
 (``--json``), the Markdown (``--markdown``), the CSV transactions (``--csv``)
 and, with ``--html``, the HTML report.  The outputs hold no timing figure or
-date, so nothing is masked.  The base's outputs are cached in
-/var/tmp/nfstrace-bench/same-output/SHA (they do not change).  Exit status 0
+date; only the samples directory's path is written SAMPLES in them (two
+checkouts' paths are not a difference).  The base's outputs are cached in
+/var/tmp/nfstrace-bench/same-output/out-SHA[-html][-DIR] (they do not change),
+the working tree's go to out-worktree-CHECKOUT[...], one per checkout.  With
+``--samples DIR`` (lab captures, say) any directory of captures is compared.  Exit status 0
 when every output is identical, 1 otherwise (the differing files are listed).
 """
 
@@ -26,20 +29,31 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample-pcaps"
+SAMPLES = (ROOT / "sample-pcaps").resolve()
 CACHE = Path(os.environ.get("NFSTRACE_BENCH_DIR", "/var/tmp/nfstrace-bench")) / "same-output"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from small import snapshot  # noqa: E402  (bench/small.py: one way to unpack a commit)
 
 
-def run_all(source: Path, out: Path, captures: list[Path], html: bool) -> None:
-    """Every output of every capture with the nfstrace in source, into out/."""
+def _slug(samples: Path) -> str:
+    """The samples directory in a cache directory's name: the same for every
+    checkout's own sample-pcaps/, the absolute path for any other."""
+    samples = samples.resolve()
+    if samples == SAMPLES:
+        return ""
+    return "-" + str(samples).strip("/").replace("/", "_")
+
+
+def run_all(source: Path, out: Path, samples: Path, captures: list[Path], html: bool) -> None:
+    """Every output of every capture with the nfstrace in source, into out/.
+    The samples directory is written SAMPLES in every output (a checkout's path
+    is not a difference)."""
     env = dict(os.environ, COLUMNS="100", PYTHONSAFEPATH="1", PYTHONPATH=str(source))
     env.pop("NO_COLOR", None)
     out.mkdir(parents=True, exist_ok=True)
     for cap in captures:
-        name = str(cap.relative_to(SAMPLES)).replace("/", "__")
+        name = str(cap.relative_to(samples)).replace("/", "__")
         if (out / f"{name}.full.txt").exists():
             continue  # cached (base) or already run
         files = {
@@ -55,6 +69,10 @@ def run_all(source: Path, out: Path, captures: list[Path], html: bool) -> None:
             text = p.stdout.replace(str(out), "OUT") + p.stderr.replace(str(out), "OUT")
             text += f"\n[exit {p.returncode}]\n"
             (out / f"{name}.{view}.txt").write_text(text)
+        for path in out.glob(f"{name}.*"):
+            data = path.read_bytes()
+            if bytes(samples) in data:
+                path.write_bytes(data.replace(bytes(samples), b"SAMPLES"))
         print(f"  {name}", file=sys.stderr)
 
 
@@ -66,21 +84,23 @@ def main() -> int:
     ap.add_argument("--only", help="captures whose path contains this")
     ap.add_argument("--work", type=Path, help="where the working tree's outputs go")
     args = ap.parse_args()
-    captures = sorted(args.samples.rglob("*.pcap"))
-    captures += sorted(args.samples.rglob("*.pcapng"))
+    samples = args.samples.resolve()
+    captures = sorted(samples.rglob("*.pcap"))
+    captures += sorted(samples.rglob("*.pcapng"))
     if args.only:
         captures = [c for c in captures if args.only in str(c)]
     base_src, sha = snapshot(args.base, CACHE)
-    suffix = "-html" if args.html else ""
+    suffix = ("-html" if args.html else "") + _slug(samples)
     base_out = CACHE / f"out-{sha}{suffix}"
     print(f"base {sha}: {base_src}", file=sys.stderr)
-    run_all(base_src, base_out, captures, args.html)
-    work_out = args.work or CACHE / f"out-worktree{suffix}"
+    run_all(base_src, base_out, samples, captures, args.html)
+    # one directory per checkout: two worktrees checked at once do not mix
+    work_out = args.work or CACHE / f"out-worktree-{ROOT.name}{suffix}"
     shutil.rmtree(work_out, ignore_errors=True)
     print(f"working tree: {ROOT}", file=sys.stderr)
-    run_all(ROOT, work_out, captures, args.html)
+    run_all(ROOT, work_out, samples, captures, args.html)
     names = sorted(p.name for p in base_out.iterdir() if p.is_file())
-    wanted = {str(c.relative_to(SAMPLES)).replace("/", "__") for c in captures}
+    wanted = {str(c.relative_to(samples)).replace("/", "__") for c in captures}
     names = [n for n in names if n.rsplit(".", 2)[0] in wanted or n.rsplit(".", 1)[0] in wanted]
     differ = [
         n
