@@ -893,6 +893,21 @@ def _pair_budget(
             f"capture point, re-sent (frame {ev_frame[j]})"
         ),
     )
+    # Seen downstream on a connection the loss limits (as at the client, below:
+    # its ACK waits are the window the loss cut), a mid-call stop with every byte
+    # acknowledged is the client holding back with the window the loss cut.
+    cut = s[:0]
+    if not client_seen:
+        rest = s[dur[s] < RTO_MIN_NS]
+        cut = rest[np.isin(ev_conn[rest], _loss_limited(resent_by_client, ev_conn, c))]
+        add_events(
+            loss_gap,
+            cut,
+            lambda j: (
+                f"the client stopped part-way through a call for {seconds_text(dur[j])} "
+                f"with every byte acknowledged, {CUT_WINDOW_EVIDENCE} (frame {ev_frame[j]})"
+            ),
+        )
     if client_seen:
         add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
         add_events(
@@ -1043,6 +1058,7 @@ def _pair_budget(
     for idx, cause, s_, e_ in (
         (events("tcp_resend_gap", True), "loss_recovery", None, None),
         (timed_out, "loss_recovery", None, None),
+        (cut, "loss_recovery", None, None),
         (w_held, "loss_recovery", None, None),
         (w[length[w] < path_bytes], "window", None, None),
         (w[length[w] >= path_bytes], "server", None, None),
@@ -1297,6 +1313,9 @@ def _regrowing(
 # systems' are longer): a sender silent this long with bytes to send re-sent on
 # a timer.
 RTO_MIN_NS = 200_000_000
+# The words of a stop downstream of the client on a loss-limited connection
+# (the verdict finds and counts them by these words)
+CUT_WINDOW_EVIDENCE = "on a connection whose window the losses cut"
 
 
 def _sending_at(c: _PairCalls, t: np.ndarray) -> np.ndarray:

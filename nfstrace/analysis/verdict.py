@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.budget import CAUSES, Budget
+from nfstrace.analysis.budget import CAUSES, CUT_WINDOW_EVIDENCE, Budget
 from nfstrace.analysis.counterfactual import (
     REMOVABLE,
     Removal,
@@ -691,6 +691,13 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
                 f"{len(timed)} time{'s' * (len(timed) > 1)} ({_spans(timed)}): retransmission "
                 "timeouts of bytes lost before the capture point (a capture at the client "
                 "shows them re-sent)"
+            )
+        cut = iv[iv["evidence"].str.contains(CUT_WINDOW_EVIDENCE, regex=False)]
+        if len(cut):  # (budget: seen downstream, a loss-limited connection's stops)
+            parts.append(
+                f"the client stopped part-way through a call with every byte acknowledged "
+                f"{len(cut)} time{'s' * (len(cut) > 1)} ({_spans(cut)}), holding back "
+                "with the window the losses cut"
             )
         detail = f": {', '.join(parts)}" if parts else ""
         return f"Recovering from lost packets cost {cost}{detail}"
