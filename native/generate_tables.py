@@ -2,9 +2,10 @@
 parser shares with the Python parser (the specification), generated from the
 Python definitions so that the two cannot drift apart.  tables.rs holds the
 numbers and predicates; nfs4_steps.rs the NFSv4 step programs, written from the
-combinators of nfs4.py's ARGS / RESULTS / ERROR_RESULTS tables, which call the
-hand-written Rust primitive of the same name (native/src/nfs4.rs) for each
-named step: a named step without one stops the generation, with its name.
+combinators of nfs4.py's ARGS / RESULTS / ERROR_RESULTS / CB_ARGS / CB_RESULTS
+tables, which call the hand-written Rust primitive of the same name
+(native/src/nfs4.rs) for each named step: a named step without one stops the
+generation, with its name.
 
     python native/generate_tables.py           # rewrite both files
     python native/generate_tables.py --check   # exit 1 if one is out of date
@@ -33,6 +34,7 @@ from nfstrace.parsers import (  # noqa: E402
     dissector,
     ip,
     native,
+    nfs2,
     nfs3,
     nfs4,
     pcapng,
@@ -43,6 +45,7 @@ from nfstrace.parsers import (  # noqa: E402
     tcp_state,
 )
 from nfstrace.protocol import link  # noqa: E402
+from nfstrace.protocol import nfs2 as nfs2_protocol  # noqa: E402
 from nfstrace.protocol import nfs3 as nfs3_protocol  # noqa: E402
 from nfstrace.protocol import nfs4 as nfs4_protocol  # noqa: E402
 from nfstrace.protocol import portmap as portmap_protocol  # noqa: E402
@@ -68,6 +71,7 @@ HEADER = """\
 class Out:
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.names: set[str] = set()  # the constants emitted
 
     def section(self, title: str) -> None:
         if self.lines:
@@ -77,6 +81,8 @@ class Out:
     def const(self, name: str, rust_type: str, value: int | str, doc: str = "") -> None:
         if doc:
             self.lines.append(f"/// {doc}")
+        assert name not in self.names, f"{name} emitted twice"
+        self.names.add(name)
         if isinstance(value, int) and value >= 100_000:
             value = f"{value:_}"  # 67_108_864
         self.lines.append(f"pub const {name}: {rust_type} = {value};")
@@ -170,6 +176,21 @@ def _hex(value: int) -> str:
 
 def _code_of(table: Iterable[str], value: str) -> int:
     return list(table).index(value)
+
+
+# The fixed sizes of XDR items parsers/nfs4.py steps over (bytes)
+NFS4_SIZES = (
+    "NFS4_FHSIZE",
+    "NFS4_VERIFIER_SIZE",
+    "NFS4_SESSIONID_SIZE",
+    "NFS4_DEVICEID4_SIZE",
+    "NFS4_OPAQUE_LIMIT",
+    "STATEID4",
+    "CHANGE_INFO4",
+    "NFSTIME4",
+    "HYPER",
+    "WORD",
+)
 
 
 def generate() -> str:
@@ -325,10 +346,37 @@ def generate() -> str:
     out.const("FILE_SYNC", "u32", nfs3_protocol.FILE_SYNC)
     out.const("MAX_NAME", "u64", nfs3.MAX_NAME)
 
+    out.section("NFSv2 (protocol/nfs2.py, parsers/nfs2.py)")
+    for proc, name in enumerate(nfs2_protocol.PROC_NAMES):
+        out.const(f"NFS2_{name}", "i64", proc)
+    out.const(
+        "NFS2_PROCS", "i64", len(nfs2_protocol.PROC_NAMES), "nfs2.PROC_NAMES: the NFSv2 procedures"
+    )
+    out.predicate(
+        "is_nfs2_dirop",
+        "proc_",
+        "i64",
+        nfs2_protocol.DIROP_PROCS,
+        "nfs2.DIROP_PROCS: arguments start with diropargs (dir handle, then a name)",
+    )
+    out.predicate(
+        "has_no_nfs2_args",
+        "proc_",
+        "i64",
+        nfs2_protocol.NO_ARGS,
+        "nfs2.NO_ARGS: procedures without arguments",
+    )
+    out.const("NFS2_FHSIZE", "u64", nfs2_protocol.FHSIZE, "nfs2.FHSIZE: fhandle")
+    out.const("NFS2_FATTR_BYTES", "u64", nfs2_protocol.FATTR_BYTES, "nfs2.FATTR_BYTES: fattr")
+    out.const("NFS2_OK", "u32", nfs2_protocol.NFS_OK)
+    out.const("NFS2_MAX_NAME", "u64", nfs2.MAX_NAME, "parsers/nfs2.MAX_NAME")
+
     out.section("NFSv4 (protocol/nfs4.py, parsers/nfs4.py)")
-    out.const("NFSPROC4_NULL", "i64", nfs4_protocol.NFSPROC4_NULL)
-    out.const("NFSPROC4_COMPOUND", "i64", nfs4_protocol.NFSPROC4_COMPOUND)
+    for name in ("NFSPROC4_NULL", "NFSPROC4_COMPOUND", "CB_NULL", "CB_COMPOUND"):
+        out.const(name, "i64", getattr(nfs4_protocol, name))
     for op, name in sorted(nfs4_protocol.OPERATIONS.items()):
+        out.const(f"OP_{name}", "u32", op)
+    for op, name in sorted(nfs4_protocol.CB_OPERATIONS.items()):
         out.const(f"OP_{name}", "u32", op)
     out.predicate(
         "has_step",
@@ -337,25 +385,27 @@ def generate() -> str:
         nfs4.RESULTS,
         "nfs4.RESULTS keys: operations whose results can be stepped over",
     )
+    out.predicate(
+        "has_cb_step",
+        "op",
+        "u32",
+        nfs4.CB_RESULTS,
+        "nfs4.CB_RESULTS keys: callback operations whose results can be stepped over",
+    )
     out.const("NFS4_OK", "u32", nfs4_protocol.NFS4_OK)
     # the statuses nfs4.ERROR_RESULTS lists (nfs4_steps.rs matches on them)
     for status in sorted({status for _, status in nfs4.ERROR_RESULTS}):
         out.const(nfs4_protocol.STATUS_NAMES[status], "u32", status)
-    out.const("NFS4_FHSIZE", "u64", nfs4_protocol.NFS4_FHSIZE)
-    out.const(
-        "VERIFIER4", "u64", nfs4_protocol.NFS4_VERIFIER_SIZE, "nfs4_protocol.NFS4_VERIFIER_SIZE"
-    )
-    out.const(
-        "SESSIONID4", "u64", nfs4_protocol.NFS4_SESSIONID_SIZE, "nfs4_protocol.NFS4_SESSIONID_SIZE"
-    )
-    out.const(
-        "DEVICEID4", "u64", nfs4_protocol.NFS4_DEVICEID4_SIZE, "nfs4_protocol.NFS4_DEVICEID4_SIZE"
-    )
-    out.const(
-        "OPAQUE_LIMIT", "u64", nfs4_protocol.NFS4_OPAQUE_LIMIT, "nfs4_protocol.NFS4_OPAQUE_LIMIT"
-    )
-    for name in ("STATEID4", "CHANGE_INFO4", "NFSTIME4", "HYPER", "WORD"):
+    for name in NFS4_SIZES:
         out.const(name, "u64", getattr(nfs4_protocol, name))
+    # The union discriminants the named steps (nfs4.rs, as nfs4.py's) switch on:
+    # every other number parsers/nfs4.py takes from protocol/nfs4.py, its name kept
+    protocol_numbers = {
+        n: v for n, v in vars(nfs4_protocol).items() if n.isupper() and isinstance(v, int)
+    }
+    out.lines.append("// union discriminants (nfs4.rs's named steps switch on them)")
+    for name in sorted(n for n in vars(nfs4) if n in protocol_numbers and n not in out.names):
+        out.const(name, "u32", protocol_numbers[name])
 
     out.section("Coded columns (parsers/native.py: how Python names the codes)")
     decode_names = {getattr(nfs_fields, n): n for n in dir(nfs_fields) if n.startswith("DECODE_")}
@@ -363,8 +413,8 @@ def generate() -> str:
         out.const(
             decode_names[value], "u8", _code_of(native._DECODE, value), f"nfs_decode {value!r}"
         )
-    for name in ("KIND_NAME", "KIND_COMPOUND", "KIND_DEFER"):
-        out.const(name, "u8", getattr(native, name), "nfs_kind: how Python completes the row")
+    for name in ("KIND_NAME", "KIND_COMPOUND", "KIND_CB_COMPOUND"):
+        out.const(name, "u8", getattr(native, name), "nfs_kind: how Python names the row's op")
     for value in native._TRANSPORT:
         out.const(f"TRANSPORT_{value.upper()}", "u8", _code_of(native._TRANSPORT, value))
     for value in native._MSGTYPE:
@@ -499,11 +549,15 @@ def _op(op: int) -> str:
     return f"OP_{nfs4_protocol.OPERATIONS[op]}"
 
 
+def _cb_op(op: int) -> str:
+    return f"OP_{nfs4_protocol.CB_OPERATIONS[op]}"
+
+
 def generate_steps(primitives: set[str] | None = None) -> str:
     """native/src/nfs4_steps.rs; primitives: the Rust primitives' names (by
-    default, those nfs4.rs defines).  The callback tables (CB_ARGS, CB_RESULTS)
-    have no Rust program: the native parser hands CB_COMPOUND to Python
-    (decoders.rs, Kind::Defer)."""
+    default, those nfs4.rs defines).  The COMPOUND tables (ARGS, RESULTS,
+    ERROR_RESULTS, ANY_STATUS_RESULTS), then the CB_COMPOUND ones (CB_ARGS,
+    CB_RESULTS: the callback walk has no error results)."""
     if primitives is None:
         primitives = rust_primitives(NFS4_RS.read_text())
     w = StepWriter(primitives)
@@ -547,6 +601,26 @@ def generate_steps(primitives: set[str] | None = None) -> str:
         f"    matches!(op, {any_status})",
         "}",
     ]
+    arms = [w.arm(_cb_op(op), s) for op, s in nfs4.CB_ARGS.items()]
+    lines.append("")
+    lines += w.dispatch(
+        "nfs4.CB_ARGS: step over one callback operation's arguments; true when it\n"
+        "cannot (or no step is known for op).",
+        "cb_args_step",
+        step,
+        "op",
+        [*arms, ["_ => true,"]],
+    )
+    arms = [w.arm(_cb_op(op), s) for op, s in nfs4.CB_RESULTS.items()]
+    lines.append("")
+    lines += w.dispatch(
+        "nfs4.CB_RESULTS: step over the body of one callback operation's result\n"
+        "after its status NFS4_OK; true when it cannot (or no step is known for op).",
+        "cb_results_step",
+        step,
+        "op",
+        [*arms, ["_ => true,"]],
+    )
     for line in lines:
         if len(line) > WIDTH:
             raise ValueError(f"a generated line is over {WIDTH} characters: {line!r}")

@@ -20,8 +20,10 @@ from conftest import SAMPLES
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import frame_loop, native, nfs4, stats
+from nfstrace.parsers import decoders, frame_loop, native, nfs4, stats
+from nfstrace.protocol import nfs2 as nfs2_protocol
 from nfstrace.protocol import nfs4 as nfs4_protocol
+from nfstrace.protocol.nfs3 import FILE_SYNC
 from nfstrace.schema import EVENT_KINDS
 
 try:
@@ -30,6 +32,7 @@ try:
         make_crafted,
         make_damaged,
         make_frames,
+        make_nfs2_callbacks,
         make_nfs4_orphans,
         make_rpc_ports,
         make_tcp_damage,
@@ -43,7 +46,6 @@ try:
         Capture,
         TcpConn,
         eth,
-        fhandle,
         getattr_call,
         opaque,
         record,
@@ -58,6 +60,7 @@ except ImportError:  # pragma: no cover - run from the repository root
         make_crafted,
         make_damaged,
         make_frames,
+        make_nfs2_callbacks,
         make_nfs4_orphans,
         make_rpc_ports,
         make_tcp_damage,
@@ -71,7 +74,6 @@ except ImportError:  # pragma: no cover - run from the repository root
         Capture,
         TcpConn,
         eth,
-        fhandle,
         getattr_call,
         opaque,
         record,
@@ -123,6 +125,7 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         make_unanswered,
         make_tcp_damage,
         make_rpc_ports,
+        make_nfs2_callbacks,
     ):
         captures.update(module.build_all(out))
     return captures
@@ -185,30 +188,39 @@ def test_same_tables_on_damaged_captures(
         assert got[2].anomalies  # the bounds were reached
 
 
-def _deferred_capture(path: Path) -> Path:
-    """Messages the Rust crate leaves to the Python decoders: NFSv2, NFSv4
-    NULL, an NFSv4 callback; next to an NFSv3 GETATTR it decodes itself."""
-    cap = Capture()
+def test_nfs2_and_callbacks_decoded_by_rust(
+    crafted: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NFSv2, NFSv4 NULL and the callback program are decoded by the Rust
+    crate itself: the Python decoders, made to fail, are not called by the
+    native parser, which still gives the reference's tables."""
+    paths = [crafted["nfs2_procedures"], crafted["nfs4_callbacks"]]
+    refs = [frame_loop.parse([str(p)]) for p in paths]
 
-    def pair(xid: int, call: bytes, reply: bytes, port: int) -> None:
-        cap.add(eth(udp_pkt(CLIENT, SERVER, port, NFS_PORT, call)))
-        cap.add(eth(udp_pkt(SERVER, CLIENT, NFS_PORT, port, reply)))
+    def fail(buf: bytes, off: int, proc: int) -> tuple:
+        raise AssertionError("a Python decoder was called")
 
-    pair(0x10, rpc_call(0x10, 1, b"\1" * 32, vers=2), rpc_reply(0x10, u32(0)), 901)
-    pair(0x11, rpc_call(0x11, 0, vers=4), rpc_reply(0x11), 902)
-    cb_args = opaque(b"") + u32(1, 7) + u32(1, 4) + b"\2" * 16 + u32(0) + fhandle(3)  # CB_RECALL
-    cb_res = u32(0) + opaque(b"") + u32(1, 4, 0)
-    pair(0x12, rpc_call(0x12, 1, cb_args, prog=0x40000000, vers=1), rpc_reply(0x12, cb_res), 903)
-    pair(0x13, rpc_call(0x13, 1, fhandle(4)), rpc_reply(0x13, u32(0)), 904)
-    return cap.write(path)
-
-
-def test_deferred_messages_decoded_by_python(tmp_path: Path) -> None:
-    messages = assert_same([_deferred_capture(tmp_path / "deferred.pcap")])[0]
-    calls = messages[messages.msgtype == "call"]
-    assert list(calls.op) == ["GETATTR", "NULL", "CB_RECALL", "GETATTR"]
-    assert list(calls.vers) == [2, 4, 1, 3]
-    assert list(messages[messages.msgtype == "reply"].op) == list(calls.op)
+    for key in list(decoders.DECODERS):
+        monkeypatch.setitem(decoders.DECODERS, key, (fail, fail))
+    monkeypatch.setattr(decoders, "CALLBACK_DECODERS", (fail, fail))
+    for path, ref in zip(paths, refs, strict=True):
+        got = native.parse([str(path)])
+        pd.testing.assert_frame_equal(got[0], ref[0])
+        pd.testing.assert_frame_equal(got[1], ref[1])
+        assert got[2] == ref[2]
+    nfs2_messages, callbacks = refs[0][0], refs[1][0]
+    assert set(nfs2_protocol.PROC_NAMES) <= set(nfs2_messages.op.astype(str))
+    writes = nfs2_messages[(nfs2_messages.op == "WRITE") & (nfs2_messages.nfs_decode == "ok")]
+    assert (writes.stable[writes.msgtype == "call"] == FILE_SYNC).all()
+    assert (
+        writes.committed[(writes.msgtype == "reply") & (writes.nfs_status == 0)] == FILE_SYNC
+    ).all()
+    assert {"ok", "truncated"} <= set(nfs2_messages.nfs_decode.astype(str))
+    ops = {op for names in callbacks.ops.astype(str) for op in names.split()}
+    assert set(nfs4_protocol.CB_OPERATIONS.values()) <= ops
+    assert {"NULL", "proc2", "CB_NULL", "proc5", "CB_COMPOUND"} <= set(callbacks.op.astype(str))
+    assert {"ok", "partial", "truncated"} <= set(callbacks.nfs_decode.astype(str))
+    assert (callbacks.slot >= 0).sum() > 10  # CB_SEQUENCE found after the first operation
 
 
 def test_unusable_files_same_error(tmp_path: Path) -> None:

@@ -98,6 +98,31 @@ def test_every_python_step_is_a_generated_arm():
     assert _arms(text, "error_results_step") == errors + ["_"]
     any_status = " | ".join(op[k] for k in sorted(nfs4.ANY_STATUS_RESULTS))
     assert f"matches!(op, {any_status})" in text
+    cb = {code: f"OP_{name}" for code, name in nfs4_protocol.CB_OPERATIONS.items()}
+    assert _arms(text, "cb_args_step") == [cb[k] for k in nfs4.CB_ARGS] + ["_"]
+    assert _arms(text, "cb_results_step") == [cb[k] for k in nfs4.CB_RESULTS] + ["_"]
+
+
+def test_the_named_steps_switch_on_the_python_names():
+    """Every number parsers/nfs4.py takes from protocol/nfs4.py (union
+    discriminants, sizes, codes) is a constant of its name and value in
+    tables.rs, and nfs4.rs's named steps compare or match no bare number."""
+    text = TABLES.read_text()
+    taken = {
+        name: value
+        for name, value in vars(nfs4_protocol).items()
+        if name.isupper() and isinstance(value, int) and name in vars(nfs4)
+    }
+    assert {"NF4LNK", "CLAIM_DELEG_PREV_FH", "OPEN_DELEGATE_NONE_EXT"} <= taken.keys()
+    for name, value in taken.items():
+        assert re.search(rf"^pub const {name}: \w+ = {value:_};$", text, re.M) or re.search(
+            rf"^pub const {name}: \w+ = {value};$", text, re.M
+        ), name
+    source = NFS4_RS.read_text()
+    bare = re.findall(
+        r"(?:[=!]= \d+\b|^\s+\d+(?: \| \d+)* =>|[>< ] \d+ ?[|)]|> \d+$)", source, re.M
+    )
+    assert bare == [], bare
 
 
 def test_a_named_step_without_a_rust_primitive_stops_the_generation():

@@ -152,19 +152,6 @@ pub struct Columns {
     pub nfs_decode: Col<u8>,
 }
 
-/// A message whose NFS fields Python decodes (decoders::Kind::Defer).
-pub struct Deferred {
-    pub row: u64,
-    pub head: Vec<u8>,
-    pub is_call: bool,
-    pub prog: i64,
-    pub vers: i64,
-    pub proc_: i64,
-    pub body_offset: i64,
-    pub gss_service: i64,
-    pub gss_proc: i64,
-}
-
 #[derive(Default)]
 pub struct Events {
     pub ts: Vec<i64>,
@@ -245,7 +232,6 @@ pub struct Collector {
     /// rows whose last byte the receiver acknowledged, and when (messages.acked_ns)
     pub acked_rows: Vec<u64>,
     pub acked_ts: Vec<i64>,
-    pub deferred: Vec<Deferred>,
     pub events: Events,
     event_counts: [usize; EVENT_KIND_NAMES.len()],
     max_events: usize,
@@ -275,7 +261,6 @@ impl Collector {
             cols: Columns::default(),
             acked_rows: Vec::new(),
             acked_ts: Vec::new(),
-            deferred: Vec::new(),
             events: Events::default(),
             event_counts: [0; EVENT_KIND_NAMES.len()],
             max_events,
@@ -441,7 +426,7 @@ impl Collector {
                             }
                         }
                     }
-                    let f = decoders::decode(
+                    decoders::decode(
                         false,
                         prog,
                         vers,
@@ -450,21 +435,7 @@ impl Collector {
                         hdr.body_offset,
                         gss_service,
                         gss_proc,
-                    );
-                    if f.kind == decoders::Kind::Defer as u8 {
-                        self.deferred.push(Deferred {
-                            row: self.cols.ts_first.len() as u64,
-                            head: head.to_vec(),
-                            is_call: false,
-                            prog,
-                            vers,
-                            proc_,
-                            body_offset: hdr.body_offset,
-                            gss_service,
-                            gss_proc,
-                        });
-                    }
-                    f
+                    )
                 }
                 None => {
                     st.replies_without_call_info += 1;
@@ -482,19 +453,6 @@ impl Collector {
                 }
             }
         };
-        if hdr.is_call && fields.kind == decoders::Kind::Defer as u8 {
-            self.deferred.push(Deferred {
-                row: self.cols.ts_first.len() as u64,
-                head: head.to_vec(),
-                is_call: true,
-                prog: hdr.prog,
-                vers: hdr.vers,
-                proc_: hdr.proc_,
-                body_offset: hdr.body_offset,
-                gss_service: hdr.gss_service,
-                gss_proc: hdr.gss_proc,
-            });
-        }
         let st = &mut self.stats;
         let truncated = m.captured < m.rpc_len || !m.complete;
         if truncated {
@@ -559,7 +517,7 @@ impl Collector {
         c.frames.push(m.frames as i32);
         c.ip_frags.push(m.ip_frags as i32);
         c.truncated.push(truncated as u8);
-        c.nfs_kind.push(fields.kind);
+        c.nfs_kind.push(fields.kind as u8);
         c.ops.push(ops);
         c.op_status.push(statuses);
         c.nfs_status

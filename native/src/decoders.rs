@@ -1,25 +1,25 @@
-//! NFS procedure decoding for the hot programs (mirrors `parsers/decoders.py`;
-//! the procedures' own decoding is in nfs3.rs and nfs4.rs).  Names are not made
-//! here: Python names procedures and operations from its one table
-//! (protocol/procedures.py, protocol/nfs4.py OPERATIONS).  What this crate does not decode
-//! (NFSv2, NFSv4 NULL and callbacks) is marked `Kind::Defer`: Python decodes
-//! those messages' head bytes with its own decoders, so every row is decoded
-//! by one truth.
+//! NFS procedure decoding (mirrors `parsers/decoders.py`; the procedures' own
+//! decoding is in nfs2.rs, nfs3.rs and nfs4.rs).  Names are not made here:
+//! Python names procedures and operations from its one table
+//! (protocol/procedures.py, protocol/nfs4.py OPERATIONS and CB_OPERATIONS),
+//! told by `Kind` which table a row's op comes from.
 
+use crate::nfs2::{nfs2_call, nfs2_reply};
 use crate::nfs3::{nfs3_call, nfs3_reply, write_reply_without_call};
 use crate::nfs4::{compound_call, compound_reply};
 use crate::tables::*;
 
-/// How Python completes a message's NFS fields (codes: native.py's KIND_*).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// How Python names a message's op (codes: native.py's KIND_*).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 #[repr(u8)]
 pub enum Kind {
-    /// op = procedure_name(prog, vers, proc); the other fields as decoded here.
+    /// op = procedure_name(prog, vers, proc).
+    #[default]
     Name = KIND_NAME,
-    /// op/ops from the NFSv4 operation list (nfs4 names, main_op).
+    /// op/ops from the NFSv4 operation list (nfs4.compound_names).
     Compound = KIND_COMPOUND,
-    /// Python decodes the head bytes itself.
-    Defer = KIND_DEFER,
+    /// op/ops from the callback operation list (nfs4.cb_compound_names).
+    CbCompound = KIND_CB_COMPOUND,
 }
 
 // nfs_decode column codes: '', ok, partial, truncated, encrypted (generated)
@@ -31,7 +31,7 @@ pub use crate::tables::{
 /// empty = the field's default.
 #[derive(Default, Clone, Debug)]
 pub struct Fields<'a> {
-    pub kind: u8,
+    pub kind: Kind,
     pub ops: Vec<u32>,
     pub statuses: Vec<u32>,
     pub nfs_status: Option<u32>,
@@ -53,7 +53,7 @@ pub struct Fields<'a> {
 impl<'a> Fields<'a> {
     pub(crate) fn named(decode: u8) -> Fields<'a> {
         Fields {
-            kind: Kind::Name as u8,
+            kind: Kind::Name,
             decode,
             ..Default::default()
         }
@@ -72,8 +72,9 @@ pub fn decode<'a>(
     gss_service: i64,
     gss_proc: i64,
 ) -> Fields<'a> {
-    let has_decoder = (prog == NFS_PROGRAM && (2..=4).contains(&vers))
-        || (crate::rpc::CALLBACK_FIRST as i64..=crate::rpc::CALLBACK_LAST as i64).contains(&prog);
+    let callback =
+        (crate::rpc::CALLBACK_FIRST as i64..=crate::rpc::CALLBACK_LAST as i64).contains(&prog);
+    let has_decoder = (prog == NFS_PROGRAM && (2..=4).contains(&vers)) || callback;
     if !has_decoder || proc_ < 0 {
         return Fields::named(DECODE_NONE);
     }
@@ -92,16 +93,28 @@ pub fn decode<'a>(
             nfs3_reply(buf, off, proc_)
         };
     }
-    if prog == NFS_PROGRAM && vers == 4 && proc_ == NFSPROC4_COMPOUND {
+    if prog == NFS_PROGRAM && vers == 2 {
         return if is_call {
-            compound_call(buf, off)
+            nfs2_call(buf, off, proc_)
         } else {
-            compound_reply(buf, off)
+            nfs2_reply(buf, off, proc_)
         };
     }
-    Fields {
-        kind: Kind::Defer as u8,
-        ..Default::default()
+    // NFSv4 and its callback program: COMPOUND decoded, the other procedures
+    // (NULL, unknown ones) only named
+    let compound = if callback {
+        CB_COMPOUND
+    } else {
+        NFSPROC4_COMPOUND
+    };
+    if proc_ != compound {
+        return Fields::named(DECODE_OK);
+    }
+    match (callback, is_call) {
+        (false, true) => compound_call::<false>(buf, off),
+        (false, false) => compound_reply::<false>(buf, off),
+        (true, true) => compound_call::<true>(buf, off),
+        (true, false) => compound_reply::<true>(buf, off),
     }
 }
 
@@ -131,7 +144,7 @@ pub fn reply_without_call(
     if vers != 4 {
         return None;
     }
-    let f = compound_reply(buf, body_offset as usize);
+    let f = compound_reply::<false>(buf, body_offset as usize);
     if f.ops.first().is_some_and(|&op| has_step(op)) {
         Some((4, NFSPROC4_COMPOUND, f))
     } else {

@@ -249,8 +249,8 @@ impl Dissector {
             None => self.new_stream(None, dg, sport, dport, ts, frame),
         };
         let slot = self.arena[h].ip.facts;
-        // this segment's checksum: 1 right, 0 bad, -1 not verified
-        let mut csum = -1;
+        // this segment's checksum: right, bad, or None: not verified
+        let mut csum = None;
         if self.facts.rows[slot][ip::F_CSUM_CHECKED] < ip::CHECKSUM_SAMPLE
             && dg.ttl >= 0
             && seg.len() as i64 == dg.wire_len
@@ -425,17 +425,17 @@ impl Dissector {
 
     /// A segment with SYN set on a direction that has carried RPC records:
     /// true when the receiver would have dropped it (dissector.Dissector._syn_dropped).
-    fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: i32) -> bool {
+    fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: Option<bool>) -> bool {
         let seg: &[u8] = &dg.payload;
         let f = &self.facts.rows[self.arena[h].ip.facts];
         let good = f[ip::F_CSUM_CHECKED] - f[ip::F_CSUM_BAD];
         let mut bad = f[ip::F_CSUM_BAD];
-        if csum == 0 {
+        if csum == Some(false) {
             bad -= 1; // counted in the sample
-        } else if csum < 0 && dg.ttl >= 0 && seg.len() as i64 == dg.wire_len {
-            csum = ip::checksum_ok(dg.src, dg.dst, ip::PROTO_TCP, seg) as i32;
+        } else if csum.is_none() && dg.ttl >= 0 && seg.len() as i64 == dg.wire_len {
+            csum = Some(ip::checksum_ok(dg.src, dg.dst, ip::PROTO_TCP, seg));
         }
-        if csum == 0 && good > 4 * bad {
+        if csum == Some(false) && good > 4 * bad {
             self.bad_checksum += 1;
             self.count_packet(dg);
             return true;

@@ -127,8 +127,8 @@ pub fn checksum_ok(src: Addr, dst: Addr, proto: i32, seg: &[u8]) -> bool {
 
 impl Facts {
     /// Verify a whole segment's checksum into a direction's facts (the caller
-    /// checked the sample is not full): 1 right, 0 bad, -1 not computed (UDP
-    /// checksum 0: not counted) (ip.sample_checksum).
+    /// checked the sample is not full): right or bad, None when not computed
+    /// (UDP checksum 0: not counted) (ip.sample_checksum: 1, 0, -1).
     pub fn sample_checksum(
         &mut self,
         slot: usize,
@@ -136,9 +136,9 @@ impl Facts {
         dst: Addr,
         proto: i32,
         seg: &[u8],
-    ) -> i32 {
+    ) -> Option<bool> {
         if proto == PROTO_UDP && seg[6] == 0 && seg[7] == 0 {
-            return -1;
+            return None;
         }
         let ok = checksum_ok(src, dst, proto, seg);
         let d = &mut self.rows[slot];
@@ -146,7 +146,7 @@ impl Facts {
         if !ok {
             d[F_CSUM_BAD] += 1;
         }
-        ok as i32
+        Some(ok)
     }
 
     pub fn new(limit: usize) -> Facts {

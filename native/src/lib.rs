@@ -6,8 +6,9 @@
 //! Python module of its name (capture.rs: capture.py with pcap.py, pcapng.py
 //! and resync.py; nfs4.rs: nfs4.py's named steps and COMPOUND walks, its step
 //! programs generated into nfs4_steps.rs; python.rs: the other side of
-//! native.py).  Python builds the DataFrames, names procedures and decodes the
-//! rare messages this crate hands back undecoded (`decoders::Kind::Defer`).
+//! native.py).  Every message's NFS fields are decoded here (NFSv2, v3, v4 and
+//! the v4 callbacks); Python builds the DataFrames and names procedures and
+//! operations.
 
 pub mod capture;
 pub mod collector;
@@ -17,6 +18,7 @@ pub mod frame_loop;
 pub mod ip;
 pub mod link;
 pub mod maps;
+pub mod nfs2;
 pub mod nfs3;
 pub mod nfs4;
 pub mod portmap;

@@ -1,5 +1,6 @@
-//! NFSv4.x COMPOUND decoding (mirrors `parsers/nfs4.py`): the named steps
-//! (hand-written primitives, line by line as in Python) and the COMPOUND walks.
+//! NFSv4.x COMPOUND and CB_COMPOUND decoding (mirrors `parsers/nfs4.py`): the
+//! named steps (hand-written primitives, line by line as in Python) and the
+//! COMPOUND walks.
 //! The step programs over each operation's arguments and results are generated
 //! from nfs4.py's tables into nfs4_steps.rs, and the protocol's numbers from
 //! `protocol/nfs4.py` into tables.rs (native/generate_tables.py).
@@ -11,7 +12,9 @@ use crate::xdr::{Xdr, NO_LIMIT};
 
 #[path = "nfs4_steps.rs"]
 mod steps;
-use steps::{any_status_results, args_step, error_results_step, results_step};
+use steps::{
+    any_status_results, args_step, cb_args_step, cb_results_step, error_results_step, results_step,
+};
 
 // ---- NFSv4.x COMPOUND (RFC 7530/7531, 8881/5662, 7862/7863, 8276) ----------------
 
@@ -79,7 +82,7 @@ fn fattr<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 
 fn owner<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
     x.skip(HYPER);
-    x.skip_opaque(OPAQUE_LIMIT);
+    x.skip_opaque(NFS4_OPAQUE_LIMIT);
     false
 }
 
@@ -107,7 +110,7 @@ fn skip_payload(x: &mut Xdr, n: u64) {
 }
 
 fn session_slot<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
-    let session = x.fixed(SESSIONID4);
+    let session = x.fixed(NFS4_SESSIONID_SIZE);
     if !x.ok {
         return false;
     }
@@ -133,25 +136,26 @@ fn nfsace<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 /// open_delegation4.
 fn open_delegation<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
     match x.u32() {
-        0 => false,
-        1 => {
+        OPEN_DELEGATE_NONE => false,
+        OPEN_DELEGATE_READ => {
+            // stateid, recall, permissions
             x.skip(STATEID4 + WORD);
             nfsace(x, st);
             false
         }
-        2 => {
+        OPEN_DELEGATE_WRITE => {
+            // stateid, recall, space_limit, permissions
             x.skip(STATEID4 + WORD);
-            let limit = x.u32();
-            if limit != 1 && limit != 2 {
-                return true;
+            if !matches!(x.u32(), NFS_LIMIT_SIZE | NFS_LIMIT_BLOCKS) {
+                return true; // (both arms are 8 bytes)
             }
             x.skip(HYPER);
             nfsace(x, st);
             false
         }
-        3 => {
-            let why = x.u32();
-            if why == 1 || why == 2 {
+        OPEN_DELEGATE_NONE_EXT => {
+            // open_none_delegation4
+            if matches!(x.u32(), WND4_CONTENTION | WND4_RESOURCE) {
                 x.skip(WORD);
             }
             false
@@ -186,20 +190,22 @@ fn channel_attrs<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 /// state_protect4_a / state_protect4_r: SP4_SSV is not stepped over.
 fn state_protect<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
     let how = x.u32();
-    if how == 1 {
+    if how == SP4_MACH_CRED {
+        // state_protect_ops4: two bitmaps
         bitmap(x, st);
         bitmap(x, st);
     }
-    !(how == 0 || how == 1)
+    !matches!(how, SP4_NONE | SP4_MACH_CRED)
 }
 
 fn netloc<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
     match x.u32() {
-        1 | 2 => {
+        NL4_NAME | NL4_URL => {
             x.skip_opaque(NO_LIMIT);
             false
         }
-        3 => {
+        NL4_NETADDR => {
+            // netaddr4: netid, uaddr
             x.skip_opaque(NO_LIMIT);
             x.skip_opaque(NO_LIMIT);
             false
@@ -211,7 +217,7 @@ fn netloc<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 fn write_response<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
     let n = x.u32() as u64;
     x.skip(n * STATEID4);
-    x.skip(HYPER + WORD + VERIFIER4);
+    x.skip(HYPER + WORD + NFS4_VERIFIER_SIZE);
     false
 }
 
@@ -267,11 +273,11 @@ fn write_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
 }
 
 fn create_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
-    let kind = x.u32();
-    if kind == 5 {
+    let kind = x.u32(); // createtype4
+    if kind == NF4LNK {
         x.skip_opaque(NO_LIMIT);
-    } else if kind == 3 || kind == 4 {
-        x.skip(2 * WORD);
+    } else if kind == NF4BLK || kind == NF4CHR {
+        x.skip(2 * WORD); // specdata4
     }
     name(x, st);
     fattr(x, st);
@@ -290,16 +296,16 @@ fn lock_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
 }
 
 fn open_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
-    x.skip(3 * WORD);
+    x.skip(3 * WORD); // seqid, share_access, share_deny
     owner(x, st);
-    if x.u32() == 1 {
+    if x.u32() == OPEN4_CREATE {
         match x.u32() {
-            0 | 1 => {
+            UNCHECKED4 | GUARDED4 => {
                 fattr(x, st);
             }
-            2 => x.skip(VERIFIER4),
-            3 => {
-                x.skip(VERIFIER4);
+            EXCLUSIVE4 => x.skip(NFS4_VERIFIER_SIZE),
+            EXCLUSIVE4_1 => {
+                x.skip(NFS4_VERIFIER_SIZE);
                 fattr(x, st);
             }
             _ => return true,
@@ -307,22 +313,23 @@ fn open_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
     }
     let claim = x.u32();
     match claim {
-        0 | 3 => {
+        CLAIM_NULL | CLAIM_DELEGATE_PREV => {
             name(x, st);
         }
-        2 => {
+        CLAIM_DELEGATE_CUR => {
             x.skip(STATEID4);
             name(x, st);
         }
-        1 => x.skip(WORD),
-        5 => x.skip(STATEID4),
+        CLAIM_PREVIOUS => x.skip(WORD),
+        CLAIM_DELEG_CUR_FH => x.skip(STATEID4),
         _ => {}
     }
-    claim > 6
+    claim > CLAIM_DELEG_PREV_FH
 }
 
 fn layoutreturn<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
-    if x.u32() == 1 {
+    if x.u32() == LAYOUT4_RET_REC_FILE {
+        // offset, length, stateid, body; FSID/ALL: void
         x.skip(HYPER + HYPER + STATEID4);
         x.skip_opaque(NO_LIMIT);
     }
@@ -331,10 +338,10 @@ fn layoutreturn<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 
 fn deleg_claim<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
     let claim = x.u32();
-    if claim == 1 {
+    if claim == CLAIM_PREVIOUS {
         x.skip(WORD);
     }
-    !(claim == 1 || claim == 4 || claim == 6)
+    !matches!(claim, CLAIM_PREVIOUS | CLAIM_FH | CLAIM_DELEG_PREV_FH)
 }
 
 // ---- Named steps of operation results -----------------------------------------------
@@ -360,7 +367,7 @@ fn write_res<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
 }
 
 fn verifier<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
-    let v = x.fixed(VERIFIER4);
+    let v = x.fixed(NFS4_VERIFIER_SIZE);
     if x.ok {
         st.verifier = Some(v);
     }
@@ -394,12 +401,14 @@ fn read_plus_res<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
         if !x.ok {
             return false;
         }
-        if kind == 0 {
+        if kind == NFS4_CONTENT_DATA {
+            // data4: offset, data<>
             x.skip(HYPER);
             let k = x.u32() as u64;
             total += k;
             skip_payload(x, k);
-        } else if kind == 1 {
+        } else if kind == NFS4_CONTENT_HOLE {
+            // data_info4: offset, length
             x.skip(2 * HYPER);
         }
     }
@@ -429,22 +438,70 @@ fn secinfo<'a>(x: &mut Xdr<'a>, _st: &mut St<'a>) -> bool {
 
 fn gdd_non_fatal<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
     let status = x.u32();
-    if status == 0 {
-        x.skip(VERIFIER4 + STATEID4);
+    if status == GDD4_OK {
+        // cookieverf, stateid, notification, child/dir attributes
+        x.skip(NFS4_VERIFIER_SIZE + STATEID4);
         bitmap(x, st);
         bitmap(x, st);
         bitmap(x, st);
-    } else if status == 1 {
+    } else if status == GDD4_UNAVAIL {
         x.skip(WORD);
     }
-    !(status == 0 || status == 1)
+    !matches!(status, GDD4_OK | GDD4_UNAVAIL)
+}
+
+// ---- Named steps of callback operations ----------------------------------------------
+
+fn cb_sequence_args<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    session_slot(x, st);
+    x.skip(2 * WORD); // highest_slotid, cachethis
+                      // referring_call_list4<>: sessionid, referring_call4<> (sequenceid, slotid)
+    array_of(x, st, |x, _| {
+        x.skip(NFS4_SESSIONID_SIZE);
+        array(x, 2 * WORD);
+        false
+    })
+}
+
+fn cb_sequence_res<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    session_slot(x, st);
+    x.skip(2 * WORD); // highest_slotid, target_highest_slotid
+    false
+}
+
+fn cb_layoutrecall<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    x.skip(3 * WORD); // type, iomode, changed
+    let kind = x.u32();
+    if kind == LAYOUT4_RET_REC_FILE {
+        // fh, offset, length, stateid
+        fh(x, st);
+        x.skip(2 * HYPER + STATEID4);
+    } else if kind == LAYOUT4_RET_REC_FSID {
+        x.skip(2 * HYPER);
+    }
+    !matches!(
+        kind,
+        LAYOUT4_RET_REC_FILE | LAYOUT4_RET_REC_FSID | LAYOUT4_RET_REC_ALL
+    )
+}
+
+fn cb_offload<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    fh(x, st);
+    x.skip(STATEID4);
+    if x.u32() == NFS4_OK {
+        write_response(x, st); // offload_info4
+    } else {
+        x.skip(HYPER); // bytes copied
+    }
+    false
 }
 
 // ---- COMPOUND walks -------------------------------------------------------------------
 
-pub(crate) fn compound_call(buf: &[u8], off: usize) -> Fields<'_> {
+/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) call's arguments (nfs4._call).
+pub(crate) fn compound_call<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
     let mut st = Fields {
-        kind: Kind::Compound as u8,
+        kind: if CB { Kind::CbCompound } else { Kind::Compound },
         ..Default::default()
     };
     let mut x = Xdr::new(buf, off);
@@ -455,13 +512,21 @@ pub(crate) fn compound_call(buf: &[u8], off: usize) -> Fields<'_> {
         return st;
     }
     st.minor = Some(minor);
-    st.decode = walk(&mut x, &mut st, false, |op, _, x, st| args_step(op, x, st));
+    if CB {
+        x.skip(WORD); // callback_ident
+        st.decode = walk(&mut x, &mut st, false, |op, _, x, st| {
+            cb_args_step(op, x, st)
+        });
+    } else {
+        st.decode = walk(&mut x, &mut st, false, |op, _, x, st| args_step(op, x, st));
+    }
     st
 }
 
-pub(crate) fn compound_reply(buf: &[u8], off: usize) -> Fields<'_> {
+/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) reply's results (nfs4._reply).
+pub(crate) fn compound_reply<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
     let mut st = Fields {
-        kind: Kind::Compound as u8,
+        kind: if CB { Kind::CbCompound } else { Kind::Compound },
         ..Default::default()
     };
     let mut x = Xdr::new(buf, off);
@@ -472,15 +537,25 @@ pub(crate) fn compound_reply(buf: &[u8], off: usize) -> Fields<'_> {
     }
     st.nfs_status = Some(status);
     x.skip_opaque(NO_LIMIT); // tag
-    st.decode = walk(&mut x, &mut st, true, |op, status, x, st| {
-        if status == NFS4_OK || any_status_results(op) {
-            results_step(op, x, st)
-        } else if has_step(op) {
-            error_results_step(op, status, x, st)
-        } else {
-            true // no step known for op
-        }
-    });
+    st.decode = if CB {
+        walk(&mut x, &mut st, true, |op, status, x, st| {
+            if status == NFS4_OK || any_status_results(op) {
+                cb_results_step(op, x, st)
+            } else {
+                !has_cb_step(op) // no error results: void, or no step known for op
+            }
+        })
+    } else {
+        walk(&mut x, &mut st, true, |op, status, x, st| {
+            if status == NFS4_OK || any_status_results(op) {
+                results_step(op, x, st)
+            } else if has_step(op) {
+                error_results_step(op, status, x, st)
+            } else {
+                true // no step known for op
+            }
+        })
+    };
     st
 }
 

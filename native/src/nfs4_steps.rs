@@ -539,3 +539,93 @@ pub(super) fn error_results_step<'a>(
 pub(super) const fn any_status_results(op: u32) -> bool {
     matches!(op, OP_SETATTR)
 }
+
+/// nfs4.CB_ARGS: step over one callback operation's arguments; true when it
+/// cannot (or no step is known for op).
+pub(super) fn cb_args_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    match op {
+        OP_CB_GETATTR => {
+            if fh(x, st) {
+                return true;
+            }
+            bitmap(x, st)
+        }
+        OP_CB_RECALL => {
+            x.skip(20);
+            fh(x, st)
+        }
+        OP_CB_LAYOUTRECALL => cb_layoutrecall(x, st),
+        OP_CB_NOTIFY => {
+            x.skip(16);
+            if fh(x, st) {
+                return true;
+            }
+            array_of(x, st, |x, st| {
+                if bitmap(x, st) {
+                    return true;
+                }
+                opaque(x, st)
+            })
+        }
+        OP_CB_PUSH_DELEG => {
+            if fh(x, st) {
+                return true;
+            }
+            open_delegation(x, st)
+        }
+        OP_CB_RECALL_ANY => {
+            x.skip(4);
+            bitmap(x, st)
+        }
+        OP_CB_RECALLABLE_OBJ_AVAIL => {
+            x.skip(4);
+            bitmap(x, st)
+        }
+        OP_CB_RECALL_SLOT => {
+            x.skip(4);
+            false
+        }
+        OP_CB_SEQUENCE => cb_sequence_args(x, st),
+        OP_CB_WANTS_CANCELLED => {
+            x.skip(8);
+            false
+        }
+        OP_CB_NOTIFY_LOCK => {
+            if fh(x, st) {
+                return true;
+            }
+            owner(x, st)
+        }
+        OP_CB_NOTIFY_DEVICEID => array_of(x, st, |x, st| {
+            if bitmap(x, st) {
+                return true;
+            }
+            opaque(x, st)
+        }),
+        OP_CB_OFFLOAD => cb_offload(x, st),
+        OP_CB_ILLEGAL => void(x, st),
+        _ => true,
+    }
+}
+
+/// nfs4.CB_RESULTS: step over the body of one callback operation's result
+/// after its status NFS4_OK; true when it cannot (or no step is known for op).
+pub(super) fn cb_results_step<'a>(op: u32, x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
+    match op {
+        OP_CB_GETATTR => fattr(x, st),
+        OP_CB_RECALL => void(x, st),
+        OP_CB_LAYOUTRECALL => void(x, st),
+        OP_CB_NOTIFY => void(x, st),
+        OP_CB_PUSH_DELEG => void(x, st),
+        OP_CB_RECALL_ANY => void(x, st),
+        OP_CB_RECALLABLE_OBJ_AVAIL => void(x, st),
+        OP_CB_RECALL_SLOT => void(x, st),
+        OP_CB_SEQUENCE => cb_sequence_res(x, st),
+        OP_CB_WANTS_CANCELLED => void(x, st),
+        OP_CB_NOTIFY_LOCK => void(x, st),
+        OP_CB_NOTIFY_DEVICEID => void(x, st),
+        OP_CB_OFFLOAD => void(x, st),
+        OP_CB_ILLEGAL => void(x, st),
+        _ => true,
+    }
+}

@@ -247,21 +247,6 @@ fn tables(py: Python<'_>, col: &Collector) -> PyResult<PyObject> {
         "status_lists",
         PyList::new(py, col.status_lists.values.iter())?,
     )?;
-    let deferred = PyList::empty(py);
-    for d in &col.deferred {
-        deferred.append((
-            d.row,
-            PyBytes::new(py, &d.head),
-            d.is_call,
-            d.prog,
-            d.vers,
-            d.proc_,
-            d.body_offset,
-            d.gss_service,
-            d.gss_proc,
-        ))?;
-    }
-    out.set_item("deferred", deferred)?;
     Ok(out.into_any().unbind())
 }
 

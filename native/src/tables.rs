@@ -211,9 +211,48 @@ pub const NFS3_OK: u32 = 0;
 pub const FILE_SYNC: u32 = 2;
 pub const MAX_NAME: u64 = 1024;
 
+// ---- NFSv2 (protocol/nfs2.py, parsers/nfs2.py) ----------------------------------------------
+pub const NFS2_NULL: i64 = 0;
+pub const NFS2_GETATTR: i64 = 1;
+pub const NFS2_SETATTR: i64 = 2;
+pub const NFS2_ROOT: i64 = 3;
+pub const NFS2_LOOKUP: i64 = 4;
+pub const NFS2_READLINK: i64 = 5;
+pub const NFS2_READ: i64 = 6;
+pub const NFS2_WRITECACHE: i64 = 7;
+pub const NFS2_WRITE: i64 = 8;
+pub const NFS2_CREATE: i64 = 9;
+pub const NFS2_REMOVE: i64 = 10;
+pub const NFS2_RENAME: i64 = 11;
+pub const NFS2_LINK: i64 = 12;
+pub const NFS2_SYMLINK: i64 = 13;
+pub const NFS2_MKDIR: i64 = 14;
+pub const NFS2_RMDIR: i64 = 15;
+pub const NFS2_READDIR: i64 = 16;
+pub const NFS2_STATFS: i64 = 17;
+/// nfs2.PROC_NAMES: the NFSv2 procedures
+pub const NFS2_PROCS: i64 = 18;
+/// nfs2.DIROP_PROCS: arguments start with diropargs (dir handle, then a name)
+pub const fn is_nfs2_dirop(proc_: i64) -> bool {
+    matches!(proc_, 4 | 9..=11 | 13..=15)
+}
+/// nfs2.NO_ARGS: procedures without arguments
+pub const fn has_no_nfs2_args(proc_: i64) -> bool {
+    matches!(proc_, 0 | 3 | 7)
+}
+/// nfs2.FHSIZE: fhandle
+pub const NFS2_FHSIZE: u64 = 32;
+/// nfs2.FATTR_BYTES: fattr
+pub const NFS2_FATTR_BYTES: u64 = 68;
+pub const NFS2_OK: u32 = 0;
+/// parsers/nfs2.MAX_NAME
+pub const NFS2_MAX_NAME: u64 = 1024;
+
 // ---- NFSv4 (protocol/nfs4.py, parsers/nfs4.py) ----------------------------------------------
 pub const NFSPROC4_NULL: i64 = 0;
 pub const NFSPROC4_COMPOUND: i64 = 1;
+pub const CB_NULL: i64 = 0;
+pub const CB_COMPOUND: i64 = 1;
 pub const OP_ACCESS: u32 = 3;
 pub const OP_CLOSE: u32 = 4;
 pub const OP_COMMIT: u32 = 5;
@@ -288,9 +327,27 @@ pub const OP_SETXATTR: u32 = 73;
 pub const OP_LISTXATTRS: u32 = 74;
 pub const OP_REMOVEXATTR: u32 = 75;
 pub const OP_ILLEGAL: u32 = 10044;
+pub const OP_CB_GETATTR: u32 = 3;
+pub const OP_CB_RECALL: u32 = 4;
+pub const OP_CB_LAYOUTRECALL: u32 = 5;
+pub const OP_CB_NOTIFY: u32 = 6;
+pub const OP_CB_PUSH_DELEG: u32 = 7;
+pub const OP_CB_RECALL_ANY: u32 = 8;
+pub const OP_CB_RECALLABLE_OBJ_AVAIL: u32 = 9;
+pub const OP_CB_RECALL_SLOT: u32 = 10;
+pub const OP_CB_SEQUENCE: u32 = 11;
+pub const OP_CB_WANTS_CANCELLED: u32 = 12;
+pub const OP_CB_NOTIFY_LOCK: u32 = 13;
+pub const OP_CB_NOTIFY_DEVICEID: u32 = 14;
+pub const OP_CB_OFFLOAD: u32 = 15;
+pub const OP_CB_ILLEGAL: u32 = 10044;
 /// nfs4.RESULTS keys: operations whose results can be stepped over
 pub const fn has_step(op: u32) -> bool {
     matches!(op, 3..=75 | 10044)
+}
+/// nfs4.CB_RESULTS keys: callback operations whose results can be stepped over
+pub const fn has_cb_step(op: u32) -> bool {
+    matches!(op, 3..=15 | 10044)
 }
 pub const NFS4_OK: u32 = 0;
 pub const NFS4ERR_TOOSMALL: u32 = 10005;
@@ -299,19 +356,51 @@ pub const NFS4ERR_CLID_INUSE: u32 = 10017;
 pub const NFS4ERR_LAYOUTTRYLATER: u32 = 10058;
 pub const NFS4ERR_OFFLOAD_NO_REQS: u32 = 10094;
 pub const NFS4_FHSIZE: u64 = 128;
-/// nfs4_protocol.NFS4_VERIFIER_SIZE
-pub const VERIFIER4: u64 = 8;
-/// nfs4_protocol.NFS4_SESSIONID_SIZE
-pub const SESSIONID4: u64 = 16;
-/// nfs4_protocol.NFS4_DEVICEID4_SIZE
-pub const DEVICEID4: u64 = 16;
-/// nfs4_protocol.NFS4_OPAQUE_LIMIT
-pub const OPAQUE_LIMIT: u64 = 1024;
+pub const NFS4_VERIFIER_SIZE: u64 = 8;
+pub const NFS4_SESSIONID_SIZE: u64 = 16;
+pub const NFS4_DEVICEID4_SIZE: u64 = 16;
+pub const NFS4_OPAQUE_LIMIT: u64 = 1024;
 pub const STATEID4: u64 = 16;
 pub const CHANGE_INFO4: u64 = 20;
 pub const NFSTIME4: u64 = 12;
 pub const HYPER: u64 = 8;
 pub const WORD: u64 = 4;
+// union discriminants (nfs4.rs's named steps switch on them)
+pub const CLAIM_DELEGATE_CUR: u32 = 2;
+pub const CLAIM_DELEGATE_PREV: u32 = 3;
+pub const CLAIM_DELEG_CUR_FH: u32 = 5;
+pub const CLAIM_DELEG_PREV_FH: u32 = 6;
+pub const CLAIM_FH: u32 = 4;
+pub const CLAIM_NULL: u32 = 0;
+pub const CLAIM_PREVIOUS: u32 = 1;
+pub const EXCLUSIVE4: u32 = 2;
+pub const EXCLUSIVE4_1: u32 = 3;
+pub const GDD4_OK: u32 = 0;
+pub const GDD4_UNAVAIL: u32 = 1;
+pub const GUARDED4: u32 = 1;
+pub const LAYOUT4_RET_REC_ALL: u32 = 3;
+pub const LAYOUT4_RET_REC_FILE: u32 = 1;
+pub const LAYOUT4_RET_REC_FSID: u32 = 2;
+pub const NF4BLK: u32 = 3;
+pub const NF4CHR: u32 = 4;
+pub const NF4LNK: u32 = 5;
+pub const NFS4_CONTENT_DATA: u32 = 0;
+pub const NFS4_CONTENT_HOLE: u32 = 1;
+pub const NFS_LIMIT_BLOCKS: u32 = 2;
+pub const NFS_LIMIT_SIZE: u32 = 1;
+pub const NL4_NAME: u32 = 1;
+pub const NL4_NETADDR: u32 = 3;
+pub const NL4_URL: u32 = 2;
+pub const OPEN4_CREATE: u32 = 1;
+pub const OPEN_DELEGATE_NONE: u32 = 0;
+pub const OPEN_DELEGATE_NONE_EXT: u32 = 3;
+pub const OPEN_DELEGATE_READ: u32 = 1;
+pub const OPEN_DELEGATE_WRITE: u32 = 2;
+pub const SP4_MACH_CRED: u32 = 1;
+pub const SP4_NONE: u32 = 0;
+pub const UNCHECKED4: u32 = 0;
+pub const WND4_CONTENTION: u32 = 1;
+pub const WND4_RESOURCE: u32 = 2;
 
 // ---- Coded columns (parsers/native.py: how Python names the codes) --------------------------
 /// nfs_decode ''
@@ -324,12 +413,12 @@ pub const DECODE_PARTIAL: u8 = 2;
 pub const DECODE_TRUNCATED: u8 = 3;
 /// nfs_decode 'encrypted'
 pub const DECODE_ENCRYPTED: u8 = 4;
-/// nfs_kind: how Python completes the row
+/// nfs_kind: how Python names the row's op
 pub const KIND_NAME: u8 = 0;
-/// nfs_kind: how Python completes the row
+/// nfs_kind: how Python names the row's op
 pub const KIND_COMPOUND: u8 = 1;
-/// nfs_kind: how Python completes the row
-pub const KIND_DEFER: u8 = 2;
+/// nfs_kind: how Python names the row's op
+pub const KIND_CB_COMPOUND: u8 = 2;
 pub const TRANSPORT_UDP: u8 = 0;
 pub const TRANSPORT_TCP: u8 = 1;
 pub const MSGTYPE_CALL: u8 = 0;

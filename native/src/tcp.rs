@@ -8,10 +8,19 @@ use crate::rpc;
 use crate::tcp_state::ack_point;
 use std::collections::VecDeque;
 
-pub const MARK: u8 = 0;
-pub const FRAG: u8 = 1;
-pub const RESYNC: u8 = 2;
-pub const IGNORE: u8 = 3;
+/// The record-marking state of one direction (tcp.py's MARK / FRAG / RESYNC /
+/// IGNORE, its docstring's state machine).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// reading a 4-byte record mark
+    Mark,
+    /// inside a fragment of known length
+    Frag,
+    /// looking for a record start after losing the framing
+    Resync,
+    /// a stream that never looked like RPC
+    Ignore,
+}
 
 /// SEQ_MOD; MAX_SEQ_JUMP: a sequence jump this far ahead is not a hole to wait
 /// for: restart framing.
@@ -105,7 +114,7 @@ impl Default for Ordering {
 /// ONC-RPC record marking of one direction (tcp.py's Framing). Mutated by
 /// `TcpReassembler`; `tcp_state::watch` reads `mode`, the dissector `synced`.
 pub struct Framing {
-    pub mode: u8,
+    pub mode: Mode,
     /// the bytes of a record mark split across segments
     mark: [u8; 4],
     mark_len: usize,
@@ -142,7 +151,7 @@ pub struct Framing {
 impl Default for Framing {
     fn default() -> Self {
         Framing {
-            mode: RESYNC,
+            mode: Mode::Resync,
             mark: [0; 4],
             mark_len: 0,
             mark_pkt: None,
@@ -506,7 +515,7 @@ impl TcpReassembler {
         let (ts, frame) = (hs.msg.ts_last, hs.msg.frame_last);
         self.flush(hs, ts, frame, sink);
         hs.order.next_seq = (isn + 1).rem_euclid(SEQ_MOD);
-        hs.framing.mode = MARK;
+        hs.framing.mode = Mode::Mark;
         hs.framing.mark_len = 0;
     }
 
@@ -525,7 +534,7 @@ impl TcpReassembler {
     ) {
         self.stats.segments += 1;
         self.stats.payload_bytes += wire_len;
-        if hs.framing.mode == IGNORE {
+        if hs.framing.mode == Mode::Ignore {
             return;
         }
         if hs.order.next_seq < 0 {
@@ -631,7 +640,7 @@ impl TcpReassembler {
         self.flush(hs, ts, frame, sink);
         sink.event(hs, Ev::SeqJump, ts, frame, seq, rel, 0);
         hs.order.next_seq = seq;
-        hs.framing.mode = RESYNC;
+        hs.framing.mode = Mode::Resync;
         self.feed(hs, data, wire_len, ts, frame, ip_frags, sink);
     }
 
@@ -670,7 +679,7 @@ impl TcpReassembler {
             }
             let held = match hs.order.pending.remove(&seq) {
                 Some(h) => h,
-                None => break, // the stream was given up (IGNORE) while feeding
+                None => break, // the stream was given up (Mode::Ignore) while feeding
             };
             hs.order.pending_bytes -= held.data.len() as i64;
             self.pending_total -= held.data.len() as i64;
@@ -752,8 +761,8 @@ impl TcpReassembler {
             let end = hs.order.next_seq;
             self.unframed(hs, end, sink);
         }
-        if hs.framing.mode != IGNORE {
-            hs.framing.mode = RESYNC;
+        if hs.framing.mode != Mode::Ignore {
+            hs.framing.mode = Mode::Resync;
         }
         hs.framing.mark_len = 0;
         hs.order.next_seq = -1;
@@ -783,7 +792,7 @@ impl TcpReassembler {
         let head_limit = self.limits.head_bytes;
         while pos < wire_len {
             match hs.framing.mode {
-                FRAG => {
+                Mode::Frag => {
                     let n = hs.framing.frag_left.min(wire_len - pos);
                     if !counted && !hole {
                         hs.msg.frames += 1;
@@ -816,13 +825,13 @@ impl TcpReassembler {
                         hs.msg.frame_last = frame;
                     }
                     if hs.framing.frag_left == 0 {
-                        hs.framing.mode = MARK;
+                        hs.framing.mode = Mode::Mark;
                         if hs.framing.frag_last {
                             self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                         }
                     }
                 }
-                MARK => {
+                Mode::Mark => {
                     let need = 4 - hs.framing.mark_len as i64;
                     let avail = cap - pos;
                     if avail < need && pos + avail < wire_len {
@@ -922,13 +931,13 @@ impl TcpReassembler {
                     hs.framing.frag_left = flen;
                     hs.framing.frag_last = value & rpc::LAST_FRAG != 0;
                     hs.framing.synced = true;
-                    hs.framing.mode = FRAG;
+                    hs.framing.mode = Mode::Frag;
                     if flen == 0 && hs.framing.frag_last {
-                        hs.framing.mode = MARK;
+                        hs.framing.mode = Mode::Mark;
                         self.emit(hs, true, (base + pos).rem_euclid(SEQ_MOD), sink);
                     }
                 }
-                RESYNC => {
+                Mode::Resync => {
                     let q = self.find_record(
                         hs,
                         data,
@@ -952,7 +961,7 @@ impl TcpReassembler {
                         if !hs.framing.synced {
                             hs.framing.unsynced_bytes += skipped;
                             if hs.framing.unsynced_bytes > self.limits.max_unsynced_bytes {
-                                hs.framing.mode = IGNORE;
+                                hs.framing.mode = Mode::Ignore;
                                 hs.order.pending.clear();
                                 self.pending_total -= hs.order.pending_bytes;
                                 hs.order.pending_bytes = 0;
@@ -970,10 +979,10 @@ impl TcpReassembler {
                     if hs.framing.lost_at >= 0 {
                         self.unframed(hs, (base + q).rem_euclid(SEQ_MOD), sink);
                     }
-                    hs.framing.mode = MARK;
+                    hs.framing.mode = Mode::Mark;
                     hs.framing.mark_len = 0;
                 }
-                _ => break, // IGNORE
+                Mode::Ignore => break,
             }
         }
     }
@@ -1049,7 +1058,7 @@ impl TcpReassembler {
         if hs.msg.assembling {
             self.emit(hs, false, -1, sink);
         }
-        hs.framing.mode = RESYNC;
+        hs.framing.mode = Mode::Resync;
         hs.framing.mark_len = 0;
     }
 

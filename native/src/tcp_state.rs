@@ -12,7 +12,7 @@ use crate::tables::{
     DEFAULT_MSS, MAX_WSCALE, SEQ_HALF, SEQ_MASK, SEQ_MOD, TCPOPT_EOL, TCPOPT_MSS, TCPOPT_NOP,
     TCPOPT_WSCALE, TH_ACK, TH_RST,
 };
-use crate::tcp::{Ev, HalfStream, IpFacts, RttWatch, Sink, WindowWatch, IGNORE};
+use crate::tcp::{Ev, HalfStream, IpFacts, Mode, RttWatch, Sink, WindowWatch};
 
 fn tcp_options(p: &[u8], hl: usize) -> (i64, i64) {
     let (mut mss, mut wscale) = (-1i64, -1i64);
@@ -202,7 +202,7 @@ pub(crate) fn watch(
         col.event(hs, Ev::TcpHandshakeAck, ts, frame, seq, 0, 0);
     }
     if window == 0 && flags & TH_RST == 0 {
-        if hs.win.zw_since < 0 && hs.framing.mode != IGNORE {
+        if hs.win.zw_since < 0 && hs.framing.mode != Mode::Ignore {
             let w = &mut hs.win;
             w.zw_since = ts;
             w.zw_frame = frame;

@@ -3,10 +3,10 @@
 ``nfstrace.parsers.frame_loop.parse``.
 
 Rust walks the capture through the RPC header and the NFS fields and hands
-back columns (numbers, and ids into tables of distinct values); this module
-names them from the one Python truth (the procedure and NFSv4 operation names
-of ``nfstrace.protocol``, rpc.py's flavour names) and decodes with the Python
-decoders the few messages Rust leaves to them (NFSv2, NFSv4 NULL, callbacks).
+back columns (numbers, and ids into tables of distinct values), every
+message's NFS fields decoded there; this module names them from the one Python
+truth (the procedure, NFSv4 and callback operation names of
+``nfstrace.protocol``, rpc.py's flavour names).
 ``NFSTRACE_NO_NATIVE=1`` hides the extension (``available()`` is then False).
 """
 
@@ -27,11 +27,9 @@ from nfstrace.nfs_fields import (
     DECODE_OK,
     DECODE_PARTIAL,
     DECODE_TRUNCATED,
-    FIELD_NAMES,
 )
 from nfstrace.parsers import backends, capture, nfs4, rpc
 from nfstrace.parsers.capture import CaptureInfo, Damage
-from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.ip import (
     F_CSUM_BAD,
     F_CSUM_CHECKED,
@@ -60,7 +58,7 @@ _REPLY_STAT = np.array(["", "accepted", "denied"], dtype=object)
 _DECODE = np.array(
     [DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, DECODE_ENCRYPTED], dtype=object
 )
-KIND_NAME, KIND_COMPOUND, KIND_DEFER = 0, 1, 2
+KIND_NAME, KIND_COMPOUND, KIND_CB_COMPOUND = 0, 1, 2
 
 
 def available() -> bool:
@@ -157,12 +155,6 @@ class _Strings:
         self.values = values
         self.ids = ids
 
-    def set(self, row: int, value: str) -> None:
-        if not self.ids.flags.writeable:
-            self.ids = self.ids.astype(np.int64)
-        self.values.append(value)
-        self.ids[row] = len(self.values) - 1
-
     def category(self) -> pd.Categorical:
         """The values used, sorted (as astype("category") orders them), and
         each row's code among them."""
@@ -216,12 +208,18 @@ def _named(table: np.ndarray) -> Callable[[int], str]:
     return lambda code: table[code]
 
 
+# How the op and ops of a COMPOUND row are named from its operation list, by nfs_kind
+_COMPOUND_NAMES: dict[int, Callable[[list[int]], tuple[str, str]]] = {
+    KIND_COMPOUND: nfs4.compound_names,
+    KIND_CB_COMPOUND: nfs4.cb_compound_names,
+}
+
+
 def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object]:
-    """The NFS_FIELDS columns (before the deferred rows are decoded)."""
+    """The NFS_FIELDS columns."""
     kind = _ints(cols, "nfs_kind", "u1")
     n = len(kind)
-    compound = kind == KIND_COMPOUND
-    named = ~compound
+    named = kind == KIND_NAME
     # op: procedure names (per distinct prog/vers/proc), then COMPOUND main ops
     op_ids = np.zeros(n, dtype=np.int64)
     op_values: list[str] = []
@@ -230,15 +228,23 @@ def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object
         uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
         op_values = [procedure_name(int(a), int(b), int(c)) for a, b, c in uniq]
         op_ids[named] = inverse.reshape(-1)
-    pairs = [nfs4.compound_names(list(lst)) for lst in tables["op_lists"]]
+    # COMPOUND and CB_COMPOUND: op and ops named from the row's operation list
     list_ids = _ints(cols, "ops", "u4").astype(np.int64)
-    op_ids[compound] = len(op_values) + list_ids[compound]
-    op_values += [p[0] for p in pairs]
-    ops_ids = np.where(compound, 1 + list_ids, 0)
+    ops_ids = np.zeros(n, dtype=np.int64)
+    ops_values = [""]
+    for code, names_of in _COMPOUND_NAMES.items():
+        rows = kind == code
+        if not rows.any():
+            continue
+        pairs = [names_of(list(lst)) for lst in tables["op_lists"]]
+        op_ids[rows] = len(op_values) + list_ids[rows]
+        op_values += [p[0] for p in pairs]
+        ops_ids[rows] = len(ops_values) + list_ids[rows]
+        ops_values += [p[1] for p in pairs]
     statuses = [" ".join(map(str, s)) for s in tables["status_lists"]]
     return {
         "op": _Strings(op_values, op_ids),
-        "ops": _Strings(["", *(p[1] for p in pairs)], ops_ids),
+        "ops": _Strings(ops_values, ops_ids),
         "op_status": _Strings(statuses, _ints(cols, "op_status", "u4")),
         "nfs_status": _ints(cols, "nfs_status", "i8"),
         "fh": _Strings(_texts(tables["fhs"], bytes.hex), _ints(cols, "fh", "u4")),
@@ -255,28 +261,6 @@ def _nfs_columns(cols: dict, tables: dict, prog, vers, proc) -> dict[str, object
         "minor": _ints(cols, "minor", "i4"),
         "nfs_decode": _ints(cols, "nfs_decode", "u1"),
     }
-
-
-def _decode_deferred(nfs: dict[str, object], deferred: list[tuple]) -> None:
-    """Rows Rust left undecoded, decoded by the Python decoders in place."""
-    if not deferred:
-        return
-    decode_codes = {name: code for code, name in enumerate(_DECODE)}
-    for name in FIELD_NAMES:  # frombuffer arrays are read-only
-        col = nfs[name]
-        if isinstance(col, np.ndarray) and not col.flags.writeable:
-            nfs[name] = col.copy()
-    for row, head, is_call, prog, vers, proc, body_offset, gss_service, gss_proc in deferred:
-        service = rpc.gss_service_name(gss_service) if gss_service >= 0 else ""
-        values = decode_procedure(is_call, prog, vers, proc, head, body_offset, service, gss_proc)
-        for name, value in zip(FIELD_NAMES, values, strict=True):
-            col = nfs[name]
-            if isinstance(col, _Strings):
-                col.set(row, value)
-            elif name == "nfs_decode":
-                col[row] = decode_codes[value]  # type: ignore[index]
-            else:
-                col[row] = value  # type: ignore[index]
 
 
 def _acked(cols: dict) -> np.ndarray:
@@ -331,9 +315,7 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         "truncated": _ints(cols, "truncated", "u1").astype(bool),
         "acked_ns": _acked(cols),
     }
-    nfs = _nfs_columns(cols, tables, prog, vers, proc)
-    _decode_deferred(nfs, tables["deferred"])
-    data.update(nfs)
+    data.update(_nfs_columns(cols, tables, prog, vers, proc))
     # Rows in (ts_first_ns, frame_first) order, ties in arrival order, as the
     # reference sorts its table: permuted here, column by column, before pandas.
     order: np.ndarray | None = np.lexsort((data["frame_first"], data["ts_first_ns"]))

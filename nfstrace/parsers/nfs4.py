@@ -910,6 +910,11 @@ def compound_names(ops: list[int], prog: tuple = _NFS) -> tuple[str, str]:
     return names.get(main) or f"op{main}", " ".join([names.get(op) or f"op{op}" for op in ops])
 
 
+def cb_compound_names(ops: list[int]) -> tuple[str, str]:
+    """(op, ops) columns of a CB_COMPOUND from its opcodes."""
+    return compound_names(ops, _CB)
+
+
 def _finish(st: dict, ops: list[int], outcome: str, prog: tuple) -> tuple:
     op, names = compound_names(ops, prog)
     st["op"] = op
