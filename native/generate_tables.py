@@ -562,24 +562,26 @@ def generate_steps(primitives: set[str] | None = None) -> str:
         primitives = rust_primitives(NFS4_RS.read_text())
     w = StepWriter(primitives)
     step = ["op: u32", *STEP_PARAMS]
-    arms = [w.arm(_op(op), s) for op, s in nfs4.ARGS.items()]
-    lines = w.dispatch(
+
+    def per_op(steps: dict, name: str, doc: str, rust_op: Callable[[int], str]) -> list[str]:
+        """One step function switching on the operation (unknown ops: true)."""
+        arms = [w.arm(rust_op(op), s) for op, s in steps.items()]
+        return w.dispatch(doc, name, step, "op", [*arms, ["_ => true,"]])
+
+    lines = per_op(
+        nfs4.ARGS,
+        "args_step",
         "nfs4.ARGS: step over one operation's arguments; true when it cannot\n"
         "(or no step is known for op).",
-        "args_step",
-        step,
-        "op",
-        [*arms, ["_ => true,"]],
+        _op,
     )
-    arms = [w.arm(_op(op), s) for op, s in nfs4.RESULTS.items()]
     lines.append("")
-    lines += w.dispatch(
+    lines += per_op(
+        nfs4.RESULTS,
+        "results_step",
         "nfs4.RESULTS: step over the body of one operation's result after its\n"
         "status NFS4_OK; true when it cannot (or no step is known for op).",
-        "results_step",
-        step,
-        "op",
-        [*arms, ["_ => true,"]],
+        _op,
     )
     arms = []
     for (op, status), s in nfs4.ERROR_RESULTS.items():
@@ -601,25 +603,21 @@ def generate_steps(primitives: set[str] | None = None) -> str:
         f"    matches!(op, {any_status})",
         "}",
     ]
-    arms = [w.arm(_cb_op(op), s) for op, s in nfs4.CB_ARGS.items()]
     lines.append("")
-    lines += w.dispatch(
+    lines += per_op(
+        nfs4.CB_ARGS,
+        "cb_args_step",
         "nfs4.CB_ARGS: step over one callback operation's arguments; true when it\n"
         "cannot (or no step is known for op).",
-        "cb_args_step",
-        step,
-        "op",
-        [*arms, ["_ => true,"]],
+        _cb_op,
     )
-    arms = [w.arm(_cb_op(op), s) for op, s in nfs4.CB_RESULTS.items()]
     lines.append("")
-    lines += w.dispatch(
+    lines += per_op(
+        nfs4.CB_RESULTS,
+        "cb_results_step",
         "nfs4.CB_RESULTS: step over the body of one callback operation's result\n"
         "after its status NFS4_OK; true when it cannot (or no step is known for op).",
-        "cb_results_step",
-        step,
-        "op",
-        [*arms, ["_ => true,"]],
+        _cb_op,
     )
     for line in lines:
         if len(line) > WIDTH:
