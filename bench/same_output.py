@@ -33,13 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from small import snapshot  # noqa: E402  (bench/small.py: one way to unpack a commit)
 
 
-def run_all(source: Path, out: Path, captures: list[Path], html: bool) -> None:
-    """Every output of every capture with the nfstrace in source, into out/."""
+def run_all(source: Path, out: Path, root: Path, captures: list[Path], html: bool) -> None:
+    """Every output of every capture (under root) with the nfstrace in source, into out/."""
     env = dict(os.environ, COLUMNS="100", PYTHONSAFEPATH="1", PYTHONPATH=str(source))
     env.pop("NO_COLOR", None)
     out.mkdir(parents=True, exist_ok=True)
     for cap in captures:
-        name = str(cap.relative_to(SAMPLES)).replace("/", "__")
+        name = str(cap.relative_to(root)).replace("/", "__")
         if (out / f"{name}.full.txt").exists():
             continue  # cached (base) or already run
         files = {
@@ -72,15 +72,17 @@ def main() -> int:
         captures = [c for c in captures if args.only in str(c)]
     base_src, sha = snapshot(args.base, CACHE)
     suffix = "-html" if args.html else ""
+    if args.samples.resolve() != SAMPLES:  # another directory: its own cache of the base
+        suffix += "-" + str(args.samples.resolve()).strip("/").replace("/", "_")
     base_out = CACHE / f"out-{sha}{suffix}"
     print(f"base {sha}: {base_src}", file=sys.stderr)
-    run_all(base_src, base_out, captures, args.html)
+    run_all(base_src, base_out, args.samples, captures, args.html)
     work_out = args.work or CACHE / f"out-worktree{suffix}"
     shutil.rmtree(work_out, ignore_errors=True)
     print(f"working tree: {ROOT}", file=sys.stderr)
-    run_all(ROOT, work_out, captures, args.html)
+    run_all(ROOT, work_out, args.samples, captures, args.html)
     names = sorted(p.name for p in base_out.iterdir() if p.is_file())
-    wanted = {str(c.relative_to(SAMPLES)).replace("/", "__") for c in captures}
+    wanted = {str(c.relative_to(args.samples)).replace("/", "__") for c in captures}
     names = [n for n in names if n.rsplit(".", 2)[0] in wanted or n.rsplit(".", 1)[0] in wanted]
     differ = [
         n
