@@ -85,9 +85,10 @@ from nfstrace.analysis.critical_path import (
 from nfstrace.analysis.critical_path import code as path_code
 from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
-from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
+from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
+from nfstrace.text import seconds_text
 
 # The causes an instant of the write activity can have, in the order the
 # tables list them (declared once, in critical_path.py, which budget builds on).
