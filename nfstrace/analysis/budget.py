@@ -82,6 +82,7 @@ from nfstrace.analysis.critical_path import (
     call_totals,
     critical_path,
 )
+from nfstrace.analysis.critical_path import Path as CriticalPath
 from nfstrace.analysis.critical_path import code as path_code
 from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
@@ -1337,25 +1338,17 @@ def _intervals(
     }
 
 
-def _pair_budget(
+def _pair(
     c: _PairCalls,
     ev: pd.DataFrame,
     orphans: np.ndarray,
-    orphan_xids: np.ndarray,
     client_xids: np.ndarray,
     client: str,
-    server: str,
+    start: int,
+    end: int,
     options: BudgetOptions,
-) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    is_write = c.op == WRITE_OP
-    wc = is_write | (c.op == COMMIT_OP)
-    done = wc & c.answered
-    if not (is_write.any() and done.any()):
-        return None
-    start = int(c.cs[is_write].min())
-    end = _activity_end(c, wc, done, orphans, orphan_xids)
-    if end <= start:
-        return None
+) -> _Pair:
+    """The evidence of a pair's write activity from ``start`` to ``end``."""
     rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
     visible = options.rtt_visible_ns if math.isfinite(options.rtt_visible_ns) else rtt
     hidden = max(rtt - visible, 0.0)
@@ -1367,63 +1360,99 @@ def _pair_budget(
     )
     tcp = _tcp_stops(c, e, rtt, hidden, options.capture_point)
     waits = _waits(c, e, tcp, gap_s, end, visible, options.capture_point)
-    p = _Pair(c, e, start, end, rtt, hidden, gap_s, gap_e, gap_words, tcp, waits, _call_words(c))
-    layers = [_Layer(cause, rule(p)) for cause, rule in PRECEDENCE]
+    return _Pair(c, e, start, end, rtt, hidden, gap_s, gap_e, gap_words, tcp, waits, _call_words(c))
 
-    times, stops = _path_inputs(p)
-    last = int(np.flatnonzero(done)[np.argmax(c.rl[done])])
-    path = critical_path(times, stops, (gap_s, gap_e), start, end, last, int(hidden))
 
-    pieces = _pieces(p, layers)
-    cause_of = np.array([cause for cause, _ in PRECEDENCE] + [u for u, _ in _UNCLAIMED])
-    by_label = np.bincount(
-        pieces.label, weights=pieces.hi - pieces.lo, minlength=len(cause_of)
-    ).astype("int64")
-    pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+def _pair_row(
+    p: _Pair,
+    by_label: np.ndarray,
+    cause_of: np.ndarray,
+    times: CallTimes,
+    stops: Stops,
+    path: CriticalPath,
+    options: BudgetOptions,
+) -> dict[str, Any]:
+    """The pair's row of ``PAIR_COLUMNS`` but client and server: ``by_label``
+    the time each label of the pieces took (``cause_of`` its cause), ``path``
+    the critical path (critical_path.py)."""
+    c, start, end = p.c, p.start, p.end
+    is_write = c.op == WRITE_OP
+    row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
     for k, ns in enumerate(by_label):
-        pair_row[f"{cause_of[k]}_ns"] += int(ns)
-    pair_row["queued_ns"] = int(
+        row[f"{cause_of[k]}_ns"] += int(ns)
+    row["queued_ns"] = int(
         sum(by_label[k] for k, (_, rule) in enumerate(PRECEDENCE) if rule is _queued)
     )
     for cause, ns in path.ns.items():
-        pair_row[f"{cause}_path_ns"] = ns
-        pair_row[f"{cause}_also_ns"] = path.also_ns[cause]
-    pair_row["round_trip_also_count"] = path.also_count["round_trip"]
-    pair_row["ack_chain_ns"], pair_row["ack_chain_calls"] = _ack_chain(c, waits.acked)
+        row[f"{cause}_path_ns"] = ns
+        row[f"{cause}_also_ns"] = path.also_ns[cause]
+    row["round_trip_also_count"] = path.also_count["round_trip"]
+    row["ack_chain_ns"], row["ack_chain_calls"] = _ack_chain(c, p.waits.acked)
     segments = c.call_bytes.sum() / SEGMENT_BYTES
-    resent_segments = len(tcp.resent_by_client)
-    pair_row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
+    resent_segments = len(p.tcp.resent_by_client)
+    row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
     mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
     for cause, ns in mine.items():
-        pair_row[f"{cause}_calls_ns"] = ns
-    pair_row["write_latency_ns"] = latency
-    pair_row["max_outstanding"] = int(path.window)
-    pair_row["path_server_waits"] = path.server_waits
-    intervals = _intervals(pieces, cause_of[pieces.label], client, server)
-    writes = int(is_write.sum())
+        row[f"{cause}_calls_ns"] = ns
+    row["write_latency_ns"] = latency
+    row["max_outstanding"] = int(path.window)
+    row["path_server_waits"] = path.server_waits
     nbytes = int(c.write_bytes.sum())
-    sizes = c.count[is_write & (c.count > 0)]
-    pair_row.update(
-        client=client,
-        server=server,
+    row.update(
         start_ns=start,
         end_ns=end,
         elapsed_ns=end - start,
         bytes=nbytes,
         mbit_s=nbytes * 8e3 / (end - start),
-        writes=writes,
+        writes=int(is_write.sum()),
         send_mbit_s=_sending_rate_bps(c) / 1e6,
         send_spread=_sending_rate_spread(c),
-        clock_mbit_s=waits.clock / 1e6,
+        clock_mbit_s=p.waits.clock / 1e6,
         rtt_ns=options.rtt_ns,
         capture_point=options.capture_point,
         transport="+".join(
             t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
         ),
-        write_size=_most_common(sizes),
-        server_work_ns=_union_ns(waits.wait_from[is_write], waits.rf[is_write], start, end),
+        write_size=_most_common(c.count[is_write & (c.count > 0)]),
+        server_work_ns=_union_ns(p.waits.wait_from[is_write], p.waits.rf[is_write], start, end),
     )
-    return pair_row, intervals
+    return row
+
+
+def _pair_budget(
+    c: _PairCalls,
+    ev: pd.DataFrame,
+    orphans: np.ndarray,
+    orphan_xids: np.ndarray,
+    client_xids: np.ndarray,
+    client: str,
+    server: str,
+    options: BudgetOptions,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """One pair's row of ``PAIR_COLUMNS`` and its intervals (``INTERVAL_COLUMNS``);
+    None when it has no answered WRITE."""
+    is_write = c.op == WRITE_OP
+    wc = is_write | (c.op == COMMIT_OP)
+    done = wc & c.answered
+    if not (is_write.any() and done.any()):
+        return None
+    start = int(c.cs[is_write].min())
+    end = _activity_end(c, wc, done, orphans, orphan_xids)
+    if end <= start:
+        return None
+    p = _pair(c, ev, orphans, client_xids, client, start, end, options)
+    layers = [_Layer(cause, rule(p)) for cause, rule in PRECEDENCE]
+    times, stops = _path_inputs(p)
+    last = int(np.flatnonzero(done)[np.argmax(c.rl[done])])
+    path = critical_path(times, stops, (p.gap_starts, p.gap_ends), start, end, last, int(p.hidden))
+    pieces = _pieces(p, layers)
+    cause_of = np.array([cause for cause, _ in PRECEDENCE] + [u for u, _ in _UNCLAIMED])
+    by_label = np.bincount(
+        pieces.label, weights=pieces.hi - pieces.lo, minlength=len(cause_of)
+    ).astype("int64")
+    row = _pair_row(p, by_label, cause_of, times, stops, path, options)
+    row.update(client=client, server=server)
+    return row, _intervals(pieces, cause_of[pieces.label], client, server)
 
 
 # A sender waits for the last call's ACK before its next call when at least this
