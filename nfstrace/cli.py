@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import wraps
 from pathlib import Path
 from types import FrameType
@@ -342,18 +342,20 @@ MountstatsOpt = Annotated[
 
 @dataclass(frozen=True)
 class _Choices:
-    """The options shared by the commands, as typed on the command line."""
+    """The options shared by the commands, as typed on the command line (a
+    command's parameters of these names: ``_choices``; one it does not take
+    stays at its default)."""
 
-    client: list[str] | None
-    server: list[str] | None
-    port: list[int] | None
-    parser: str
-    stall_threshold: str | None
-    rtt: str | None
-    link_rate: str | None
-    disk_rate: str | None
-    block: str | None
-    what_if: list[str] | None
+    client: list[str] | None = None
+    server: list[str] | None = None
+    port: list[int] | None = None
+    parser: str = "auto"
+    stall_threshold: str | None = None
+    rtt: str | None = None
+    link_rate: str | None = None
+    disk_rate: str | None = None
+    block: str | None = None
+    what_if: list[str] | None = None
     workers: int | None = None  # not given: 1, or the cluster's size with --dask
     dask: str | None = None
     partitions: int | None = None  # not given: AnalysisConfig's default
@@ -406,6 +408,12 @@ class _Choices:
             partitions=self.partitions or 0,
             keep_messages=False,  # (the outputs read only the analysis' columns of them)
         )
+
+
+def _choices(params: dict[str, Any]) -> _Choices:
+    """The shared options out of a command's parameters (its ``locals()``), by
+    the names of ``_Choices``' fields."""
+    return _Choices(**{f.name: params[f.name] for f in fields(_Choices) if f.name in params})
 
 
 def _addresses(option: str, given: list[str] | None) -> tuple[str, ...]:
@@ -504,10 +512,7 @@ def analyze(
     traffic are refused unless --merge is given.
     """
     captures, mountstats = _mountstats_arguments(captures, mountstats)
-    choices = _Choices(
-        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions, merge, mountstats,
-    )  # fmt: skip
+    choices = _choices(locals())
     if report is None and not no_report:
         report = _default_report(captures[0]) if captures else None
         explicit = False
@@ -593,10 +598,7 @@ def model(
 
       nfstrace model x.pcap --rtt 0.2ms --link-rate 1G --disk-rate 200MB/s --block 64K
     """
-    choices = _Choices(
-        client, server, port, parser, stall_threshold, rtt, link_rate, disk_rate, block, what_if,
-        workers, dask, partitions, merge,
-    )  # fmt: skip
+    choices = _choices(locals())
     _model(captures, choices, quiet, json_out, debug=debug)
 
 
@@ -642,10 +644,7 @@ def compare(
 
       nfstrace compare slow.pcap fixed.pcap --server 10.0.0.5 --json change.json
     """
-    choices = _Choices(
-        client, server, port, parser, stall_threshold, None, None, None, None, None, workers, dask,
-        partitions, merge,
-    )  # fmt: skip
+    choices = _choices(locals())
     if report is None and not no_report:
         report, explicit = after.with_name(after.name + ".compare.html"), False
     else:

@@ -47,11 +47,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
 from nfstrace.schema import INFERENCES
 
-WRITE_OP = "WRITE"
-COMMIT_OP = "COMMIT"
 # An NFSv4 COMMIT reply is this much shorter than a WRITE reply of the same
 # COMPOUND shape: COMMIT4resok is the verifier (8 bytes), WRITE4resok the
 # count, the committed level and the verifier (16) (RFC 8881 §18.3, §18.32).

@@ -104,6 +104,42 @@ def test_option_values_are_checked_before_reading(
     assert r.stderr.strip() == f"nfstrace: error: {text}" or f"error: {text}" in r.stderr
 
 
+# A malformed value of each option the commands share, and the error naming it.
+SHARED_OPTIONS = {
+    "--client": (["10.0.0.300"], "--client '10.0.0.300'"),
+    "--server": (["notanip"], "--server 'notanip'"),
+    "--port": (["99999"], "--port 99999"),
+    "--parser": (["nope"], "unknown parser 'nope'"),
+    "--stall-threshold": (["200"], "--stall-threshold"),
+    "--workers": (["-1"], "--workers -1"),
+    "--partitions": (["0"], "--partitions 0"),
+    "--rtt": (["fast"], "fast"),
+    "--link-rate": (["fast"], "fast"),
+    "--disk-rate": (["fast"], "fast"),
+    "--block": (["big"], "big"),
+    "--what-if": (["warp=9"], "warp"),
+}
+MODEL_OPTIONS = ("--rtt", "--link-rate", "--disk-rate", "--block", "--what-if")
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("analyze", o) for o in SHARED_OPTIONS]
+    + [("model", o) for o in SHARED_OPTIONS]
+    + [("compare", o) for o in SHARED_OPTIONS if o not in MODEL_OPTIONS],
+)
+def test_each_command_passes_on_every_shared_option(command: str, option: str) -> None:
+    """Every option a command shares with the others reaches the analysis: a
+    malformed value is the usage error naming it (the commands hand their
+    parameters over by name, ``cli._choices``: a parameter misnamed would be
+    dropped silently)."""
+    value, text = SHARED_OPTIONS[option]
+    captures = [str(SAMPLE)] * (2 if command == "compare" else 1)
+    extra = ["--no-report"] if command != "model" else []
+    r = _run(command, *captures, *extra, option, *value)
+    _one_line_error(r, ExitStatus.USAGE, text)
+
+
 def test_addresses_are_compared_as_addresses(tmp_path: Path) -> None:
     """--client 2001:DB8::1 and 2001:db8:0::1 are the same address (normalised)."""
     from nfstrace.cli import _addresses

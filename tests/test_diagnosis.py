@@ -17,7 +17,7 @@ import pytest
 from conftest import SAMPLES
 
 import nfstrace
-from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS, PAIR_COLUMNS
+from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS, PAIR_COLUMNS, PRECEDENCE
 from nfstrace.analysis.verdict import VERDICTS
 from nfstrace.reports.export import summary
 
@@ -178,6 +178,15 @@ def test_budget_adds_up_to_the_write_activity(capture: Path) -> None:
             assert iv.loc[iv["cause"] == c, "duration_ns"].sum() == getattr(p, f"{c}_ns")
     assert sum(b.seconds().values()) == b.elapsed_ns
     assert math.isclose(sum(b.shares().values()), 1.0)
+
+
+def test_precedence_gives_every_cause_a_rule() -> None:
+    """The precedence table holds each rule once, and every cause but ``unknown``
+    (what no evidence claims) has at least one rule: a cause added to CAUSES
+    without a rule, or a rule of a cause not in CAUSES, fails here."""
+    rules = [rule for _, rule in PRECEDENCE]
+    assert len(set(rules)) == len(rules)
+    assert {cause for cause, _ in PRECEDENCE} == set(CAUSES) - {"unknown"}
 
 
 def test_json_has_the_verdict_and_the_budget() -> None:

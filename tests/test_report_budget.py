@@ -440,7 +440,7 @@ def test_report_of_hundreds_of_pairs() -> None:
         intervals=pd.concat([b.intervals for b in budgets], ignore_index=True),
     )
     d = derived_diagnosis(tx)
-    d.verdict = SimpleNamespace(primary="server", text="the server took 26% of the time")
+    d.verdict = SimpleNamespace(primary="server", text="the server took 26% of the time", pairs=[])
     d.budget = budget
     start = time.monotonic()
     text = render_report(synthetic_trace(tx), d)

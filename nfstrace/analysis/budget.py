@@ -43,25 +43,12 @@ exclusive intervals that add up to it exactly, each labelled with one cause:
 ``unknown``
     none of these (should not happen: kept so that the budget always adds up).
 
-Precedence, when several apply at once, highest first, and why:
-
-1. ``capture_gap``: nothing seen can be attributed; the capture, not the
-   traffic, decides what is known.
-2. ``server_busy``: the server said explicitly to wait.
-3. ``loss_recovery`` (TCP silences before re-sent bytes): the stream is
-   blocked; data after the loss cannot be delivered.
-4. ``window`` (and ``server`` when the server's full or closed window held
-   the sender): the sender may not send; what it has queued waits.
-5. ``client_idle`` (a pause part-way through a call), then ``round_trip``
-   (waiting for ACKs part-way through a call): these are stops inside a
-   call's transmission and override the call's ``transfer``.
-6. ``transfer``: while data moves the time is not lost to anything slower
-   that runs beside it (a COMMIT, a server, a re-send timer of another call).
-7. ``loss_recovery`` (RPC re-send timeouts), 8. ``commit``, 9. ``server``,
-   10. ``round_trip`` (a reply's wait): what the calls in flight wait on, the
-   most specific first; a COMMIT's flush is a server's work but the study's
-   commit stalls are their own cause.
-11. ``client_idle``: nothing outstanding.
+Precedence, when several apply at once: ``PRECEDENCE`` (below) is the order
+the rules claim time, one rule per kind of evidence (a cause can stand at
+several ranks: a TCP sender's silence before a re-send blocks the stream, an
+RPC's re-send timer only runs beside the others), with why each stands where
+it does.  An instant no rule claims is the client's idleness (nothing
+outstanding) or ``unknown``.
 
 Interval merging: adjacent pieces of the same cause become one interval,
 whose evidence names the RPCs and frames behind it (for Wireshark).
@@ -70,10 +57,11 @@ Several pairs: each has its own budget; the capture's budget is their sum in
 pair-time (two pairs writing at once count their time twice), so its shares
 are shares of the pairs' total elapsed time.
 
-A pure function of the transactions and events tables; no I/O.  Its length
-is the interval algebra (each instant given to one cause by precedence,
-per pair) and one rule per cause with the evidence it needs, which read
-best together.
+A pure function of the transactions and events tables; no I/O.  Per pair:
+the evidence (``_Pair``: calls, transport events, capture gaps, TCP stops,
+each call's wait split), a rule per kind of evidence giving its cause's
+intervals, the precedence table, then the interval algebra (``_pieces``: each
+instant given to the first rule covering it; ``_intervals``: runs merged).
 """
 
 from __future__ import annotations
@@ -94,12 +82,14 @@ from nfstrace.analysis.critical_path import (
     call_totals,
     critical_path,
 )
+from nfstrace.analysis.critical_path import Path as CriticalPath
 from nfstrace.analysis.critical_path import code as path_code
 from nfstrace.analysis.grouping import group_indices, is_value, rows_where
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
-from nfstrace.analysis.writes import COMMIT_OP, WRITE_OP, seconds_text
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
+from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
+from nfstrace.text import seconds_text
 
 # The causes an instant of the write activity can have, in the order the
 # tables list them (declared once, in critical_path.py, which budget builds on).
@@ -330,47 +320,54 @@ def _cause_times(row: dict[str, Any], elapsed: int) -> list[dict[str, Any]]:
 # ---- layers ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Block:
+    """Intervals [start, end) from one kind of evidence: words and a frame for each."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    words: Callable[[int], str]
+    frames: np.ndarray
+
+
+def _block(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    words: Callable[[int], str],
+    frames: np.ndarray | None = None,
+) -> _Block:
+    """The non-empty intervals of [starts, ends); ``words(i)`` and ``frames[i]``
+    describe interval i of the arrays given (frames -1: none)."""
+    starts = np.asarray(starts, "int64")
+    ends = np.asarray(ends, "int64")
+    keep = ends > starts
+    index = np.flatnonzero(keep)
+    f = np.full(len(starts), -1, "int64") if frames is None else np.asarray(frames, "int64")
+    return _Block(starts[keep], ends[keep], functools.partial(_words_at, words, index), f[keep])
+
+
+@dataclass(frozen=True)
 class _Layer:
-    """Intervals of one kind of evidence: [start, end), and words for each."""
+    """The intervals one rule gives a cause (``PRECEDENCE``), in blocks."""
 
     cause: str
-    name: str = ""  # a part of a cause counted on its own (PAIR_COLUMNS ``queued_ns``)
-    starts: list[np.ndarray] = field(default_factory=list)
-    ends: list[np.ndarray] = field(default_factory=list)
-    words: list[Callable[[int], str]] = field(default_factory=list)  # per added block
-    frames: list[np.ndarray] = field(default_factory=list)
-
-    def add(
-        self,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        words: Callable[[int], str],
-        frames: np.ndarray | None = None,
-    ) -> None:
-        starts = np.asarray(starts, "int64")
-        ends = np.asarray(ends, "int64")
-        keep = ends > starts
-        index = np.flatnonzero(keep)
-        self.starts.append(starts[keep])
-        self.ends.append(ends[keep])
-        self.words.append(functools.partial(_words_at, words, index))
-        f = np.full(len(starts), -1, "int64") if frames is None else np.asarray(frames, "int64")
-        self.frames.append(f[keep])
+    blocks: tuple[_Block, ...]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """starts, ends, block of each interval, index within its block, frames."""
-        if not self.starts:
+        if not self.blocks:
             e = np.array([], "int64")
             return e, e, e, e, e
-        block = np.concatenate([np.full(len(s), k, "int64") for k, s in enumerate(self.starts)])
-        within = np.concatenate([np.arange(len(s)) for s in self.starts]).astype("int64")
+        block = np.concatenate(
+            [np.full(len(b.starts), k, "int64") for k, b in enumerate(self.blocks)]
+        )
+        within = np.concatenate([np.arange(len(b.starts)) for b in self.blocks]).astype("int64")
         return (
-            np.concatenate(self.starts),
-            np.concatenate(self.ends),
+            np.concatenate([b.starts for b in self.blocks]),
+            np.concatenate([b.ends for b in self.blocks]),
             block,
             within,
-            np.concatenate(self.frames),
+            np.concatenate([b.frames for b in self.blocks]),
         )
 
 
@@ -379,7 +376,7 @@ class _Cover:
 
     def __init__(self, layer: _Layer, mids: np.ndarray):
         s, e, self.block, self.within, self.frames = layer.arrays()
-        self.words = layer.words
+        self.words = [b.words for b in layer.blocks]
         if len(s) == 0:
             self.covered = np.zeros(len(mids), bool)
             self.which = np.full(len(mids), -1, "int64")
@@ -695,6 +692,754 @@ def _capture_gaps(
     return np.array(starts, "int64"), np.array(ends, "int64"), words
 
 
+# ---- the evidence of one pair ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Events:
+    """A pair's transport events (the events table's rows) as arrays."""
+
+    kind: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    length: np.ndarray
+    frame: np.ndarray
+    from_client: np.ndarray  # bool: sent by the client
+    conn: np.ndarray
+
+    def of(self, kind: str, by_client: bool | None = None) -> np.ndarray:
+        """Positions of the events of ``kind`` (``by_client``: sent by the client,
+        or by the server; None: either)."""
+        m = self.kind == kind
+        if by_client is not None:
+            m &= self.from_client == by_client
+        return np.flatnonzero(m)
+
+
+def _events(ev: pd.DataFrame, client: str) -> _Events:
+    if not len(ev):
+        kind = np.array([], object)
+        none = np.array([], "int64")
+        return _Events(kind, none, none, none, none, kind.astype(bool), none)
+    return _Events(
+        kind=ev["kind"].to_numpy(object),
+        ts=ev["ts_ns"].to_numpy("int64"),
+        dur=ev["duration_ns"].to_numpy("int64"),
+        length=ev["length"].to_numpy("int64"),
+        frame=ev["frame"].to_numpy("int64"),
+        from_client=(ev["src"].astype(object) == client).to_numpy(),
+        conn=ev["conn"].to_numpy("int64"),
+    )
+
+
+def _event_block(
+    e: _Events,
+    idx: np.ndarray,
+    text: str | Callable[[int], str],
+    ends: np.ndarray | None = None,
+    starts: np.ndarray | None = None,
+) -> _Block:
+    """Transport events ``idx`` as intervals (default: each event's own span);
+    ``text`` is a label or words for an event's position in ``e``."""
+    if isinstance(text, str):
+        label = text
+        text = lambda j: f"{label} (frame {e.frame[j]})"  # noqa: E731
+    return _block(
+        e.ts[idx] if starts is None else starts,
+        e.ts[idx] + e.dur[idx] if ends is None else ends,
+        functools.partial(_words_at, text, idx),
+        e.frame[idx],
+    )
+
+
+@dataclass(frozen=True)
+class _TcpStops:
+    """The pair's TCP stops (events), by what held the sender up."""
+
+    # The client's re-sent segments: repeats of bytes the capture saw, and, where
+    # the loss happened before the capture point (a capture at the server), the
+    # segments that filled a hole after later bytes had come (tcp_hole_filled).
+    resent_by_client: np.ndarray
+    # TCP send gaps (tcp_send_gap) of the server, and of the client while a call
+    # was being sent: between calls (the last one's bytes all sent) the time is the
+    # reply's or the client's, and a parser that cannot see where records end (a
+    # short snaplen) reports stops there too (the 256-byte cut of a 4 ms server:
+    # 90% round trip).
+    send_gaps: np.ndarray
+    # per send gap: at least as many bytes in flight as the path holds (the ACKs
+    # queued behind a bottleneck: transfer), else too few (a round trip)
+    queued: np.ndarray
+    path_bytes: float  # _path_bytes
+    # the client's full windows (tcp_window_full): held by a loss (_held_by_loss),
+    # smaller than the path holds, or as big or bigger
+    window_held: np.ndarray
+    window_small: np.ndarray
+    window_big: np.ndarray
+    # the client's stops part-way through a call with its data acknowledged
+    # (tcp_send_idle), the end of the ACK's travel back to it (the hidden round
+    # trip) for each, whether the capture point sees the client's side (a
+    # capture at the client), and, where it does not, those of at least a
+    # retransmission timeout, and the shorter ones on a connection the losses
+    # limit (_loss_limited): the client holding back with the window they cut
+    pauses: np.ndarray
+    head: np.ndarray
+    client_seen: bool
+    timed_out: np.ndarray
+    cut: np.ndarray
+
+
+def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str) -> _TcpStops:
+    resent = np.sort(np.r_[e.of("tcp_retransmission", True), e.of("tcp_hole_filled", True)])
+    gaps = e.of("tcp_send_gap")
+    gaps = gaps[~e.from_client[gaps] | _sending_at(c, e.ts[gaps])]
+    path_bytes = _path_bytes(c, rtt)
+    w = e.of("tcp_window_full", True)
+    held = _held_by_loss(w, e.ts, e.dur, e.conn, resent, _loaded_rtt(c, rtt))
+    w, w_held = w[~held], w[held]
+    s = e.of("tcp_send_idle", True)
+    s = s[_sending_at(c, e.ts[s])]
+    client_seen = point not in ("server", "between")
+    # Seen downstream on a connection the losses limit (as at the client its ACK
+    # waits are the window the loss cut: _path_inputs), a shorter stop with
+    # every byte acknowledged is the client holding back with that window (lab
+    # 0.5% loss, 1 MiB WRITEs, at the server: 8% of the time the loss's before,
+    # 15% now; its twin measures 32%).
+    cut = s[:0]
+    if not client_seen:
+        rest = s[e.dur[s] < RTO_MIN_NS]
+        cut = rest[np.isin(e.conn[rest], _loss_limited(resent, e.conn, c))]
+    return _TcpStops(
+        resent_by_client=resent,
+        send_gaps=gaps,
+        queued=e.length[gaps] >= path_bytes,
+        path_bytes=path_bytes,
+        window_held=w_held,
+        window_small=w[e.length[w] < path_bytes],
+        window_big=w[e.length[w] >= path_bytes],
+        pauses=s,
+        head=np.minimum(e.ts[s] + int(hidden), e.ts[s] + e.dur[s]),
+        client_seen=client_seen,
+        # Seen downstream of the client, a stop of at least a retransmission
+        # timeout (RTO_MIN_NS) with every byte acknowledged is a lost tail segment
+        # the capture never saw, re-sent when the client's timer fired (the client
+        # side shows the re-send): the loss's (the lab's 1% loss at the server:
+        # one 207 ms stop, a third of the writes' time).
+        timed_out=s[:0] if client_seen else s[e.dur[s] >= RTO_MIN_NS],
+        cut=cut,
+    )
+
+
+@dataclass(frozen=True)
+class _Waits:
+    """Each call's wait for its reply, split (ns, per call).
+
+    When the receiver's ACK of its last byte came before the reply, the bytes
+    were crossing until then (a round trip, and a queue in the path beyond it)
+    and the server worked from then on; without such an ACK (UDP, an ACK riding
+    on the reply), the first round trip of the wait is the network's and the
+    rest the server's.  A UDP call seen before a slower hop whose clock the
+    replies came back on (CLOCK_CARRY): its bytes queued at the hop and crossed
+    it until the hop's clock sent them on; then the round trip, then the
+    server."""
+
+    # the reply's first and last packets; an unanswered call is outstanding until
+    # the next capture gap (its reply was in it) or the end of the activity, at
+    # most UNANSWERED_HORIZON_NS after its last send (given up: pace.call_ends_ns)
+    rf: np.ndarray
+    rl: np.ndarray
+    clock: float  # bit/s of the hop the replies' clock shows (_reply_clock; NaN: none)
+    left: np.ndarray  # when its bytes left that hop (its last packet without one)
+    acked: np.ndarray  # bool: the receiver's ACK of its last byte came before the reply
+    rt_from: np.ndarray  # the round trip from (the queue in the path before)
+    wait_from: np.ndarray  # the server from
+    # the loss from (a call some of whose bytes TCP re-sent: _loss_delays; else rt_from)
+    loss_from: np.ndarray
+
+
+def _waits(
+    c: _PairCalls,
+    e: _Events,
+    tcp: _TcpStops,
+    gap_starts: np.ndarray,
+    end: int,
+    visible: float,
+    point: str,
+) -> _Waits:
+    nxt = np.searchsorted(gap_starts, c.cs, side="left")
+    open_end = np.minimum(np.r_[gap_starts, end][nxt], c.le + UNANSWERED_HORIZON_NS)
+    rf = np.where(c.answered, c.rf, np.maximum(open_end, c.le))
+    rl = np.where(c.answered, c.rl, rf)
+    clock = _reply_clock(c) if point != "server" else math.nan
+    left = c.le.copy()
+    if clock > 0:
+        left = np.clip(_hop_departures(c, clock), c.le, np.maximum(rf - int(visible), c.le))
+    acked = (c.acked > c.le) & (c.acked < rf)
+    rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), left)
+    wait_from = np.where(acked, c.acked, np.minimum(left + int(visible), rf))
+    return _Waits(
+        rf=rf,
+        rl=rl,
+        clock=clock,
+        left=left,
+        acked=acked,
+        rt_from=rt_from,
+        wait_from=wait_from,
+        loss_from=_loss_delays(c, e.ts, e.conn, tcp.resent_by_client, rt_from),
+    )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """What the rules read of one pair: its calls and events, the span of its
+    write activity, the round trip (rtt; the part a call->reply time holds at
+    the capture point, ``visible``, and the rest, ``hidden``), its capture gaps
+    (_capture_gaps), TCP stops and waits."""
+
+    c: _PairCalls
+    e: _Events
+    start: int
+    end: int
+    rtt: float
+    hidden: float
+    gap_starts: np.ndarray
+    gap_ends: np.ndarray
+    gap_words: list[str]
+    tcp: _TcpStops
+    waits: _Waits
+    words: Callable[[int], str]  # a call's (_call_words)
+
+
+# ---- the rules: each cause's intervals, from one kind of evidence ------------------------
+
+
+def _capture_gap(p: _Pair) -> tuple[_Block, ...]:
+    return (_block(p.gap_starts, p.gap_ends, lambda i: p.gap_words[i]),)
+
+
+def _jukebox(p: _Pair) -> tuple[_Block, ...]:
+    """From a call the server answered JUKEBOX/DELAY to its retry (the same
+    operation on the same file; else the end of the activity)."""
+    c = p.c
+    delayed = np.flatnonzero((c.status == SERVER_DELAY_STATUS) & c.answered)
+    if not len(delayed):
+        return ()
+    retry = np.full(len(delayed), p.end, "int64")
+    for k, i in enumerate(delayed):
+        later = np.flatnonzero((c.cs > c.rl[i]) & (c.op == c.op[i]) & (c.fh == c.fh[i]))
+        if len(later):
+            retry[k] = c.cs[later].min()
+    words = lambda k: (  # noqa: E731
+        f"{p.words(int(delayed[k]))} answered JUKEBOX/DELAY; retried after "
+        f"{seconds_text(retry[k] - c.rl[delayed[k]])}"
+    )
+    return (_block(c.cs[delayed], retry, words, c.frame_first[delayed]),)
+
+
+def _tcp_silence(p: _Pair) -> tuple[_Block, ...]:
+    """A TCP sender silent before re-sending bytes; the client filling a window
+    a loss's hole held shut; a client's stop of a retransmission timeout seen
+    downstream of it."""
+    e, tcp = p.e, p.tcp
+    return (
+        _event_block(
+            e,
+            e.of("tcp_resend_gap"),
+            lambda j: (
+                f"TCP silent {seconds_text(e.dur[j])}, then bytes of "
+                f"{'a call' if e.from_client[j] else 'a reply'} re-sent (frame {e.frame[j]})"
+            ),
+        ),
+        # A window filled while a lost segment's hole held the receiver's ACK back
+        # (a re-send of the client's bytes on the connection within a loaded round
+        # trip of the stall) was the loss's: the receiver kept the bytes after the
+        # hole, unread, until the re-send came (lab 0.5% loss: 7.3 ms of 78 ms).
+        _event_block(
+            e,
+            tcp.window_held,
+            lambda j: (
+                f"the client filled the server's TCP window of {e.length[j]:,} bytes while a "
+                f"lost segment's hole held its ACKs back (frame {e.frame[j]})"
+            ),
+        ),
+        _event_block(
+            e,
+            tcp.timed_out,
+            lambda j: (
+                f"the client stopped part-way through a call for {seconds_text(e.dur[j])} with "
+                "every byte acknowledged, a retransmission timeout: bytes lost before the "
+                f"capture point, re-sent (frame {e.frame[j]})"
+            ),
+        ),
+        _event_block(
+            e,
+            tcp.cut,
+            lambda j: (
+                f"the client stopped part-way through a call for {seconds_text(e.dur[j])} "
+                f"with every byte acknowledged, {CUT_WINDOW_EVIDENCE} (frame {e.frame[j]})"
+            ),
+        ),
+    )
+
+
+def _small_window(p: _Pair) -> tuple[_Block, ...]:
+    """A full TCP window smaller than the path holds in a round trip."""
+    e = p.e
+    words = lambda j: (  # noqa: E731
+        f"the client filled the server's TCP window of {e.length[j]:,} bytes, less "
+        f"than the path holds in a round trip (frame {e.frame[j]})"
+    )
+    return (_event_block(e, p.tcp.window_small, words),)
+
+
+def _slow_reader(p: _Pair) -> tuple[_Block, ...]:
+    """A full TCP window as big as the path holds or more, or one closed to zero:
+    the server read the calls more slowly than they came (its own doing)."""
+    e = p.e
+    words = lambda j: (  # noqa: E731
+        f"the client filled the server's TCP window of {e.length[j]:,} bytes: the server "
+        f"read the calls more slowly than they came (frame {e.frame[j]})"
+    )
+    return (
+        _event_block(e, p.tcp.window_big, words),
+        _event_block(
+            e,
+            e.of("tcp_zero_window", False),
+            "the server advertised a zero TCP window: it stopped reading the calls",
+        ),
+    )
+
+
+# Seen from the server (or between), a client whose bytes stop part-way through a
+# call with all of them acknowledged may be waiting for those ACKs to reach it (a
+# slow hop or a queue on the way back, a rate limit pacing its segments) as well as
+# pausing: its sending (``transfer``), not the client's idleness nor a round trip;
+# a capture at the client tells them apart.  At the client, its ACKs had come: the
+# pause is its own (``_client_pause``), after the ACK's travel the capture cannot
+# see (``_ack_wait``).
+
+
+def _client_pause(p: _Pair) -> tuple[_Block, ...]:
+    tcp = p.tcp
+    if not tcp.client_seen:
+        return ()
+    label = "the client paused part-way through a call, its data acknowledged"
+    return (_event_block(p.e, tcp.pauses, label, starts=tcp.head),)
+
+
+def _ack_wait(p: _Pair) -> tuple[_Block, ...]:
+    """A TCP sender waiting for ACKs part-way through a call with fewer bytes in
+    flight than the path holds (slow start, a small window); the ACK of a
+    client's pause travelling back to it."""
+    e, tcp = p.e, p.tcp
+    travel = (
+        (_event_block(e, tcp.pauses, "the ACK travelling back to the client", ends=tcp.head),)
+        if tcp.client_seen
+        else ()
+    )
+    words = lambda j: (  # noqa: E731
+        f"{'client' if e.from_client[j] else 'server'} waited for ACKs with "
+        f"{e.length[j]:,} bytes in flight (frame {e.frame[j]})"
+    )
+    return (*travel, _event_block(e, tcp.send_gaps[~tcp.queued], words))
+
+
+def _sending(p: _Pair) -> tuple[_Block, ...]:
+    """Bytes of a call, of its re-send or of a reply crossing the capture point."""
+    c, w = p.c, p.words
+    resent = np.flatnonzero(c.n_calls > 1)
+    return (
+        _block(c.cs, c.ce, lambda i: f"sending {w(i)}", c.frame_first),
+        _block(c.ls[resent], c.le[resent], lambda k: f"re-sending {w(resent[k])}"),
+        _block(p.waits.rf, p.waits.rl, lambda i: f"reply to {w(i)}", c.reply_frame),
+    )
+
+
+def _queued(p: _Pair) -> tuple[_Block, ...]:
+    """Bytes sitting in a queue in the path: ACK waits with more in flight than
+    the path holds, a UDP call queued at a slower hop (``_Waits``), a call's
+    last bytes acknowledged later than a round trip."""
+    c, e, tcp, wt, w = p.c, p.e, p.tcp, p.waits, p.words
+    out = [
+        _event_block(
+            e,
+            tcp.send_gaps[tcp.queued],
+            lambda j: (
+                f"{'client' if e.from_client[j] else 'server'} waited for ACKs with "
+                f"{e.length[j]:,} bytes in flight, more than the path holds in a round trip: "
+                f"queued at a bottleneck (frame {e.frame[j]})"
+            ),
+        )
+    ]
+    if wt.clock > 0:
+        h = np.flatnonzero(wt.left > c.le)
+        out.append(
+            _block(
+                c.le[h],
+                wt.left[h],
+                lambda k: (
+                    f"{w(h[k])}: its bytes queued in the path, at a hop of "
+                    f"{wt.clock / 1e6:,.1f} Mbit/s whose clock the replies came back on "
+                    f"(left it {seconds_text(wt.left[h[k]] - c.le[h[k]])} after they were sent)"
+                ),
+                c.frame_first[h],
+            )
+        )
+    q = np.flatnonzero(wt.acked)
+    out.append(
+        _block(
+            c.le[q],
+            wt.rt_from[q],
+            lambda k: (
+                f"{w(q[k])}: its last bytes queued in the path "
+                f"(ACKed {seconds_text(c.acked[q[k]] - c.le[q[k]])} after they were sent)"
+            ),
+            c.frame_first[q],
+        )
+    )
+    return tuple(out)
+
+
+def _blocked(p: _Pair) -> tuple[_Block, ...]:
+    """Behind a lost segment (a TCP retransmission of the client's bytes) a
+    call's last bytes wait for the re-send to be acknowledged (the receiver holds
+    them: head-of-line blocking) longer than a call's usually do: that excess is
+    the loss's (_loss_delays), where no data moves."""
+    c, wt = p.c, p.waits
+    hit = np.flatnonzero(wt.loss_from < wt.rt_from)
+    words = lambda k: (  # noqa: E731
+        f"{p.words(int(hit[k]))}: bytes of it re-sent by TCP; its last bytes were acknowledged "
+        f"{seconds_text(wt.rt_from[hit[k]] - wt.loss_from[hit[k]])} later than usual"
+    )
+    return (_block(wt.loss_from[hit], wt.rt_from[hit], words, c.frame_first[hit]),)
+
+
+def _resend_timer(p: _Pair) -> tuple[_Block, ...]:
+    """An RPC waiting between its first send and its re-send; seen from the
+    server, a UDP call whose fragments did not all arrive is lost on the way:
+    the client waited for its re-send timer until its next call."""
+    c, e = p.c, p.e
+    resent = np.flatnonzero(c.n_calls > 1)
+    words = lambda k: (  # noqa: E731
+        f"{p.words(int(resent[k]))} sent {c.n_calls[resent[k]]} times: waited "
+        f"{seconds_text(c.ls[resent[k]] - c.cs[resent[k]])} to re-send"
+    )
+    out = [_block(c.cs[resent], c.ls[resent], words, c.frame_first[resent])]
+    lost = e.of("ip_datagram_incomplete", True)
+    # but one whose call (kept from its first fragment) was answered, sent once,
+    # reached the server whole: the capture, not the network, missed fragments
+    whole = c.frame_first[c.answered & (c.n_calls == 1)]
+    lost = lost[~np.isin(e.frame[lost], whole)]
+    if len(lost):
+        order = np.sort(c.cs)
+        until = np.r_[order, p.end][np.searchsorted(order, e.ts[lost], side="right")]
+        out.append(
+            _event_block(
+                e,
+                lost,
+                lambda j: (
+                    f"a datagram from the client lost fragments (frame {e.frame[j]}): "
+                    "the call never arrived; the client waited to re-send"
+                ),
+                ends=until,
+            )
+        )
+    return tuple(out)
+
+
+def _flush(p: _Pair) -> tuple[_Block, ...]:
+    """A COMMIT's flush: from when the server had it (its wait's first round
+    trip is the network's, as for any call) to its reply."""
+    c, wt = p.c, p.waits
+    commits = np.flatnonzero(c.op == COMMIT_OP)
+    words = lambda k: (  # noqa: E731
+        f"{p.words(int(commits[k]))}: the server flushed for "
+        f"{seconds_text(wt.rl[commits[k]] - wt.wait_from[commits[k]])} (in flight "
+        f"{seconds_text(wt.rl[commits[k]] - c.cs[commits[k]])})"
+    )
+    return (_block(wt.wait_from[commits], wt.rl[commits], words, c.frame_first[commits]),)
+
+
+def _service(p: _Pair) -> tuple[_Block, ...]:
+    """A call's wait for its reply beyond the round trip; the server pausing
+    part-way through a reply."""
+    wt = p.waits
+    words = lambda i: (  # noqa: E731
+        f"{p.words(i)}: the server took {seconds_text(wt.rf[i] - wt.wait_from[i])} to answer"
+    )
+    return (
+        _block(wt.wait_from, wt.rf, words, p.c.frame_first),
+        _event_block(
+            p.e, p.e.of("tcp_send_idle", False), "the server paused part-way through a reply"
+        ),
+    )
+
+
+def _reply_trip(p: _Pair) -> tuple[_Block, ...]:
+    """The round trip of a call's wait for its reply (up to the ACK of its last
+    byte where that came first)."""
+    wt = p.waits
+    return (
+        _block(
+            wt.rt_from,
+            np.where(wt.acked, p.c.acked, wt.wait_from),
+            lambda i: f"{p.words(i)}: the round trip ({seconds_text(p.rtt)})",
+            p.c.frame_first,
+        ),
+    )
+
+
+_Rule = Callable[[_Pair], tuple[_Block, ...]]
+
+# The precedence: (cause, rule) in the order they claim time.  Each instant of a
+# pair's write activity goes to the first rule here whose intervals cover it; a
+# cause can stand at several ranks, one per kind of evidence.  An instant no
+# rule claims, with nothing outstanding, is the client's (``client_idle``; within
+# the round trip the capture point does not see after a reply, ``round_trip``),
+# else ``unknown``.  Why this order:
+PRECEDENCE: tuple[tuple[str, _Rule], ...] = (
+    # nothing seen can be attributed: the capture, not the traffic, decides
+    ("capture_gap", _capture_gap),
+    # the server said explicitly to wait
+    ("server_busy", _jukebox),
+    # the stream is blocked: data after the loss cannot be delivered
+    ("loss_recovery", _tcp_silence),
+    # the sender may not send: what it has queued waits
+    ("window", _small_window),
+    ("server", _slow_reader),
+    # stops inside a call's transmission: they override the call's transfer
+    ("client_idle", _client_pause),
+    ("round_trip", _ack_wait),
+    # while data moves the time is not lost to anything slower that runs beside
+    # it (a COMMIT, a server, a re-send timer of another call)
+    ("transfer", _sending),
+    ("transfer", _queued),
+    # what the calls in flight wait on, the most specific first; a COMMIT's flush
+    # is a server's work but the study's commit stalls are their own cause
+    ("loss_recovery", _blocked),
+    ("loss_recovery", _resend_timer),
+    ("commit", _flush),
+    ("server", _service),
+    ("round_trip", _reply_trip),
+)
+
+
+# ---- one pair's budget-------------------------------------------------------------------
+
+
+def _path_inputs(p: _Pair) -> tuple[CallTimes, Stops]:
+    """The calls' times and the transport's stops, as the critical path reads
+    them (critical_path.py)."""
+    c, e, tcp, wt = p.c, p.e, p.tcp, p.waits
+    seen = tcp.pauses if tcp.client_seen else tcp.pauses[:0]
+    head = tcp.head if tcp.client_seen else tcp.head[:0]
+    stop_parts = []
+    for idx, cause, s_, e_ in (
+        (e.of("tcp_resend_gap", True), "loss_recovery", None, None),
+        (tcp.timed_out, "loss_recovery", None, None),
+        (tcp.cut, "loss_recovery", None, None),
+        (tcp.window_held, "loss_recovery", None, None),
+        (tcp.window_small, "window", None, None),
+        (tcp.window_big, "server", None, None),
+        (seen, "round_trip", None, head),
+        (seen, "client_idle", head, None),
+        (tcp.send_gaps[~tcp.queued], "round_trip", None, None),
+    ):
+        a = e.ts[idx] if s_ is None else s_
+        b = e.ts[idx] + e.dur[idx] if e_ is None else e_
+        conn = e.conn[idx] if len(e.conn) else np.zeros(len(idx), "int64")
+        also = np.full(len(idx), -1, "int64")
+        if cause == "round_trip" and e_ is None:  # ACK waits of a window a loss cut
+            retx = tcp.resent_by_client
+            made = _regrowing(idx, e.ts, e.length, e.conn, retx, _loaded_rtt(c, p.rtt))
+            made |= np.isin(conn, _loss_limited(retx, e.conn, c))
+            also[made] = path_code("loss_recovery")
+        stop_parts.append((a, b, np.full(len(idx), path_code(cause)), conn, also))
+    stops = Stops(*(np.concatenate([sp[k] for sp in stop_parts]) for k in range(5)))
+    wait_cause = np.full(len(c.cs), path_code("server"), "int64")
+    wait_cause[c.op == COMMIT_OP] = path_code("commit")
+    wait_cause[(c.status == SERVER_DELAY_STATUS) & c.answered] = path_code("server_busy")
+    times = CallTimes(
+        cs=c.cs,
+        tx_from=c.ls,
+        tx_end=c.le,
+        loss_from=wt.loss_from,
+        acked=np.where(wt.acked, c.acked, -1),
+        rt_from=wt.rt_from,
+        wait_from=wt.wait_from,
+        rf=wt.rf,
+        rl=wt.rl,
+        wait_cause=wait_cause,
+        conn=c.conn,
+    )
+    return times, stops
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """The write activity cut at every interval's bounds into elementary pieces
+    [lo, hi), each labelled with the first layer covering it (a position in
+    ``PRECEDENCE``) or one of IDLE, HIDDEN, UNKNOWN after them."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    label: np.ndarray
+    covers: list[_Cover]
+
+
+def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
+    bounds = [np.array([p.start, p.end], "int64")]
+    for lay in layers:
+        s_, e_, *_ = lay.arrays()
+        bounds += [s_, e_]
+    bounds.append(np.r_[p.c.cs, p.waits.rl])
+    t = np.unique(np.concatenate(bounds))
+    t = t[(t >= p.start) & (t <= p.end)]
+    lo, hi = t[:-1], t[1:]
+    mids = lo + (hi - lo) // 2  # pieces are at least 1 ns long
+    covers = [_Cover(lay, mids) for lay in layers]
+    label = np.full(len(mids), -1, "int64")
+    for k, cov in enumerate(covers):
+        label[(label < 0) & cov.covered] = k
+    # nothing outstanding: client idle, after the round trip the capture point does not see
+    cs_sorted = p.c.cs[np.argsort(p.c.cs, kind="stable")]
+    ends_sorted = np.sort(p.waits.rl)
+    out = (
+        np.searchsorted(cs_sorted, mids, "right") - np.searchsorted(ends_sorted, mids, "right")
+    ) == 0
+    last_end = np.r_[p.start, ends_sorted][np.searchsorted(ends_sorted, mids, "right")]
+    idle = (label < 0) & out
+    idle_label, hidden_label, unknown_label = len(layers), len(layers) + 1, len(layers) + 2
+    label[idle] = np.where(mids[idle] - last_end[idle] < p.hidden, hidden_label, idle_label)
+    label[label < 0] = unknown_label
+    return _Pieces(lo, hi, label, covers)
+
+
+# What an instant no rule claims is (after the layers, in this order), and its words.
+_UNCLAIMED = (
+    ("client_idle", "nothing outstanding: the client sent nothing"),
+    ("round_trip", "a reply and the next call travelling (round trip not seen here)"),
+    ("unknown", "no evidence"),
+)
+
+
+def _intervals(
+    pieces: _Pieces, causes: np.ndarray, client: str, server: str
+) -> dict[str, np.ndarray]:
+    """Runs of pieces of the same cause merged into intervals (vectorised: a
+    capture has tens of thousands), each with the evidence of its longest piece
+    (``INTERVAL_COLUMNS``)."""
+    lo, hi, label = pieces.lo, pieces.hi, pieces.label
+    n = len(lo)
+    change = np.r_[True, causes[1:] != causes[:-1]]
+    runs = np.flatnonzero(change)
+    run_end = np.r_[runs[1:], n]
+    run_id = np.cumsum(change) - 1
+    order = np.lexsort((-(hi - lo), run_id))
+    longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
+    texts, frames_out = [], []
+    layers = len(pieces.covers)
+    for piece in longest:
+        k = int(label[piece])
+        if k < layers:
+            text, frame = pieces.covers[k].describe(int(piece))
+        else:
+            text, frame = _UNCLAIMED[k - layers][1], -1
+        texts.append(text)
+        frames_out.append(frame)
+    s0, e0 = lo[runs], hi[run_end - 1]
+    return {
+        "client": np.full(len(runs), client, dtype=object),
+        "server": np.full(len(runs), server, dtype=object),
+        "start_ns": s0,
+        "end_ns": e0,
+        "duration_ns": e0 - s0,
+        "cause": causes[runs],
+        "evidence": np.array(texts, dtype=object),
+        "frame": np.array(frames_out, dtype="int64"),
+    }
+
+
+def _pair(
+    c: _PairCalls,
+    ev: pd.DataFrame,
+    orphans: np.ndarray,
+    client_xids: np.ndarray,
+    client: str,
+    start: int,
+    end: int,
+    options: BudgetOptions,
+) -> _Pair:
+    """The evidence of a pair's write activity from ``start`` to ``end``."""
+    rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
+    visible = options.rtt_visible_ns if math.isfinite(options.rtt_visible_ns) else rtt
+    hidden = max(rtt - visible, 0.0)
+    e = _events(ev, client)
+    activity = [c.cs, c.ce, c.ls, c.le, c.rf[c.answered], c.rl[c.answered], orphans]
+    activity += [e.ts, e.ts + e.dur]
+    gap_s, gap_e, gap_words = _capture_gaps(
+        c, orphans, e.ts[e.of("tcp_hole")], np.concatenate(activity), start, end, client_xids
+    )
+    tcp = _tcp_stops(c, e, rtt, hidden, options.capture_point)
+    waits = _waits(c, e, tcp, gap_s, end, visible, options.capture_point)
+    return _Pair(c, e, start, end, rtt, hidden, gap_s, gap_e, gap_words, tcp, waits, _call_words(c))
+
+
+def _pair_row(
+    p: _Pair,
+    by_label: np.ndarray,
+    cause_of: np.ndarray,
+    times: CallTimes,
+    stops: Stops,
+    path: CriticalPath,
+    options: BudgetOptions,
+) -> dict[str, Any]:
+    """The pair's row of ``PAIR_COLUMNS`` but client and server: ``by_label``
+    the time each label of the pieces took (``cause_of`` its cause), ``path``
+    the critical path (critical_path.py)."""
+    c, start, end = p.c, p.start, p.end
+    is_write = c.op == WRITE_OP
+    row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
+    for k, ns in enumerate(by_label):
+        row[f"{cause_of[k]}_ns"] += int(ns)
+    row["queued_ns"] = int(
+        sum(by_label[k] for k, (_, rule) in enumerate(PRECEDENCE) if rule is _queued)
+    )
+    for cause, ns in path.ns.items():
+        row[f"{cause}_path_ns"] = ns
+        row[f"{cause}_also_ns"] = path.also_ns[cause]
+    row["round_trip_also_count"] = path.also_count["round_trip"]
+    row["ack_chain_ns"], row["ack_chain_calls"] = _ack_chain(c, p.waits.acked)
+    segments = c.call_bytes.sum() / SEGMENT_BYTES
+    resent_segments = len(p.tcp.resent_by_client)
+    row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
+    mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
+    for cause, ns in mine.items():
+        row[f"{cause}_calls_ns"] = ns
+    row["write_latency_ns"] = latency
+    row["max_outstanding"] = int(path.window)
+    row["path_server_waits"] = path.server_waits
+    nbytes = int(c.write_bytes.sum())
+    row.update(
+        start_ns=start,
+        end_ns=end,
+        elapsed_ns=end - start,
+        bytes=nbytes,
+        mbit_s=nbytes * 8e3 / (end - start),
+        writes=int(is_write.sum()),
+        send_mbit_s=_sending_rate_bps(c) / 1e6,
+        send_spread=_sending_rate_spread(c),
+        clock_mbit_s=p.waits.clock / 1e6,
+        rtt_ns=options.rtt_ns,
+        capture_point=options.capture_point,
+        transport="+".join(
+            t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
+        ),
+        write_size=_most_common(c.count[is_write & (c.count > 0)]),
+        server_work_ns=_union_ns(p.waits.wait_from[is_write], p.waits.rf[is_write], start, end),
+    )
+    return row
+
+
 def _pair_budget(
     c: _PairCalls,
     ev: pd.DataFrame,
@@ -705,6 +1450,8 @@ def _pair_budget(
     server: str,
     options: BudgetOptions,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """One pair's row of ``PAIR_COLUMNS`` and its intervals (``INTERVAL_COLUMNS``);
+    None when it has no answered WRITE."""
     is_write = c.op == WRITE_OP
     wc = is_write | (c.op == COMMIT_OP)
     done = wc & c.answered
@@ -714,503 +1461,19 @@ def _pair_budget(
     end = _activity_end(c, wc, done, orphans, orphan_xids)
     if end <= start:
         return None
-    rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
-    visible = options.rtt_visible_ns if math.isfinite(options.rtt_visible_ns) else rtt
-    hidden = max(rtt - visible, 0.0)
-    words = _call_words(c)
-    frames = c.frame_first
-
-    # events of the pair, by direction
-    kind = ev["kind"].to_numpy(object) if len(ev) else np.array([], object)
-    ts = ev["ts_ns"].to_numpy("int64") if len(ev) else np.array([], "int64")
-    dur = ev["duration_ns"].to_numpy("int64") if len(ev) else np.array([], "int64")
-    length = ev["length"].to_numpy("int64") if len(ev) else np.array([], "int64")
-    ev_frame = ev["frame"].to_numpy("int64") if len(ev) else np.array([], "int64")
-    from_client = (ev["src"].astype(object) == client).to_numpy() if len(ev) else kind.astype(bool)
-    ev_conn = ev["conn"].to_numpy("int64") if len(ev) else np.array([], "int64")
-
-    def events(k: str, by_client: bool | None = None) -> np.ndarray:
-        m = kind == k
-        if by_client is not None:
-            m &= from_client == by_client
-        return np.flatnonzero(m)
-
-    def add_events(
-        to: _Layer,
-        idx: np.ndarray,
-        text: str | Callable[[int], str],
-        ends: np.ndarray | None = None,
-        starts: np.ndarray | None = None,
-    ) -> None:
-        """Transport events idx as intervals of layer ``to`` (default: each event's
-        own span); ``text`` is a label or words for an event's index in the table."""
-        if isinstance(text, str):
-            label = text
-            text = lambda j: f"{label} (frame {ev_frame[j]})"  # noqa: E731
-        to.add(
-            ts[idx] if starts is None else starts,
-            ts[idx] + dur[idx] if ends is None else ends,
-            functools.partial(_words_at, text, idx),
-            ev_frame[idx],
-        )
-
-    # The client's re-sent segments: repeats of bytes the capture saw, and, where
-    # the loss happened before the capture point (a capture at the server), the
-    # segments that filled a hole after later bytes had come (tcp_hole_filled).
-    resent_by_client = np.sort(
-        np.r_[events("tcp_retransmission", True), events("tcp_hole_filled", True)]
-    )
-
-    # capture gaps
-    activity = [c.cs, c.ce, c.ls, c.le, c.rf[c.answered], c.rl[c.answered], orphans, ts, ts + dur]
-    holes = ts[events("tcp_hole")]
-    gap_s, gap_e, gap_words = _capture_gaps(
-        c, orphans, holes, np.concatenate(activity), start, end, client_xids
-    )
-    # An unanswered call is outstanding until the next capture gap (its reply was
-    # in it) or the end of the activity, at most UNANSWERED_HORIZON_NS after its
-    # last send (given up: pace.call_ends_ns).
-    nxt = np.searchsorted(gap_s, c.cs, side="left")
-    open_end = np.minimum(np.r_[gap_s, end][nxt], c.le + UNANSWERED_HORIZON_NS)
-    rf = np.where(c.answered, c.rf, np.maximum(open_end, c.le))
-    rl = np.where(c.answered, c.rl, rf)
-
-    layers: list[_Layer] = []
-
-    def layer(cause: str, name: str = "") -> _Layer:
-        layers.append(_Layer(cause, name))
-        return layers[-1]
-
-    gap = layer("capture_gap")
-    gap.add(gap_s, gap_e, lambda i: gap_words[i])
-
-    busy = layer("server_busy")
-    delayed = np.flatnonzero((c.status == SERVER_DELAY_STATUS) & c.answered)
-    if len(delayed):
-        retry = np.full(len(delayed), end, "int64")
-        for k, i in enumerate(delayed):
-            later = np.flatnonzero((c.cs > c.rl[i]) & (c.op == c.op[i]) & (c.fh == c.fh[i]))
-            if len(later):
-                retry[k] = c.cs[later].min()
-        busy.add(
-            c.cs[delayed],
-            retry,
-            lambda k: (
-                f"{words(int(delayed[k]))} answered JUKEBOX/DELAY; retried after "
-                f"{seconds_text(retry[k] - c.rl[delayed[k]])}"
-            ),
-            frames[delayed],
-        )
-
-    # TCP send gaps: those ended by re-sent bytes are loss recovery; the rest
-    # waited for ACKs, for a round trip when fewer bytes were in flight than the
-    # path holds (else the ACKs queued behind a bottleneck: that is transfer).
-    # A client's stop counts where a call was being sent: between calls (the
-    # last one's bytes all sent) the time is the reply's or the client's, and a
-    # parser that cannot see where records end (a short snaplen) reports stops
-    # there too (the 256-byte cut of a 4 ms server: 90% round trip).
-    gaps = events("tcp_send_gap")
-    gaps = gaps[~from_client[gaps] | _sending_at(c, ts[gaps])]
-    path_bytes = _path_bytes(c, rtt)
-    queued = length[gaps] >= path_bytes
-
-    loss_gap = layer("loss_recovery")
-    add_events(
-        loss_gap,
-        events("tcp_resend_gap"),
-        lambda j: (
-            f"TCP silent {seconds_text(dur[j])}, then bytes of "
-            f"{'a call' if from_client[j] else 'a reply'} re-sent (frame {ev_frame[j]})"
-        ),
-    )
-
-    # A full TCP window: too small for the round trip when it holds less than the
-    # path does (``window``); as big or bigger, or closed to zero, the server
-    # read the calls more slowly than they came (its own doing: ``server``).
-    window = layer("window")
-    w = events("tcp_window_full", True)
-    # A window filled while a lost segment's hole held the receiver's ACK back
-    # (a re-send of the client's bytes on the connection within a loaded round
-    # trip of the stall) was the loss's: the receiver kept the bytes after the
-    # hole, unread, until the re-send came (lab 0.5% loss: 7.3 ms of 78 ms).
-    held = _held_by_loss(w, ts, dur, ev_conn, resent_by_client, _loaded_rtt(c, rtt))
-    add_events(
-        loss_gap,
-        w[held],
-        lambda j: (
-            f"the client filled the server's TCP window of {length[j]:,} bytes while a lost "
-            f"segment's hole held its ACKs back (frame {ev_frame[j]})"
-        ),
-    )
-    w, w_held = w[~held], w[held]
-    add_events(
-        window,
-        w[length[w] < path_bytes],
-        lambda j: (
-            f"the client filled the server's TCP window of {length[j]:,} bytes, less "
-            f"than the path holds in a round trip (frame {ev_frame[j]})"
-        ),
-    )
-    slow_reader = layer("server", "reader")
-    add_events(
-        slow_reader,
-        w[length[w] >= path_bytes],
-        lambda j: (
-            f"the client filled the server's TCP window of {length[j]:,} bytes: the server "
-            f"read the calls more slowly than they came (frame {ev_frame[j]})"
-        ),
-    )
-    add_events(
-        slow_reader,
-        events("tcp_zero_window", False),
-        "the server advertised a zero TCP window: it stopped reading the calls",
-    )
-
-    idle_gap = layer("client_idle")
-    rtt_gap = layer("round_trip")
-    s = events("tcp_send_idle", True)
-    s = s[_sending_at(c, ts[s])]
-    # Seen from the server (or between), a client whose bytes stop part-way through a
-    # call with all of them acknowledged may be waiting for those ACKs to reach it
-    # (a slow hop or a queue on the way back, a rate limit pacing its segments) as
-    # well as pausing: its sending (``transfer``), not the client's idleness nor a
-    # round trip; a capture at the client tells them apart.  At the client, its ACKs
-    # had come: the pause is its own, after the ACK's travel the capture cannot see.
-    client_seen = options.capture_point not in ("server", "between")
-    head = np.minimum(ts[s] + int(hidden), ts[s] + dur[s])
-    # Seen downstream of the client, a stop of at least a retransmission timeout
-    # (RTO_MIN_NS) with every byte acknowledged is a lost tail segment the capture
-    # never saw, re-sent when the client's timer fired (the client side shows the
-    # re-send): the loss's (the lab's 1% loss at the server: one 207 ms stop, a
-    # third of the writes' time).
-    timed_out = s[:0] if client_seen else s[dur[s] >= RTO_MIN_NS]
-    add_events(
-        loss_gap,
-        timed_out,
-        lambda j: (
-            f"the client stopped part-way through a call for {seconds_text(dur[j])} with "
-            "every byte acknowledged, a retransmission timeout: bytes lost before the "
-            f"capture point, re-sent (frame {ev_frame[j]})"
-        ),
-    )
-    # Seen downstream on a connection the loss limits (as at the client, below:
-    # its ACK waits are the window the loss cut), a mid-call stop with every byte
-    # acknowledged is the client holding back with the window the loss cut.
-    cut = s[:0]
-    if not client_seen:
-        rest = s[dur[s] < RTO_MIN_NS]
-        cut = rest[np.isin(ev_conn[rest], _loss_limited(resent_by_client, ev_conn, c))]
-        add_events(
-            loss_gap,
-            cut,
-            lambda j: (
-                f"the client stopped part-way through a call for {seconds_text(dur[j])} "
-                f"with every byte acknowledged, {CUT_WINDOW_EVIDENCE} (frame {ev_frame[j]})"
-            ),
-        )
-    if client_seen:
-        add_events(rtt_gap, s, "the ACK travelling back to the client", ends=head)
-        add_events(
-            idle_gap,
-            s,
-            "the client paused part-way through a call, its data acknowledged",
-            starts=head,
-        )
-    add_events(
-        rtt_gap,
-        gaps[~queued],
-        lambda j: (
-            f"{'client' if from_client[j] else 'server'} waited for ACKs with "
-            f"{length[j]:,} bytes in flight (frame {ev_frame[j]})"
-        ),
-    )
-
-    transfer = layer("transfer")
-    transfer.add(c.cs, c.ce, lambda i: f"sending {words(i)}", frames)
-    queue = layer("transfer", "queued")
-    # Behind a lost segment (a TCP retransmission of the client's bytes) a call's
-    # last bytes wait for the re-send to be acknowledged (the receiver holds them:
-    # head-of-line blocking) longer than a call's usually do: that excess is the
-    # loss's, where no data moves (filled in below, once the waits are known).
-    blocked = layer("loss_recovery", "blocked")
-    add_events(
-        queue,
-        gaps[queued],
-        lambda j: (
-            f"{'client' if from_client[j] else 'server'} waited for ACKs with "
-            f"{length[j]:,} bytes in flight, more than the path holds in a round trip: "
-            f"queued at a bottleneck (frame {ev_frame[j]})"
-        ),
-    )
-    resent = np.flatnonzero(c.n_calls > 1)
-    transfer.add(c.ls[resent], c.le[resent], lambda k: f"re-sending {words(resent[k])}")
-    transfer.add(rf, rl, lambda i: f"reply to {words(i)}", c.reply_frame)
-    srv_idle = events("tcp_send_idle", False)
-    loss_wait = layer("loss_recovery")
-    loss_wait.add(
-        c.cs[resent],
-        c.ls[resent],
-        lambda k: (
-            f"{words(resent[k])} sent {c.n_calls[resent[k]]} times: waited "
-            f"{seconds_text(c.ls[resent[k]] - c.cs[resent[k]])} to re-send"
-        ),
-        frames[resent],
-    )
-    # Seen from the server, a UDP call whose fragments did not all arrive is lost on
-    # the way: the client waited for its re-send timer until its next call.
-    lost_dg = events("ip_datagram_incomplete", True)
-    # but one whose call (kept from its first fragment) was answered, sent once,
-    # reached the server whole: the capture, not the network, missed fragments
-    whole = c.frame_first[c.answered & (c.n_calls == 1)]
-    lost_dg = lost_dg[~np.isin(ev_frame[lost_dg], whole)]
-    if len(lost_dg):
-        order = np.sort(c.cs)
-        nxt = np.searchsorted(order, ts[lost_dg], side="right")
-        until = np.r_[order, end][nxt]
-        add_events(
-            loss_wait,
-            lost_dg,
-            lambda j: (
-                f"a datagram from the client lost fragments (frame {ev_frame[j]}): "
-                "the call never arrived; the client waited to re-send"
-            ),
-            ends=until,
-        )
-    commit = layer("commit")
-    is_commit = np.flatnonzero(c.op == COMMIT_OP)
-    # A call's wait for its reply: when the receiver's ACK of its last byte came
-    # before the reply, the bytes were crossing until then (a round trip, and a
-    # queue in the path beyond it) and the server worked from then on; without
-    # such an ACK (UDP, an ACK riding on the reply), the first round trip of the
-    # wait is the network's and the rest the server's.
-    # A UDP call seen before a slower hop whose clock the replies came back on
-    # (CLOCK_CARRY): its bytes queued at the hop and crossed it until the hop's
-    # clock sent them on; then the round trip, then the server.
-    clock = _reply_clock(c) if options.capture_point != "server" else math.nan
-    left = c.le.copy()
-    if clock > 0:
-        left = np.clip(_hop_departures(c, clock), c.le, np.maximum(rf - int(visible), c.le))
-        h = np.flatnonzero(left > c.le)
-        queue.add(
-            c.le[h],
-            left[h],
-            lambda k: (
-                f"{words(h[k])}: its bytes queued in the path, at a hop of "
-                f"{clock / 1e6:,.1f} Mbit/s whose clock the replies came back on "
-                f"(left it {seconds_text(left[h[k]] - c.le[h[k]])} after they were sent)"
-            ),
-            frames[h],
-        )
-    acked = (c.acked > c.le) & (c.acked < rf)
-    rt_from = np.where(acked, np.maximum(c.acked - int(visible), c.le), left)
-    wait_from = np.where(acked, c.acked, np.minimum(left + int(visible), rf))
-    q = np.flatnonzero(acked)
-    queue.add(
-        c.le[q],
-        rt_from[q],
-        lambda k: (
-            f"{words(q[k])}: its last bytes queued in the path "
-            f"(ACKed {seconds_text(c.acked[q[k]] - c.le[q[k]])} after they were sent)"
-        ),
-        frames[q],
-    )
-    # A COMMIT's flush: from when the server had it (its wait's first round trip is
-    # the network's, as for any call) to its reply.
-    commit.add(
-        wait_from[is_commit],
-        rl[is_commit],
-        lambda k: (
-            f"{words(is_commit[k])}: the server flushed for "
-            f"{seconds_text(rl[is_commit[k]] - wait_from[is_commit[k]])} (in flight "
-            f"{seconds_text(rl[is_commit[k]] - c.cs[is_commit[k]])})"
-        ),
-        frames[is_commit],
-    )
-    loss_from = _loss_delays(c, ts, ev_conn, resent_by_client, rt_from)
-    hit = np.flatnonzero(loss_from < rt_from)
-    blocked.add(
-        loss_from[hit],
-        rt_from[hit],
-        lambda k: (
-            f"{words(hit[k])}: bytes of it re-sent by TCP; its last bytes were acknowledged "
-            f"{seconds_text(rt_from[hit[k]] - loss_from[hit[k]])} later than usual"
-        ),
-        frames[hit],
-    )
-    served = layer("server")
-    served.add(
-        wait_from,
-        rf,
-        lambda i: f"{words(i)}: the server took {seconds_text(rf[i] - wait_from[i])} to answer",
-        frames,
-    )
-    add_events(served, srv_idle, "the server paused part-way through a reply")
-    waited = layer("round_trip")
-    waited.add(
-        rt_from,
-        np.where(acked, c.acked, wait_from),
-        lambda i: f"{words(i)}: the round trip ({seconds_text(rtt)})",
-        frames,
-    )
-
-    # the critical path: what removing each cause would give back (critical_path.py)
-    stop_parts = []
-    for idx, cause, s_, e_ in (
-        (events("tcp_resend_gap", True), "loss_recovery", None, None),
-        (timed_out, "loss_recovery", None, None),
-        (cut, "loss_recovery", None, None),
-        (w_held, "loss_recovery", None, None),
-        (w[length[w] < path_bytes], "window", None, None),
-        (w[length[w] >= path_bytes], "server", None, None),
-        (s if client_seen else s[:0], "round_trip", None, head if client_seen else head[:0]),
-        (s if client_seen else s[:0], "client_idle", head if client_seen else head[:0], None),
-        (gaps[~queued], "round_trip", None, None),
-    ):
-        a = ts[idx] if s_ is None else s_
-        b = ts[idx] + dur[idx] if e_ is None else e_
-        conn = ev_conn[idx] if len(ev_conn) else np.zeros(len(idx), "int64")
-        also = np.full(len(idx), -1, "int64")
-        if cause == "round_trip" and e_ is None:  # ACK waits of a window a loss cut
-            retx = resent_by_client
-            made = _regrowing(idx, ts, length, ev_conn, retx, _loaded_rtt(c, rtt))
-            made |= np.isin(conn, _loss_limited(retx, ev_conn, c))
-            also[made] = path_code("loss_recovery")
-        stop_parts.append((a, b, np.full(len(idx), path_code(cause)), conn, also))
-    stops = Stops(*(np.concatenate([sp[k] for sp in stop_parts]) for k in range(5)))
-    wait_cause = np.full(len(c.cs), path_code("server"), "int64")
-    wait_cause[c.op == COMMIT_OP] = path_code("commit")
-    wait_cause[(c.status == SERVER_DELAY_STATUS) & c.answered] = path_code("server_busy")
+    p = _pair(c, ev, orphans, client_xids, client, start, end, options)
+    layers = [_Layer(cause, rule(p)) for cause, rule in PRECEDENCE]
+    times, stops = _path_inputs(p)
     last = int(np.flatnonzero(done)[np.argmax(c.rl[done])])
-    times = CallTimes(
-        cs=c.cs,
-        tx_from=c.ls,
-        tx_end=c.le,
-        loss_from=loss_from,
-        acked=np.where(acked, c.acked, -1),
-        rt_from=rt_from,
-        wait_from=wait_from,
-        rf=rf,
-        rl=rl,
-        wait_cause=wait_cause,
-        conn=c.conn,
-    )
-    path = critical_path(
-        times,
-        stops,
-        (gap_s, gap_e),
-        start,
-        end,
-        last,
-        int(hidden),
-    )
-
-    # pieces
-    bounds = [np.array([start, end], "int64")]
-    for lay in layers:
-        s_, e_, *_ = lay.arrays()
-        bounds += [s_, e_]
-    busy_calls = np.r_[c.cs, rl]
-    bounds.append(busy_calls)
-    t = np.unique(np.concatenate(bounds))
-    t = t[(t >= start) & (t <= end)]
-    lo, hi = t[:-1], t[1:]
-    mids = lo + (hi - lo) // 2  # pieces are at least 1 ns long
-    covers = [_Cover(lay, mids) for lay in layers]
-    n = len(mids)
-    label = np.full(n, -1, "int64")
-    for k, cov in enumerate(covers):
-        label[(label < 0) & cov.covered] = k
-    # nothing outstanding: client idle, after the round trip the capture point does not see
-    order = np.argsort(c.cs, kind="stable")
-    cs_sorted = c.cs[order]
-    ends_sorted = np.sort(rl)
-    out = (
-        np.searchsorted(cs_sorted, mids, "right") - np.searchsorted(ends_sorted, mids, "right")
-    ) == 0
-    last_end = np.r_[start, ends_sorted][np.searchsorted(ends_sorted, mids, "right")]
-    idle = (label < 0) & out
-    cause_of = np.array([lay.cause for lay in layers] + ["client_idle", "round_trip", "unknown"])
-    IDLE, HIDDEN, UNKNOWN = len(layers), len(layers) + 1, len(layers) + 2
-    label[idle] = np.where(mids[idle] - last_end[idle] < hidden, HIDDEN, IDLE)
-    label[label < 0] = UNKNOWN
-
-    # merge runs of the same cause (vectorised: a capture has tens of thousands)
-    causes = cause_of[label]
-    change = np.r_[True, causes[1:] != causes[:-1]]
-    runs = np.flatnonzero(change)
-    run_end = np.r_[runs[1:], n]
-    run_id = np.cumsum(change) - 1
-    piece_ns = hi - lo
-    by_label = np.bincount(label, weights=piece_ns, minlength=len(cause_of)).astype("int64")
-    pair_row: dict[str, Any] = {f"{cause}_ns": 0 for cause in CAUSES}
-
-    for k, ns in enumerate(by_label):
-        pair_row[f"{cause_of[k]}_ns"] += int(ns)
-    named = [k for k, lay in enumerate(layers) if lay.name == "queued"]
-    pair_row["queued_ns"] = int(by_label[named].sum()) if named else 0
-    for cause, ns in path.ns.items():
-        pair_row[f"{cause}_path_ns"] = ns
-        pair_row[f"{cause}_also_ns"] = path.also_ns[cause]
-    pair_row["round_trip_also_count"] = path.also_count["round_trip"]
-    pair_row["ack_chain_ns"], pair_row["ack_chain_calls"] = _ack_chain(c, acked)
-    segments = c.call_bytes.sum() / SEGMENT_BYTES
-    resent_segments = len(resent_by_client)
-    pair_row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
-    mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
-    for cause, ns in mine.items():
-        pair_row[f"{cause}_calls_ns"] = ns
-    pair_row["write_latency_ns"] = latency
-    pair_row["max_outstanding"] = int(path.window)
-    pair_row["path_server_waits"] = path.server_waits
-    # each run's evidence: that of its longest piece
-    order = np.lexsort((-piece_ns, run_id))
-    longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
-    texts, frames_out = [], []
-    fixed = {
-        IDLE: ("nothing outstanding: the client sent nothing", -1),
-        HIDDEN: ("a reply and the next call travelling (round trip not seen here)", -1),
-        UNKNOWN: ("no evidence", -1),
-    }
-    for piece in longest:
-        k = int(label[piece])
-        text, frame = covers[k].describe(int(piece)) if k < len(covers) else fixed[k]
-        texts.append(text)
-        frames_out.append(frame)
-    s0, e0 = lo[runs], hi[run_end - 1]
-    intervals = {
-        "client": np.full(len(runs), client, dtype=object),
-        "server": np.full(len(runs), server, dtype=object),
-        "start_ns": s0,
-        "end_ns": e0,
-        "duration_ns": e0 - s0,
-        "cause": causes[runs],
-        "evidence": np.array(texts, dtype=object),
-        "frame": np.array(frames_out, dtype="int64"),
-    }
-    writes = int(is_write.sum())
-    nbytes = int(c.write_bytes.sum())
-    sizes = c.count[is_write & (c.count > 0)]
-    pair_row.update(
-        client=client,
-        server=server,
-        start_ns=start,
-        end_ns=end,
-        elapsed_ns=end - start,
-        bytes=nbytes,
-        mbit_s=nbytes * 8e3 / (end - start),
-        writes=writes,
-        send_mbit_s=_sending_rate_bps(c) / 1e6,
-        send_spread=_sending_rate_spread(c),
-        clock_mbit_s=clock / 1e6,
-        rtt_ns=options.rtt_ns,
-        capture_point=options.capture_point,
-        transport="+".join(
-            t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
-        ),
-        write_size=_most_common(sizes),
-        server_work_ns=_union_ns(wait_from[is_write], rf[is_write], start, end),
-    )
-    return pair_row, intervals
+    path = critical_path(times, stops, (p.gap_starts, p.gap_ends), start, end, last, int(p.hidden))
+    pieces = _pieces(p, layers)
+    cause_of = np.array([cause for cause, _ in PRECEDENCE] + [u for u, _ in _UNCLAIMED])
+    by_label = np.bincount(
+        pieces.label, weights=pieces.hi - pieces.lo, minlength=len(cause_of)
+    ).astype("int64")
+    row = _pair_row(p, by_label, cause_of, times, stops, path, options)
+    row.update(client=client, server=server)
+    return row, _intervals(pieces, cause_of[pieces.label], client, server)
 
 
 # A sender waits for the last call's ACK before its next call when at least this

@@ -47,17 +47,11 @@ from nfstrace.analysis.verdict import (
     verdict_finding,
 )
 from nfstrace.analysis.workload import WorkloadResult, analyze_workload
-from nfstrace.analysis.writes import (
-    WritesResult,
-    analyze_writes,
-    bytes_text,
-    prepared,
-    write_progress,
-)
+from nfstrace.analysis.writes import WritesResult, analyze_writes, prepared, write_progress
 from nfstrace.memory import release_freed
 from nfstrace.parsers.mountstats import Mountstats
 from nfstrace.parsers.stats import ParseStats
-from nfstrace.text import count
+from nfstrace.text import bytes_text, count
 
 _SEVERITY_RANK = {"problem": 0, "warning": 1, "info": 2}
 # Module findings that are problems without a time cost: they join the diagnosis.

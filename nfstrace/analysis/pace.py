@@ -26,15 +26,10 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.grouping import rows_where
-from nfstrace.analysis.writes import (
-    WRITE_OP,
-    activity_with_pairs,
-    bytes_text,
-    prepared,
-    seconds_text,
-    write_sizes,
-)
+from nfstrace.analysis.writes import activity_with_pairs, prepared, write_sizes
 from nfstrace.jsonable import NOT_IN_JSON, json_field
+from nfstrace.protocol.procedures import WRITE_OP
+from nfstrace.text import bytes_text, seconds_text
 
 OUTSTANDING_COLUMNS: dict[str, str] = {
     "t_ns": "int64: time of the change",

@@ -53,12 +53,11 @@ import pandas as pd
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where
 from nfstrace.analysis.pace import call_ends_ns
-from nfstrace.analysis.writes import bytes_text
 from nfstrace.inference import TYPICAL_BODY_OFFSET, WRITE_HEADER, write_headers
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.match import reply_count_bound
 from nfstrace.protocol.rpc import MIN_CUT_CALL_LEN
-from nfstrace.text import count
+from nfstrace.text import bytes_text, count
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 # A handshake interval this many times the other one decides a vote.

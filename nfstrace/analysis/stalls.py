@@ -57,16 +57,11 @@ import pandas as pd
 from nfstrace.analysis.findings import Finding, Severity
 from nfstrace.analysis.grouping import rows_where
 from nfstrace.analysis.pace import call_ends_ns, steps_with_pairs, trace_end_ns
-from nfstrace.analysis.writes import (
-    COMMIT_OP,
-    WRITE_OP,
-    activity_with_pairs,
-    prepared,
-    progress_with_pairs,
-    seconds_text,
-)
+from nfstrace.analysis.writes import activity_with_pairs, prepared, progress_with_pairs
 from nfstrace.jsonable import json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
+from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
+from nfstrace.text import seconds_text
 
 SERVER_DELAY_STATUS = NFS3ERR_JUKEBOX  # the same value as NFS4ERR_DELAY: 10008
 

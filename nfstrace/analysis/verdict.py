@@ -62,7 +62,7 @@ from nfstrace.analysis.counterfactual import (
     removal_of,
 )
 from nfstrace.analysis.findings import Finding, Severity
-from nfstrace.analysis.writes import seconds_text
+from nfstrace.text import seconds_text
 
 # Share of a pair's elapsed time a cause must cost to be named (see the docstring).
 SIGNIFICANT: dict[str, float] = {

@@ -30,9 +30,9 @@ from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import status_name
 from nfstrace.jsonable import json_field
 from nfstrace.protocol.nfs3 import STABLE_NAMES, UNSTABLE
+from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
+from nfstrace.text import bytes_text, seconds_text
 
-WRITE_OP = "WRITE"
-COMMIT_OP = "COMMIT"
 UNKNOWN_LEVEL = "unknown"  # stable_how / committed not decoded
 
 PROGRESS_COLUMNS: dict[str, str] = {
@@ -409,25 +409,6 @@ def _files(writes: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Data
         ignore_index=True,
     )
     return out[list(FILE_COLUMNS)]
-
-
-def bytes_text(n: float) -> str:
-    """Bytes in words for findings: 32 KiB, 1.5 MiB (binary units, as NFS sizes are)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{int(n)} B"
-
-
-def seconds_text(ns: float) -> str:
-    """Nanoseconds in words for findings: 395 µs, 12.5 ms, 4.5 s."""
-    s = ns / 1e9
-    if s >= 1:
-        return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
 
 
 # Rows of a table the JSON summary lists (the most used sizes, the first

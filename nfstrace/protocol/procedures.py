@@ -14,6 +14,12 @@ from __future__ import annotations
 from nfstrace.protocol import nfs2, nfs3, nfs4, portmap
 from nfstrace.protocol.rpc import CALLBACK_RANGE, NFS_PROGRAM, PORTMAP_PROGRAM
 
+# The names the transactions' ``op`` gives a WRITE (an NFSv2/v3 procedure, the
+# main operation of an NFSv4 COMPOUND) and a COMMIT: what the inference and the
+# write analyses look for.
+WRITE_OP = "WRITE"
+COMMIT_OP = "COMMIT"
+
 _MOUNT = [
     "NULL",
     "MNT",

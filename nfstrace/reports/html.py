@@ -62,6 +62,8 @@ from nfstrace.version import __version__
 
 if TYPE_CHECKING:
     from nfstrace.analysis.diagnosis import Diagnosis
+    from nfstrace.analysis.findings import Finding
+    from nfstrace.analysis.verdict import Verdict
     from nfstrace.comparison import Comparison
     from nfstrace.trace import Trace
 
@@ -213,18 +215,17 @@ def _facts(items: Iterable[tuple[str, object]]) -> str:
 # ---- sections ------------------------------------------------------------------------
 
 
-def _finding_html(finding: Any) -> str:
-    severity = str(getattr(finding, "severity", "info"))
-    lost = int(getattr(finding, "time_lost_ns", 0) or 0)
-    details = getattr(finding, "details", None) or {}
+def _finding_html(finding: Finding) -> str:
+    severity = finding.severity
+    lost = int(finding.time_lost_ns)
     parts = [
         f'<li class="finding sev-{_e(severity)}"><span class="sev">{_e(severity)}</span> ',
-        f'<span class="title">{_e(getattr(finding, "title", ""))}</span>',
+        f'<span class="title">{_e(finding.title)}</span>',
     ]
     if lost:
         parts.append(f' <span class="lost">({_e(_fmt_duration(lost / 1e9))} lost)</span>')
-    if details:
-        text = json.dumps(details, indent=1, default=str, ensure_ascii=False)
+    if finding.details:
+        text = json.dumps(finding.details, indent=1, default=str, ensure_ascii=False)
         parts.append(f"<details><summary>details</summary><pre>{_e(text, True)}</pre></details>")
     return "".join(parts) + "</li>"
 
@@ -233,28 +234,26 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _verdict_html(verdict: Any) -> str:
+def _verdict_html(verdict: Verdict) -> str:
     """The verdict's primary cause as a label (in its budget colour) and its text."""
-    primary = str(getattr(verdict, "primary", "") or "none")
-    colour = fg.CAUSE_COLOURS.get(primary, "#555555")  # bandwidth, none: grey
+    colour = fg.CAUSE_COLOURS.get(verdict.primary, "#555555")  # bandwidth, none: grey
     return (
         f'<p class="verdict"><span class="primary" style="background:{colour}" '
-        f'title="the primary cause">{_e(primary)}</span> '
-        f'<span class="verdict-text">{_e(_sentence(str(getattr(verdict, "text", ""))))}</span></p>'
+        f'title="the primary cause">{_e(verdict.primary)}</span> '
+        f'<span class="verdict-text">{_e(_sentence(verdict.text))}</span></p>'
     )
 
 
-def _is_verdict(finding: Any, verdict: Any) -> bool:
+def _is_verdict(finding: Finding, verdict: Verdict | None) -> bool:
     """The finding that repeats the verdict shown above the findings."""
     return (
         verdict is not None
-        and getattr(finding, "kind", "") == "verdict"
-        and str(getattr(finding, "title", "")).strip().lower()
-        == str(getattr(verdict, "text", "")).strip().lower()
+        and finding.kind == "verdict"
+        and finding.title.strip().lower() == verdict.text.strip().lower()
     )
 
 
-def _budget_table(pairs: pd.DataFrame, verdict: Any) -> str:
+def _budget_table(pairs: pd.DataFrame, verdict: Verdict | None) -> str:
     """Per pair (longest activity first): elapsed seconds, Mbit/s, the pair's
     verdict and the share (%) of every cause that took time in any pair."""
     causes = [c for c in CAUSES if f"{c}_ns" in pairs and (pairs[f"{c}_ns"].fillna(0) > 0).any()]
@@ -269,7 +268,7 @@ def _budget_table(pairs: pd.DataFrame, verdict: Any) -> str:
         }
     )
     columns = ["client", "server"]
-    verdicts = getattr(verdict, "pairs", None) or []
+    verdicts = verdict.pairs if verdict is not None else []
     by_pair = {(str(v.client), str(v.server)): str(v.primary) for v in verdicts}
     if by_pair:
         table["verdict"] = [
@@ -290,8 +289,8 @@ def _budget_table(pairs: pd.DataFrame, verdict: Any) -> str:
         **{column: f"{c} %" for c, column in shares.items()},
     }
     tips = {
-        "elapsed_s": PAIR_COLUMNS.get("elapsed_ns", ""),
-        "mbit_s": PAIR_COLUMNS.get("mbit_s", ""),
+        "elapsed_s": PAIR_COLUMNS["elapsed_ns"],
+        "mbit_s": PAIR_COLUMNS["mbit_s"],
         "verdict": "the cause the pair's verdict names",
         **{column: f"share of the elapsed time attributed to {c}" for c, column in shares.items()},
     }
@@ -332,7 +331,7 @@ def _diagnosis_section(trace: Trace, diagnosis: Diagnosis, figs: _Figures) -> st
     if write is not None:  # the figure the verdict gives, said with what it measures
         headline = f"Written: {throughput_text(write, 'WRITE')}."
         out.append(f'<p class="headline">{_e(headline)}</p>')
-    findings = [f for f in _attr(diagnosis, "findings") or [] if not _is_verdict(f, verdict)]
+    findings = [f for f in diagnosis.findings if not _is_verdict(f, verdict)]
     if findings:
         out.append('<ol class="findings">' + "".join(map(_finding_html, findings)) + "</ol>")
     elif verdict is None:
@@ -496,7 +495,7 @@ class _Figures:
         caption_html = f'<p class="caption">{_e(caption)}</p>' if caption else ""
         self.html.append(f'<div class="figure" data-figure="{_e(name)}">{div}{caption_html}</div>')
         meta = fig.layout.meta
-        for note in (meta or {}).get("notes", []) if isinstance(meta, dict) else []:
+        for note in meta.get("notes", []) if isinstance(meta, dict) else []:
             self.notes.append(f"{name}: {note}")
 
     def skip(self, name: str, why: str) -> None:
@@ -762,10 +761,7 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
         out.append("<h3>Model parameters (each with the method that estimated it)</h3>")
         shown = params.assign(
             value=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["value_s"]],
-            spread=[
-                _fmt_duration(float(v)) if not pd.isna(v) else "-"
-                for v in params.get("spread_s", pd.Series(np.nan, index=params.index))
-            ],
+            spread=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["spread_s"]],
         )
         cols = [c for c in ("name", "value", "method", "samples", "spread", "note") if c in shown]
         out.append(_table(shown, cols, table_id="model-parameters"))
@@ -915,12 +911,11 @@ def render_comparison(cmp: Comparison) -> str:
     body.append("</ol>")
     for label, t in (("before", cmp.before), ("after", cmp.after)):
         v = t.diagnosis.verdict
-        if v is not None:
-            body.append(f"<p><b>{label}</b> ({_e(v.primary)}): {_e(v.text)}</p>")
+        body.append(f"<p><b>{label}</b> ({_e(v.primary)}): {_e(v.text)}</p>")
     bars = []
     for label, t in (("before", cmp.before), ("after", cmp.after)):
         budget = t.diagnosis.budget
-        if budget is not None and len(budget.pairs):
+        if len(budget.pairs):
             client = label + ": " + budget.pairs["client"].astype(str)
             bars.append(budget.pairs.assign(client=client))
     if bars:
