@@ -1066,6 +1066,8 @@ def _watch(
         for line in watcher.summary():
             emit(line)
         watcher.json_summary()
+    except BrokenPipeError:  # the reader of the lines went away (| head): stop
+        return
     finally:
         watcher.close()
         stream.close()

@@ -452,10 +452,13 @@ class Watcher:
         start = min(self.reported - iv, self.open - w * iv)
         records = self.ring.between(start, now_ns)
         trace = self._analyse(records) if records else None
+        active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
         while self.reported < upto:
-            self._interval(self.reported, trace)
+            active.append(self._interval(self.reported, trace))
             self.reported += iv
         if trace is None:
+            if active:  # (intervals without a call end every pair's run of verdicts)
+                self.streaks.clear()
             return
         tx = trace.transactions
         frames = [r.frame for r in records]
@@ -468,7 +471,7 @@ class Watcher:
             for a in call_alerts(tx, now_ns, self.o.stall_ns, self.o.commit_ns, to_stream)
             if a.key not in self.alerted
         ]
-        alerts += self._verdict_alerts(trace, now_ns, records)
+        alerts += self._verdict_alerts(trace, active, now_ns, records)
         for a in alerts:
             self.alerted[a.key] = a.ts_ns
         oldest = start - iv  # a call older than the window cannot be seen again
@@ -481,7 +484,8 @@ class Watcher:
         self.totals.left_out += write_pcap(self.window_path, records, self.snaplen())
         return load(str(self.window_path), self.config)
 
-    def _interval(self, start_ns: int, trace: Trace | None) -> None:
+    def _interval(self, start_ns: int, trace: Trace | None) -> set[tuple[str, str]]:
+        """The interval's lines written; returns the pairs that called in it."""
         seconds = self.o.interval_ns / NS
         end_ns = start_ns + self.o.interval_ns
         rows = []
@@ -501,6 +505,10 @@ class Watcher:
             self.emit(row_text(start_ns, seconds, r, self.fraction))
         if not rows:
             self.emit(f"{clock(start_ns, self.fraction)}  no RPC calls")
+        self._json_interval(start_ns, seconds, rows)
+        return {(r.client, r.server) for r in rows}
+
+    def _json_interval(self, start_ns: int, seconds: float, rows: list[PairRow]) -> None:
         self._json(
             {
                 "type": "interval",
@@ -511,16 +519,26 @@ class Watcher:
             }
         )
 
-    def _verdict_alerts(self, trace: Trace, now_ns: int, records: list[Record]) -> list[Alert]:
+    def _verdict_alerts(
+        self, trace: Trace, active: list[set[tuple[str, str]]], now_ns: int, records: list[Record]
+    ) -> list[Alert]:
+        """A pair whose verdict is not none in alert_after intervals in a row in
+        which it called (an interval without its calls ends the run)."""
         verdict = trace.diagnosis.verdict
         pairs = {(p.client, p.server): p for p in (verdict.pairs if verdict else [])}
-        for pair in list(self.streaks):
-            if pair not in pairs:
-                del self.streaks[pair]
         out = []
-        for pair, p in pairs.items():
-            n = self.streaks[pair] = self.streaks.get(pair, 0) + 1 if p.primary != "none" else 0
-            if n == self.o.alert_after:
+        for called in active:
+            for pair in list(self.streaks):
+                if pair not in called:
+                    del self.streaks[pair]
+            for pair in called:
+                p = pairs.get(pair)
+                if p is None or p.primary == "none":
+                    self.streaks.pop(pair, None)
+                    continue
+                n = self.streaks[pair] = self.streaks.get(pair, 0) + 1
+                if n != self.o.alert_after:
+                    continue
                 out.append(
                     Alert(
                         kind="verdict",

@@ -375,6 +375,10 @@ def expand_directories(paths: list[str], notes: list[str] | None = None) -> list
     return out
 
 
+COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+UNPACK = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat"}  # (said to a stream's user)
+
+
 def open_stream(path: str) -> tuple[BinaryIO, str]:
     """Open a capture, transparently decompressing; returns (stream, compression)."""
     try:
@@ -391,7 +395,7 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     except OSError as e:  # a device, a pipe, an I/O error
         raw.close()
         raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
-    for start, kind in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz")):
+    for start, kind in COMPRESSED_MAGIC.items():
         if magic.startswith(start):
             return _Unpacked(raw, kind), kind  # type: ignore[return-value]
     return raw, ""
@@ -678,6 +682,14 @@ def stream_frames(
     The same pcap/pcapng readers (and damage handling) as ``read_frames``;
     not decompressed."""
     buf = Buffer(stream, info=info, chunk=STREAM_CHUNK)
+    buf.fill(len(max(COMPRESSED_MAGIC, key=len)))
+    for magic, kind in COMPRESSED_MAGIC.items():
+        if buf.buf.startswith(magic):
+            raise CaptureError(
+                f"{kind}-compressed: a stream is read as plain pcap or pcapng "
+                f"(decompress it into the pipe: {UNPACK[kind]} FILE | nfstrace watch -)",
+                info.path,
+            )
     yield from _frames_of(buf, 0, info, max_frame, info.path)
 
 
