@@ -24,7 +24,14 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from nfstrace.errors import ExitStatus, NfstraceError, NoRpcTrafficError, OutputError, UsageError
+from nfstrace.errors import (
+    CaptureError,
+    ExitStatus,
+    NfstraceError,
+    NoRpcTrafficError,
+    OutputError,
+    UsageError,
+)
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
 from nfstrace.reports.files import check_outputs, is_stdout
@@ -870,6 +877,204 @@ def _write_report(write: Callable[[Path], None], path: Path, explicit: bool, out
         )
         return
     out.print(f"\nHTML report: {printable(str(path))}", soft_wrap=True, markup=False)
+
+
+@app.command()
+def watch(
+    capture: Annotated[
+        str,
+        typer.Argument(
+            help="A pcap/pcapng stream: - for standard input (tcpdump -U -w - ... |), or a "
+            "file or FIFO.",
+            metavar="CAPTURE",
+        ),
+    ],
+    interval: Annotated[
+        str,
+        typer.Option(
+            "--interval", metavar="DURATION", help="One line per pair this often (capture time)."
+        ),
+    ] = "10s",
+    keep: Annotated[
+        str,
+        typer.Option(
+            "--keep",
+            metavar="DURATION",
+            help="The ring of raw packets kept for "
+            "the evidence: this much capture time (5m, 300s).",
+        ),
+    ] = "5m",
+    keep_bytes: Annotated[
+        str,
+        typer.Option("--keep-bytes", metavar="SIZE", help="... and at most this many bytes."),
+    ] = "256M",
+    stall: Annotated[
+        str,
+        typer.Option(
+            "--stall-threshold",
+            metavar="DURATION",
+            help="Alert on a call without a reply for longer than this.",
+        ),
+    ] = "5s",
+    commit: Annotated[
+        str,
+        typer.Option(
+            "--commit-threshold", metavar="DURATION", help="Alert on a COMMIT slower than this."
+        ),
+    ] = "1s",
+    alert_after: Annotated[
+        int,
+        typer.Option(
+            "--alert-after",
+            metavar="N",
+            help="Alert on a verdict other than none in N windows in a row.",
+        ),
+    ] = 3,
+    evidence_dir: Annotated[
+        Path,
+        typer.Option(
+            "--evidence-dir",
+            metavar="DIR",
+            help="Where an alert's pcap (the ring) and its HTML report are written.",
+        ),
+    ] = Path("nfstrace-watch"),
+    on_alert: Annotated[
+        str | None,
+        typer.Option(
+            "--on-alert",
+            metavar="CMD",
+            help="Run CMD with the alert's pcap as its last argument (no shell).",
+        ),
+    ] = None,
+    json_lines: Annotated[
+        Path | None,
+        typer.Option(
+            "--json-lines",
+            metavar="FILE",
+            help="One JSON object per interval, per alert and at the end.",
+        ),
+    ] = None,
+    client: ClientOpt = None,
+    server: ServerOpt = None,
+    port: PortOpt = None,
+    parser: ParserOpt = "auto",
+    debug: DebugOpt = False,
+) -> None:
+    """Watch a capture stream: every --interval a line per client → server pair (write
+    and read rates, ops/s, WRITE latency, re-sends, the verdict's cause), alerts on
+    stalls, slow COMMITs and lasting verdicts with the packets around them kept.
+
+    Examples:
+
+      tcpdump -i eth0 -U -w - port 2049 | nfstrace watch -
+
+      nfstrace watch - --interval 1s --json-lines watch.jsonl < capture.pcap
+
+    End of input or Ctrl-C: a summary of the run.
+    """
+    choices = _Choices(client, server, port, parser, None, None, None, None, None, None)
+    options = {
+        "interval": interval, "keep": keep, "keep_bytes": keep_bytes, "stall": stall,
+        "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
+        "on_alert": on_alert,
+    }  # fmt: skip
+    _watch(capture, choices, options, json_lines, debug=debug)
+
+
+def _duration_ns(option: str, text: str) -> int:
+    """A duration option in ns: 1ms .. 0.5s, and minutes/hours (5m, 1h)."""
+    t = text.strip().lower()
+    try:
+        for unit, scale in (("min", 60), ("m", 60), ("h", 3600)):
+            if t.endswith(unit) and not t.endswith("ms"):
+                seconds = float(t[: -len(unit)]) * scale
+                break
+        else:
+            seconds = parse_duration(t)
+    except ValueError as e:
+        raise UsageError(f"{option}: {e}") from None
+    if seconds <= 0:
+        raise UsageError(f"{option} {text}: give a duration above 0")
+    return round(seconds * 1e9)
+
+
+@_errors_handled
+def _watch(
+    capture: str,
+    choices: _Choices,
+    options: dict[str, Any],
+    json_lines: Path | None,
+) -> None:
+    from nfstrace.parsers.capture import STDIN, CaptureInfo, stream_frames
+    from nfstrace.units import parse_size
+    from nfstrace.watch import Watcher, WatchOptions, records
+
+    try:
+        keep_bytes = parse_size(options["keep_bytes"])
+    except ValueError as e:
+        raise UsageError(f"--keep-bytes: {e}") from None
+    if options["alert_after"] < 1:
+        raise UsageError(f"--alert-after {options['alert_after']}: give 1 or more")
+    wo = WatchOptions(
+        interval_ns=_duration_ns("--interval", options["interval"]),
+        keep_ns=_duration_ns("--keep", options["keep"]),
+        keep_bytes=keep_bytes,
+        stall_ns=_duration_ns("--stall-threshold", options["stall"]),
+        commit_ns=_duration_ns("--commit-threshold", options["commit"]),
+        alert_after=options["alert_after"],
+        evidence_dir=options["evidence_dir"],
+        on_alert=options["on_alert"],
+    )
+    config = choices.config()
+    read = [capture] if capture != STDIN else []
+    check_outputs(read, {"--json-lines": json_lines})
+    try:
+        stream = (
+            open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
+            if capture == STDIN
+            else open(capture, "rb", buffering=0)  # noqa: SIM115 - closed below
+        )
+    except OSError as e:
+        raise CaptureError(f"cannot open: {e.strerror}", capture) from None
+    info = CaptureInfo(path=capture)
+    out = sys.stdout
+
+    def emit(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    def reporter(trace: Trace, path: Path) -> None:
+        from nfstrace.reports.html import write_report  # plotly: only on an alert
+
+        write_report(path, trace, trace.diagnosis)
+
+    json_out = None
+    try:
+        if json_lines is not None:
+            json_out = open(json_lines, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        raise OutputError(f"cannot write: {e.strerror}", str(json_lines)) from None
+    watcher = Watcher(wo, config, emit, json_out, reporter, lambda: info.snaplen)
+    try:
+        try:
+            for record in records(stream_frames(stream, info)):
+                watcher.feed(record)
+        except KeyboardInterrupt:  # Ctrl-C: the end of the run, not an error
+            pass
+        watcher.finish()
+        for line in watcher.summary():
+            emit(line)
+        watcher.json_summary()
+    except BrokenPipeError:  # the reader of the lines went away (| head): stop
+        return
+    finally:
+        watcher.close()
+        stream.close()
+        if json_out is not None:
+            json_out.close()
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for warning in info.warnings:
+        err.print(f"nfstrace: warning: {printable(warning)}", markup=False)
 
 
 def main() -> NoReturn:

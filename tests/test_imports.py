@@ -125,6 +125,7 @@ STAGES = {
     "analysis": 3,
     "trace": 4,
     "comparison": 5,
+    "watch": 5,
     "reports": 6,
     "cli": 7,
     "__init__": 7,

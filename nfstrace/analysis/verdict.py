@@ -444,14 +444,19 @@ def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
     return text
 
 
-def _pair_line(p: PairVerdict) -> str:
-    """One pair in the capture-wide verdict: its cause, its gain, its rate."""
+def cause_words(p: PairVerdict) -> str:
+    """A pair's cause, its share and its predicted gain in a few words ("no
+    problem"), as the capture-wide verdict and ``nfstrace watch`` say them."""
     if p.primary == "none":
-        return f"{p.client} → {p.server}: no problem, {p.mbit_s:,.1f} Mbit/s"
+        return "no problem"
     gain = f", about {p.gain:.1f}x faster fixed" if p.gain and p.gain >= 1.05 else ""
     share = f" {p.shares[p.primary]:.0%}" if p.primary in p.shares else ""
-    cause = _WORDS.get(p.primary, p.primary)
-    return f"{p.client} → {p.server}: {cause}{share}{gain}, {p.mbit_s:,.1f} Mbit/s"
+    return f"{_WORDS.get(p.primary, p.primary)}{share}{gain}"
+
+
+def _pair_line(p: PairVerdict) -> str:
+    """One pair in the capture-wide verdict: its cause, its gain, its rate."""
+    return f"{p.client} → {p.server}: {cause_words(p)}, {p.mbit_s:,.1f} Mbit/s"
 
 
 def _one(values: pd.Series) -> str:

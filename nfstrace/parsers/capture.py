@@ -375,6 +375,10 @@ def expand_directories(paths: list[str], notes: list[str] | None = None) -> list
     return out
 
 
+COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+UNPACK = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat"}  # (said to a stream's user)
+
+
 def open_stream(path: str) -> tuple[BinaryIO, str]:
     """Open a capture, transparently decompressing; returns (stream, compression)."""
     try:
@@ -391,7 +395,7 @@ def open_stream(path: str) -> tuple[BinaryIO, str]:
     except OSError as e:  # a device, a pipe, an I/O error
         raw.close()
         raise CaptureError(f"cannot read: {e.strerror or e}", path) from None
-    for start, kind in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz")):
+    for start, kind in COMPRESSED_MAGIC.items():
         if magic.startswith(start):
             return _Unpacked(raw, kind), kind  # type: ignore[return-value]
     return raw, ""
@@ -661,29 +665,60 @@ def read_frames(
     stream, info.compression = open_stream(path)
     with stream:
         buf = Buffer(stream, compressed=bool(info.compression), info=info, chunk=chunk)
-        if not buf.fill(4):
-            if buf.error:
-                raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
+        yield from _frames_of(buf, index, info, max_frame, path)
+
+
+# Bytes asked of a live stream at a time (``stream_frames``): a read returns
+# what has arrived, up to this.
+STREAM_CHUNK = 64 * 1024
+
+
+def stream_frames(
+    stream: BinaryIO, info: CaptureInfo, max_frame: int = MAX_CAPLEN
+) -> Generator[Frame, None, None]:
+    """Frames of a live stream (``nfstrace watch``: standard input, a FIFO) as
+    they arrive: ``stream`` is unbuffered (``open(fd, "rb", buffering=0)``), so
+    a frame is handed out once its record is whole, not when a chunk is full.
+    The same pcap/pcapng readers (and damage handling) as ``read_frames``;
+    not decompressed."""
+    buf = Buffer(stream, info=info, chunk=STREAM_CHUNK)
+    buf.fill(len(max(COMPRESSED_MAGIC, key=len)))
+    for magic, kind in COMPRESSED_MAGIC.items():
+        if buf.buf.startswith(magic):
             raise CaptureError(
-                "empty file" if not buf.buf else "too short to be a capture file", path
+                f"{kind}-compressed: a stream is read as plain pcap or pcapng "
+                f"(decompress it into the pipe: {UNPACK[kind]} FILE | nfstrace watch -)",
+                info.path,
             )
-        fmt = format_at(buf)
-        if not fmt:
-            raise CaptureError("not a pcap or pcapng capture file", path)
-        info.format = fmt
-        first = True
-        while fmt:
-            if fmt == "pcap":
-                fmt = yield from read_pcap(buf, index, info, max_frame, first)
-            else:
-                fmt = yield from read_pcapng(buf, index, info, max_frame)
-            first = False
-            if fmt:
-                info.note("concatenated", buf.at())
+    yield from _frames_of(buf, 0, info, max_frame, info.path)
+
+
+def _frames_of(
+    buf: Buffer, index: int, info: CaptureInfo, max_frame: int, path: str
+) -> Generator[Frame, None, None]:
+    """The frames of the capture file(s) in ``buf``: its header checked, then
+    each section read by its format (files concatenated: one after another)."""
+    if not buf.fill(4):
         if buf.error:
-            info.note("decompression", buf.at(), detail=buf.error)
-        info.bytes = buf.at()
-        info.finish()
+            raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
+        raise CaptureError("empty file" if not buf.buf else "too short to be a capture file", path)
+    fmt = format_at(buf)
+    if not fmt:
+        raise CaptureError("not a pcap or pcapng capture file", path)
+    info.format = fmt
+    first = True
+    while fmt:
+        if fmt == "pcap":
+            fmt = yield from read_pcap(buf, index, info, max_frame, first)
+        else:
+            fmt = yield from read_pcapng(buf, index, info, max_frame)
+        first = False
+        if fmt:
+            info.note("concatenated", buf.at())
+    if buf.error:
+        info.note("decompression", buf.at(), detail=buf.error)
+    info.bytes = buf.at()
+    info.finish()
 
 
 def read_many(

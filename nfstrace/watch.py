@@ -1,0 +1,639 @@
+"""``nfstrace watch``: a capture stream analysed as it arrives, in windows.
+
+Not a second parser: a ring of the stream's raw records (bounded by capture
+time and by bytes), and every ``interval`` of capture time the records of the
+last window written to a temporary pcap and analysed by ``load()`` (the same
+parse, match and diagnosis as ``analyze``).  From each window's transactions,
+pure functions make the interval's lines (``interval_rows``, ``row_text``) and
+its alerts (``call_alerts``); ``Watcher`` is the thin loop around them.
+
+Timing.  Intervals are capture time (the records' timestamps), aligned to
+multiples of the interval: a file fed fast gives the lines it gives fed at its
+pace.  An interval's lines count the calls that *started* in it, and are
+written when the interval after it ends: each call had a whole interval to be
+answered (its bytes count then), so the WRITE bytes summed over the intervals
+are the WRITE bytes ``analyze`` counts, but for a call answered more than an
+interval later (an alert says so).  The window analysed is that interval and
+the next (more when a threshold is longer than an interval, so a stall is seen
+whole); the verdict of a line is the window's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shlex
+import struct
+import subprocess
+import tempfile
+from collections import deque
+from collections.abc import Callable, Container, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import pandas as pd
+
+from nfstrace.analysis.verdict import PairVerdict, Verdict, cause_words
+from nfstrace.trace import AnalysisConfig, Trace, load
+
+NS = 1_000_000_000
+PCAP_NS_MAGIC = 0xA1B23C4D  # a pcap whose fractions of a second are nanoseconds
+PCAP_RECORD_HEADER = 16
+DEFAULT_SNAPLEN = 262_144
+ALERT_KINDS = ("stall", "commit", "verdict")
+# Records this much older than a window's start are not looked for behind it
+# (a capture is in time order but for reordering of a few microseconds).
+REORDER_NS = NS
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One captured frame as read: its time, its number in the stream (from 1)."""
+
+    ts_ns: int
+    frame: int
+    linktype: int
+    data: bytes
+    wire_len: int
+
+    @property
+    def size(self) -> int:
+        """Bytes it takes in a pcap (and, roughly, in the ring)."""
+        return PCAP_RECORD_HEADER + len(self.data)
+
+
+class Ring:
+    """The last ``keep_ns`` of records (by capture time), at most ``max_bytes``
+    of them: whatever the run's length, this is what is held."""
+
+    def __init__(self, keep_ns: int, max_bytes: int) -> None:
+        self.keep_ns = keep_ns
+        self.max_bytes = max_bytes
+        self.records: deque[Record] = deque()
+        self.bytes = 0
+        self.dropped = 0  # records let go (aged out or over the size)
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+        self.bytes += record.size
+        self.trim(record.ts_ns)
+
+    def trim(self, now_ns: int) -> None:
+        """Let go of the records older than keep_ns before now_ns, and of the
+        oldest while the ring holds more than max_bytes."""
+        records = self.records
+        while records and (records[0].ts_ns < now_ns - self.keep_ns or self.bytes > self.max_bytes):
+            self.bytes -= records.popleft().size
+            self.dropped += 1
+
+    def between(self, start_ns: int, end_ns: int) -> list[Record]:
+        """The records stamped in [start_ns, end_ns), in stream order."""
+        out = []
+        for r in reversed(self.records):
+            if r.ts_ns < start_ns - REORDER_NS:
+                break
+            if start_ns <= r.ts_ns < end_ns:
+                out.append(r)
+        out.reverse()
+        return out
+
+
+def write_pcap(path: str | os.PathLike[str], records: Iterable[Record], snaplen: int) -> int:
+    """Write records as a nanosecond pcap of the first record's link type;
+    records of another link type are left out (their number is returned)."""
+    left_out = 0
+    with open(path, "wb") as f:
+        linktype = None
+        for r in records:
+            if linktype is None:
+                linktype = r.linktype
+                f.write(struct.pack("<IHHiIII", PCAP_NS_MAGIC, 2, 4, 0, 0, snaplen, linktype))
+            if r.linktype != linktype:
+                left_out += 1
+                continue
+            sec, frac = divmod(r.ts_ns, NS)
+            f.write(struct.pack("<IIII", sec, frac, len(r.data), r.wire_len))
+            f.write(r.data)
+        if linktype is None:  # no record: an empty capture of Ethernet
+            f.write(struct.pack("<IHHiIII", PCAP_NS_MAGIC, 2, 4, 0, 0, snaplen, 1))
+    return left_out
+
+
+# ---- an interval's lines: pure functions of the window's transactions ----------------
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """One client → server pair in one interval (the calls that started in it)."""
+
+    client: str
+    server: str
+    calls: int
+    write_bytes: int
+    read_bytes: int
+    writes: int
+    write_p50_ns: float  # of the answered WRITEs (nan: none)
+    write_p99_ns: float
+    resent: int  # RPC re-sends (sends beyond the first)
+    verdict: str  # the window's verdict for the pair: a cause name, or "none"
+    cause: str  # in the words of analyze's verdict ("no problem", "COMMITs 62%, ...")
+
+    def json(self, seconds: float) -> dict[str, Any]:
+        return {
+            "client": self.client,
+            "server": self.server,
+            "calls": self.calls,
+            "ops_s": round(self.calls / seconds, 3),
+            "write_bytes": self.write_bytes,
+            "write_mbit_s": round(self.write_bytes * 8 / seconds / 1e6, 3),
+            "read_bytes": self.read_bytes,
+            "read_mbit_s": round(self.read_bytes * 8 / seconds / 1e6, 3),
+            "writes": self.writes,
+            "write_p50_ms": _ms_or_none(self.write_p50_ns),
+            "write_p99_ms": _ms_or_none(self.write_p99_ns),
+            "resent": self.resent,
+            "verdict": self.verdict,
+            "cause": self.cause,
+        }
+
+
+def _ms_or_none(ns: float) -> float | None:
+    return None if math.isnan(ns) else round(ns / 1e6, 3)
+
+
+NO_WRITES = "no WRITE activity to judge"
+
+
+# A call, across windows: (client, client port, xid); a re-send whose first send
+# fell before the window is a new transaction there, the same call here.
+CallKey = tuple[str, int, int]
+
+
+def call_keys(calls: pd.DataFrame) -> list[CallKey]:
+    ports = calls["client_port"].astype("Int64").fillna(-1).to_numpy("int64")
+    return list(
+        zip(
+            calls["client"].astype(str),
+            ports.tolist(),
+            calls["xid"].astype("int64").tolist(),
+            strict=True,
+        )
+    )
+
+
+def started_in(tx: pd.DataFrame, start_ns: int, end_ns: int) -> pd.DataFrame:
+    """The calls (not replies without their call) that started in [start_ns, end_ns)."""
+    return tx[(tx["n_calls"] > 0) & tx["t_call_ns"].between(start_ns, end_ns - 1)]
+
+
+def interval_rows(
+    tx: pd.DataFrame,
+    start_ns: int,
+    end_ns: int,
+    verdict: Verdict | None,
+    counted: Container[CallKey] = (),
+) -> list[PairRow]:
+    """The pairs' rows for the calls that started in [start_ns, end_ns) and are
+    not in ``counted`` (calls of an earlier interval), the busiest pair first;
+    ``verdict`` is the window's (its pairs' causes)."""
+    calls = started_in(tx, start_ns, end_ns)
+    if calls.empty:
+        return []
+    calls = calls[[k not in counted for k in call_keys(calls)]]
+    by_pair: dict[tuple[str, str], PairVerdict] = {
+        (p.client, p.server): p for p in (verdict.pairs if verdict is not None else [])
+    }
+    rows = []
+    groups = calls.groupby([calls["client"].astype(str), calls["server"].astype(str)], sort=False)
+    for (client, server), g in groups:
+        writes = g[g["op"].astype(str) == "WRITE"]
+        lat = writes["latency_ns"].dropna().to_numpy(float)
+        p50, p99 = np.percentile(lat, [50, 99]) if len(lat) else (math.nan, math.nan)
+        pv = by_pair.get((client, server))
+        rows.append(
+            PairRow(
+                client=client,
+                server=server,
+                calls=len(g),
+                write_bytes=int(g["write_bytes"].sum()),
+                read_bytes=int(g["read_bytes"].sum()),
+                writes=len(writes),
+                write_p50_ns=float(p50),
+                write_p99_ns=float(p99),
+                resent=int((g["n_calls"] - 1).clip(lower=0).sum()),
+                verdict=pv.primary if pv is not None else "",
+                cause=cause_words(pv) if pv is not None else NO_WRITES,
+            )
+        )
+    rows.sort(key=lambda r: (-(r.write_bytes + r.read_bytes), -r.calls, r.client, r.server))
+    return rows
+
+
+def clock(ts_ns: int, fraction: bool = False) -> str:
+    """A capture time as HH:MM:SS (UTC), with milliseconds when asked."""
+    t = datetime.fromtimestamp(ts_ns / NS, UTC)
+    return t.strftime("%H:%M:%S.%f")[:12] if fraction else t.strftime("%H:%M:%S")
+
+
+def stamp(ts_ns: int) -> str:
+    """A capture time as an ISO date and time (UTC, milliseconds)."""
+    t = datetime.fromtimestamp(ts_ns / NS, UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23] + "Z"
+
+
+def _lat(ns: float) -> str:
+    return "-" if math.isnan(ns) else f"{ns / 1e6:.2f} ms"
+
+
+def row_text(start_ns: int, seconds: float, row: PairRow, fraction: bool = False) -> str:
+    """One plain line: the interval's start, the pair, its rates and the cause."""
+    mbit = 8 / seconds / 1e6
+    return (
+        f"{clock(start_ns, fraction)}  {row.client} → {row.server}  "
+        f"write {row.write_bytes * mbit:,.1f} Mbit/s  read {row.read_bytes * mbit:,.1f} Mbit/s  "
+        f"{row.calls / seconds:,.1f} ops/s  "
+        f"WRITE p50 {_lat(row.write_p50_ns)} p99 {_lat(row.write_p99_ns)}  "
+        f"re-sent {row.resent}  | {row.cause}"
+    )
+
+
+# ---- alerts -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str  # one of ALERT_KINDS
+    ts_ns: int  # capture time it is about (a call's start; a verdict's interval end)
+    client: str
+    server: str
+    frames: tuple[int, ...]  # frame numbers in the stream (from 1)
+    text: str
+    key: tuple[Any, ...] = field(default=(), compare=False)  # what makes it the same alert
+
+    def line(self) -> str:
+        frames = ", ".join(str(f) for f in self.frames) or "-"
+        return f"ALERT {self.kind} at {stamp(self.ts_ns)} (frames {frames}): {self.text}"
+
+
+def _frames(row: Any, to_stream: Callable[[int], int]) -> tuple[int, ...]:
+    out = []
+    for col in ("call_frame_first", "reply_frame"):
+        v = getattr(row, col)
+        if not pd.isna(v) and v > 0:
+            out.append(to_stream(int(v)))
+    return tuple(out)
+
+
+def call_alerts(
+    tx: pd.DataFrame,
+    now_ns: int,
+    stall_ns: int,
+    commit_ns: int,
+    to_stream: Callable[[int], int] = lambda f: f,
+) -> list[Alert]:
+    """The calls of a window that waited too long, as of now_ns: any call
+    without its reply for more than stall_ns (answered late or not yet), a
+    COMMIT that took more than commit_ns.  ``to_stream`` maps the window's
+    frame numbers to the stream's."""
+    calls = tx[tx["n_calls"] > 0]
+    if calls.empty:
+        return []
+    t_call = calls["t_call_ns"].to_numpy("int64", na_value=0)
+    answered = calls["n_replies"].to_numpy() > 0
+    latency = calls["latency_ns"].to_numpy(float, na_value=math.nan)
+    waited = np.where(answered, latency, now_ns - t_call)
+    commit = (calls["op"].astype(str) == "COMMIT").to_numpy()
+    stalled = waited > stall_ns
+    slow_commit = commit & (waited > commit_ns) & ~stalled
+    out = []
+    for i in np.flatnonzero(stalled | slow_commit):
+        row = calls.iloc[i]
+        kind = "stall" if stalled[i] else "commit"
+        how = (
+            f"answered after {waited[i] / 1e9:.3f} s"
+            if answered[i]
+            else f"no reply for {waited[i] / 1e9:.3f} s (yet)"
+        )
+        what = f"{row['op']} xid 0x{int(row['xid']):08x}"
+        out.append(
+            Alert(
+                kind=kind,
+                ts_ns=int(t_call[i]),
+                client=str(row["client"]),
+                server=str(row["server"]),
+                frames=_frames(row, to_stream),
+                text=f"{row['client']} → {row['server']}: {what} {how}",
+                key=(kind, str(row["client"]), row["client_port"], int(row["xid"]), int(t_call[i])),
+            )
+        )
+    return out
+
+
+# ---- the loop ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    interval_ns: int = 10 * NS
+    keep_ns: int = 300 * NS
+    keep_bytes: int = 256 * 1024 * 1024
+    stall_ns: int = 5 * NS
+    commit_ns: int = 1 * NS
+    alert_after: int = 3  # intervals in a row with a verdict other than none
+    evidence_dir: Path | None = Path("nfstrace-watch")  # None: no evidence written
+    on_alert: str | None = None  # a command, run with the evidence pcap's path
+
+    def lag(self) -> int:
+        """Intervals an interval's calls are given to be answered before its lines
+        are written: the stall threshold (a call waiting longer is a stall)."""
+        return max(1, -(-self.stall_ns // self.interval_ns))
+
+    def window_intervals(self) -> int:
+        """Intervals analysed at once: the one reported and those its calls are
+        given to be answered (so a stall is seen in a window whole)."""
+        return self.lag() + 1
+
+
+@dataclass
+class Totals:
+    """The whole run's counts (the summary)."""
+
+    frames: int = 0
+    bytes: int = 0
+    first_ns: int | None = None
+    last_ns: int | None = None
+    intervals: int = 0
+    calls: int = 0
+    write_bytes: int = 0
+    read_bytes: int = 0
+    resent: int = 0
+    alerts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ALERT_KINDS, 0))
+    evidence: list[str] = field(default_factory=list)
+    left_out: int = 0  # frames of a second link type, not in the windows' pcaps
+
+
+# What is done with an evidence pcap besides writing it: its HTML report (the
+# command line passes the report's writer: the reports are a stage above this one).
+Reporter = Callable[[Trace, Path], None]
+
+
+class Watcher:
+    """Records in (``feed``), lines and alerts out (``emit``, ``json_out``)."""
+
+    def __init__(
+        self,
+        options: WatchOptions,
+        config: AnalysisConfig,
+        emit: Callable[[str], None],
+        json_out: TextIO | None = None,
+        reporter: Reporter | None = None,
+        snaplen: Callable[[], int] = lambda: DEFAULT_SNAPLEN,
+    ) -> None:
+        self.o = options
+        self.config = config
+        self.emit = emit
+        self.json_out = json_out
+        self.reporter = reporter
+        self.snaplen = snaplen
+        self.ring = Ring(options.keep_ns, options.keep_bytes)
+        self.totals = Totals()
+        self.open: int | None = None  # the start of the interval being filled
+        self.reported: int | None = None  # the start of the next interval to report
+        self.alerted: dict[tuple[Any, ...], int] = {}  # alert key -> its call's time
+        self.counted: dict[CallKey, int] = {}  # calls in the lines -> their interval's end
+        self.streaks: dict[tuple[str, str], int] = {}  # pair -> intervals with a problem
+        self.children: list[subprocess.Popen[bytes]] = []
+        self.fraction = options.interval_ns % NS != 0
+        self._tmp = tempfile.TemporaryDirectory(prefix="nfstrace-watch-")
+        self.window_path = Path(self._tmp.name) / "window.pcap"
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+        for child in self.children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=10)
+
+    def feed(self, record: Record) -> None:
+        t = self.totals
+        t.frames += 1
+        t.bytes += len(record.data)
+        if t.first_ns is None:
+            t.first_ns = record.ts_ns
+        t.last_ns = record.ts_ns if t.last_ns is None else max(t.last_ns, record.ts_ns)
+        iv = self.o.interval_ns
+        if self.open is None:
+            self.open = self.reported = record.ts_ns // iv * iv
+        while record.ts_ns >= self.open + iv:  # the open interval (and any empty after it) end
+            self.open += iv
+            self._report(self.open)
+        self.ring.add(record)
+
+    def finish(self) -> None:
+        """End of input: the intervals not reported yet (the last one partial)."""
+        if self.open is None or self.totals.last_ns is None:
+            return
+        self._report(self.totals.last_ns + 1, final=True)
+
+    def _report(self, now_ns: int, final: bool = False) -> None:
+        """The window ending at now_ns analysed; the intervals before its last
+        (all of them at the end) reported; the alerts as of now_ns."""
+        assert self.reported is not None and self.open is not None
+        iv = self.o.interval_ns
+        # reported: each interval ended ``lag`` intervals ago (its calls had that
+        # long to be answered); at the end, every one
+        upto = now_ns if final else self.open - self.o.lag() * iv
+        w = self.o.window_intervals() - (1 if final else 0)
+        # (one interval before the first reported: a TCP stream picked up in the
+        # middle of a record is in step again by then)
+        start = min(self.reported - iv, self.open - w * iv)
+        records = self.ring.between(start, now_ns)
+        trace = self._analyse(records) if records else None
+        active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
+        while self.reported < upto:
+            active.append(self._interval(self.reported, trace))
+            self.reported += iv
+        if trace is None:
+            if active:  # (intervals without a call end every pair's run of verdicts)
+                self.streaks.clear()
+            return
+        tx = trace.transactions
+        frames = [r.frame for r in records]
+
+        def to_stream(local: int) -> int:
+            return frames[local - 1] if 0 < local <= len(frames) else -local
+
+        alerts = [
+            a
+            for a in call_alerts(tx, now_ns, self.o.stall_ns, self.o.commit_ns, to_stream)
+            if a.key not in self.alerted
+        ]
+        alerts += self._verdict_alerts(trace, active, now_ns, records)
+        for a in alerts:
+            self.alerted[a.key] = a.ts_ns
+        oldest = start - iv  # a call older than the window cannot be seen again
+        for k in [k for k, ts in self.alerted.items() if ts < oldest]:
+            del self.alerted[k]
+        if alerts:
+            self._alert(alerts, now_ns)
+
+    def _analyse(self, records: list[Record]) -> Trace:
+        self.totals.left_out += write_pcap(self.window_path, records, self.snaplen())
+        return load(str(self.window_path), self.config)
+
+    def _interval(self, start_ns: int, trace: Trace | None) -> set[tuple[str, str]]:
+        """The interval's lines written; returns the pairs that called in it."""
+        seconds = self.o.interval_ns / NS
+        end_ns = start_ns + self.o.interval_ns
+        rows = []
+        if trace is not None:
+            tx = trace.transactions
+            rows = interval_rows(tx, start_ns, end_ns, trace.diagnosis.verdict, self.counted)
+            self.counted.update(dict.fromkeys(call_keys(started_in(tx, start_ns, end_ns)), end_ns))
+        for k in [k for k, t in self.counted.items() if t < end_ns - self.o.keep_ns]:
+            del self.counted[k]
+        t = self.totals
+        t.intervals += 1
+        for r in rows:
+            t.calls += r.calls
+            t.write_bytes += r.write_bytes
+            t.read_bytes += r.read_bytes
+            t.resent += r.resent
+            self.emit(row_text(start_ns, seconds, r, self.fraction))
+        if not rows:
+            self.emit(f"{clock(start_ns, self.fraction)}  no RPC calls")
+        self._json_interval(start_ns, seconds, rows)
+        return {(r.client, r.server) for r in rows}
+
+    def _json_interval(self, start_ns: int, seconds: float, rows: list[PairRow]) -> None:
+        self._json(
+            {
+                "type": "interval",
+                "start": stamp(start_ns),
+                "start_ns": start_ns,
+                "seconds": seconds,
+                "pairs": [r.json(seconds) for r in rows],
+            }
+        )
+
+    def _verdict_alerts(
+        self, trace: Trace, active: list[set[tuple[str, str]]], now_ns: int, records: list[Record]
+    ) -> list[Alert]:
+        """A pair whose verdict is not none in alert_after intervals in a row in
+        which it called (an interval without its calls ends the run)."""
+        verdict = trace.diagnosis.verdict
+        pairs = {(p.client, p.server): p for p in (verdict.pairs if verdict else [])}
+        out = []
+        for called in active:
+            for pair in list(self.streaks):
+                if pair not in called:
+                    del self.streaks[pair]
+            for pair in called:
+                p = pairs.get(pair)
+                if p is None or p.primary == "none":
+                    self.streaks.pop(pair, None)
+                    continue
+                n = self.streaks[pair] = self.streaks.get(pair, 0) + 1
+                if n != self.o.alert_after:
+                    continue
+                out.append(
+                    Alert(
+                        kind="verdict",
+                        ts_ns=now_ns,
+                        client=p.client,
+                        server=p.server,
+                        frames=(records[0].frame, records[-1].frame),
+                        text=f"{p.client} → {p.server}: {cause_words(p)}, {n} intervals in a row",
+                        key=("verdict", p.client, p.server, now_ns),
+                    )
+                )
+        return out
+
+    def _alert(self, alerts: list[Alert], now_ns: int) -> None:
+        evidence = self._evidence(now_ns) if self.o.evidence_dir is not None else None
+        for a in alerts:
+            self.totals.alerts[a.kind] += 1
+            self.emit(a.line() + (f"; evidence {evidence}" if evidence else ""))
+            self._json(
+                {
+                    "type": "alert",
+                    "kind": a.kind,
+                    "time": stamp(a.ts_ns),
+                    "ts_ns": a.ts_ns,
+                    "client": a.client,
+                    "server": a.server,
+                    "frames": list(a.frames),
+                    "text": a.text,
+                    "evidence": str(evidence) if evidence else None,
+                }
+            )
+        if evidence is not None and self.o.on_alert:
+            cmd = [*shlex.split(self.o.on_alert), str(evidence)]
+            try:
+                self.children.append(subprocess.Popen(cmd))
+            except OSError as e:
+                self.emit(f"nfstrace: warning: --on-alert {cmd[0]}: {e.strerror or e}")
+
+    def _evidence(self, now_ns: int) -> Path:
+        """The ring up to now_ns as DIR/alert-TIME.pcap, its HTML report beside it."""
+        directory = self.o.evidence_dir
+        assert directory is not None
+        directory.mkdir(parents=True, exist_ok=True)
+        name = "alert-" + datetime.fromtimestamp(now_ns / NS, UTC).strftime("%Y%m%dT%H%M%S")
+        path = directory / f"{name}.pcap"
+        n = 1
+        while path.exists():
+            n += 1
+            path = directory / f"{name}-{n}.pcap"
+        write_pcap(path, self.ring.between(-1, now_ns), self.snaplen())
+        self.totals.evidence.append(str(path))
+        if self.reporter is not None:
+            self.reporter(load(str(path), self.config), path.with_name(path.name + ".report.html"))
+        return path
+
+    def _json(self, obj: dict[str, Any]) -> None:
+        if self.json_out is not None:
+            import json
+
+            self.json_out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            self.json_out.flush()
+
+    def summary(self) -> list[str]:
+        t = self.totals
+        span = (t.last_ns - t.first_ns) / NS if t.first_ns is not None and t.last_ns else 0.0
+        alerts = ", ".join(f"{k} {v}" for k, v in t.alerts.items())
+        lines = [
+            f"watched {t.frames:,} frames ({t.bytes:,} bytes) over {span:,.3f} s of capture time "
+            f"in {t.intervals:,} intervals: {t.calls:,} calls, WRITE {t.write_bytes:,} bytes, "
+            f"READ {t.read_bytes:,} bytes, {t.resent:,} re-sends",
+            f"alerts: {alerts}" + (f"; evidence: {', '.join(t.evidence)}" if t.evidence else ""),
+        ]
+        if t.left_out:
+            lines.append(f"{t.left_out:,} frames of a second link type were not analysed")
+        return lines
+
+    def json_summary(self) -> None:
+        t = self.totals
+        self._json(
+            {
+                "type": "summary",
+                "frames": t.frames,
+                "bytes": t.bytes,
+                "intervals": t.intervals,
+                "calls": t.calls,
+                "write_bytes": t.write_bytes,
+                "read_bytes": t.read_bytes,
+                "resent": t.resent,
+                "alerts": t.alerts,
+                "evidence": t.evidence,
+            }
+        )
+
+
+def records(frames: Iterator[tuple[int, int, Any, int, int]]) -> Iterator[Record]:
+    """The reader's frames as records (their bytes copied out of its buffer)."""
+    for n, (ts, linktype, data, wire, _) in enumerate(frames, 1):
+        yield Record(ts, n, linktype, bytes(data), wire)
