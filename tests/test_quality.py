@@ -285,3 +285,38 @@ def test_outstanding_through_gaps_matches_a_scan_of_every_call():
         end = start + rng.integers(-50, 500, n)
         want = [int(((start <= a) & (end >= b)).sum()) for a, b in zip(gs, ge, strict=True)]
         assert _outstanding_through(start, end, gs, ge).tolist() == want
+
+
+def _capture_section(page: str) -> str:
+    start = page.index('<section id="capture">')
+    return page[start : page.index("</section>", start)]
+
+
+def test_a_clean_capture_is_one_line_in_every_report() -> None:
+    """A capture that missed, cut and damaged nothing says so in one line in the
+    terminal, the HTML and the Markdown alike (before: the HTML listed four rows
+    of zeros: 0 frames cut, 0 dropped, 0 holes, 0 incomplete)."""
+    from nfstrace.analysis.quality import clean_capture_text
+    from nfstrace.reports.html import render_report
+    from nfstrace.reports.markdown import render_markdown
+
+    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap")
+    line = clean_capture_text(t.stats)
+    assert line is not None and line.startswith("nothing missed, cut or damaged: 761 TCP segments")
+    section = _capture_section(render_report(t, t.diagnosis))
+    assert line in section
+    assert "frames cut by the snaplen" not in section and "TCP holes" not in section
+    assert f"- {line}" in render_markdown(t)
+
+
+def test_a_lossy_capture_gives_every_count() -> None:
+    """Where something was re-sent or missing, the reports give the counts."""
+    from nfstrace.analysis.quality import clean_capture_text
+    from nfstrace.reports.html import render_report
+
+    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    assert clean_capture_text(t.stats) is None
+    section = _capture_section(render_report(t, t.diagnosis))
+    retx = t.stats.tcp["retransmitted"]
+    assert retx > 0 and f"{retx:,} retransmitted" in section
+    assert "frames cut by the snaplen" in section and "nothing missed" not in section

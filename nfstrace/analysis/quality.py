@@ -707,6 +707,40 @@ def assess_capture(
     )
 
 
+def damage_texts(stats: Any) -> list[str]:
+    """The damage the readers met (``ParseStats``): file bytes skipped, and each
+    anomaly counted, in words."""
+    skipped = sum(f.skipped_bytes for f in stats.files)
+    out = [f"{skipped:,} file bytes skipped as damaged"] if skipped else []
+    return out + [
+        f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(stats.anomalies.items()) if n
+    ]
+
+
+def clean_capture_text(stats: Any) -> str | None:
+    """A capture that missed, cut and damaged nothing (``ParseStats``: no
+    incomplete datagram, TCP re-send, segment out of order, hole or resync, no
+    message cut short or without its end, no frame cut by the snaplen or dropped
+    by the interface, no damage) in one line; None when one of those counts is
+    not 0 (the reports then give every count)."""
+    tcp = stats.tcp
+    wrong = (
+        stats.ip_datagrams_incomplete,
+        *(tcp.get(k, 0) for k in ("retransmitted", "out_of_order", "holes", "resyncs")),
+        stats.truncated_messages,
+        stats.incomplete_messages,
+        stats.truncated_frames,
+        stats.interface_drops,
+        len(damage_texts(stats)),
+    )
+    if any(wrong):
+        return None
+    segments = tcp.get("segments", 0)
+    seen = [f"{segments:,} TCP segments (none re-sent or missing)"] if segments else []
+    seen += [f"{stats.ip_fragments:,} IP fragments (all reassembled)"] if stats.ip_fragments else []
+    return f"nothing missed, cut or damaged: {', '.join([*seen, 'no interface drops'])}"
+
+
 def snaplen_needed(transactions: pd.DataFrame, stats: Any) -> int:
     """A snaplen that keeps what the analysis reads of the WRITEs seen (0: the
     capture cut no frame): the headers of the frames cut (their longest), the

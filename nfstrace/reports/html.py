@@ -51,6 +51,7 @@ from nfstrace.analysis.kernel_stats import KERNEL_COLUMNS, TRANSPORT_COLUMNS, mo
 from nfstrace.analysis.latency import LATENCY_COLUMNS
 from nfstrace.analysis.mounts import OPERATION_COLUMNS
 from nfstrace.analysis.overview import throughput_text, write_activity
+from nfstrace.analysis.quality import clean_capture_text, damage_texts
 from nfstrace.analysis.transport import EXPERT_COLUMNS
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.comparison import speed_words
@@ -345,6 +346,29 @@ def _when(ns: int) -> str:
     return pd.Timestamp(ns, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
+def _completeness(st: Any) -> list[tuple[str, str]]:
+    """What the capture missed, cut or damaged: every count, or one line for a
+    capture where each is 0 (analysis.quality.clean_capture_text)."""
+    clean = clean_capture_text(st)
+    if clean is not None:
+        return [("completeness", clean)]
+    tcp = st.tcp
+    damage = damage_texts(st)
+    return [
+        ("truncation", f"{st.truncated_frames:,} frames cut by the snaplen; "
+         f"{st.truncated_messages:,} RPC messages cut short, "
+         f"{st.incomplete_messages:,} without their end"),
+        ("drops", f"{st.interface_drops:,} frames dropped by the capturing interface; "
+         f"{tcp.get('holes', 0):,} TCP holes ({tcp.get('hole_bytes', 0):,} bytes never "
+         "captured)"),
+        ("TCP", f"{tcp.get('segments', 0):,} segments, {tcp.get('retransmitted', 0):,} "
+         f"retransmitted, {tcp.get('out_of_order', 0):,} out of order"),
+        ("IP fragments", f"{st.ip_fragments:,}: {st.ip_datagrams_reassembled:,} datagrams "
+         f"reassembled, {st.ip_datagrams_incomplete:,} incomplete"),
+        *([("damage", ", ".join(damage))] if damage else []),
+    ]  # fmt: skip
+
+
 def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
     ov, st = trace.overview, trace.stats
     files = []
@@ -357,7 +381,6 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
     if not files:
         files = [(p, "") for p in trace.paths]
     point = _attr(diagnosis, "quality", "capture_point")
-    tcp = st.tcp
     budget = _attr(diagnosis, "budget")
     activity = write_activity(budget.pairs if budget is not None else None)
     throughput = []
@@ -380,16 +403,7 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         ("transactions", ov.counts_text()),
         ("repeats", ov.repeats_text()),
         *throughput,
-        ("truncation", f"{st.truncated_frames:,} frames cut by the snaplen; "
-         f"{st.truncated_messages:,} RPC messages cut short, "
-         f"{st.incomplete_messages:,} without their end"),
-        ("drops", f"{st.interface_drops:,} frames dropped by the capturing interface; "
-         f"{tcp.get('holes', 0):,} TCP holes ({tcp.get('hole_bytes', 0):,} bytes never "
-         "captured)"),
-        ("TCP", f"{tcp.get('segments', 0):,} segments, {tcp.get('retransmitted', 0):,} "
-         f"retransmitted, {tcp.get('out_of_order', 0):,} out of order"),
-        ("IP fragments", f"{st.ip_fragments:,}: {st.ip_datagrams_reassembled:,} datagrams "
-         f"reassembled, {st.ip_datagrams_incomplete:,} incomplete"),
+        *_completeness(st),
         *(("warning", w) for w in st.warnings),
     ]  # fmt: skip
     return f'<section id="capture"><h2>Capture</h2>{_facts(facts)}</section>'

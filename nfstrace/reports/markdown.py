@@ -15,6 +15,7 @@ import pandas as pd
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.latency import by_time_spent, server_time_note
 from nfstrace.analysis.overview import throughput_text, write_activity
+from nfstrace.analysis.quality import clean_capture_text
 from nfstrace.reports.files import write_atomically
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
@@ -131,9 +132,13 @@ def render_markdown(trace: Trace) -> str:
         "### Capture",
         "",
         f"- {ov.counts_text()}; {ov.repeats_text()}",
-        f"- TCP segments {tcp.get('segments', 0):,}: {tcp.get('retransmitted', 0):,} "
-        f"retransmitted; frames cut by snaplen {st.truncated_frames:,}; dropped by the "
-        f"interface {st.interface_drops:,}",
+        "- "
+        + (
+            clean_capture_text(st)
+            or f"TCP segments {tcp.get('segments', 0):,}: {tcp.get('retransmitted', 0):,} "
+            f"retransmitted; frames cut by snaplen {st.truncated_frames:,}; dropped by the "
+            f"interface {st.interface_drops:,}"
+        ),
         *(f"- warning: {md(w)}" for w in st.warnings),
         "",
     ]

@@ -16,6 +16,7 @@ from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.diagnosis import Diagnosis
 from nfstrace.analysis.latency import by_time_spent, server_time_note
 from nfstrace.analysis.overview import Throughput, throughput_text, write_activity
+from nfstrace.analysis.quality import clean_capture_text, damage_texts
 from nfstrace.comparison import Comparison, speed_words
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol.link import LINKTYPE_NAMES
@@ -351,25 +352,12 @@ def render_capture(trace: Trace, console: Console) -> None:
         f"frames cut by snaplen {st.truncated_frames:,}{_cut_to(st)}; "
         f"dropped by the capturing interface {st.interface_drops:,}",
     ]
-    skipped = sum(f.skipped_bytes for f in st.files)
-    damage = [f"{skipped:,} file bytes skipped as damaged"] if skipped else []
-    damage += [f"{name.replace('_', ' ')} {n:,}" for name, n in sorted(st.anomalies.items()) if n]
+    damage = damage_texts(st)
     if damage:
         lines.append("damage: " + ", ".join(damage))
-    wrong = (
-        st.ip_datagrams_incomplete,
-        *(tcp.get(k, 0) for k in ("retransmitted", "out_of_order", "holes", "resyncs")),
-        st.truncated_messages,
-        st.incomplete_messages,
-        st.truncated_frames,
-        st.interface_drops,
-        len(damage),
-    )
-    if not any(wrong):  # a clean capture in one line (each count above is 0)
-        segments = tcp.get("segments", 0)
-        seen = [f"{segments:,} TCP segments (none re-sent or missing)"] if segments else []
-        seen += [f"{st.ip_fragments:,} IP fragments (all reassembled)"] if st.ip_fragments else []
-        lines = [f"nothing missed, cut or damaged: {', '.join([*seen, 'no interface drops'])}"]
+    clean = clean_capture_text(st)
+    if clean is not None:  # a clean capture in one line (each count above is 0)
+        lines = [clean]
     console.print("[bold]Capture[/bold]")
     for line in lines:
         console.print(Wrapped(escape(line)))
