@@ -20,7 +20,7 @@ import argparse
 import dataclasses
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,6 +193,18 @@ NFS4_SIZES = (
 )
 
 
+def _procedures(out: Out, version: int, names: Sequence[str]) -> None:
+    """NFSv<version>'s procedure numbers, NFS<version>_<NAME>, and their count."""
+    for proc, name in enumerate(names):
+        out.const(f"NFS{version}_{name}", "i64", proc)
+    out.const(
+        f"NFS{version}_PROCS",
+        "i64",
+        len(names),
+        f"nfs{version}.PROC_NAMES: the NFSv{version} procedures",
+    )
+
+
 def generate() -> str:
     out = Out()
 
@@ -321,11 +333,7 @@ def generate() -> str:
     )
 
     out.section("NFSv3 (protocol/nfs3.py, parsers/nfs3.py)")
-    for proc, name in enumerate(nfs3_protocol.PROC_NAMES):
-        out.const(f"NFS3_{name}", "i64", proc)
-    out.const(
-        "NFS3_PROCS", "i64", len(nfs3_protocol.PROC_NAMES), "nfs3.PROC_NAMES: the NFSv3 procedures"
-    )
+    _procedures(out, 3, nfs3_protocol.PROC_NAMES)
     out.predicate(
         "is_dirop",
         "proc_",
@@ -347,11 +355,7 @@ def generate() -> str:
     out.const("MAX_NAME", "u64", nfs3.MAX_NAME)
 
     out.section("NFSv2 (protocol/nfs2.py, parsers/nfs2.py)")
-    for proc, name in enumerate(nfs2_protocol.PROC_NAMES):
-        out.const(f"NFS2_{name}", "i64", proc)
-    out.const(
-        "NFS2_PROCS", "i64", len(nfs2_protocol.PROC_NAMES), "nfs2.PROC_NAMES: the NFSv2 procedures"
-    )
+    _procedures(out, 2, nfs2_protocol.PROC_NAMES)
     out.predicate(
         "is_nfs2_dirop",
         "proc_",
