@@ -42,6 +42,11 @@ impl<K: Hash + Eq + Clone> Interner<K> {
         self.map.insert(k.clone(), i);
         i
     }
+    /// The id of a value already seen.
+    #[inline]
+    pub fn get(&self, k: &K) -> Option<u32> {
+        self.map.get(k).copied()
+    }
 }
 
 impl Interner<Vec<u8>> {
@@ -179,7 +184,10 @@ pub struct MsgStats {
     pub replies_without_call_info: i64,
 }
 
-type CallKey = (Addr, Addr, u32);
+/// (client, server, xid) of a call, the addresses as their ids in
+/// `Collector::addrs` (12 bytes, not 40: the calls map of a million-packet
+/// capture holds hundreds of thousands of them)
+type CallKey = (u32, u32, u32);
 /// (client, client port, server, server port) of a call
 type FlowKey = (Addr, i32, Addr, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
@@ -198,7 +206,8 @@ pub(crate) struct Calls {
 
 impl Calls {
     fn insert(&mut self, key: CallKey, info: CallInfo) {
-        if !self.map.contains_key(&key) && self.map.len() >= self.max {
+        // (the bound first: the lookup only when the map is full)
+        if self.map.len() >= self.max && !self.map.contains_key(&key) {
             while let Some((k, s)) = self.order.pop_front() {
                 if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
                     if let Some((_, _, answered)) = self.map.remove(&k) {
@@ -288,6 +297,15 @@ impl Collector {
         }
     }
 
+    /// Is a call from `client` to `server` with this xid remembered?
+    #[inline]
+    pub(crate) fn has_call(&self, client: Addr, server: Addr, xid: u32) -> bool {
+        match (self.addrs.get(&client), self.addrs.get(&server)) {
+            (Some(c), Some(s)) => self.calls.map.contains_key(&(c, s, xid)),
+            _ => false, // an address never seen: no call of it either
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn push_event(
         &mut self,
@@ -345,7 +363,7 @@ impl Collector {
             // else a call (its program unknown) on a flow that carried calls.
             if (4..8).contains(&head.len()) {
                 let xid = rpc::be32(head, 0);
-                if self.calls.map.contains_key(&(dst, src, xid)) {
+                if self.has_call(dst, src, xid) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
                 if self.flows.contains_key(&(src, sport, dst, dport)) {
@@ -373,13 +391,17 @@ impl Collector {
             }
         };
         let xid = hdr.xid;
+        // (interned here, before the calls keyed by them: the ids are those
+        // the row takes, in the same order)
+        let s_id = self.addrs.id(&src);
+        let d_id = self.addrs.id(&dst);
         if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
             self.auth_too_long += 1;
         }
         let fields = if hdr.is_call {
             st.calls += 1;
             let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
-            self.calls.insert((src, dst, xid), info);
+            self.calls.insert((s_id, d_id, xid), info);
             let flow = (src, sport, dst, dport);
             if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
                 self.flows.clear();
@@ -393,7 +415,7 @@ impl Collector {
                     if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
                         self.portmap_asks.clear();
                     }
-                    self.portmap_asks.insert((src, dst, xid), asks);
+                    self.portmap_asks.insert((s_id, d_id, xid), asks);
                 }
             }
             decoders::decode(
@@ -408,14 +430,17 @@ impl Collector {
             )
         } else {
             st.replies += 1;
-            match self.calls.answer(&(dst, src, xid)) {
+            match self.calls.answer(&(d_id, s_id, xid)) {
                 Some((prog, vers, proc_, gss_service, gss_proc)) => {
                     hdr.prog = prog;
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
                     if prog == portmap::PORTMAP_PROGRAM {
                         // the ports it announces become RPC ports (collector.Collector._portmap_reply)
-                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
+                        let asked = self
+                            .portmap_asks
+                            .remove(&(d_id, s_id, xid))
+                            .unwrap_or(false);
                         if hdr.accept_stat == 0 {
                             for port in
                                 portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
@@ -462,8 +487,6 @@ impl Collector {
             st.incomplete_messages += 1;
         }
         st.messages += 1;
-        let s_id = self.addrs.id(&src);
-        let d_id = self.addrs.id(&dst);
         let machine = self.machines.bytes(hdr.machine);
         let ops = if fields.ops.is_empty() {
             0
@@ -584,6 +607,6 @@ impl Sink for Collector {
         );
     }
     fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
-        self.calls.map.contains_key(&(hs.dst, hs.src, xid))
+        self.has_call(hs.dst, hs.src, xid)
     }
 }
