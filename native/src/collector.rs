@@ -188,6 +188,60 @@ pub struct MsgStats {
 /// `Collector::addrs` (12 bytes, not 40: the calls map of a million-packet
 /// capture holds hundreds of thousands of them)
 type CallKey = (u32, u32, u32);
+
+/// Hashes a CallKey so that a client's consecutive xids fall in neighbouring
+/// buckets: a client numbers its calls in sequence, so the calls map's inserts
+/// touch a few cache lines, not one random line per call (hundreds of
+/// thousands of calls outgrow the caches; the random inserts were a tenth of
+/// the parse).  The rest of the key (and the xid's upper bits) is hashed with
+/// ahash's per-process seed; the low xid bits also vary the 7-bit tag
+/// hashbrown compares first.
+#[derive(Clone, Default)]
+pub(crate) struct CallHash(ahash::RandomState);
+
+/// xids per run of neighbouring buckets
+const XID_RUN_BITS: u32 = 4;
+
+impl std::hash::BuildHasher for CallHash {
+    type Hasher = CallHasher;
+    fn build_hasher(&self) -> CallHasher {
+        CallHasher {
+            inner: self.0.build_hasher(),
+            words: 0,
+            low: 0,
+        }
+    }
+}
+
+pub(crate) struct CallHasher {
+    inner: ahash::AHasher,
+    words: u32,
+    low: u64,
+}
+
+impl std::hash::Hasher for CallHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.inner.write(bytes);
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        // the tuple's third u32 is the xid
+        self.words += 1;
+        if self.words == 3 {
+            self.low = u64::from(v & ((1 << XID_RUN_BITS) - 1));
+            self.inner.write_u32(v >> XID_RUN_BITS);
+        } else {
+            self.inner.write_u32(v);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        let run = (1u64 << XID_RUN_BITS) - 1;
+        let h = self.inner.finish();
+        // bucket: the run's start plus the low xid bits; tag (top 7 bits): mixed with them
+        ((h & !run) | self.low) ^ (self.low.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (0x7F << 57))
+    }
+}
 /// (client, client port, server, server port) of a call
 type FlowKey = (Addr, i32, Addr, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
@@ -196,7 +250,7 @@ type CallInfo = (i64, i64, i64, i64, i64);
 /// Calls remembered to name replies, oldest forgotten first past a bound
 /// (a Python dict re-inserted on use); each with whether a reply came.
 pub(crate) struct Calls {
-    pub(crate) map: HashMap<CallKey, (CallInfo, u64, bool)>,
+    pub(crate) map: std::collections::HashMap<CallKey, (CallInfo, u64, bool), CallHash>,
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
@@ -276,7 +330,7 @@ impl Collector {
             events_dropped: 0,
             auth_too_long: 0,
             calls: Calls {
-                map: HashMap::default(),
+                map: std::collections::HashMap::default(),
                 order: VecDeque::new(),
                 stamp: 0,
                 max: max_calls.max(1),
