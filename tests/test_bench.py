@@ -3,6 +3,7 @@ metadata-heavy input it generates checked against tshark."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -106,6 +107,38 @@ def test_metadata_capture_is_many_distinct_small_transactions(tmp_path):
     assert len({src for src, _, _ in calls}) == min(copies, bench.METADATA_CLIENTS)
     assert len({(src, xid) for src, _, xid in calls}) == len(calls)  # no xid twice on a client
     # the checksums were adjusted, not broken
+    bad = subprocess.run(
+        [tshark(), "-n", "-r", str(out), "-o", "tcp.check_checksum:TRUE"]
+        + ["-o", "ip.check_checksum:TRUE", "-Y", "tcp.checksum.status==0 || ip.checksum.status==0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert bad == ""
+
+
+def test_write_input_is_copies_from_distinct_clients(tmp_path):
+    """bench/parse_speed.py's write input: the 1 MiB-write sample copied from
+    clients of their own, one after the other; tshark sees each copy's calls
+    and replies, every copy from its own address, checksums intact."""
+    spec = importlib.util.spec_from_file_location("parse_speed", ROOT / "bench" / "parse_speed.py")
+    assert spec and spec.loader
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    out = tmp_path / "writes.pcap"
+    frames = speed.make_write_input(speed.WRITE_SOURCE, out, 3)
+    tcp_frames = len(fields(str(speed.WRITE_SOURCE), ["ip.src"], "tcp"))
+    assert frames == len(fields(str(out), ["ip.src"], "tcp")) == 3 * tcp_frames
+    times = [float(t) for (t,) in fields(str(out), ["frame.time_epoch"], "frame")]
+    assert len(times) == frames and times == sorted(times)  # each copy after the previous
+    source = fields(str(speed.WRITE_SOURCE), ["ip.src", "rpc.xid", "rpc.msgtyp"])
+    copied = fields(str(out), ["ip.src", "rpc.xid", "rpc.msgtyp"])
+    calls = [(src, xid) for src, xid, kind in copied if kind == "0"]
+    source_calls = [row for row in source if row[2] == "0"]
+    assert len(source_calls) > 0 and len(calls) == 3 * len(source_calls)
+    assert sum(1 for row in copied if row[2] == "1") == 3 * sum(1 for r in source if r[2] == "1")
+    clients = {src for src, _ in calls}
+    assert len(clients) == 3 and all(c.startswith("10.1.0.") for c in clients)
     bad = subprocess.run(
         [tshark(), "-n", "-r", str(out), "-o", "tcp.check_checksum:TRUE"]
         + ["-o", "ip.check_checksum:TRUE", "-Y", "tcp.checksum.status==0 || ip.checksum.status==0"],

@@ -376,6 +376,39 @@ def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: in
     assert dup(a[1]) == ([9004, 9005, 9006] if spacing_ns == 100 else [9006])
 
 
+def test_copies_of_frames_of_many_lengths_parse_alike(tmp_path: Path) -> None:
+    """The Rust parser keeps its copies of recent frames in buffers reused from
+    the generation it dropped: frames of many lengths, over more generations than
+    one, then copies of some of them; both parsers skip the same copies (a
+    reused buffer that kept its old bytes would miss them)."""
+    cap = make_crafted.Capture()
+    originals = []
+    for i in range(9000):
+        body = bytes([i % 251]) * (40 + (i * 37) % 1400)
+        data = bytearray(
+            bytes(
+                make_crafted.eth(
+                    make_crafted.udp_pkt(make_crafted.CLIENT, make_crafted.SERVER, 999, 998, body)
+                )
+            )
+        )
+        data[18:20] = (i & 0xFFFF).to_bytes(2, "big")
+        data[-4:] = i.to_bytes(4, "big")
+        originals.append(bytes(data))
+        cap.frames.append((make_crafted.BASE_NS + i * 100, bytes(data), len(data)))
+    end = make_crafted.BASE_NS + 9000 * 100
+    for k, i in enumerate((0, 4096, 5000, 7000, 8191, 8192, 8999)):
+        cap.frames.append((end + k, originals[i], len(originals[i])))
+    path = cap.write(tmp_path / "lengths.pcap", nano=True)
+    a, b = frame_loop.parse([str(path)]), native.parse([str(path)])
+    dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
+    assert dup(a[1]) == dup(b[1])
+    assert a[2].duplicate_frames == b[2].duplicate_frames
+    # generations turn at 4,096 frames: the first (originals 0-4095) is dropped
+    # when the third begins, so every copy but the first is one
+    assert dup(a[1]) == [9002, 9003, 9004, 9005, 9006, 9007]
+
+
 def test_extension_knows_every_event_kind_and_anomaly() -> None:
     """Built from the tables generated from Python (native/src/tables.rs): a
     stale build would name events or anomalies otherwise."""

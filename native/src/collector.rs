@@ -42,6 +42,11 @@ impl<K: Hash + Eq + Clone> Interner<K> {
         self.map.insert(k.clone(), i);
         i
     }
+    /// The id of a value already seen.
+    #[inline]
+    pub fn get(&self, k: &K) -> Option<u32> {
+        self.map.get(k).copied()
+    }
 }
 
 impl Interner<Vec<u8>> {
@@ -179,7 +184,64 @@ pub struct MsgStats {
     pub replies_without_call_info: i64,
 }
 
-type CallKey = (Addr, Addr, u32);
+/// (client, server, xid) of a call, the addresses as their ids in
+/// `Collector::addrs` (12 bytes, not 40: the calls map of a million-packet
+/// capture holds hundreds of thousands of them)
+type CallKey = (u32, u32, u32);
+
+/// Hashes a CallKey so that a client's consecutive xids fall in neighbouring
+/// buckets: a client numbers its calls in sequence, so the calls map's inserts
+/// touch a few cache lines, not one random line per call (hundreds of
+/// thousands of calls outgrow the caches; the random inserts were a tenth of
+/// the parse).  The rest of the key (and the xid's upper bits) is hashed with
+/// ahash's per-process seed; the low xid bits also vary the 7-bit tag
+/// hashbrown compares first.
+#[derive(Clone, Default)]
+pub(crate) struct CallHash(ahash::RandomState);
+
+/// xids per run of neighbouring buckets
+const XID_RUN_BITS: u32 = 4;
+
+impl std::hash::BuildHasher for CallHash {
+    type Hasher = CallHasher;
+    fn build_hasher(&self) -> CallHasher {
+        CallHasher {
+            inner: self.0.build_hasher(),
+            words: 0,
+            low: 0,
+        }
+    }
+}
+
+pub(crate) struct CallHasher {
+    inner: ahash::AHasher,
+    words: u32,
+    low: u64,
+}
+
+impl std::hash::Hasher for CallHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.inner.write(bytes);
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        // the tuple's third u32 is the xid
+        self.words += 1;
+        if self.words == 3 {
+            self.low = u64::from(v & ((1 << XID_RUN_BITS) - 1));
+            self.inner.write_u32(v >> XID_RUN_BITS);
+        } else {
+            self.inner.write_u32(v);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        let run = (1u64 << XID_RUN_BITS) - 1;
+        let h = self.inner.finish();
+        // bucket: the run's start plus the low xid bits; tag (top 7 bits): mixed with them
+        ((h & !run) | self.low) ^ (self.low.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (0x7F << 57))
+    }
+}
 /// (client, client port, server, server port) of a call
 type FlowKey = (Addr, i32, Addr, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
@@ -188,7 +250,7 @@ type CallInfo = (i64, i64, i64, i64, i64);
 /// Calls remembered to name replies, oldest forgotten first past a bound
 /// (a Python dict re-inserted on use); each with whether a reply came.
 pub(crate) struct Calls {
-    pub(crate) map: HashMap<CallKey, (CallInfo, u64, bool)>,
+    pub(crate) map: std::collections::HashMap<CallKey, (CallInfo, u64, bool), CallHash>,
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
@@ -198,7 +260,8 @@ pub(crate) struct Calls {
 
 impl Calls {
     fn insert(&mut self, key: CallKey, info: CallInfo) {
-        if !self.map.contains_key(&key) && self.map.len() >= self.max {
+        // (the bound first: the lookup only when the map is full)
+        if self.map.len() >= self.max && !self.map.contains_key(&key) {
             while let Some((k, s)) = self.order.pop_front() {
                 if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
                     if let Some((_, _, answered)) = self.map.remove(&k) {
@@ -267,7 +330,7 @@ impl Collector {
             events_dropped: 0,
             auth_too_long: 0,
             calls: Calls {
-                map: HashMap::default(),
+                map: std::collections::HashMap::default(),
                 order: VecDeque::new(),
                 stamp: 0,
                 max: max_calls.max(1),
@@ -285,6 +348,15 @@ impl Collector {
             sessions: Interner::new(Vec::new()),
             op_lists: Interner::new(Vec::new()),
             status_lists: Interner::new(Vec::new()),
+        }
+    }
+
+    /// Is a call from `client` to `server` with this xid remembered?
+    #[inline]
+    pub(crate) fn has_call(&self, client: Addr, server: Addr, xid: u32) -> bool {
+        match (self.addrs.get(&client), self.addrs.get(&server)) {
+            (Some(c), Some(s)) => self.calls.map.contains_key(&(c, s, xid)),
+            _ => false, // an address never seen: no call of it either
         }
     }
 
@@ -345,7 +417,7 @@ impl Collector {
             // else a call (its program unknown) on a flow that carried calls.
             if (4..8).contains(&head.len()) {
                 let xid = rpc::be32(head, 0);
-                if self.calls.map.contains_key(&(dst, src, xid)) {
+                if self.has_call(dst, src, xid) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
                 if self.flows.contains_key(&(src, sport, dst, dport)) {
@@ -373,13 +445,17 @@ impl Collector {
             }
         };
         let xid = hdr.xid;
+        // (interned here, before the calls keyed by them: the ids are those
+        // the row takes, in the same order)
+        let s_id = self.addrs.id(&src);
+        let d_id = self.addrs.id(&dst);
         if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
             self.auth_too_long += 1;
         }
         let fields = if hdr.is_call {
             st.calls += 1;
             let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
-            self.calls.insert((src, dst, xid), info);
+            self.calls.insert((s_id, d_id, xid), info);
             let flow = (src, sport, dst, dport);
             if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
                 self.flows.clear();
@@ -393,7 +469,7 @@ impl Collector {
                     if self.portmap_asks.len() >= MAX_PORTMAP_ASKS {
                         self.portmap_asks.clear();
                     }
-                    self.portmap_asks.insert((src, dst, xid), asks);
+                    self.portmap_asks.insert((s_id, d_id, xid), asks);
                 }
             }
             decoders::decode(
@@ -408,14 +484,17 @@ impl Collector {
             )
         } else {
             st.replies += 1;
-            match self.calls.answer(&(dst, src, xid)) {
+            match self.calls.answer(&(d_id, s_id, xid)) {
                 Some((prog, vers, proc_, gss_service, gss_proc)) => {
                     hdr.prog = prog;
                     hdr.vers = vers;
                     hdr.proc_ = proc_;
                     if prog == portmap::PORTMAP_PROGRAM {
                         // the ports it announces become RPC ports (collector.Collector._portmap_reply)
-                        let asked = self.portmap_asks.remove(&(dst, src, xid)).unwrap_or(false);
+                        let asked = self
+                            .portmap_asks
+                            .remove(&(d_id, s_id, xid))
+                            .unwrap_or(false);
                         if hdr.accept_stat == 0 {
                             for port in
                                 portmap::learnt_ports(vers, proc_, head, hdr.body_offset, asked)
@@ -462,8 +541,6 @@ impl Collector {
             st.incomplete_messages += 1;
         }
         st.messages += 1;
-        let s_id = self.addrs.id(&src);
-        let d_id = self.addrs.id(&dst);
         let machine = self.machines.bytes(hdr.machine);
         let ops = if fields.ops.is_empty() {
             0
@@ -584,6 +661,6 @@ impl Sink for Collector {
         );
     }
     fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
-        self.calls.map.contains_key(&(hs.dst, hs.src, xid))
+        self.has_call(hs.dst, hs.src, xid)
     }
 }

@@ -110,6 +110,10 @@ pub struct Dissector {
     recent: HashMap<u64, (i64, Vec<u8>)>,
     older: HashMap<u64, (i64, Vec<u8>)>,
     since: Option<i64>,
+    /// the buffers of a dropped generation, reused for the next frames' copies
+    /// (a copy per frame, no allocation per frame: at most the MAX_RECENT_FRAMES
+    /// a generation holds)
+    spare: Vec<Vec<u8>>,
 }
 
 impl Dissector {
@@ -155,6 +159,7 @@ impl Dissector {
             recent: HashMap::default(),
             older: HashMap::default(),
             since: None,
+            spare: Vec::new(),
         }
     }
 
@@ -199,7 +204,7 @@ impl Dissector {
         }
         if self.since.is_none_or(|t| ts - t > window) || self.recent.len() >= MAX_RECENT_FRAMES {
             std::mem::swap(&mut self.recent, &mut self.older);
-            self.recent.clear();
+            self.spare.extend(self.recent.drain().map(|(_, (_, d))| d));
             self.since = Some(ts);
         }
         match self.recent.get_mut(&fp) {
@@ -209,7 +214,10 @@ impl Dissector {
                 e.1.extend_from_slice(data);
             }
             None => {
-                self.recent.insert(fp, (ts, data.to_vec()));
+                let mut d = self.spare.pop().unwrap_or_default();
+                d.clear();
+                d.extend_from_slice(data);
+                self.recent.insert(fp, (ts, d));
             }
         }
         if mine {
@@ -609,11 +617,10 @@ impl Dissector {
             if !rpc::plausible_reply(body, 0) {
                 return;
             }
-            if !self.reasm.pending_is_empty() && !self.col.calls.map.contains_key(&(dst, src, xid))
-            {
+            if !self.reasm.pending_is_empty() && !self.col.has_call(dst, src, xid) {
                 self.call_in_fragments(src, dst, sport, dport, xid);
             }
-            if !self.col.calls.map.contains_key(&(dst, src, xid))
+            if !self.col.has_call(dst, src, xid)
                 && !well_known(sport)
                 && !self.col.rpc_ports.contains(&(src, sport))
             {
