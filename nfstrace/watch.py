@@ -15,7 +15,9 @@ answered (its bytes count then), so the WRITE bytes summed over the intervals
 are the WRITE bytes ``analyze`` counts, but for a call answered more than an
 interval later (an alert says so).  The window analysed is that interval and
 the next (more when a threshold is longer than an interval, so a stall is seen
-whole); the verdict of a line is the window's.
+whole); the verdict of a line is the window's.  On a live input without
+packets, ``tick`` closes intervals by a clock (``nfstrace.live`` says the
+time): as a packet stamped then would have.
 """
 
 from __future__ import annotations
@@ -374,6 +376,7 @@ class Totals:
     alerts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ALERT_KINDS, 0))
     evidence: list[str] = field(default_factory=list)
     left_out: int = 0  # frames of a second link type, not in the windows' pcaps
+    late: int = 0  # frames that came after the clock had closed their interval
 
 
 # What is done with an evidence pcap besides writing it: its HTML report (the
@@ -406,6 +409,8 @@ class Watcher:
         self.alerted: dict[tuple[Any, ...], int] = {}  # alert key -> its call's time
         self.counted: dict[CallKey, int] = {}  # calls in the lines -> their interval's end
         self.streaks: dict[tuple[str, str], int] = {}  # pair -> intervals with a problem
+        self.ticked_ns = 0  # the last interval end the clock closed (not a packet)
+        self.clock_ns = 0  # the clock's last time
         self.children: list[subprocess.Popen[bytes]] = []
         self.fraction = options.interval_ns % NS != 0
         self._tmp = tempfile.TemporaryDirectory(prefix="nfstrace-watch-")
@@ -421,22 +426,42 @@ class Watcher:
         t = self.totals
         t.frames += 1
         t.bytes += len(record.data)
-        if t.first_ns is None:
+        if t.first_ns is None or self.open is None:
             t.first_ns = record.ts_ns
         t.last_ns = record.ts_ns if t.last_ns is None else max(t.last_ns, record.ts_ns)
+        if self.open is not None and record.ts_ns < self.ticked_ns:
+            t.late += 1  # its interval was closed by the clock before it came
+        self._advance(record.ts_ns)
+        self.ring.add(record)
+
+    def tick(self, now_ns: int) -> None:
+        """The clock (a live input without packets): every interval ended by
+        now_ns is closed as a packet stamped now_ns would close it."""
+        if self.open is None:  # (the first interval starts with the clock, then)
+            self.totals.first_ns = now_ns
+        self.clock_ns = max(self.clock_ns, now_ns)
+        closed = self._advance(now_ns)
+        if closed:
+            self.ticked_ns = max(self.ticked_ns, closed)
+
+    def _advance(self, ts_ns: int) -> int | None:
+        """The intervals ended by ts_ns closed (reported); returns the last end."""
         iv = self.o.interval_ns
         if self.open is None:
-            self.open = self.reported = record.ts_ns // iv * iv
-        while record.ts_ns >= self.open + iv:  # the open interval (and any empty after it) end
+            self.open = self.reported = ts_ns // iv * iv
+        closed = None
+        while ts_ns >= self.open + iv:  # the open interval (and any empty after it) end
             self.open += iv
             self._report(self.open)
-        self.ring.add(record)
+            closed = self.open
+        return closed
 
     def finish(self) -> None:
         """End of input: the intervals not reported yet (the last one partial)."""
-        if self.open is None or self.totals.last_ns is None:
+        if self.open is None:
             return
-        self._report(self.totals.last_ns + 1, final=True)
+        last = self.totals.last_ns
+        self._report(max(self.clock_ns, last + 1 if last is not None else 0), final=True)
 
     def _report(self, now_ns: int, final: bool = False) -> None:
         """The window ending at now_ns analysed; the intervals before its last
@@ -613,6 +638,11 @@ class Watcher:
         ]
         if t.left_out:
             lines.append(f"{t.left_out:,} frames of a second link type were not analysed")
+        if t.late:
+            lines.append(
+                f"{t.late:,} frames came after the clock had closed their interval "
+                "(their calls are not in the lines)"
+            )
         return lines
 
     def json_summary(self) -> None:
