@@ -956,6 +956,15 @@ def watch(
             help="Alert on a verdict other than none in N windows in a row.",
         ),
     ] = 3,
+    resend_alert: Annotated[
+        float | None,
+        typer.Option(
+            "--resend-alert",
+            metavar="PCT",
+            help="Alert on a pair whose re-sends in an interval are over PCT % of what it "
+            "sent: RPC calls re-sent, or TCP segments re-sent.",
+        ),
+    ] = None,
     evidence_dir: Annotated[
         Path,
         typer.Option(
@@ -1006,7 +1015,8 @@ def watch(
     options = {
         "interval": interval, "keep": keep, "keep_bytes": keep_bytes, "stall": stall,
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
-        "on_alert": on_alert, "interface": interface, "filter": bpf, "snaplen": snaplen,
+        "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
+        "filter": bpf, "snaplen": snaplen,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1051,6 +1061,8 @@ def _watch(
         raise UsageError(f"--keep-bytes: {e}") from None
     if options["alert_after"] < 1:
         raise UsageError(f"--alert-after {options['alert_after']}: give 1 or more")
+    if options["resend_pct"] is not None and not 0 <= options["resend_pct"] < 100:
+        raise UsageError(f"--resend-alert {options['resend_pct']:g}: give a % from 0 to 100")
     wo = WatchOptions(
         interval_ns=_duration_ns("--interval", options["interval"]),
         keep_ns=_duration_ns("--keep", options["keep"]),
@@ -1058,6 +1070,7 @@ def _watch(
         stall_ns=_duration_ns("--stall-threshold", options["stall"]),
         commit_ns=_duration_ns("--commit-threshold", options["commit"]),
         alert_after=options["alert_after"],
+        resend_pct=options["resend_pct"],
         evidence_dir=options["evidence_dir"],
         on_alert=options["on_alert"],
     )

@@ -40,13 +40,14 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.verdict import PairVerdict, Verdict, cause_words
+from nfstrace.text import count
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 NS = 1_000_000_000
 PCAP_NS_MAGIC = 0xA1B23C4D  # a pcap whose fractions of a second are nanoseconds
 PCAP_RECORD_HEADER = 16
 DEFAULT_SNAPLEN = 262_144
-ALERT_KINDS = ("stall", "commit", "verdict")
+ALERT_KINDS = ("stall", "commit", "verdict", "resend")
 # Records this much older than a window's start are not looked for behind it
 # (a capture is in time order but for reordering of a few microseconds).
 REORDER_NS = NS
@@ -335,6 +336,71 @@ def call_alerts(
     return out
 
 
+def resend_alerts(
+    trace: Trace,
+    start_ns: int,
+    end_ns: int,
+    pct: float,
+    to_stream: Callable[[int], int] = lambda f: f,
+) -> list[Alert]:
+    """The pairs whose re-sends in [start_ns, end_ns) were more than pct % of
+    what they sent: RPC re-sends of the sends of the calls that started in it,
+    or TCP segments re-sent (the ``tcp_retransmission`` events) of the segments
+    carrying the pair's messages (both ways) that started in it."""
+    tx = started_in(trace.transactions, start_ns, end_ns)
+    counts: dict[tuple[str, str], list[int]] = {}  # pair -> [sends, re-sends, segs, re-sent]
+    first: dict[tuple[str, str], list[int]] = {}  # pair -> frames of its re-sends (a few)
+    for (client, server), g in tx.groupby(
+        [tx["client"].astype(str), tx["server"].astype(str)], sort=False
+    ):
+        c = counts.setdefault((client, server), [0, 0, 0, 0])
+        c[0] += int(g["n_calls"].sum())
+        c[1] += int((g["n_calls"] - 1).clip(lower=0).sum())
+        again = g[g["n_calls"] > 1]["call_frame_first"].dropna()
+        first.setdefault((client, server), []).extend(int(f) for f in again[:5])
+    hosts = {frozenset(pair): pair for pair in counts}
+    m = trace.messages
+    m = m[(m["ts_first_ns"] >= start_ns) & (m["ts_first_ns"] < end_ns)]
+    for (a, b), n in (
+        m.groupby([m["src"].astype(str), m["dst"].astype(str)], sort=False)["frames"].sum().items()
+    ):
+        pair = hosts.get(frozenset((a, b)))
+        if pair is not None:
+            counts[pair][2] += int(n)
+    ev = trace.events
+    ev = ev[
+        (ev["kind"].astype(str) == "tcp_retransmission")
+        & (ev["ts_ns"] >= start_ns)
+        & (ev["ts_ns"] < end_ns)
+    ]
+    for a, b, frame in zip(ev["src"].astype(str), ev["dst"].astype(str), ev["frame"], strict=True):
+        pair = hosts.get(frozenset((a, b)))
+        if pair is not None:
+            counts[pair][3] += 1
+            if len(first[pair]) < 10:
+                first[pair].append(int(frame))
+    out = []
+    for (client, server), (sends, resent, segs, retx) in counts.items():
+        said = []
+        if sends and resent * 100 > pct * sends:
+            said.append(f"{count(resent, 'RPC re-send')} of {sends:,} sends ({resent / sends:.1%})")
+        if segs and retx * 100 > pct * segs:
+            said.append(f"{count(retx, 'TCP segment')} re-sent of {segs:,} ({retx / segs:.1%})")
+        if said:
+            out.append(
+                Alert(
+                    kind="resend",
+                    ts_ns=start_ns,
+                    client=client,
+                    server=server,
+                    frames=tuple(to_stream(f) for f in sorted(first[(client, server)])[:10]),
+                    text=f"{client} → {server}: {', '.join(said)} in the interval (over {pct:g}%)",
+                    key=("resend", client, server, start_ns),
+                )
+            )
+    return out
+
+
 # ---- the loop ---------------------------------------------------------------------------
 
 
@@ -346,6 +412,7 @@ class WatchOptions:
     stall_ns: int = 5 * NS
     commit_ns: int = 1 * NS
     alert_after: int = 3  # intervals in a row with a verdict other than none
+    resend_pct: float | None = None  # alert on re-sends over this % of an interval's sends
     evidence_dir: Path | None = Path("nfstrace-watch")  # None: no evidence written
     on_alert: str | None = None  # a command, run with the evidence pcap's path
 
@@ -478,8 +545,10 @@ class Watcher:
         records = self.ring.between(start, now_ns)
         trace = self._analyse(records) if records else None
         active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
+        intervals = []  # their starts
         while self.reported < upto:
             active.append(self._interval(self.reported, trace))
+            intervals.append(self.reported)
             self.reported += iv
         if trace is None:
             if active:  # (intervals without a call end every pair's run of verdicts)
@@ -497,6 +566,11 @@ class Watcher:
             if a.key not in self.alerted
         ]
         alerts += self._verdict_alerts(trace, active, now_ns, records)
+        if self.o.resend_pct is not None:
+            for start_ns in intervals:
+                alerts += resend_alerts(
+                    trace, start_ns, start_ns + iv, self.o.resend_pct, to_stream
+                )
         for a in alerts:
             self.alerted[a.key] = a.ts_ns
         oldest = start - iv  # a call older than the window cannot be seen again

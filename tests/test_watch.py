@@ -5,7 +5,9 @@ and its evidence, the ring's bounds, bad input."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -17,7 +19,8 @@ from crafted import make_crafted as mc
 
 import nfstrace
 from nfstrace.parsers.capture import CaptureInfo, read_frames
-from nfstrace.watch import NS, Record, Ring
+from nfstrace.trace import AnalysisConfig
+from nfstrace.watch import NS, Record, Ring, Watcher, WatchOptions, records
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 NFSTRACE = [sys.executable, "-c", "from nfstrace.cli import main; main()"]
@@ -242,3 +245,46 @@ def test_bad_input_is_one_line(data: bytes, said: str, tmp_path: Path) -> None:
 def test_bad_option_is_a_usage_error(tmp_path: Path) -> None:
     rc, _, err = _watch(["--interval", "0s"], b"", cwd=tmp_path)
     assert rc == 2 and "--interval" in err
+
+
+def _watched(path: Path, options: WatchOptions) -> list[str]:
+    """Lines of a Watcher fed a capture in this process (no evidence written)."""
+    lines: list[str] = []
+    watcher = Watcher(options, AnalysisConfig(), lines.append)
+    try:
+        for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
+            watcher.feed(record)
+        watcher.finish()
+        lines += watcher.summary()
+    finally:
+        watcher.close()
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("v3-tcp-nfscp-w64k-d2-l0.5.pcap", r"(\d+) TCP segments? re-sent of (\d+)"),
+        ("causes/v3-udp-py-w32k-mtu1000-d2-l0.5.pcap", r"(\d+) RPC re-sends? of (\d+) sends"),
+    ],
+)
+def test_resend_alert_on_lossy_samples(name: str, what: str) -> None:
+    """--resend-alert: one line per pair and interval over the share, the
+    re-sends it counts adding up to analyze's; none above the share."""
+    path = SAMPLES / name
+    trace = nfstrace.load(str(path))
+    tx, ev = trace.transactions, trace.events
+    rpc = int((tx["n_calls"] - 1).clip(lower=0).sum())
+    tcp = int((ev["kind"].astype(str) == "tcp_retransmission").sum())
+    assert (rpc, tcp) in ((0, 4), (3, 0))  # (what the samples hold)
+    options = WatchOptions(interval_ns=100_000_000, alert_after=1000, evidence_dir=None)
+    lines = _watched(path, dataclasses.replace(options, resend_pct=0.1))
+    alerts = [x for x in lines if x.startswith("ALERT resend")]
+    assert alerts and len(alerts) <= 4
+    said = [re.search(what, a) for a in alerts]
+    assert all(m is not None for m in said), alerts
+    assert sum(int(m.group(1)) for m in said if m) == (tcp or rpc)
+    assert all("169.254.77.1 → 169.254.77.2" in a and "(over 0.1%)" in a for a in alerts)
+    assert f"resend {len(alerts)}" in lines[-1]
+    quiet = _watched(path, dataclasses.replace(options, resend_pct=10))  # (7.5% at most)
+    assert not [x for x in quiet if x.startswith("ALERT")]
