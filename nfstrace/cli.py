@@ -989,6 +989,16 @@ def watch(
             help="One JSON object per interval, per alert and at the end.",
         ),
     ] = None,
+    prometheus: Annotated[
+        Path | None,
+        typer.Option(
+            "--prometheus",
+            metavar="FILE",
+            help="Per pair and op counters and latency summaries in Prometheus' text format, "
+            "rewritten atomically every interval (node_exporter's textfile collector: "
+            "name it *.prom in its directory).",
+        ),
+    ] = None,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -1016,7 +1026,7 @@ def watch(
         "interval": interval, "keep": keep, "keep_bytes": keep_bytes, "stall": stall,
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
         "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
-        "filter": bpf, "snaplen": snaplen,
+        "filter": bpf, "snaplen": snaplen, "prometheus": prometheus,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1076,7 +1086,7 @@ def _watch(
     )
     config = choices.config()
     read = [capture] if capture is not None and capture != STDIN else []
-    check_outputs(read, {"--json-lines": json_lines})
+    check_outputs(read, {"--json-lines": json_lines, "--prometheus": options["prometheus"]})
     name = capture if capture is not None else f"-i {interface}"
     json_out = None
     try:
@@ -1130,7 +1140,9 @@ def _watch(
             return bool(stop)
         return child.proc.poll() is None and time.monotonic() - stop[0] > 5
 
-    watcher = Watcher(wo, config, emit, json_out, reporter, lambda: info.snaplen)
+    watcher = Watcher(
+        wo, config, emit, json_out, reporter, lambda: info.snaplen, options["prometheus"]
+    )
     live = child is not None or (stream.fileno() >= 0 and is_live(stream.fileno()))
     before = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
     try:

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.verdict import PairVerdict, Verdict, cause_words
+from nfstrace.prometheus import Metrics, write_atomically
 from nfstrace.text import count
 from nfstrace.trace import AnalysisConfig, Trace, load
 
@@ -193,6 +194,14 @@ def started_in(tx: pd.DataFrame, start_ns: int, end_ns: int) -> pd.DataFrame:
     return tx[(tx["n_calls"] > 0) & tx["t_call_ns"].between(start_ns, end_ns - 1)]
 
 
+def new_calls(
+    tx: pd.DataFrame, start_ns: int, end_ns: int, counted: Container[CallKey] = ()
+) -> pd.DataFrame:
+    """The calls that started in [start_ns, end_ns), but those in ``counted``."""
+    calls = started_in(tx, start_ns, end_ns)
+    return calls[[k not in counted for k in call_keys(calls)]] if not calls.empty else calls
+
+
 def interval_rows(
     tx: pd.DataFrame,
     start_ns: int,
@@ -203,10 +212,9 @@ def interval_rows(
     """The pairs' rows for the calls that started in [start_ns, end_ns) and are
     not in ``counted`` (calls of an earlier interval), the busiest pair first;
     ``verdict`` is the window's (its pairs' causes)."""
-    calls = started_in(tx, start_ns, end_ns)
+    calls = new_calls(tx, start_ns, end_ns, counted)
     if calls.empty:
         return []
-    calls = calls[[k not in counted for k in call_keys(calls)]]
     by_pair: dict[tuple[str, str], PairVerdict] = {
         (p.client, p.server): p for p in (verdict.pairs if verdict is not None else [])
     }
@@ -462,8 +470,12 @@ class Watcher:
         json_out: TextIO | None = None,
         reporter: Reporter | None = None,
         snaplen: Callable[[], int] = lambda: DEFAULT_SNAPLEN,
+        prometheus: Path | None = None,
     ) -> None:
         self.o = options
+        self.prometheus = prometheus  # the textfile written after every interval
+        self.metrics = Metrics() if prometheus is not None else None
+        self.prometheus_failed = False
         self.config = config
         self.emit = emit
         self.json_out = json_out
@@ -550,6 +562,21 @@ class Watcher:
             active.append(self._interval(self.reported, trace))
             intervals.append(self.reported)
             self.reported += iv
+        self._alerts(trace, records, now_ns, start, active, intervals)
+        if intervals:
+            self._metrics()
+
+    def _alerts(
+        self,
+        trace: Trace | None,
+        records: list[Record],
+        now_ns: int,
+        start: int,
+        active: list[set[tuple[str, str]]],
+        intervals: list[int],
+    ) -> None:
+        """The window's alerts said (those not said before)."""
+        iv = self.o.interval_ns
         if trace is None:
             if active:  # (intervals without a call end every pair's run of verdicts)
                 self.streaks.clear()
@@ -579,6 +606,20 @@ class Watcher:
         if alerts:
             self._alert(alerts, now_ns)
 
+    def _metrics(self) -> None:
+        """The Prometheus textfile written anew (a failure said once, not fatal)."""
+        if self.metrics is None or self.prometheus is None:
+            return
+        try:
+            write_atomically(
+                self.prometheus, self.metrics.text(self.totals.alerts, self.totals.frames)
+            )
+            self.prometheus_failed = False
+        except OSError as e:
+            if not self.prometheus_failed:
+                self.emit(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
+            self.prometheus_failed = True
+
     def _analyse(self, records: list[Record]) -> Trace:
         self.totals.left_out += write_pcap(self.window_path, records, self.snaplen())
         return load(str(self.window_path), self.config)
@@ -590,8 +631,12 @@ class Watcher:
         rows = []
         if trace is not None:
             tx = trace.transactions
+            if self.metrics is not None:
+                self.metrics.add(new_calls(tx, start_ns, end_ns, self.counted), end_ns)
             rows = interval_rows(tx, start_ns, end_ns, trace.diagnosis.verdict, self.counted)
             self.counted.update(dict.fromkeys(call_keys(started_in(tx, start_ns, end_ns)), end_ns))
+        elif self.metrics is not None:
+            self.metrics.interval_end_ns = end_ns
         for k in [k for k, t in self.counted.items() if t < end_ns - self.o.keep_ns]:
             del self.counted[k]
         t = self.totals

@@ -288,3 +288,50 @@ def test_resend_alert_on_lossy_samples(name: str, what: str) -> None:
     assert f"resend {len(alerts)}" in lines[-1]
     quiet = _watched(path, dataclasses.replace(options, resend_pct=10))  # (7.5% at most)
     assert not [x for x in quiet if x.startswith("ALERT")]
+
+
+PROM_SAMPLE = re.compile(r'([a-z_]+)(?:\{((?:[a-z]+="[^"]*",?)*)\})? (\S+)')
+
+
+def test_prometheus_textfile_counts_as_analyze(tmp_path: Path) -> None:
+    """--prometheus: the text format (every sample after its family's HELP and
+    TYPE), per pair and op counters equal to analyze's on the same packets,
+    written by rename (no temporary file left)."""
+    path = SAMPLES / "causes" / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap"
+    prom = tmp_path / "nfstrace.prom"
+    rc, _, err = _watch(["--interval", "100ms", "--prometheus", str(prom)], path.read_bytes(),
+                        cwd=tmp_path)  # fmt: skip
+    assert rc == 0, err
+    assert [p.name for p in tmp_path.iterdir() if p.name != "nfstrace-watch"] == [prom.name]
+    families: dict[str, str] = {}
+    samples: dict[tuple[str, frozenset], float] = {}
+    for line in prom.read_text().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            families[name] = kind
+            continue
+        if line.startswith("# HELP "):
+            continue
+        m = PROM_SAMPLE.fullmatch(line)
+        assert m, line
+        name, labels, value = m.groups()
+        assert name in families or name.removesuffix("_sum").removesuffix("_count") in families
+        pairs = frozenset(re.findall(r'([a-z]+)="([^"]*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    assert families["nfstrace_calls_total"] == "counter"
+    assert families["nfstrace_latency_seconds"] == "summary"
+    tx = nfstrace.load(str(path)).transactions
+    calls = tx[tx["n_calls"] > 0]
+
+    def total(name: str, **want: str) -> float:
+        return sum(v for (n, ls), v in samples.items() if n == name and set(want.items()) <= ls)
+
+    assert total("nfstrace_calls_total") == len(calls) == 41
+    for op, g in calls.groupby(calls["op"].astype(str)):
+        assert total("nfstrace_calls_total", op=op, client="169.254.77.1") == len(g)
+        assert total("nfstrace_latency_seconds_count", op=op) == g["latency_ns"].notna().sum()
+    assert total("nfstrace_bytes_total", op="WRITE") == int(calls["write_bytes"].sum()) > 0
+    assert total("nfstrace_resent_total", op="WRITE") == 3
+    assert total("nfstrace_frames_total") == 1240
+    latency = calls[calls["op"].astype(str) == "WRITE"]["latency_ns"].sum() / 1e9
+    assert total("nfstrace_latency_seconds_sum", op="WRITE") == pytest.approx(latency, rel=1e-6)
