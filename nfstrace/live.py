@@ -141,8 +141,12 @@ class Tcpdump:
                 "(apt-get install tcpdump), or pipe a capture: ... | nfstrace watch -"
             )
         try:
-            self.proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            self.proc = subprocess.Popen(  # (bufsize 0: a read returns what has come)
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
             )
         except OSError as e:
             raise CaptureError(f"cannot run {command[0]}: {e.strerror or e}") from None
