@@ -11,6 +11,7 @@ import os
 import signal
 import stat
 import sys
+import time
 import traceback
 from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
@@ -882,13 +883,38 @@ def _write_report(write: Callable[[Path], None], path: Path, explicit: bool, out
 @app.command()
 def watch(
     capture: Annotated[
-        str,
+        str | None,
         typer.Argument(
             help="A pcap/pcapng stream: - for standard input (tcpdump -U -w - ... |), or a "
-            "file or FIFO.",
-            metavar="CAPTURE",
+            "file or FIFO.  Not with -i.",
+            metavar="[CAPTURE]",
         ),
-    ],
+    ] = None,
+    interface: Annotated[
+        str | None,
+        typer.Option(
+            "--interface",
+            "-i",
+            metavar="IFACE",
+            help="Capture this interface: runs tcpdump -U -w - -i IFACE as a child and reads "
+            "its stream (tcpdump has the privileges, libpcap stays out of this process, no "
+            "binding to build).",
+        ),
+    ] = None,
+    bpf: Annotated[
+        str,
+        typer.Option(
+            "--filter",
+            metavar="BPF",
+            help="With -i: tcpdump's filter ('' for every packet).",
+        ),
+    ] = "port 2049",
+    snaplen: Annotated[
+        int | None,
+        typer.Option(
+            "--snaplen", "-s", metavar="BYTES", help="With -i: bytes kept of each packet."
+        ),
+    ] = None,
     interval: Annotated[
         str,
         typer.Option(
@@ -930,6 +956,15 @@ def watch(
             help="Alert on a verdict other than none in N windows in a row.",
         ),
     ] = 3,
+    resend_alert: Annotated[
+        float | None,
+        typer.Option(
+            "--resend-alert",
+            metavar="PCT",
+            help="Alert on a pair whose re-sends in an interval are over PCT % of what it "
+            "sent: RPC calls re-sent, or TCP segments re-sent.",
+        ),
+    ] = None,
     evidence_dir: Annotated[
         Path,
         typer.Option(
@@ -954,6 +989,16 @@ def watch(
             help="One JSON object per interval, per alert and at the end.",
         ),
     ] = None,
+    prometheus: Annotated[
+        Path | None,
+        typer.Option(
+            "--prometheus",
+            metavar="FILE",
+            help="Per pair and op counters and latency summaries in Prometheus' text format, "
+            "rewritten atomically every interval (node_exporter's textfile collector: "
+            "name it *.prom in its directory).",
+        ),
+    ] = None,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -966,17 +1011,22 @@ def watch(
 
     Examples:
 
+      nfstrace watch -i eth0
+
       tcpdump -i eth0 -U -w - port 2049 | nfstrace watch -
 
       nfstrace watch - --interval 1s --json-lines watch.jsonl < capture.pcap
 
-    End of input or Ctrl-C: a summary of the run.
+    On a live input (-i, a pipe) time moves without packets: an interval ends on
+    the clock (1 s late) when nothing arrives, so a hung server's stall is said.
+    End of input, Ctrl-C or SIGTERM: tcpdump stopped and waited for, a summary.
     """
     choices = _Choices(client, server, port, parser, None, None, None, None, None, None)
     options = {
         "interval": interval, "keep": keep, "keep_bytes": keep_bytes, "stall": stall,
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
-        "on_alert": on_alert,
+        "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
+        "filter": bpf, "snaplen": snaplen, "prometheus": prometheus,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1000,21 +1050,29 @@ def _duration_ns(option: str, text: str) -> int:
 
 @_errors_handled
 def _watch(
-    capture: str,
+    capture: str | None,
     choices: _Choices,
     options: dict[str, Any],
     json_lines: Path | None,
 ) -> None:
-    from nfstrace.parsers.capture import STDIN, CaptureInfo, stream_frames
+    from nfstrace.live import Source, Tcpdump, is_live, pump, tcpdump_command
+    from nfstrace.parsers.capture import STDIN, CaptureInfo
     from nfstrace.units import parse_size
-    from nfstrace.watch import Watcher, WatchOptions, records
+    from nfstrace.watch import Watcher, WatchOptions
 
+    interface = options["interface"]
+    if (capture is None) == (interface is None):
+        raise UsageError("give a CAPTURE stream (- for standard input) or -i IFACE, one of them")
+    if options["snaplen"] is not None and options["snaplen"] < 1:
+        raise UsageError(f"--snaplen {options['snaplen']}: give 1 or more")
     try:
         keep_bytes = parse_size(options["keep_bytes"])
     except ValueError as e:
         raise UsageError(f"--keep-bytes: {e}") from None
     if options["alert_after"] < 1:
         raise UsageError(f"--alert-after {options['alert_after']}: give 1 or more")
+    if options["resend_pct"] is not None and not 0 <= options["resend_pct"] < 100:
+        raise UsageError(f"--resend-alert {options['resend_pct']:g}: give a % from 0 to 100")
     wo = WatchOptions(
         interval_ns=_duration_ns("--interval", options["interval"]),
         keep_ns=_duration_ns("--keep", options["keep"]),
@@ -1022,21 +1080,38 @@ def _watch(
         stall_ns=_duration_ns("--stall-threshold", options["stall"]),
         commit_ns=_duration_ns("--commit-threshold", options["commit"]),
         alert_after=options["alert_after"],
+        resend_pct=options["resend_pct"],
         evidence_dir=options["evidence_dir"],
         on_alert=options["on_alert"],
     )
     config = choices.config()
-    read = [capture] if capture != STDIN else []
-    check_outputs(read, {"--json-lines": json_lines})
+    read = [capture] if capture is not None and capture != STDIN else []
+    check_outputs(read, {"--json-lines": json_lines, "--prometheus": options["prometheus"]})
+    name = capture if capture is not None else f"-i {interface}"
+    json_out = None
     try:
-        stream = (
-            open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
-            if capture == STDIN
-            else open(capture, "rb", buffering=0)  # noqa: SIM115 - closed below
-        )
+        if json_lines is not None:
+            json_out = open(json_lines, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as e:
-        raise CaptureError(f"cannot open: {e.strerror}", capture) from None
-    info = CaptureInfo(path=capture)
+        raise OutputError(f"cannot write: {e.strerror}", str(json_lines)) from None
+    child = None
+    if interface is not None:
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        child = Tcpdump(
+            tcpdump_command(interface, options["filter"], options["snaplen"]),
+            lambda line: err.print(f"nfstrace: {printable(line)}", markup=False),
+        )
+        stream = child.stdout
+    else:
+        try:
+            stream = (
+                open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
+                if capture == STDIN
+                else open(str(capture), "rb", buffering=0)  # noqa: SIM115 - closed below
+            )
+        except OSError as e:
+            raise CaptureError(f"cannot open: {e.strerror}", capture) from None
+    info = CaptureInfo(path=name)
     out = sys.stdout
 
     def emit(line: str) -> None:
@@ -1048,26 +1123,56 @@ def _watch(
 
         write_report(path, trace, trace.diagnosis)
 
-    json_out = None
-    try:
-        if json_lines is not None:
-            json_out = open(json_lines, "w", encoding="utf-8")  # noqa: SIM115
-    except OSError as e:
-        raise OutputError(f"cannot write: {e.strerror}", str(json_lines)) from None
-    watcher = Watcher(wo, config, emit, json_out, reporter, lambda: info.snaplen)
+    # Ctrl-C, SIGTERM, SIGHUP: the end of the run, not an error.  tcpdump is asked
+    # to stop (it flushes its last packets, says its counts) and read to its end;
+    # a stream is left at once.
+    stop: list[float] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if not stop:
+            stop.append(time.monotonic())
+        if child is not None and child.proc.poll() is None:
+            child.proc.send_signal(signal.SIGINT)
+
+    def stopping() -> bool:
+        # (tcpdump's stream read to its end, unless tcpdump does not stop within 5 s)
+        if not stop or child is None:
+            return bool(stop)
+        return child.proc.poll() is None and time.monotonic() - stop[0] > 5
+
+    watcher = Watcher(
+        wo, config, emit, json_out, reporter, lambda: info.snaplen, options["prometheus"]
+    )
+    live = child is not None or (stream.fileno() >= 0 and is_live(stream.fileno()))
+    before = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
     try:
         try:
-            for record in records(stream_frames(stream, info)):
-                watcher.feed(record)
-        except KeyboardInterrupt:  # Ctrl-C: the end of the run, not an error
-            pass
+            source = Source(stream, info, live, wall_clock=child is not None)
+            pump(source, watcher.feed, watcher.tick, stopping)
+        except CaptureError as e:
+            if child is None or watcher.totals.frames:
+                raise
+            child.stop()  # (no stream at all: tcpdump's own reason, not the reader's)
+            raise CaptureError(f"{name}: {child.error()}") from e
+        status = child.stop() if child is not None else 0
         watcher.finish()
         for line in watcher.summary():
             emit(line)
+        if child is not None:
+            counts = child.counts()
+            if counts:
+                said = ", ".join(f"{v:,} {k}" for k, v in counts.items())
+                emit(f"tcpdump: {said}")
         watcher.json_summary()
+        if child is not None and status != 0 and not stop:
+            raise CaptureError(f"{name}: {child.error()}")
     except BrokenPipeError:  # the reader of the lines went away (| head): stop
         return
     finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        if child is not None:
+            child.stop()
         watcher.close()
         stream.close()
         if json_out is not None:
@@ -1075,6 +1180,9 @@ def _watch(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in info.warnings:
         err.print(f"nfstrace: warning: {printable(warning)}", markup=False)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def main() -> NoReturn:

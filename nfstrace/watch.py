@@ -15,7 +15,9 @@ answered (its bytes count then), so the WRITE bytes summed over the intervals
 are the WRITE bytes ``analyze`` counts, but for a call answered more than an
 interval later (an alert says so).  The window analysed is that interval and
 the next (more when a threshold is longer than an interval, so a stall is seen
-whole); the verdict of a line is the window's.
+whole); the verdict of a line is the window's.  On a live input without
+packets, ``tick`` closes intervals by a clock (``nfstrace.live`` says the
+time): as a packet stamped then would have.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.verdict import PairVerdict, Verdict, cause_words
+from nfstrace.prometheus import Metrics, write_atomically
+from nfstrace.text import count
 from nfstrace.trace import AnalysisConfig, Trace, load
 
 NS = 1_000_000_000
 PCAP_NS_MAGIC = 0xA1B23C4D  # a pcap whose fractions of a second are nanoseconds
 PCAP_RECORD_HEADER = 16
 DEFAULT_SNAPLEN = 262_144
-ALERT_KINDS = ("stall", "commit", "verdict")
+ALERT_KINDS = ("stall", "commit", "verdict", "resend")
 # Records this much older than a window's start are not looked for behind it
 # (a capture is in time order but for reordering of a few microseconds).
 REORDER_NS = NS
@@ -190,6 +194,14 @@ def started_in(tx: pd.DataFrame, start_ns: int, end_ns: int) -> pd.DataFrame:
     return tx[(tx["n_calls"] > 0) & tx["t_call_ns"].between(start_ns, end_ns - 1)]
 
 
+def new_calls(
+    tx: pd.DataFrame, start_ns: int, end_ns: int, counted: Container[CallKey] = ()
+) -> pd.DataFrame:
+    """The calls that started in [start_ns, end_ns), but those in ``counted``."""
+    calls = started_in(tx, start_ns, end_ns)
+    return calls[[k not in counted for k in call_keys(calls)]] if not calls.empty else calls
+
+
 def interval_rows(
     tx: pd.DataFrame,
     start_ns: int,
@@ -200,10 +212,9 @@ def interval_rows(
     """The pairs' rows for the calls that started in [start_ns, end_ns) and are
     not in ``counted`` (calls of an earlier interval), the busiest pair first;
     ``verdict`` is the window's (its pairs' causes)."""
-    calls = started_in(tx, start_ns, end_ns)
+    calls = new_calls(tx, start_ns, end_ns, counted)
     if calls.empty:
         return []
-    calls = calls[[k not in counted for k in call_keys(calls)]]
     by_pair: dict[tuple[str, str], PairVerdict] = {
         (p.client, p.server): p for p in (verdict.pairs if verdict is not None else [])
     }
@@ -333,6 +344,71 @@ def call_alerts(
     return out
 
 
+def resend_alerts(
+    trace: Trace,
+    start_ns: int,
+    end_ns: int,
+    pct: float,
+    to_stream: Callable[[int], int] = lambda f: f,
+) -> list[Alert]:
+    """The pairs whose re-sends in [start_ns, end_ns) were more than pct % of
+    what they sent: RPC re-sends of the sends of the calls that started in it,
+    or TCP segments re-sent (the ``tcp_retransmission`` events) of the segments
+    carrying the pair's messages (both ways) that started in it."""
+    tx = started_in(trace.transactions, start_ns, end_ns)
+    counts: dict[tuple[str, str], list[int]] = {}  # pair -> [sends, re-sends, segs, re-sent]
+    first: dict[tuple[str, str], list[int]] = {}  # pair -> frames of its re-sends (a few)
+    for (client, server), g in tx.groupby(
+        [tx["client"].astype(str), tx["server"].astype(str)], sort=False
+    ):
+        c = counts.setdefault((client, server), [0, 0, 0, 0])
+        c[0] += int(g["n_calls"].sum())
+        c[1] += int((g["n_calls"] - 1).clip(lower=0).sum())
+        again = g[g["n_calls"] > 1]["call_frame_first"].dropna()
+        first.setdefault((client, server), []).extend(int(f) for f in again[:5])
+    hosts = {frozenset(pair): pair for pair in counts}
+    m = trace.messages
+    m = m[(m["ts_first_ns"] >= start_ns) & (m["ts_first_ns"] < end_ns)]
+    for (a, b), n in (
+        m.groupby([m["src"].astype(str), m["dst"].astype(str)], sort=False)["frames"].sum().items()
+    ):
+        pair = hosts.get(frozenset((a, b)))
+        if pair is not None:
+            counts[pair][2] += int(n)
+    ev = trace.events
+    ev = ev[
+        (ev["kind"].astype(str) == "tcp_retransmission")
+        & (ev["ts_ns"] >= start_ns)
+        & (ev["ts_ns"] < end_ns)
+    ]
+    for a, b, frame in zip(ev["src"].astype(str), ev["dst"].astype(str), ev["frame"], strict=True):
+        pair = hosts.get(frozenset((a, b)))
+        if pair is not None:
+            counts[pair][3] += 1
+            if len(first[pair]) < 10:
+                first[pair].append(int(frame))
+    out = []
+    for (client, server), (sends, resent, segs, retx) in counts.items():
+        said = []
+        if sends and resent * 100 > pct * sends:
+            said.append(f"{count(resent, 'RPC re-send')} of {sends:,} sends ({resent / sends:.1%})")
+        if segs and retx * 100 > pct * segs:
+            said.append(f"{count(retx, 'TCP segment')} re-sent of {segs:,} ({retx / segs:.1%})")
+        if said:
+            out.append(
+                Alert(
+                    kind="resend",
+                    ts_ns=start_ns,
+                    client=client,
+                    server=server,
+                    frames=tuple(to_stream(f) for f in sorted(first[(client, server)])[:10]),
+                    text=f"{client} → {server}: {', '.join(said)} in the interval (over {pct:g}%)",
+                    key=("resend", client, server, start_ns),
+                )
+            )
+    return out
+
+
 # ---- the loop ---------------------------------------------------------------------------
 
 
@@ -344,6 +420,7 @@ class WatchOptions:
     stall_ns: int = 5 * NS
     commit_ns: int = 1 * NS
     alert_after: int = 3  # intervals in a row with a verdict other than none
+    resend_pct: float | None = None  # alert on re-sends over this % of an interval's sends
     evidence_dir: Path | None = Path("nfstrace-watch")  # None: no evidence written
     on_alert: str | None = None  # a command, run with the evidence pcap's path
 
@@ -374,6 +451,7 @@ class Totals:
     alerts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ALERT_KINDS, 0))
     evidence: list[str] = field(default_factory=list)
     left_out: int = 0  # frames of a second link type, not in the windows' pcaps
+    late: int = 0  # frames that came after the clock had closed their interval
 
 
 # What is done with an evidence pcap besides writing it: its HTML report (the
@@ -392,8 +470,12 @@ class Watcher:
         json_out: TextIO | None = None,
         reporter: Reporter | None = None,
         snaplen: Callable[[], int] = lambda: DEFAULT_SNAPLEN,
+        prometheus: Path | None = None,
     ) -> None:
         self.o = options
+        self.prometheus = prometheus  # the textfile written after every interval
+        self.metrics = Metrics() if prometheus is not None else None
+        self.prometheus_failed = False
         self.config = config
         self.emit = emit
         self.json_out = json_out
@@ -406,6 +488,8 @@ class Watcher:
         self.alerted: dict[tuple[Any, ...], int] = {}  # alert key -> its call's time
         self.counted: dict[CallKey, int] = {}  # calls in the lines -> their interval's end
         self.streaks: dict[tuple[str, str], int] = {}  # pair -> intervals with a problem
+        self.ticked_ns = 0  # the last interval end the clock closed (not a packet)
+        self.clock_ns = 0  # the clock's last time
         self.children: list[subprocess.Popen[bytes]] = []
         self.fraction = options.interval_ns % NS != 0
         self._tmp = tempfile.TemporaryDirectory(prefix="nfstrace-watch-")
@@ -421,22 +505,42 @@ class Watcher:
         t = self.totals
         t.frames += 1
         t.bytes += len(record.data)
-        if t.first_ns is None:
+        if t.first_ns is None or self.open is None:
             t.first_ns = record.ts_ns
         t.last_ns = record.ts_ns if t.last_ns is None else max(t.last_ns, record.ts_ns)
+        if self.open is not None and record.ts_ns < self.ticked_ns:
+            t.late += 1  # its interval was closed by the clock before it came
+        self._advance(record.ts_ns)
+        self.ring.add(record)
+
+    def tick(self, now_ns: int) -> None:
+        """The clock (a live input without packets): every interval ended by
+        now_ns is closed as a packet stamped now_ns would close it."""
+        if self.open is None:  # (the first interval starts with the clock, then)
+            self.totals.first_ns = now_ns
+        self.clock_ns = max(self.clock_ns, now_ns)
+        closed = self._advance(now_ns)
+        if closed:
+            self.ticked_ns = max(self.ticked_ns, closed)
+
+    def _advance(self, ts_ns: int) -> int | None:
+        """The intervals ended by ts_ns closed (reported); returns the last end."""
         iv = self.o.interval_ns
         if self.open is None:
-            self.open = self.reported = record.ts_ns // iv * iv
-        while record.ts_ns >= self.open + iv:  # the open interval (and any empty after it) end
+            self.open = self.reported = ts_ns // iv * iv
+        closed = None
+        while ts_ns >= self.open + iv:  # the open interval (and any empty after it) end
             self.open += iv
             self._report(self.open)
-        self.ring.add(record)
+            closed = self.open
+        return closed
 
     def finish(self) -> None:
         """End of input: the intervals not reported yet (the last one partial)."""
-        if self.open is None or self.totals.last_ns is None:
+        if self.open is None:
             return
-        self._report(self.totals.last_ns + 1, final=True)
+        last = self.totals.last_ns
+        self._report(max(self.clock_ns, last + 1 if last is not None else 0), final=True)
 
     def _report(self, now_ns: int, final: bool = False) -> None:
         """The window ending at now_ns analysed; the intervals before its last
@@ -453,9 +557,26 @@ class Watcher:
         records = self.ring.between(start, now_ns)
         trace = self._analyse(records) if records else None
         active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
+        intervals = []  # their starts
         while self.reported < upto:
             active.append(self._interval(self.reported, trace))
+            intervals.append(self.reported)
             self.reported += iv
+        self._alerts(trace, records, now_ns, start, active, intervals)
+        if intervals:
+            self._metrics()
+
+    def _alerts(
+        self,
+        trace: Trace | None,
+        records: list[Record],
+        now_ns: int,
+        start: int,
+        active: list[set[tuple[str, str]]],
+        intervals: list[int],
+    ) -> None:
+        """The window's alerts said (those not said before)."""
+        iv = self.o.interval_ns
         if trace is None:
             if active:  # (intervals without a call end every pair's run of verdicts)
                 self.streaks.clear()
@@ -472,6 +593,11 @@ class Watcher:
             if a.key not in self.alerted
         ]
         alerts += self._verdict_alerts(trace, active, now_ns, records)
+        if self.o.resend_pct is not None:
+            for start_ns in intervals:
+                alerts += resend_alerts(
+                    trace, start_ns, start_ns + iv, self.o.resend_pct, to_stream
+                )
         for a in alerts:
             self.alerted[a.key] = a.ts_ns
         oldest = start - iv  # a call older than the window cannot be seen again
@@ -479,6 +605,20 @@ class Watcher:
             del self.alerted[k]
         if alerts:
             self._alert(alerts, now_ns)
+
+    def _metrics(self) -> None:
+        """The Prometheus textfile written anew (a failure said once, not fatal)."""
+        if self.metrics is None or self.prometheus is None:
+            return
+        try:
+            write_atomically(
+                self.prometheus, self.metrics.text(self.totals.alerts, self.totals.frames)
+            )
+            self.prometheus_failed = False
+        except OSError as e:
+            if not self.prometheus_failed:
+                self.emit(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
+            self.prometheus_failed = True
 
     def _analyse(self, records: list[Record]) -> Trace:
         self.totals.left_out += write_pcap(self.window_path, records, self.snaplen())
@@ -491,8 +631,12 @@ class Watcher:
         rows = []
         if trace is not None:
             tx = trace.transactions
+            if self.metrics is not None:
+                self.metrics.add(new_calls(tx, start_ns, end_ns, self.counted), end_ns)
             rows = interval_rows(tx, start_ns, end_ns, trace.diagnosis.verdict, self.counted)
             self.counted.update(dict.fromkeys(call_keys(started_in(tx, start_ns, end_ns)), end_ns))
+        elif self.metrics is not None:
+            self.metrics.interval_end_ns = end_ns
         for k in [k for k, t in self.counted.items() if t < end_ns - self.o.keep_ns]:
             del self.counted[k]
         t = self.totals
@@ -613,6 +757,11 @@ class Watcher:
         ]
         if t.left_out:
             lines.append(f"{t.left_out:,} frames of a second link type were not analysed")
+        if t.late:
+            lines.append(
+                f"{t.late:,} frames came after the clock had closed their interval "
+                "(their calls are not in the lines)"
+            )
         return lines
 
     def json_summary(self) -> None:

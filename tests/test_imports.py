@@ -126,6 +126,8 @@ STAGES = {
     "trace": 4,
     "comparison": 5,
     "watch": 5,
+    "live": 5,
+    "prometheus": 5,
     "reports": 6,
     "cli": 7,
     "__init__": 7,

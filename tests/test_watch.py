@@ -5,7 +5,9 @@ and its evidence, the ring's bounds, bad input."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -17,7 +19,8 @@ from crafted import make_crafted as mc
 
 import nfstrace
 from nfstrace.parsers.capture import CaptureInfo, read_frames
-from nfstrace.watch import NS, Record, Ring
+from nfstrace.trace import AnalysisConfig
+from nfstrace.watch import NS, Record, Ring, Watcher, WatchOptions, records
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 NFSTRACE = [sys.executable, "-c", "from nfstrace.cli import main; main()"]
@@ -242,3 +245,93 @@ def test_bad_input_is_one_line(data: bytes, said: str, tmp_path: Path) -> None:
 def test_bad_option_is_a_usage_error(tmp_path: Path) -> None:
     rc, _, err = _watch(["--interval", "0s"], b"", cwd=tmp_path)
     assert rc == 2 and "--interval" in err
+
+
+def _watched(path: Path, options: WatchOptions) -> list[str]:
+    """Lines of a Watcher fed a capture in this process (no evidence written)."""
+    lines: list[str] = []
+    watcher = Watcher(options, AnalysisConfig(), lines.append)
+    try:
+        for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
+            watcher.feed(record)
+        watcher.finish()
+        lines += watcher.summary()
+    finally:
+        watcher.close()
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("v3-tcp-nfscp-w64k-d2-l0.5.pcap", r"(\d+) TCP segments? re-sent of (\d+)"),
+        ("causes/v3-udp-py-w32k-mtu1000-d2-l0.5.pcap", r"(\d+) RPC re-sends? of (\d+) sends"),
+    ],
+)
+def test_resend_alert_on_lossy_samples(name: str, what: str) -> None:
+    """--resend-alert: one line per pair and interval over the share, the
+    re-sends it counts adding up to analyze's; none above the share."""
+    path = SAMPLES / name
+    trace = nfstrace.load(str(path))
+    tx, ev = trace.transactions, trace.events
+    rpc = int((tx["n_calls"] - 1).clip(lower=0).sum())
+    tcp = int((ev["kind"].astype(str) == "tcp_retransmission").sum())
+    assert (rpc, tcp) in ((0, 4), (3, 0))  # (what the samples hold)
+    options = WatchOptions(interval_ns=100_000_000, alert_after=1000, evidence_dir=None)
+    lines = _watched(path, dataclasses.replace(options, resend_pct=0.1))
+    alerts = [x for x in lines if x.startswith("ALERT resend")]
+    assert alerts and len(alerts) <= 4
+    said = [re.search(what, a) for a in alerts]
+    assert all(m is not None for m in said), alerts
+    assert sum(int(m.group(1)) for m in said if m) == (tcp or rpc)
+    assert all("169.254.77.1 → 169.254.77.2" in a and "(over 0.1%)" in a for a in alerts)
+    assert f"resend {len(alerts)}" in lines[-1]
+    quiet = _watched(path, dataclasses.replace(options, resend_pct=10))  # (7.5% at most)
+    assert not [x for x in quiet if x.startswith("ALERT")]
+
+
+PROM_SAMPLE = re.compile(r'([a-z_]+)(?:\{((?:[a-z]+="[^"]*",?)*)\})? (\S+)')
+
+
+def test_prometheus_textfile_counts_as_analyze(tmp_path: Path) -> None:
+    """--prometheus: the text format (every sample after its family's HELP and
+    TYPE), per pair and op counters equal to analyze's on the same packets,
+    written by rename (no temporary file left)."""
+    path = SAMPLES / "causes" / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap"
+    prom = tmp_path / "nfstrace.prom"
+    rc, _, err = _watch(["--interval", "100ms", "--prometheus", str(prom)], path.read_bytes(),
+                        cwd=tmp_path)  # fmt: skip
+    assert rc == 0, err
+    assert [p.name for p in tmp_path.iterdir() if p.name != "nfstrace-watch"] == [prom.name]
+    families: dict[str, str] = {}
+    samples: dict[tuple[str, frozenset], float] = {}
+    for line in prom.read_text().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            families[name] = kind
+            continue
+        if line.startswith("# HELP "):
+            continue
+        m = PROM_SAMPLE.fullmatch(line)
+        assert m, line
+        name, labels, value = m.groups()
+        assert name in families or name.removesuffix("_sum").removesuffix("_count") in families
+        pairs = frozenset(re.findall(r'([a-z]+)="([^"]*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    assert families["nfstrace_calls_total"] == "counter"
+    assert families["nfstrace_latency_seconds"] == "summary"
+    tx = nfstrace.load(str(path)).transactions
+    calls = tx[tx["n_calls"] > 0]
+
+    def total(name: str, **want: str) -> float:
+        return sum(v for (n, ls), v in samples.items() if n == name and set(want.items()) <= ls)
+
+    assert total("nfstrace_calls_total") == len(calls) == 41
+    for op, g in calls.groupby(calls["op"].astype(str)):
+        assert total("nfstrace_calls_total", op=op, client="169.254.77.1") == len(g)
+        assert total("nfstrace_latency_seconds_count", op=op) == g["latency_ns"].notna().sum()
+    assert total("nfstrace_bytes_total", op="WRITE") == int(calls["write_bytes"].sum()) > 0
+    assert total("nfstrace_resent_total", op="WRITE") == 3
+    assert total("nfstrace_frames_total") == 1240
+    latency = calls[calls["op"].astype(str) == "WRITE"]["latency_ns"].sum() / 1e9
+    assert total("nfstrace_latency_seconds_sum", op="WRITE") == pytest.approx(latency, rel=1e-6)
