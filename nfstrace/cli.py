@@ -989,6 +989,16 @@ def watch(
             help="One JSON object per interval, per alert and at the end.",
         ),
     ] = None,
+    clock_grace: Annotated[
+        str,
+        typer.Option(
+            "--clock-grace",
+            metavar="DURATION",
+            help="On a live input, how long the clock waits for packets still on their way "
+            "(through tcpdump and the pipe) before it closes their interval; packets later "
+            "than that are counted in the summary, not in their interval's line.",
+        ),
+    ] = "1s",
     prometheus: Annotated[
         Path | None,
         typer.Option(
@@ -1018,7 +1028,7 @@ def watch(
       nfstrace watch - --interval 1s --json-lines watch.jsonl < capture.pcap
 
     On a live input (-i, a pipe) time moves without packets: an interval ends on
-    the clock (1 s late) when nothing arrives, so a hung server's stall is said.
+    the clock (--clock-grace late) when nothing arrives, so a hung server's stall is said.
     End of input, Ctrl-C or SIGTERM: tcpdump stopped and waited for, a summary.
     """
     choices = _Choices(client, server, port, parser, None, None, None, None, None, None)
@@ -1027,6 +1037,7 @@ def watch(
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
         "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
         "filter": bpf, "snaplen": snaplen, "prometheus": prometheus,
+        "clock_grace": clock_grace,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1073,6 +1084,7 @@ def _watch(
         raise UsageError(f"--alert-after {options['alert_after']}: give 1 or more")
     if options["resend_pct"] is not None and not 0 <= options["resend_pct"] < 100:
         raise UsageError(f"--resend-alert {options['resend_pct']:g}: give a % from 0 to 100")
+    grace_ns = _duration_ns("--clock-grace", options["clock_grace"])
     wo = WatchOptions(
         interval_ns=_duration_ns("--interval", options["interval"]),
         keep_ns=_duration_ns("--keep", options["keep"]),
@@ -1147,7 +1159,13 @@ def _watch(
     before = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
     try:
         try:
-            source = Source(stream, info, live, wall_clock=child is not None)
+            source = Source(
+                stream,
+                info,
+                live,
+                wall_clock=child is not None,
+                grace_ns=grace_ns,
+            )
             pump(source, watcher.feed, watcher.tick, stopping)
         except CaptureError as e:
             if child is None or watcher.totals.frames:

@@ -78,12 +78,18 @@ class Source:
     first record."""
 
     def __init__(
-        self, stream: BinaryIO, info: CaptureInfo, live: bool, wall_clock: bool = False
+        self,
+        stream: BinaryIO,
+        info: CaptureInfo,
+        live: bool,
+        wall_clock: bool = False,
+        grace_ns: int = LIVE_GRACE_NS,
     ) -> None:
         self.stream = stream
         self.info = info
         self.live = live
         self.wall_clock = wall_clock
+        self.grace_ns = grace_ns  # how far the clock is held back (--clock-grace)
         self.last_ns: int | None = None  # the newest record's time
         self.last_arrival = 0.0  # when it arrived (time.monotonic)
         self._queue: queue.Queue[tuple[Record, float] | _End] = queue.Queue(QUEUE_RECORDS)
@@ -117,15 +123,16 @@ class Source:
         return record
 
     def now_ns(self) -> int | None:
-        """The capture time it is now, held back by LIVE_GRACE_NS; None when it
-        cannot be known (not live, or no record yet and no wall clock)."""
+        """The capture time it is now, held back by grace_ns (packets on their
+        way through tcpdump and the pipe); None when it cannot be known (not
+        live, or no record yet and no wall clock)."""
         if not self.live:
             return None
         if self.wall_clock:
-            return time.time_ns() - LIVE_GRACE_NS
+            return time.time_ns() - self.grace_ns
         if self.last_ns is None:
             return None
-        return self.last_ns + round((time.monotonic() - self.last_arrival) * NS) - LIVE_GRACE_NS
+        return self.last_ns + round((time.monotonic() - self.last_arrival) * NS) - self.grace_ns
 
 
 class Tcpdump:
