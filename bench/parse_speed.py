@@ -102,12 +102,7 @@ def inputs(cache: Path) -> dict[str, Path]:
 
 def base_tree(commit: str, cache: Path) -> Path:
     """The commit's package with its own built extension."""
-    sha = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", commit],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    sha = run.short_sha(commit)
     dest = cache / f"base-{sha}"
     if (dest / "nfstrace" / "_native.abi3.so").exists():
         return dest

@@ -407,15 +407,20 @@ def nfstrace_env(source: Path) -> dict[str, str]:
     return env
 
 
-def snapshot(commit: str, cache: Path) -> tuple[Path, str]:
-    """The nfstrace package as of a commit, exported (git archive: read-only) into the
-    cache, so that a benchmark does not race with edits in the working tree."""
-    sha = subprocess.run(
+def short_sha(commit: str) -> str:
+    """The commit's abbreviated hash in this checkout."""
+    return subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", commit],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
+
+
+def snapshot(commit: str, cache: Path) -> tuple[Path, str]:
+    """The nfstrace package as of a commit, exported (git archive: read-only) into the
+    cache, so that a benchmark does not race with edits in the working tree."""
+    sha = short_sha(commit)
     dest = cache / f"src-{sha}"
     if not (dest / "nfstrace" / "__init__.py").exists():
         dest.mkdir(parents=True, exist_ok=True)

@@ -107,14 +107,18 @@ def test_metadata_capture_is_many_distinct_small_transactions(tmp_path):
     assert len({src for src, _, _ in calls}) == min(copies, bench.METADATA_CLIENTS)
     assert len({(src, xid) for src, _, xid in calls}) == len(calls)  # no xid twice on a client
     # the checksums were adjusted, not broken
-    bad = subprocess.run(
-        [tshark(), "-n", "-r", str(out), "-o", "tcp.check_checksum:TRUE"]
+    assert _bad_checksums(out) == ""
+
+
+def _bad_checksums(path) -> str:
+    """tshark's frames whose IP or TCP checksum is wrong (empty: none)."""
+    return subprocess.run(
+        [tshark(), "-n", "-r", str(path), "-o", "tcp.check_checksum:TRUE"]
         + ["-o", "ip.check_checksum:TRUE", "-Y", "tcp.checksum.status==0 || ip.checksum.status==0"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert bad == ""
 
 
 def test_write_input_is_copies_from_distinct_clients(tmp_path):
@@ -139,14 +143,7 @@ def test_write_input_is_copies_from_distinct_clients(tmp_path):
     assert sum(1 for row in copied if row[2] == "1") == 3 * sum(1 for r in source if r[2] == "1")
     clients = {src for src, _ in calls}
     assert len(clients) == 3 and all(c.startswith("10.1.0.") for c in clients)
-    bad = subprocess.run(
-        [tshark(), "-n", "-r", str(out), "-o", "tcp.check_checksum:TRUE"]
-        + ["-o", "ip.check_checksum:TRUE", "-Y", "tcp.checksum.status==0 || ip.checksum.status==0"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert bad == ""
+    assert _bad_checksums(out) == ""
 
 
 def test_parsers_of_tshark_and_epam_output():
