@@ -38,8 +38,9 @@ The evidence, strongest first:
 Nothing is inferred where a value was captured, and nothing from a guess
 alone: a row whose evidence does not fit (a stretch that is not a whole
 number of records, xids that do not line up) keeps its unknowns.  Left
-unknown: an inferred call's TCP ACK time (``t_call_acked_ns``) and its last
-frame, its stable_how, offset and file handle.
+unknown: an inferred call's last frame, its stable_how, offset and file handle
+(its TCP ACK time, ``t_call_acked_ns``, is the receiver's ACK of its record:
+event ``rpc_unframed_acked``).
 """
 
 from __future__ import annotations
@@ -444,14 +445,15 @@ def _bytes_from_stretches(c: _Columns, stretches: list[_Stretch]) -> None:
 class _Stretch:
     """An rpc_unframed stretch of one direction of a connection, between the
     messages read before (xid ``before``, -1 none) and after it (``after``);
-    ``records``: its rpc_unframed_record (ts, frame, length, duration) in
-    order, or None (not split)."""
+    ``records``: its rpc_unframed_record (ts, frame, length, duration, the
+    receiver's ACK of it: rpc_unframed_acked, -1 none) in order, or None (not
+    split)."""
 
     __slots__ = ("conn", "length", "before", "after", "records")
 
     def __init__(self, conn: int, length: int, before: int, after: int) -> None:
         self.conn, self.length, self.before, self.after = conn, length, before, after
-        self.records: list[tuple[int, int, int, int]] | None = None
+        self.records: list[tuple[int, int, int, int, int]] | None = None
 
 
 def _stretches(
@@ -468,6 +470,10 @@ def _stretches(
     pick = (kind == "rpc_unframed") | (kind == "rpc_unframed_record")
     if not pick.any():
         return calls_out, replies_out
+    got = events[kind == "rpc_unframed_acked"]
+    keys = zip(got["conn"].to_numpy("int64").tolist(), got["seq"].to_numpy("int64").tolist(),
+               strict=True)  # fmt: skip
+    acked = dict(zip(keys, got["ts_ns"].to_numpy("int64").tolist(), strict=True))
     ev = events[pick]
     is_call = (m["msgtype"] == "call").to_numpy(bool)
     conn_m = m["conn"].to_numpy("int64")
@@ -482,13 +488,16 @@ def _stretches(
         if not mine.any():
             continue
         sent = is_call if side else ~is_call
-        out.extend(_side_stretches(ev[mine], m, sent))
+        out.extend(_side_stretches(ev[mine], m, sent, acked))
     return calls_out, replies_out
 
 
-def _side_stretches(ev: pd.DataFrame, m: pd.DataFrame, sent: np.ndarray) -> list[_Stretch]:
+def _side_stretches(
+    ev: pd.DataFrame, m: pd.DataFrame, sent: np.ndarray, acked: dict[tuple[int, int], int]
+) -> list[_Stretch]:
     """The stretches of one direction (its events ``ev``), between the messages
-    read that way (``sent``: the messages of that direction)."""
+    read that way (``sent``: the messages of that direction; ``acked``: the
+    time of the receiver's ACK of a record by (connection, where it begins))."""
     out: list[_Stretch] = []
     conn_m = m["conn"].to_numpy("int64")[sent]
     frame_m = m["frame_first"].to_numpy("int64")[sent]
@@ -499,24 +508,38 @@ def _side_stretches(ev: pd.DataFrame, m: pd.DataFrame, sent: np.ndarray) -> list
     kinds = rows["kind"].astype(object).to_numpy()
     conn, frame, ts = (rows[x].to_numpy("int64") for x in ("conn", "frame", "ts_ns"))
     seq, length, dur = (rows[x].to_numpy("int64") for x in ("seq", "length", "duration_ns"))
-    current: _Stretch | None = None
-    start = 0
-    for j in range(len(rows)):
+    # A record belongs to the stretch of its connection whose bytes hold it (by
+    # sequence number, not time: a record whose first bytes came in a re-sent
+    # segment begins after the records that follow it), the nearest in time of
+    # those; its records in stream order.
+    starts: dict[int, list[tuple[int, int, _Stretch]]] = {}  # conn -> (ts, seq, stretch)
+    for j in np.flatnonzero(kinds == "rpc_unframed"):
         k = int(conn[j])
-        if kinds[j] == "rpc_unframed":
-            lo, hi = np.searchsorted(conn_m, k, "left"), np.searchsorted(conn_m, k, "right")
-            at = lo + int(np.searchsorted(frame_m[lo:hi], frame[j], "right"))
-            before = int(xid_m[at - 1]) if at > lo else -1
-            after = int(xid_m[at]) if at < hi else -1
-            current = _Stretch(k, int(length[j]), before, after)
-            start = int(seq[j])
-            out.append(current)
-        elif current is not None and current.conn == k:
-            if (int(seq[j]) - start) % SEQ_MOD + int(length[j]) > current.length:
-                continue  # not inside the stretch: left out
-            if current.records is None:
-                current.records = []
-            current.records.append((int(ts[j]), int(frame[j]), int(length[j]), int(dur[j])))
+        lo, hi = np.searchsorted(conn_m, k, "left"), np.searchsorted(conn_m, k, "right")
+        at = lo + int(np.searchsorted(frame_m[lo:hi], frame[j], "right"))
+        before = int(xid_m[at - 1]) if at > lo else -1
+        after = int(xid_m[at]) if at < hi else -1
+        st = _Stretch(k, int(length[j]), before, after)
+        starts.setdefault(k, []).append((int(ts[j]), int(seq[j]), st))
+        out.append(st)
+    held: dict[int, list[tuple[int, tuple[int, int, int, int, int]]]] = {}
+    for j in np.flatnonzero(kinds != "rpc_unframed"):
+        k, n = int(conn[j]), int(length[j])
+        where = int(seq[j])
+        inside = [
+            (abs(t - int(ts[j])), (where - s0) % SEQ_MOD, st)
+            for t, s0, st in starts.get(k, [])
+            if (where - s0) % SEQ_MOD + n <= st.length
+        ]
+        if not inside:
+            continue  # not inside a stretch: left out
+        _, offset, st = min(inside, key=lambda x: x[0])
+        record = (int(ts[j]), int(frame[j]), n, int(dur[j]), acked.get((k, where), -1))
+        held.setdefault(id(st), []).append((offset, record))
+    for st in out:
+        mine = held.get(id(st))
+        if mine:
+            st.records = [r for _, r in sorted(mine, key=lambda x: x[0])]
     for st in out:
         if st.records is not None and sum(r[2] for r in st.records) != st.length:
             st.records = None
@@ -593,7 +616,7 @@ def _record_rows(
         model = called.get((st.conn, st.before), called.get((st.conn, st.after), -1))
         if not sure or model < 0:
             continue
-        for x, (_ts, _frame, _length, dur) in zip(xids, st.records or [], strict=True):
+        for x, (_ts, _frame, _length, dur, _ack) in zip(xids, st.records or [], strict=True):
             if dur < -1:  # its first byte not captured: no call to show
                 continue
             if x >= 0 and (st.conn, x) not in orphans.by_xid and (st.conn, x) not in called:
@@ -633,7 +656,7 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
     orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0))
     if not orphans.by_xid:
         return
-    pairs: list[tuple[int, tuple[int, int, int, int]]] = []
+    pairs: list[tuple[int, tuple[int, int, int, int, int]]] = []
     for st in stretches:
         if st.records is None:
             continue
@@ -646,11 +669,11 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
         return
     mask = np.zeros(c.n, bool)
     untimed = np.zeros(c.n, bool)  # a record whose first byte was not captured: its length
-    start, end, length, frame = (np.zeros(c.n, "int64") for _ in range(4))
-    for i, (ts, fr, n, dur) in pairs:
+    start, end, length, frame, ack = (np.zeros(c.n, "int64") for _ in range(5))
+    for i, (ts, fr, n, dur, acked) in pairs:
         # (its last byte not captured: its end taken as its first segment's time)
         (mask if dur >= -1 else untimed)[i] = True
-        start[i], end[i], length[i], frame[i] = ts, ts + max(dur, 0), n, fr
+        start[i], end[i], length[i], frame[i], ack[i] = ts, ts + max(dur, 0), n, fr, acked
     c.set("call_bytes", untimed, length - 4)
     c.flag("bytes_stretch", untimed)
     for name, values in (
@@ -665,6 +688,8 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
         ("call_truncated", True),
     ):
         c.set(name, mask, values)
+    if "t_call_acked_ns" in c.tx:  # (the receiver's ACK of the record, where seen)
+        c.set("t_call_acked_ns", mask & (ack >= 0), ack)
     _latencies(c, mask & (c.int("t_reply_ns") >= 0))
     c.flag("call_record", mask)
 
@@ -706,7 +731,7 @@ def _replies_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
     for st in split:
         calls = by_conn.get(st.conn, [])
         assert st.records is not None
-        for ts, _frame, n, dur in st.records:
+        for ts, _frame, n, dur, _ack in st.records:
             if dur < 0:  # its end time not captured
                 continue
             for j, i in enumerate(calls):

@@ -223,7 +223,8 @@ INFERENCES: dict[str, str] = {
     "unread record its xid falls on when the capture missed some of the record's bytes "
     "(rpc_unframed_record without times)",
     "call_record": "t_call_ns, t_call_end_ns (and the last send's), call_bytes, "
-    "call_frame_first, n_calls 1: the call's header was not captured; the unread record "
+    "call_frame_first, n_calls 1, and t_call_acked_ns where the receiver's ACK of the record "
+    "was seen (rpc_unframed_acked): the call's header was not captured; the unread record "
     "(rpc_unframed_record) its xid falls on (its last byte not captured either: t_call_end_ns "
     "is its first segment's time)",
     "xid_sequence": "the whole row: an unread call record (rpc_unframed_record) whose reply "
@@ -324,4 +325,7 @@ EVENT_KINDS: dict[str, str] = {
     "first copy of: a retransmission seen where the loss happened upstream; or reordering): "
     "ts/frame/seq/length: that segment, duration_ns: since the hole was first seen (the "
     "first later segment held)",
+    "rpc_unframed_acked": "the receiver's ACK of an rpc_unframed_record (as a whole message's "
+    "ACK: all of it but its last segment, tcp_state.ack_point), whether or not the stretch "
+    "turned out to be whole records; ts/frame: the ACK, seq/length: the record",
 }

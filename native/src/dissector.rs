@@ -15,7 +15,7 @@ use crate::tables::{
     is_rpc_well_known_port as well_known, MAX_RECENT_FRAMES, SEQ_HALF, SEQ_MASK, SYN_WINDOW,
     TH_ACK, TH_FIN, TH_RST, TH_SYN,
 };
-use crate::tcp::{Assembled, Ev, HalfStream, Limits, TcpReassembler, RTT_MAX_SEGMENT};
+use crate::tcp::{Assembled, Ev, HalfStream, Limits, Sink, TcpReassembler, RTT_MAX_SEGMENT};
 use crate::tcp_state::{
     ack_rtt_sample, close_stretches, end_window_full, ip_extremes, on_syn, retire, send_gap, watch,
     window_reached,
@@ -337,6 +337,14 @@ impl Dissector {
                         acks.due.pop_front();
                         self.col.acked_rows.push(row);
                         self.col.acked_ts.push(ts);
+                    }
+                    while let Some(&(end, seq, length)) = rev.acks.records.front() {
+                        if ((ack - end) & SEQ_MASK) >= SEQ_HALF {
+                            break;
+                        }
+                        rev.acks.records.pop_front();
+                        self.col
+                            .event(rev, Ev::RpcUnframedAcked, ts, frame, seq, length, 0);
                     }
                     let gaps = &mut rev.gaps;
                     if gaps.acked < 0

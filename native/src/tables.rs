@@ -449,10 +449,11 @@ pub enum Ev {
     FrameDuplicate = 15,
     IpDatagramIncomplete = 16,
     TcpHoleFilled = 17,
+    RpcUnframedAcked = 18,
 }
 
 /// Ev names, indexed by code.
-pub const EVENT_KIND_NAMES: [&str; 18] = [
+pub const EVENT_KIND_NAMES: [&str; 19] = [
     "tcp_retransmission",
     "tcp_hole",
     "seq_jump",
@@ -471,10 +472,11 @@ pub const EVENT_KIND_NAMES: [&str; 18] = [
     "frame_duplicate",
     "ip_datagram_incomplete",
     "tcp_hole_filled",
+    "rpc_unframed_acked",
 ];
 
 impl Ev {
-    pub const ALL: [Ev; 18] = [
+    pub const ALL: [Ev; 19] = [
         Ev::TcpRetransmission,
         Ev::TcpHole,
         Ev::SeqJump,
@@ -493,6 +495,7 @@ impl Ev {
         Ev::FrameDuplicate,
         Ev::IpDatagramIncomplete,
         Ev::TcpHoleFilled,
+        Ev::RpcUnframedAcked,
     ];
 
     pub const fn name(self) -> &'static str {

@@ -141,10 +141,14 @@ pub struct Framing {
     /// the stretch's records: their length (0: not split), where the next one
     /// begins (bytes into the stretch), the (ts, frame, captured?) where the
     /// current one began, the records ended so far as (offset, ts, frame, end
-    /// ts, first byte captured?, last byte captured?)
+    /// ts, first byte captured?, last byte captured?); the (frame, ts) of the
+    /// latest captured segment of the current one (frame -1: none yet): a
+    /// record ends when its last bytes came, a hole in it filled after the
+    /// segments held behind the hole (each fed at its own capture time)
     pred_len: i64,
     pred_off: i64,
     pred_start: Option<(i64, i64, bool)>,
+    pred_last: (i64, i64),
     pred: Vec<(i64, i64, i64, i64, bool, bool)>,
 }
 
@@ -167,6 +171,7 @@ impl Default for Framing {
             pred_len: 0,
             pred_off: 0,
             pred_start: None,
+            pred_last: (-1, 0),
             pred: Vec::new(),
         }
     }
@@ -356,6 +361,9 @@ pub struct Acks {
     pub max_seg: i64,
     /// (the sequence number an ACK must reach, row of the message), oldest first
     pub due: VecDeque<(i64, u64)>,
+    /// the records of unframed stretches waiting likewise: (the sequence number
+    /// an ACK must reach, where the record begins, its length), oldest first
+    pub records: VecDeque<(i64, i64, i64)>,
 }
 
 impl Default for Acks {
@@ -364,6 +372,7 @@ impl Default for Acks {
             hi: -1,
             max_seg: 0,
             due: VecDeque::new(),
+            records: VecDeque::new(),
         }
     }
 }
@@ -857,6 +866,7 @@ impl TcpReassembler {
                             fr.pred_len = fr.last_len;
                             fr.pred_off = 0;
                             fr.pred_start = Some((began.0, began.1, true));
+                            fr.pred_last = (-1, 0);
                             fr.pred.clear();
                         }
                         continue;
@@ -953,7 +963,7 @@ impl TcpReassembler {
                         }
                         let upto = if q >= 0 { q } else { wire_len };
                         let end = (base + upto - hs.framing.lost_at).rem_euclid(SEQ_MOD);
-                        self.records(&mut hs.framing, end, ts, frame, !hole);
+                        self.records(&mut hs.framing, &mut hs.acks, end, ts, frame, !hole);
                     }
                     if q < 0 {
                         let skipped = wire_len - pos;
@@ -990,8 +1000,18 @@ impl TcpReassembler {
     /// The stretch's bytes up to `end` (bytes into it) have come, the last of
     /// them in this segment (`seen` false: bytes the capture missed, a hole
     /// stepped over at ts): the records of `pred_len` bytes that began or ended
-    /// in it.
-    fn records(&self, fr: &mut Framing, end: i64, ts: i64, frame: i64, seen: bool) {
+    /// in it; each one ended waits for the peer's ACK of it, as a message does
+    /// (event rpc_unframed_acked).
+    #[allow(clippy::too_many_arguments)]
+    fn records(
+        &self,
+        fr: &mut Framing,
+        acks: &mut Acks,
+        end: i64,
+        ts: i64,
+        frame: i64,
+        seen: bool,
+    ) {
         let n = fr.pred_len;
         if n <= 0 {
             return;
@@ -999,6 +1019,9 @@ impl TcpReassembler {
         loop {
             if fr.pred_start.is_none() && fr.pred_off < end {
                 fr.pred_start = Some((ts, frame, seen));
+            }
+            if seen && frame > fr.pred_last.0 {
+                fr.pred_last = (frame, ts);
             }
             if fr.pred_off + n > end {
                 return;
@@ -1009,9 +1032,21 @@ impl TcpReassembler {
                 return;
             }
             let (ts0, frame0, first) = fr.pred_start.unwrap_or((ts, frame, seen));
-            fr.pred.push((fr.pred_off, ts0, frame0, ts, first, seen));
+            let ts1 = if fr.pred_last.0 >= 0 {
+                fr.pred_last.1
+            } else {
+                ts
+            };
+            fr.pred.push((fr.pred_off, ts0, frame0, ts1, first, seen));
+            let seq = (fr.lost_at + fr.pred_off).rem_euclid(SEQ_MOD);
+            if acks.records.len() >= self.limits.max_ack_waiting.max(1) {
+                acks.records.pop_front();
+            }
+            let point = ack_point(seq, (seq + n).rem_euclid(SEQ_MOD), acks.max_seg);
+            acks.records.push_back((point, seq, n));
             fr.pred_off += n;
             fr.pred_start = None;
+            fr.pred_last = (-1, 0);
         }
     }
 

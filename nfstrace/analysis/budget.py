@@ -156,7 +156,8 @@ PAIR_COLUMNS: dict[str, str] = {
     "bytes": "int64: bytes acknowledged by its successful WRITE replies",
     "mbit_s": "float: bytes over the elapsed time (10^6 bit/s)",
     "writes": "int64: WRITE calls",
-    "write_size": "int64: most common WRITE size (bytes; -1 unknown)",
+    "write_size": "int64: most common WRITE size (bytes: the call's count, else the bytes "
+    "its record carried; -1 unknown)",
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
     "send_spread": "float: their rates' interquartile range over that median (NaN: < 4 calls)",
     "clock_mbit_s": "float: UDP, captured before a slower hop: the rate (call bytes) of the "
@@ -1419,6 +1420,7 @@ def _pair_row(
     row["max_outstanding"] = int(path.window)
     row["path_server_waits"] = path.server_waits
     nbytes = int(c.write_bytes.sum())
+    sizes = np.where(c.count > 0, c.count, c.write_bytes)
     row.update(
         start_ns=start,
         end_ns=end,
@@ -1434,7 +1436,9 @@ def _pair_row(
         transport="+".join(
             t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
         ),
-        write_size=_most_common(c.count[is_write & (c.count > 0)]),
+        # the call's count; where the snaplen cut it, the bytes its record carried
+        # (writes.write_sizes' rule: a -s 160 UDP capture's WRITEs have sizes too)
+        write_size=_most_common(sizes[is_write & (sizes > 0)]),
         server_work_ns=_union_ns(p.waits.wait_from[is_write], p.waits.rf[is_write], start, end),
     )
     return row

@@ -254,6 +254,10 @@ class Dissector:
                     due = acks.due
                     while due and (ack - due[0][0]) & SEQ_MASK < SEQ_HALF:
                         self.col.acked.append((due.popleft()[1], ts))
+                    waiting = acks.records
+                    while waiting and (ack - waiting[0][0]) & SEQ_MASK < SEQ_HALF:
+                        _, rseq, rlen = waiting.popleft()
+                        self.col.event(rev, "rpc_unframed_acked", ts, frame, rseq, rlen)
                     gaps = rev.gaps
                     if gaps.acked < 0 <= gaps.last_ts and (ack - rtt.hi) & SEQ_MASK < SEQ_HALF:
                         gaps.acked = ts  # everything the peer sent is acknowledged

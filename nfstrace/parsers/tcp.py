@@ -128,6 +128,7 @@ class Framing:
         "pred_len",
         "pred_off",
         "pred_start",
+        "pred_last",
         "pred",
     )
 
@@ -152,10 +153,14 @@ class Framing:
         # captured?) of the segment where the current one began (None: not
         # begun; not captured: a hole stepped over then), ``pred`` the records
         # ended so far as (offset, ts, frame, end ts, first byte captured?, last
-        # byte captured?).
+        # byte captured?); ``pred_last`` the (frame, ts) of the latest captured
+        # segment of the current one (frame -1: none yet): a record ends when its
+        # last bytes came, a hole in it filled after the segments held behind the
+        # hole (each fed at its own capture time).
         self.last_len = 0
         self.pred_len = self.pred_off = 0
         self.pred_start: tuple[int, int, bool] | None = None
+        self.pred_last = (-1, 0)
         self.pred: list[tuple[int, int, int, int, bool, bool]] = []
 
 
@@ -303,13 +308,16 @@ class Acks:
     its ``emit_tcp`` queues a message, the peer's ACKs release them
     (``collector.Collector.acked``)."""
 
-    __slots__ = ("hi", "max_seg", "due")
+    __slots__ = ("hi", "max_seg", "due", "records")
 
     def __init__(self) -> None:
         self.hi = -1  # the peer's highest ACK number (-1: none yet)
         self.max_seg = 0  # the longest data segment seen (bytes)
         # (the sequence number an ACK must reach, row of the message), oldest first
         self.due: deque[tuple[int, int]] | None = None  # made when first needed
+        # the records of unframed stretches waiting likewise: (the sequence number
+        # an ACK must reach, where the record begins, its length), oldest first
+        self.records: deque[tuple[int, int, int]] | None = None  # made when first needed
 
 
 class HalfStream:
@@ -622,6 +630,7 @@ class TcpReassembler:
                         fr.lost_at, fr.lost_ts, fr.lost_frame = at, began[0], began[1]
                         fr.pred_len, fr.pred_off = fr.last_len, 0
                         fr.pred_start = (began[0], began[1], True)
+                        fr.pred_last = (-1, 0)
                         fr.pred = []
                     continue
                 if avail < need:  # mark split across segments
@@ -686,7 +695,7 @@ class TcpReassembler:
                     if not hole:
                         fr.lost_last_ts = ts
                     end = (base + (q if q >= 0 else wire_len) - fr.lost_at) % SEQ_MOD
-                    self._records(fr, end, ts, frame, not hole)
+                    self._records(fr, hs.acks, end, ts, frame, not hole)
                 if q < 0:
                     skipped = wire_len - pos
                     self.stats.resync_skipped_bytes += skipped
@@ -711,17 +720,20 @@ class TcpReassembler:
             else:  # IGNORE
                 break
 
-    def _records(self, fr: Framing, end: int, ts: int, frame: int, seen: bool) -> None:
+    def _records(self, fr: Framing, acks: Acks, end: int, ts: int, frame: int, seen: bool) -> None:
         """The stretch's bytes up to ``end`` (bytes into it) have come, the last
         of them in this segment (``seen`` False: bytes the capture missed, a
         hole stepped over at ts): the records of ``pred_len`` bytes that began
-        or ended in it."""
+        or ended in it; each one ended waits for the peer's ACK of it, as a
+        message does (event rpc_unframed_acked)."""
         n = fr.pred_len
         if n <= 0:
             return
         while True:
             if fr.pred_start is None and fr.pred_off < end:
                 fr.pred_start = (ts, frame, seen)
+            if seen and frame > fr.pred_last[0]:
+                fr.pred_last = (frame, ts)
             if fr.pred_off + n > end:
                 return
             if len(fr.pred) >= self.limits.max_unframed_records:
@@ -729,9 +741,20 @@ class TcpReassembler:
                 fr.pred = []
                 return
             start = fr.pred_start or (ts, frame, seen)
-            fr.pred.append((fr.pred_off, start[0], start[1], ts, start[2], seen))
+            ts1 = fr.pred_last[1] if fr.pred_last[0] >= 0 else ts
+            fr.pred.append((fr.pred_off, start[0], start[1], ts1, start[2], seen))
+            from nfstrace.parsers.tcp_state import ack_point  # (it imports this module)
+
+            seq = (fr.lost_at + fr.pred_off) % SEQ_MOD
+            waiting = acks.records
+            if waiting is None:
+                waiting = acks.records = deque()
+            elif len(waiting) >= max(self.limits.max_ack_waiting, 1):
+                waiting.popleft()
+            waiting.append((ack_point(seq, (seq + n) % SEQ_MOD, acks.max_seg), seq, n))
             fr.pred_off += n
             fr.pred_start = None
+            fr.pred_last = (-1, 0)
 
     def _unframed(self, hs: HalfStream, end: int) -> None:
         """Close the unframed stretch open since ``framing.lost_at`` at sequence
