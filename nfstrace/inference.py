@@ -45,6 +45,8 @@ event ``rpc_unframed_acked``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -113,13 +115,18 @@ def infer(
     tx, call_pos, reply_pos, added = _record_rows(tx, calls, call_pos, reply_pos)
     c = _Columns(tx, messages, call_pos, reply_pos)
     c.flag("xid_sequence", added)
-    _ops_from_reply(c)
-    _calls_from_records(c, calls)
-    _replies_from_records(c, replies)
-    _ops_from_length(c)
-    _status_from_length(c)
-    _bytes_from_stretches(c, calls)
-    _write_bytes(c)
+    steps: list[Callable[[], None]] = [
+        lambda: _ops_from_reply(c),
+        lambda: _calls_from_records(c, calls),
+        lambda: _replies_from_records(c, replies),
+        lambda: _ops_from_length(c),
+        lambda: _status_from_length(c),
+        lambda: _bytes_from_stretches(c, calls),
+        lambda: _write_bytes(c),
+    ]
+    for step in steps:
+        step()
+        c.forget()  # (each step's columns: not all of them held at once)
     return c.table()
 
 
@@ -179,6 +186,12 @@ class _Columns:
             self._text[name] = got
         return got
 
+    def forget(self) -> None:
+        """Let go of the columns read so far (read again, with the values set,
+        when asked for): a column per row each, 8 bytes a row."""
+        self._int.clear()
+        self._text.clear()
+
     def set(self, name: str, mask: np.ndarray, values: object) -> None:
         """Set column ``name`` where mask (values: one, or one per row)."""
         if not mask.any():
@@ -206,7 +219,13 @@ class _Columns:
     def table(self) -> pd.DataFrame:
         """The transactions with the values set, the ``inferred`` column and the
         bytes inferred, in the order of their start when a call was inferred."""
-        tx = self.tx.copy()
+        # What the inference read is read no more: freed before the table is made.
+        self.forget()
+        del self.reply_ops, self.reply_op, self.reply_decode, self.reply_body, self.reply_cut
+        del self.call_body
+        # A shallow copy: columns set below are new arrays (copy on write), the
+        # others are shared with match's table rather than copied (a table's bytes).
+        tx = self.tx.copy(deep=False)
         for name, (mask, values) in self.sets.items():
             dtype = tx[name].dtype
             column = tx[name].astype(object).to_numpy(copy=True)

@@ -214,3 +214,20 @@ def test_missing_epam_nfstrace_is_reported_absent(tmp_path, monkeypatch):
     (missing,) = [a for a in absent if a.name == "epam-nfstrace"]
     assert "apt-get install -y nfstrace" in missing.reason
     assert {"nfstrace", "read-floor"} <= {t.name for t in tools}
+
+
+def test_scaling_big_sizes_frames_and_exponent():
+    # bench/scaling_big.py (issue 33): its sizes, its frame count, its log-log fit
+    spec = importlib.util.spec_from_file_location("scaling_big", ROOT / "bench" / "scaling_big.py")
+    assert spec and spec.loader
+    big = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(big)
+    assert [big.packets_of(s) for s in ("1M", "5m", "500k", "20000")] == [
+        1_000_000, 5_000_000, 500_000, 20_000
+    ]  # fmt: skip
+    sample = SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap"
+    assert big.frames_in(sample) == len(_bench_module()._pcap_records(sample)[1]) > 0
+    xs = [1e6, 5e6, 1e7]
+    assert big.exponent(xs, [3 * x for x in xs]) == pytest.approx(1.0)
+    assert big.exponent(xs, [x * x for x in xs]) == pytest.approx(2.0)
+    assert big.exponent(xs[:1], xs[:1]) is None

@@ -242,3 +242,39 @@ def test_an_xid_reused_every_second_is_many_calls_not_one_re_sent_for_a_day() ->
     # a reply or two lost past a server-side capture point: still one re-sent call
     tx = match(messages(rows[: 2 * (limit + 1)]))
     assert tx["n_calls"].tolist() == [limit + 1]
+
+
+def test_inference_shares_the_columns_it_leaves_with_the_table() -> None:
+    # issue 33: the inference made a deep copy of the whole transactions table
+    # (the 10M-packet capture's peak was in it); the columns it sets are new,
+    # the others the table's own arrays
+    from nfstrace import inference
+    from nfstrace.match import _finish
+
+    m = messages(
+        [
+            {"msgtype": "call", "t": 0, "xid": 1},
+            {"msgtype": "reply", "t": 3 * MS, "xid": 1},
+            {"msgtype": "call", "t": 4 * MS, "xid": 2},
+        ]
+    )
+    rows = _finish(m, match_rows(m))
+    tx, out = rows[0], inference.infer(*rows[:1], m, *rows[1:], None)
+    for name in ("xid", "t_call_ns", "latency_ns", "offset"):
+        ours, theirs = (getattr(t[name].array, "_data", t[name].array) for t in (tx, out))
+        assert np.shares_memory(ours, theirs), name
+    assert out["xid"].tolist() == [1, 2]
+    tx.loc[0, "xid"] = 99  # copy on write: the inference's table keeps its own value
+    assert out["xid"].tolist() == [1, 2]
+
+
+def match_rows(m: pd.DataFrame):
+    """match's rows of a messages table, before the table is made (the
+    _group_calls and _attach_replies steps of match)."""
+    from nfstrace import match as mod
+
+    calls = np.flatnonzero((m["msgtype"] == "call").to_numpy(dtype=bool))
+    replies = np.flatnonzero((m["msgtype"] == "reply").to_numpy(dtype=bool))
+    src, dst = mod._host_codes(m)
+    groups = mod._group_calls(m, calls, src, dst, MatchConfig())
+    return mod._attach_replies(m, groups, replies, src, dst, MatchConfig())[0]

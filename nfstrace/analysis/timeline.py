@@ -54,6 +54,11 @@ def _event_words(columns: dict[str, np.ndarray], rows: np.ndarray) -> list[str]:
     ]
 
 
+# The transactions' columns an error reply's row is made of.
+_ERROR_COLUMNS = ("t_call_ns", "latency_ns", "client", "server", "op", "vers", "status",
+                  "reply_stat", "accept_stat", "name")  # fmt: skip
+
+
 def timeline(
     transactions: pd.DataFrame,
     events: pd.DataFrame,
@@ -139,7 +144,9 @@ def timeline(
                 )
             ],
         )
-    errs = tx[error_mask(tx) & (tx["n_calls"] > 0)]
+    # the error replies' rows of the columns worded (a selection of every column
+    # copied 0.25 GB of a 10M-packet capture's transactions at the analysis' peak)
+    errs = tx[list(_ERROR_COLUMNS)][error_mask(tx) & (tx["n_calls"] > 0)]
     if len(errs):
         add(
             "error reply",
