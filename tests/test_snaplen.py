@@ -36,8 +36,8 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_crafted as mc
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
-# TCP NFSv3 (a round trip; loss, at the client and the server), NFSv4.1 (64 KiB; 1 MiB and a slow COMMIT),
-# NFSv4.0, UDP NFSv3, a TSO capture
+# TCP NFSv3 (a round trip; loss, at the client and the server), NFSv4.1 (64 KiB;
+# 1 MiB and a slow COMMIT), NFSv4.0, UDP NFSv3, a TSO capture
 CUT_SAMPLES = (
     "causes/v3-tcp-nfscp-w64k-d10-l0",
     "causes/v3-tcp-nfscp-w64k-d2-l0.5",
