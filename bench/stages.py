@@ -40,9 +40,9 @@ def parsed(capture: Path, cache: Path) -> tuple:
     if path.exists():
         with path.open("rb") as f:
             return pickle.load(f)
-    from nfstrace.parsers import frame_loop
+    from nfstrace.parsers import native
 
-    result = frame_loop.parse([str(capture)])
+    result = native.parse([str(capture)])
     cache.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:
         pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)

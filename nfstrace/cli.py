@@ -84,9 +84,7 @@ def _version(value: bool) -> None:
     if value:
         from nfstrace import __version__
 
-        active = backends.auto_choice()
-        how = "native, Rust" if active == "native" else "fast, pure Python"
-        typer.echo(f"nfstrace {__version__} (parser: {how})")
+        typer.echo(f"nfstrace {__version__}")
         raise typer.Exit()
 
 
@@ -234,9 +232,9 @@ ParserOpt = Annotated[
     typer.Option(
         "--parser",
         metavar="NAME",
-        help=f"How captures are dissected: {', '.join(PARSERS)} (auto: native if built, "
-        "else fast, the pure-Python reference; dpkt and pyshark need their extra: "
-        "pip install 'nfstrace\\[dpkt]' or 'nfstrace\\[pyshark]', and pyshark needs tshark).",
+        help=f"How captures are dissected: {', '.join(PARSERS)} (native: the Rust core; "
+        "pyshark: Wireshark's dissectors as a cross-check, which needs its extra, "
+        "pip install 'nfstrace\\[pyshark]', and tshark).",
     ),
 ]
 WorkersOpt = Annotated[
@@ -357,7 +355,7 @@ class _Choices:
     client: list[str] | None = None
     server: list[str] | None = None
     port: list[int] | None = None
-    parser: str = "auto"
+    parser: str = backends.DEFAULT
     stall_threshold: str | None = None
     rtt: str | None = None
     link_rate: str | None = None
@@ -483,7 +481,7 @@ def analyze(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "auto",
+    parser: ParserOpt = backends.DEFAULT,
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
     partitions: PartitionsOpt = None,
@@ -583,7 +581,7 @@ def model(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "auto",
+    parser: ParserOpt = backends.DEFAULT,
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
     partitions: PartitionsOpt = None,
@@ -633,7 +631,7 @@ def compare(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "auto",
+    parser: ParserOpt = backends.DEFAULT,
     workers: WorkersOpt = None,
     dask: DaskOpt = None,
     partitions: PartitionsOpt = None,
@@ -1012,7 +1010,7 @@ def watch(
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
-    parser: ParserOpt = "auto",
+    parser: ParserOpt = backends.DEFAULT,
     debug: DebugOpt = False,
 ) -> None:
     """Watch a capture stream: every --interval a line per client → server pair (write

@@ -38,7 +38,7 @@ class AnalysisConfig:
     servers: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
     # Which backend dissects the captures (nfstrace.parsers.backends.PARSERS).
-    parser: str = "auto"
+    parser: str = backends.DEFAULT
     diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
     # Processes that parse, split by host pair (nfstrace.parsers.parallel):
     # 1 = this one only; 0 = parallel.auto_workers (one per core for big inputs).

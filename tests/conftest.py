@@ -14,6 +14,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample-pcaps"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers (tshark_ref)
+# python3 -P (README's test command: the installed package, not ./nfstrace): the
+# Pythons the tests start (python -m nfstrace.cli ...) run the same way
+if sys.flags.safe_path:
+    os.environ["PYTHONSAFEPATH"] = "1"
 
 # Real lab captures (make-captures.sh): full-payload ones, and -s 256 twins.
 FULL_CAPTURES = sorted(p for p in SAMPLES.glob("*.pcap") if ".s256." not in p.name)

@@ -1,16 +1,19 @@
-"""Parser backends (fast, dpkt, pyshark): the registry, and conformance.
+"""Parser backends (native, pyshark) and the dpkt cross-check: the registry,
+and conformance.
 
-Every sample capture through every backend gives the same transactions table
-as the fast parser (same rows, keys, times to the ns, decoded fields), except
-for the differences asserted here, each with its reason.
+Every sample capture through pyshark (and dpkt) gives the same transactions
+table as the native parser (same rows, keys, times to the ns, decoded fields),
+except for the differences asserted here, each with its reason.
 
-dpkt is an independent decoding of the link, IP, TCP and UDP headers only:
-the capture files are read by the main parser's reader (``capture.read_many``)
-and everything above those headers (IP and TCP reassembly, RPC and NFS) is
-the main parser's ``Dissector``.  So the dpkt comparison checks those layers:
-the same messages and transport events everywhere, the same IP and TCP/UDP
-counts; and that the reading really is shared (ParseLimits.max_frame_bytes,
-damaged files), not a second reader that could disagree.  pyshark is
+dpkt (tests/oracle/dpkt_backend.py, no longer a --parser choice) is an
+independent decoding of the link, IP, TCP and UDP headers only: the capture
+files are read by the package's reader (``capture.read_frames``) and everything
+above those headers (IP and TCP reassembly, RPC and NFS) is the oracle's
+``Dissector`` (tests/oracle/, equal to the Rust core by tests/test_native.py).
+So the dpkt comparison checks those layers: the same messages and transport
+events everywhere, the same IP and TCP/UDP counts; and that its reading (the
+Python reader) and the Rust core's agree (ParseLimits.max_frame_bytes,
+damaged files).  pyshark is
 Wireshark's own view of every layer.  tshark is required: the pyshark tests
 fail, not skip, without it (apt-get install tshark).
 """
@@ -18,13 +21,13 @@ fail, not skip, without it (apt-get install tshark).
 from __future__ import annotations
 
 import gzip
-import os
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES
+from oracle import dpkt_backend
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
@@ -49,9 +52,13 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {**mc.build_all(out), **mb.build_all(out)}
 
 
+# The backends, and dpkt's decoding of the lower layers (a test-only cross-check)
+PARSE = {**backends.PARSERS, "dpkt": dpkt_backend.parse}
+
+
 @cache
 def _parse(backend: str, paths: tuple[str, ...]) -> tuple:
-    return backends.PARSERS[backend](list(paths), None, None)
+    return PARSE[backend](list(paths), None, None)
 
 
 def parsed(backend: str, *paths: Path) -> tuple:
@@ -89,34 +96,37 @@ def transactions_seen_by_tshark(backend: str, *paths: Path) -> pd.DataFrame:
 
 
 def test_registry_names_and_contract() -> None:
-    assert list(backends.PARSERS) == ["auto", "native", "fast", "dpkt", "pyshark"]
-    assert backends.PARSERS["fast"].module == "nfstrace.parsers.frame_loop"  # type: ignore[attr-defined]
+    assert list(backends.PARSERS) == ["native", "pyshark"] and backends.DEFAULT == "native"
+    assert backends.PARSERS["native"].module == "nfstrace.parsers.native"  # type: ignore[attr-defined]
     assert all(callable(p) for p in backends.PARSERS.values())
 
 
-# CI runs the suite twice: with the native extension built, and hidden by
-# NFSTRACE_NO_NATIVE=1 (the pure-Python parser must then serve alone).
-NATIVE_HIDDEN = bool(os.environ.get("NFSTRACE_NO_NATIVE"))
-
-
 def test_every_backend_available_here() -> None:
-    """CI installs cargo, dpkt, pyshark and tshark: every backend must run."""
-    why = backends.available()
-    assert {k: v for k, v in why.items() if k != "native"} == dict.fromkeys(
-        ["auto", "fast", "dpkt", "pyshark"]
-    )
-    if NATIVE_HIDDEN:
-        assert why["native"] is not None and "NFSTRACE_NO_NATIVE" in why["native"]
-        assert backends.auto_choice() == "fast"
-    else:
-        assert why["native"] is None
-        assert backends.auto_choice() == "native"
+    """CI installs cargo, pyshark and tshark: every backend must run."""
+    assert backends.available() == {"native": None, "pyshark": None}
+
+
+def test_missing_extension_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package installed without its Rust extension: one line on how to build it."""
+    import sys
+
+    import nfstrace
+
+    monkeypatch.delattr(nfstrace, "_native", raising=False)
+    monkeypatch.setitem(sys.modules, "nfstrace._native", None)  # (import raises ImportError)
+    why = backends.why_not("native")
+    assert why is not None and "\n" not in why
+    assert why.startswith(backends.NOT_BUILT) and "https://rustup.rs" in why
+    with pytest.raises(UsageError, match="Rust toolchain"):
+        backends.get("native")
 
 
 def test_unknown_parser_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match=r"unknown parser 'scapy'.*native, fast, dpkt, pyshark"):
+    with pytest.raises(UsageError, match=r"unknown parser 'scapy'.*native, pyshark"):
         backends.get("scapy")
-    assert backends.get("dpkt") is backends.PARSERS["dpkt"]
+    with pytest.raises(UsageError, match=r"unknown parser 'dpkt'"):  # a test-only cross-check now
+        backends.get("dpkt")
+    assert backends.get("native") is backends.PARSERS["native"]
 
 
 def test_missing_tshark_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,7 +147,7 @@ def test_missing_tshark_names_the_package(monkeypatch: pytest.MonkeyPatch) -> No
 def test_dpkt_link_and_ip_layers_same_on_samples(capture: Path) -> None:
     """dpkt's link/IP/TCP/UDP decoding feeds the shared transport layer the same
     datagrams and segments as ours: the same messages, events and counts."""
-    ours, theirs = parsed("fast", capture), parsed("dpkt", capture)
+    ours, theirs = parsed("native", capture), parsed("dpkt", capture)
     pd.testing.assert_frame_equal(theirs[0], ours[0])
     assert theirs[2].tcp == ours[2].tcp
     assert_same_transport(ours, theirs)
@@ -182,7 +192,7 @@ def test_dpkt_link_and_ip_layers_same_on_crafted(
     IPv6 fragments and extension headers, TCP pathologies: dpkt's headers give
     the same messages, events, IP counts and TCP/UDP facts as ours."""
     paths = [crafted[n] for n in names]
-    ours, theirs = parsed("fast", *paths), parsed("dpkt", *paths)
+    ours, theirs = parsed("native", *paths), parsed("dpkt", *paths)
     pd.testing.assert_frame_equal(theirs[0], ours[0])
     a, b = ours[2], theirs[2]
     counters = ("ip_fragments", "ip_datagrams_reassembled", "ip_datagrams_incomplete")
@@ -212,9 +222,9 @@ def test_dpkt_honours_max_frame_bytes() -> None:
     records are damage to step over, for dpkt as for the main parser."""
     path = [str(FULL_CAPTURES[0])]
     limits = ParseLimits(max_frame_bytes=1000)
-    whole = backends.PARSERS["dpkt"](path, None, None)
-    ours = backends.PARSERS["fast"](path, limits, None)
-    theirs = backends.PARSERS["dpkt"](path, limits, None)
+    whole = dpkt_backend.parse(path, None, None)
+    ours = backends.PARSERS["native"](path, limits, None)
+    theirs = dpkt_backend.parse(path, limits, None)
     assert_same_reading(ours, theirs)
     assert 0 < theirs[2].frames < whole[2].frames
     assert theirs[2].files[0].damage["bad_record"].count > 0
@@ -256,7 +266,7 @@ def test_dpkt_reads_damaged_files_as_the_main_parser(tmp_path: Path, kind: str) 
     name, blob = _damaged(kind)
     path = tmp_path / name
     path.write_bytes(blob)
-    ours, theirs = parsed("fast", path), parsed("dpkt", path)
+    ours, theirs = parsed("native", path), parsed("dpkt", path)
     assert_same_reading(ours, theirs)
     info = theirs[2].files[0]
     assert info.damage and info.warnings  # damaged, and said so
@@ -266,7 +276,7 @@ def test_dpkt_reads_damaged_files_as_the_main_parser(tmp_path: Path, kind: str) 
 # ---- the crafted edge cases the issue lists, not in test_crafted.py ----------------------
 
 
-@pytest.mark.parametrize("backend", ["fast", "dpkt"])
+@pytest.mark.parametrize("backend", ["native", "dpkt"])
 def test_mirror_duplicates_are_one_capture(crafted: dict[str, Path], backend: str) -> None:
     """Every frame twice, 2 µs apart: the copies are skipped, so each call is
     sent once and answered once, timed from the original frames."""
@@ -280,7 +290,7 @@ def test_mirror_duplicates_are_one_capture(crafted: dict[str, Path], backend: st
     ]
 
 
-@pytest.mark.parametrize("backend", ["fast", "dpkt", "pyshark"])
+@pytest.mark.parametrize("backend", ["native", "dpkt", "pyshark"])
 def test_xid_reused_by_the_same_procedure_later(crafted: dict[str, Path], backend: str) -> None:
     tx = transactions(backend, crafted["xid_reuse"])
     assert (
@@ -300,9 +310,9 @@ def test_pyshark_same_transactions_on_full_captures(capture: Path) -> None:
     their first: we keep each (cut short, from its first fragment), tshark
     cannot.  A re-sent one gives our transaction one call more, timed from the
     first send; one never re-sent nor answered is a transaction of ours only."""
-    ours = transactions_seen_by_tshark("fast", capture)
+    ours = transactions_seen_by_tshark("native", capture)
     theirs = transactions_seen_by_tshark("pyshark", capture)
-    m = parsed("fast", capture)[0]
+    m = parsed("native", capture)[0]
     cut = m[(m.transport == "udp") & (m.msgtype == "call") & m.truncated]
     partial = ours.xid.isin(set(cut.xid))
     mine, other = ours[partial].set_index(KEY), theirs[theirs.xid.isin(set(cut.xid))]
@@ -335,7 +345,7 @@ def test_pyshark_on_snaplen_256_captures(capture: Path) -> None:
        lacks is a cut call or a reply whose call we did not see either;
     3. decoding outcome and names of cut messages differ (CUT_DECODE);
     everything else is the same."""
-    ours = transactions_seen_by_tshark("fast", capture)
+    ours = transactions_seen_by_tshark("native", capture)
     theirs = transactions_seen_by_tshark("pyshark", capture)
     common = ours.merge(theirs[KEY], on=KEY, how="inner")
     assert len(common) == len(theirs) and len(theirs) >= len(ours) // 2
@@ -353,7 +363,7 @@ def test_pyshark_on_snaplen_256_captures(capture: Path) -> None:
     moved = (ours["call_frame"] != theirs["call_frame"]).fillna(False)
     assert moved.any() and ours.loc[moved, "call_truncated"].all()
     assert (theirs.loc[moved, "t_call_end_ns"] == theirs.loc[moved, "t_call_ns"]).all()
-    first_frames = parsed("fast", capture)[0].set_index(["xid", "msgtype"])["frame_first"]
+    first_frames = parsed("native", capture)[0].set_index(["xid", "msgtype"])["frame_first"]
     for _, row in theirs[moved].iterrows():
         assert row.call_frame == first_frames.loc[(row.xid, "call")].min()
     for col in CUT_CALL_TIMES:
@@ -388,7 +398,8 @@ PYSHARK_SAME = [
 def test_pyshark_same_on_crafted(crafted: dict[str, Path], names: tuple[str, ...]) -> None:
     paths = [crafted[n] for n in names]
     assert_same(
-        transactions_seen_by_tshark("pyshark", *paths), transactions_seen_by_tshark("fast", *paths)
+        transactions_seen_by_tshark("pyshark", *paths),
+        transactions_seen_by_tshark("native", *paths),
     )
 
 
@@ -424,7 +435,7 @@ PYSHARK_FEWER = [
 def test_pyshark_fewer_on_tcp_pathologies(
     crafted: dict[str, Path], name: str, n_ours: int, n_tshark: int
 ) -> None:
-    ours, theirs = transactions("fast", crafted[name]), transactions("pyshark", crafted[name])
+    ours, theirs = transactions("native", crafted[name]), transactions("pyshark", crafted[name])
     assert (len(ours), len(theirs)) == (n_ours, n_tshark)
 
     # what tshark finds, it finds as we do (keys, and call times to the µs)
@@ -436,7 +447,7 @@ def test_pyshark_fewer_on_tcp_pathologies(
 
 def test_pyshark_split_record_mark(crafted: dict[str, Path]) -> None:
     """The three split points tshark misses are those inside the record mark."""
-    ours = parsed("fast", crafted["split_every_byte"])[0]
+    ours = parsed("native", crafted["split_every_byte"])[0]
     theirs = parsed("pyshark", crafted["split_every_byte"])[0]
     missed = sorted(set(ours.sport) - set(theirs.sport))
     assert missed == [20001, 20002, 20003]
@@ -444,7 +455,7 @@ def test_pyshark_split_record_mark(crafted: dict[str, Path]) -> None:
 
 def test_pyshark_snaplen_cut_write_at_first_frame(crafted: dict[str, Path]) -> None:
     tx_ours, tx = (
-        transactions("fast", crafted["snaplen"]),
+        transactions("native", crafted["snaplen"]),
         transactions("pyshark", crafted["snaplen"]),
     )
     write = tx[tx.op == "WRITE"].iloc[0]
@@ -455,12 +466,12 @@ def test_pyshark_snaplen_cut_write_at_first_frame(crafted: dict[str, Path]) -> N
 def test_pyshark_dup_reply_and_reused_xid(crafted: dict[str, Path]) -> None:
     """The server answers twice (2 ms apart: a real duplicate reply, not a
     mirror copy); the reused xid is told apart.  tshark and we agree."""
-    ours = transactions("fast", crafted["dup_reply"])
+    ours = transactions("native", crafted["dup_reply"])
     theirs = transactions("pyshark", crafted["dup_reply"])
     expected = [["GETATTR", 2], ["ACCESS", 1]]
     assert theirs[["op", "n_replies"]].values.tolist() == expected
     assert ours[["op", "n_replies"]].values.tolist() == expected
-    assert parsed("fast", crafted["dup_reply"])[2].duplicate_frames == 0
+    assert parsed("native", crafted["dup_reply"])[2].duplicate_frames == 0
 
 
 def test_pyshark_keeps_mirror_duplicates(crafted: dict[str, Path]) -> None:
@@ -477,7 +488,7 @@ def test_pyshark_messages_fields_on_a_full_capture() -> None:
     """Beyond the transactions: the message columns tshark gives match ours;
     the ones it does not give are those listed in NOT_FROM_TSHARK."""
     capture = next(p for p in FULL_CAPTURES if "v41" in p.name)
-    ours, theirs = parsed("fast", capture)[0], parsed("pyshark", capture)[0]
+    ours, theirs = parsed("native", capture)[0], parsed("pyshark", capture)[0]
     cols = [c for c in ours.columns if c not in ("conn", *pyshark_backend.NOT_FROM_TSHARK)]
     pd.testing.assert_frame_equal(theirs[cols], ours[cols])
     assert set(pyshark_backend.NOT_FROM_TSHARK) <= set(ours.columns)

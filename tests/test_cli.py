@@ -382,7 +382,7 @@ def test_help_has_examples_and_plain_value_names() -> None:
     for name in ("FILE", "ADDRESS", "PORT", "DURATION", "RATE", "SIZE", "CHANGE"):
         assert name in r.stdout, name
     # (the words, wherever rich wraps the help's lines and boxes)
-    assert "nfstrace[dpkt]" in "".join(r.stdout.replace("│", "").split())
+    assert "nfstrace[pyshark]" in "".join(r.stdout.replace("│", "").split())
     root = _run("--help")
     assert "--install-completion" in root.stdout
 

@@ -1,19 +1,17 @@
 """The tables stay compact (issue 17: memory per packet): text columns are
 categories (each distinct address, operation list or handle stored once), not a
 string per row.  Memory itself is measured by the benchmark; this guards the
-column types that make it small, for both parsers."""
+column types that make it small."""
 
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 from conftest import SAMPLES
 
 from nfstrace.match import match
-from nfstrace.parsers import frame_loop, native
+from nfstrace.parsers import native
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES, TRANSACTION_DTYPES
 
-PARSERS = {"python": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 MESSAGE_TEXT = ("src", "dst", "auth_machine", "op", "ops", "op_status", "fh", "name", "verifier",
                 "session")  # fmt: skip
 TRANSACTION_TEXT = ("client", "server", "op", "ops", "session", "op_status", "verifier")
@@ -26,9 +24,8 @@ def test_schema_text_columns_are_categories() -> None:
     assert "string" not in EVENT_DTYPES.values()  # src, dst, kind
 
 
-@pytest.mark.parametrize("parse", PARSERS.values(), ids=PARSERS.keys())
-def test_tables_are_compact(parse) -> None:
-    messages, _, _ = parse([str(SAMPLES / "v3-udp-py-w32k-d0-l0.pcap")])
+def test_tables_are_compact() -> None:
+    messages, _, _ = native.parse([str(SAMPLES / "v3-udp-py-w32k-d0-l0.pcap")])
     tx = match(messages)
     for table, text in ((messages, MESSAGE_TEXT), (tx, TRANSACTION_TEXT)):
         for c in text:

@@ -6,7 +6,7 @@ exception, never a hang.
 Two stages, so that CI stays within a couple of minutes:
 
 * NFSTRACE_FUZZ_EXAMPLES (default 2,000) mutated captures through the parser
-  (``frame_loop.parse``: capture reading, link, IP, TCP/UDP, record marking, RPC,
+  (``nfstrace.parsers.native.parse``: capture reading, link, IP, TCP/UDP, record marking, RPC,
   NFS, the typed tables): the stage that reads the damaged bytes;
 * NFSTRACE_FUZZ_PIPELINE_EXAMPLES (default an eighth of that) through the whole
   pipeline: ``nfstrace.load`` (match, every analysis module), the terminal
@@ -21,7 +21,7 @@ A long local run:
 (``python3 -m tests.fuzz.hunt N`` runs N whole-pipeline examples without
 shrinking and writes every crash down.)  Seeds and mutations:
 tests/fuzz/corpus.py and tests/fuzz/mutate.py.  Every crash found (here, by
-the hunt or by atheris, tests/fuzz/atheris_parser.py) is kept as a small
+the hunt or, earlier, by atheris) is kept as a small
 capture in tests/fuzz/regressions/, replayed by test_robustness.py and used
 as a seed here.
 """
@@ -45,8 +45,9 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.fuzz.corpus import field_map, seeds
     from tests.fuzz.mutate import INTERESTING, _alarm, apply, run_pipeline
 
+
 from nfstrace.errors import NfstraceError
-from nfstrace.parsers import frame_loop
+from nfstrace.parsers import native
 
 pytestmark = pytest.mark.slow  # the fast loop (-m 'not slow') skips this module
 
@@ -87,7 +88,7 @@ _mutations = st.lists(MUTATION, min_size=1, max_size=4)
 def _parse(path: Path) -> str:
     """The parser stage on one capture: "ok" or the NfstraceError's class name."""
     try:
-        frame_loop.parse([str(path)])
+        native.parse([str(path)])
     except NfstraceError as e:
         return type(e).__name__
     return "ok"
@@ -186,9 +187,9 @@ def test_a_cut_keeps_every_message_before_it(workdir: Path, seed: str, cut: int)
     full_path.write_bytes(whole)
     part_path.write_bytes(part)
     cols = ["xid", "msgtype", "ts_first_ns", "frame_first", "frame_last", "rpc_len", "op"]
-    full = frame_loop.parse([str(full_path)])[0]
+    full = native.parse([str(full_path)])[0]
     expect = full[full["frame_last"] <= kept][cols]
-    got = frame_loop.parse([str(part_path)])[0][cols]
+    got = native.parse([str(part_path)])[0][cols]
     merged = expect.merge(got, how="left", on=cols, indicator=True)
     assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"]
 

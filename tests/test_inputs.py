@@ -8,16 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import ROOT
 
 import nfstrace
 from nfstrace.errors import ExitStatus
-from nfstrace.parsers import capture, native
-from nfstrace.trace import AnalysisConfig
+from nfstrace.parsers import capture
 
 SAMPLE = ROOT / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
-PARSERS = ["fast", "native"] if native.available() else ["fast"]
 NFSTRACE = [sys.executable, "-m", "nfstrace.cli"]
 
 
@@ -100,8 +97,7 @@ def test_the_spool_bound_leaves_room_on_the_disk(tmp_path: Path) -> None:
 # ---- item 7: directories ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_odd_entries_of_a_directory_are_skipped_with_a_warning(tmp_path: Path, parser: str) -> None:
+def test_odd_entries_of_a_directory_are_skipped_with_a_warning(tmp_path: Path) -> None:
     """A symlink loop (was: internal error, exit 1) and a 10-byte stub that
     begins as a pcap (was: exit 3) no longer stop the directory: each is
     skipped with a warning naming it, and the capture beside them is analysed."""
@@ -111,19 +107,18 @@ def test_odd_entries_of_a_directory_are_skipped_with_a_warning(tmp_path: Path, p
     os.symlink("loop2", d / "loop1")
     os.symlink("loop1", d / "loop2")
     (d / "stub.pcap").write_bytes(b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00")
-    t = nfstrace.load(d, AnalysisConfig(parser=parser))
-    alone = nfstrace.load(SAMPLE, AnalysisConfig(parser=parser))
+    t = nfstrace.load(d)
+    alone = nfstrace.load(SAMPLE)
     assert len(t.transactions) == len(alone.transactions)
     warnings = "\n".join(t.stats.warnings)
     assert f"{d / 'loop1'}: skipped: Too many levels of symbolic links" in warnings
     assert f"{d / 'stub.pcap'}: skipped: pcap file header cut short" in warnings
-    r = _run(["analyze", str(d), "--quiet", "--no-report", "--parser", parser], tmp_path)
+    r = _run(["analyze", str(d), "--quiet", "--no-report", "--parser", "native"], tmp_path)
     assert r.returncode == ExitStatus.DAMAGED, r.stderr
     assert b"Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_many_files_are_opened_as_they_are_due(tmp_path: Path, parser: str) -> None:
+def test_many_files_are_opened_as_they_are_due(tmp_path: Path) -> None:
     """1,100 rotated files under a limit of 256 open files: each file is opened
     when its first frame is due and closed at its end (all were opened at once:
     beyond the limit an error naming no file, and 4 MB of buffer each)."""
@@ -133,7 +128,7 @@ def test_many_files_are_opened_as_they_are_due(tmp_path: Path, parser: str) -> N
         "import resource, sys, nfstrace\n"
         "from nfstrace.trace import AnalysisConfig\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))\n"
-        f"t = nfstrace.load({str(d)!r}, AnalysisConfig(parser={parser!r}))\n"
+        f"t = nfstrace.load({str(d)!r}, AnalysisConfig(parser='native'))\n"
         "print(len(t.transactions), len(t.stats.files))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -141,8 +136,7 @@ def test_many_files_are_opened_as_they_are_due(tmp_path: Path, parser: str) -> N
     assert r.stdout.split() == ["1100", "1100"]
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_too_many_open_files_names_the_file(tmp_path: Path, parser: str) -> None:
+def test_too_many_open_files_names_the_file(tmp_path: Path) -> None:
     """When files overlap in time they must be open together: past the limit of
     open files the error names the file that could not be opened."""
     d = tmp_path / "same-time"
@@ -155,7 +149,7 @@ def test_too_many_open_files_names_the_file(tmp_path: Path, parser: str) -> None
         "from nfstrace.cli import main\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
         f"sys.argv = ['nfstrace', 'analyze', {str(d)!r}, '--quiet', '--no-report',"
-        f" '--parser', {parser!r}, '--merge']\n"  # (copies: the same traffic, merged on purpose)
+        f" '--parser', 'native', '--merge']\n"  # (copies: the same traffic, merged on purpose)
         "main()\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -166,7 +160,10 @@ def test_too_many_open_files_names_the_file(tmp_path: Path, parser: str) -> None
 
 def test_reading_buffers_are_shared_by_the_files_read_together() -> None:
     """Each of n files read side by side reads at most READ_BUDGET / n bytes at a
-    time (at least MIN_CHUNK): 1,250 files held 4 MB each (5.1 GB)."""
-    assert capture.chunk_bytes(1) == capture.CHUNK
-    assert capture.chunk_bytes(1250) * 1250 <= capture.READ_BUDGET
-    assert capture.chunk_bytes(100_000) == capture.MIN_CHUNK
+    time (at least MIN_CHUNK): 1,250 files held 4 MB each (5.1 GB).  (The
+    oracle's merge; native/src/capture.rs mirrors it.)"""
+    from oracle import reader
+
+    assert reader.chunk_bytes(1) == capture.CHUNK
+    assert reader.chunk_bytes(1250) * 1250 <= reader.READ_BUDGET
+    assert reader.chunk_bytes(100_000) == capture.MIN_CHUNK

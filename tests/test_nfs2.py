@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import struct
 
+from oracle import nfs2
+
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_INDEX
-from nfstrace.parsers import nfs2
 from nfstrace.protocol.nfs2 import FATTR_BYTES, READ, WRITE
 from nfstrace.protocol.nfs3 import FILE_SYNC
 

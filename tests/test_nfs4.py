@@ -8,6 +8,7 @@ from functools import cache
 import pytest
 import tshark_ref
 from conftest import SAMPLES
+from oracle import nfs4, rpc
 
 from nfstrace.nfs_fields import (
     DECODE_OK,
@@ -16,7 +17,6 @@ from nfstrace.nfs_fields import (
     FIELD_NAMES,
     NFS_DEFAULTS,
 )
-from nfstrace.parsers import nfs4, rpc
 from nfstrace.protocol import nfs4 as nfs4_protocol
 from nfstrace.protocol.rpc import FRAG_LEN_MASK, LAST_FRAG
 

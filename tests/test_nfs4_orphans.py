@@ -15,7 +15,7 @@ import tshark_ref
 import nfstrace
 from nfstrace.analysis.writes import analyze_writes
 from nfstrace.jsonable import jsonable
-from nfstrace.parsers import frame_loop, native
+from nfstrace.parsers import native
 from nfstrace.protocol import nfs4 as nfs4_protocol
 
 try:
@@ -25,8 +25,6 @@ except ImportError:  # tests/ not on sys.path: import as a package
     from tests.crafted import make_causes as mcs
     from tests.crafted import make_nfs4_orphans as mo
 
-# the native parser where built (CI's second pass hides it: the Python one alone)
-PARSERS = {"python": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 V40_ORPHANS = {mo.XID40 + i for i in mo.MISSED}
 V41_ORPHANS = {mo.XID41 + i for i in mo.MISSED41}
 
@@ -41,22 +39,19 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @cache
-def _messages(parser: str, path: Path) -> pd.DataFrame:
-    return PARSERS[parser]([str(path)])[0]
+def _messages(path: Path) -> pd.DataFrame:
+    return native.parse([str(path)])[0]
 
 
-def _replies(parser: str, path: Path) -> pd.DataFrame:
-    m = _messages(parser, path)
+def _replies(path: Path) -> pd.DataFrame:
+    m = _messages(path)
     return m[m["msgtype"].eq("reply")].set_index("xid")
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_v40_write_replies_decoded_without_their_call(
-    captures: dict[str, Path], parser: str
-) -> None:
-    m = _messages(parser, captures["nfs40_orphans_s256"])
+def test_v40_write_replies_decoded_without_their_call(captures: dict[str, Path]) -> None:
+    m = _messages(captures["nfs40_orphans_s256"])
     assert set(V40_ORPHANS).isdisjoint(m.loc[m["msgtype"].eq("call"), "xid"])
-    r = _replies(parser, captures["nfs40_orphans_s256"])
+    r = _replies(captures["nfs40_orphans_s256"])
     assert len(r) == mo.WRITES + 1
     for xid in sorted(V40_ORPHANS):
         row = r.loc[xid]
@@ -73,9 +68,8 @@ def test_v40_write_replies_decoded_without_their_call(
     assert (r["committed"] == mo.FILE_SYNC).sum() == 1  # the orphan FILE_SYNC WRITE's
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_v41_sequence_first_is_the_same_walk(captures: dict[str, Path], parser: str) -> None:
-    r = _replies(parser, captures["nfs41_orphans_s256"])
+def test_v41_sequence_first_is_the_same_walk(captures: dict[str, Path]) -> None:
+    r = _replies(captures["nfs41_orphans_s256"])
     for xid in sorted(V41_ORPHANS):
         row = r.loc[xid]
         seqid = xid - mo.XID41 + 1
@@ -84,11 +78,8 @@ def test_v41_sequence_first_is_the_same_walk(captures: dict[str, Path], parser: 
         assert (row["session"], row["seqid"], row["slot"]) == (mo.SESSION.hex(), seqid, 0)
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_replies_that_do_not_read_as_compound_stay_undecoded(
-    captures: dict[str, Path], parser: str
-) -> None:
-    r = _replies(parser, captures["nfs4_orphan_edges"])
+def test_replies_that_do_not_read_as_compound_stay_undecoded(captures: dict[str, Path]) -> None:
+    r = _replies(captures["nfs4_orphan_edges"])
     for xid in (mo.EDGE_FIRST, mo.EDGE_NULL, mo.EDGE_UNKNOWN, mo.EDGE_V3_OTHER):
         assert (r.loc[xid, "prog"], r.loc[xid, "op"], r.loc[xid, "ops"]) == (-1, "?", ""), xid
         assert r.loc[xid, "nfs_decode"] == ""
@@ -121,7 +112,7 @@ def test_same_decode_as_tshark_on_the_twin(captures: dict[str, Path], version: s
     it decodes the same reply bytes in the twin capture whose calls were all
     captured; our decode of the orphan replies must be its."""
     orphans = V40_ORPHANS if version == "nfs40" else V41_ORPHANS
-    ours = _replies("python", captures[f"{version}_orphans_s256"])
+    ours = _replies(captures[f"{version}_orphans_s256"])
     twin = str(captures[f"{version}_twin"])
     seen = set()
     for row in tshark_ref.fields(twin, NAMES, "rpc.msgtyp == 1"):

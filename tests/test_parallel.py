@@ -20,7 +20,7 @@ from conftest import SAMPLES, bench_module
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import backends, capture, frame_loop, native, parallel
+from nfstrace.parsers import backends, capture, native, parallel
 from nfstrace.trace import AnalysisConfig, load
 
 try:
@@ -30,7 +30,6 @@ except ImportError:  # pragma: no cover - run from the repository root
 
 ROOT = Path(__file__).resolve().parent.parent
 # The parsers that can read one partition, where built (CI's second pass hides native)
-PARSERS = {"fast": frame_loop.parse, **({"native": native.parse} if native.available() else {})}
 CLIENTS = 16  # the metadata capture's clients (bench/run.py METADATA_CLIENTS)
 
 
@@ -71,10 +70,9 @@ def partitioned(parse, paths: list[str], n: int) -> parallel.Parsed:
     )
 
 
-@pytest.mark.parametrize("parser", sorted(PARSERS))
 @pytest.mark.parametrize("n", [2, 3, pytest.param(7, marks=pytest.mark.slow)])
-def test_partitions_combine_to_one_parse(metadata: Path, parser: str, n: int) -> None:
-    parse = PARSERS[parser]
+def test_partitions_combine_to_one_parse(metadata: Path, n: int) -> None:
+    parse = native.parse
     one = parse([str(metadata)], ParseLimits())
     parts = [parse([str(metadata)], ParseLimits(partition=i, partitions=n)) for i in range(n)]
     # the partitions share the 16 clients, none has them all
@@ -96,11 +94,10 @@ def test_partitions_combine_to_one_parse(metadata: Path, parser: str, n: int) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parser", sorted(PARSERS))
-def test_partitions_on_crafted_edge_cases(crafted: dict[str, Path], parser: str) -> None:
+def test_partitions_on_crafted_edge_cases(crafted: dict[str, Path]) -> None:
     """Fragments, mirror copies, damaged TCP, learnt ports, unanswered calls:
     two partitions combined are one parse."""
-    parse = PARSERS[parser]
+    parse = native.parse
     assert len(crafted) >= 15
     for name, path in sorted(crafted.items()):
         try:
@@ -112,13 +109,13 @@ def test_partitions_on_crafted_edge_cases(crafted: dict[str, Path], parser: str)
 @pytest.mark.slow
 @pytest.mark.parametrize("capture", sorted(SAMPLES.glob("*.pcap")), ids=lambda p: p.name)
 def test_partitions_on_samples(capture: Path) -> None:
-    parse = PARSERS["native" if "native" in PARSERS else "fast"]
+    parse = native.parse
     assert_same(partitioned(parse, [str(capture)], 2), parse([str(capture)], ParseLimits()))
 
 
 def test_partition_of_is_the_same_both_ways() -> None:
     """Both directions and both address orders fall in one partition; non-IP in 0."""
-    from nfstrace.parsers.ip import partition_of
+    from nfstrace.parsers.link import partition_of
 
     a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
     ip = bytes(12) + a + b
@@ -164,7 +161,7 @@ def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
     bench = bench_module()
     capture = tmp_path / "meta.pcap"
     bench.replicate_small_rpcs(bench.METADATA_SOURCE, capture, 3000)
-    parser = "native" if "native" in PARSERS else "fast"
+    parser = "native"
     wanted, limits = parallel.plan([str(capture)], ParseLimits(), parser, 1, 4)
     assert wanted == 4 and limits.buckets
     # one worker, nothing asked, a small input: one partition, nothing sampled
@@ -178,7 +175,7 @@ def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
     parts = [parallel.parse_partition([str(capture)], limits, parser, i, 4) for i in range(4)]
     sizes = [len(p[0]) for p in parts]
     assert max(sizes) <= 0.3 * sum(sizes)
-    assert_same(parallel.combine(parts), PARSERS[parser]([str(capture)], ParseLimits()))
+    assert_same(parallel.combine(parts), native.parse([str(capture)], ParseLimits()))
 
 
 @pytest.fixture(scope="module")
@@ -289,26 +286,26 @@ def test_partitions_cut_to_the_memory_available(
     the memory available; never fewer than the workers; small inputs as asked."""
     path = [str(metadata)]
     frames = _bench().count_packets(metadata)
-    assert parallel.auto_partitions(path, "auto", 3) == 3  # (under MIN_ESTIMATED_BYTES)
+    assert parallel.auto_partitions(path, "native", 3) == 3  # (under MIN_ESTIMATED_BYTES)
     monkeypatch.setattr(parallel, "MIN_ESTIMATED_BYTES", 0)
     need = frames * parallel.PARSE_BYTES_PER_FRAME
     room = need / parallel.PARTITION_MEMORY_SHARE  # exactly one partition's worth
     monkeypatch.setattr(parallel, "memory_available", lambda: room)
-    assert parallel.auto_partitions(path, "auto", 1) == 1
+    assert parallel.auto_partitions(path, "native", 1) == 1
     monkeypatch.setattr(parallel, "memory_available", lambda: room / 5)
-    assert parallel.auto_partitions(path, "auto", 1) == 5
-    assert parallel.auto_partitions(path, "auto", 8) == 8
-    assert parallel.auto_partitions(path, "dpkt", 1) == 1  # (cannot read a partition)
+    assert parallel.auto_partitions(path, "native", 1) == 5
+    assert parallel.auto_partitions(path, "native", 8) == 8
+    assert parallel.auto_partitions(path, "pyshark", 1) == 1  # (cannot read a partition)
     got = load(metadata, AnalysisConfig(keep_messages=False))  # 5 partitions, as one
     assert_same_trace(got, load(metadata))
 
 
 def test_worker_processes_give_one_parse(metadata: Path) -> None:
-    parser = backends.auto_choice()
+    parser = "native"
     one = backends.get(parser)([str(metadata)], ParseLimits(), None)
     assert_same(parallel.parse([str(metadata)], ParseLimits(), parser, 3), one)
     # a backend that cannot read a partition is run once, whole
-    assert parallel.auto_workers([str(metadata)], "dpkt") == 1
+    assert parallel.auto_workers([str(metadata)], "pyshark") == 1
 
 
 def test_worker_errors_name_the_file(tmp_path: Path) -> None:
@@ -317,7 +314,7 @@ def test_worker_errors_name_the_file(tmp_path: Path) -> None:
     err = pickle.loads(pickle.dumps(CaptureError("not a capture", str(bad))))
     assert err.path == str(bad) and str(bad) in str(err)
     with pytest.raises(CaptureError) as e:
-        parallel.parse([str(bad)], ParseLimits(), "auto", 2)
+        parallel.parse([str(bad)], ParseLimits(), "native", 2)
     assert e.value.path == str(bad)
 
 
@@ -354,7 +351,7 @@ def test_dask_local_cluster_gives_one_parse(metadata: Path, split: Path) -> None
     from distributed import Client, LocalCluster
 
     files = sorted(str(p) for p in split.glob("*.pcap"))
-    parser = backends.auto_choice()
+    parser = "native"
     one = backends.get(parser)(files, ParseLimits(), None)
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
@@ -377,7 +374,7 @@ def test_dask_unreachable_scheduler_is_a_usage_error(
 
     monkeypatch.setattr(parallel, "DASK_CONNECT_TIMEOUT_S", 2)
     with pytest.raises(UsageError, match="cannot reach the scheduler"):
-        parallel.parse_with_dask([str(metadata)], ParseLimits(), "auto", "tcp://127.0.0.1:9", 1)
+        parallel.parse_with_dask([str(metadata)], ParseLimits(), "native", "tcp://127.0.0.1:9", 1)
 
 
 def test_no_process_for_one_worker(metadata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,7 +384,7 @@ def test_no_process_for_one_worker(metadata: Path, monkeypatch: pytest.MonkeyPat
     import concurrent.futures  # (parallel imports the pool from there when it needs one)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
-    assert len(parallel.parse([str(metadata)], ParseLimits(), "auto", 1)[0])
+    assert len(parallel.parse([str(metadata)], ParseLimits(), "native", 1)[0])
 
 
 def test_dask_is_imported_only_for_dask() -> None:

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import tshark_ref
 from conftest import FULL_CAPTURES, SAMPLES
+from oracle import collector, frame_loop
 
 import nfstrace
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import collector, frame_loop
 from nfstrace.schema import EVENT_COLUMNS, EVENT_KINDS
 from nfstrace.trace import AnalysisConfig
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from oracle import dissector, frame_loop
 from typer.testing import CliRunner
 
 import nfstrace
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, ExitStatus
-from nfstrace.parsers import capture, dissector, frame_loop, native, pcapng, stats
+from nfstrace.parsers import capture, pcapng, stats
 from nfstrace.trace import AnalysisConfig
 
 try:
@@ -41,7 +42,6 @@ REGRESSIONS = Path(__file__).resolve().parent / "fuzz" / "regressions"
 SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "v3-tcp-nfscp-w1m-d0-l0.pcap"
 runner = CliRunner()
 XIDS = [md.XID0 + i for i in range(md.N)]
-PARSERS = ["fast", "native"] if native.available() else ["fast"]
 
 
 def load_bytes(tmp_path: Path, blob: bytes, name: str = "damaged.pcap") -> nfstrace.Trace:
@@ -135,11 +135,8 @@ def _zero_frames(n: int, *, varying: bool) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parser", PARSERS)
 @pytest.mark.parametrize("fmt", ["gz", "bz2", "xz"])
-def test_a_decompression_bomb_is_stopped_whatever_the_format(
-    tmp_path: Path, parser: str, fmt: str
-) -> None:
+def test_a_decompression_bomb_is_stopped_whatever_the_format(tmp_path: Path, fmt: str) -> None:
     """One rule for every format (issue 30 item 5): a capture followed by 128 MB
     of zeros (zero-length records), packed at the most each compressor does
     (gzip ~1,030:1), stops at RATIO_CHECK_BYTES with the bomb warning, in both
@@ -152,7 +149,7 @@ def test_a_decompression_bomb_is_stopped_whatever_the_format(
     zeros = bytes(2 * capture.RATIO_CHECK_BYTES)
     path = tmp_path / f"bomb.pcap.{fmt}"
     path.write_bytes(pack(md.pcap_bytes(md.exchange()) + zeros))
-    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    t = nfstrace.load(path, AnalysisConfig())
     assert answered(t) == XIDS
     assert "decompression bomb" in warnings_of(t)
     unpacked = t.stats.files[0].bytes
@@ -160,8 +157,7 @@ def test_a_decompression_bomb_is_stopped_whatever_the_format(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parser", PARSERS)
-def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
+def test_a_decompression_bomb_is_stopped(tmp_path: Path) -> None:
     """A small .xz that unpacks to gigabytes (issue 20, item 4): past
     RATIO_CHECK_BYTES at more than MAX_DECOMPRESSION_RATIO bytes out per byte
     in, reading stops with a warning (exit 6); what came before is analysed."""
@@ -176,7 +172,7 @@ def test_a_decompression_bomb_is_stopped(tmp_path: Path, parser: str) -> None:
     path = tmp_path / "bomb.pcap.xz"
     path.write_bytes(b"".join(parts))
     assert path.stat().st_size < 100_000  # 134 MB unpacked
-    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    t = nfstrace.load(path, AnalysisConfig())
     assert answered(t) == XIDS
     assert "decompression bomb" in warnings_of(t)
     unpacked = t.stats.files[0].bytes
@@ -441,9 +437,8 @@ def sizes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 # run too, on what it gives back (tests/test_native.py compares the two).
 
 
-@pytest.mark.parametrize("parser", PARSERS)
 def test_many_flows_and_xids_stay_within_the_limits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """300 connections from 300 addresses, each holding an early segment for a
     hole that never fills, parsed with small limits: every table stays within
@@ -457,12 +452,12 @@ def test_many_flows_and_xids_stay_within_the_limits(
         max_pending_calls=50,
         max_events_per_kind=20,
     )
-    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
-    if parser == "fast":
-        s = _Sizes.sizes
-        assert s["connections"] <= 32 and s["streams"] <= 64
-        assert s["directions"] <= 40 and s["pending_bytes"] <= 3_000 + 300
-        assert s["calls"] <= 50 and s["events"] <= 20
+    frame_loop.parse([str(path)], limits)  # the oracle's tables, measured by _Sizes
+    s = _Sizes.sizes
+    assert s["connections"] <= 32 and s["streams"] <= 64
+    assert s["directions"] <= 40 and s["pending_bytes"] <= 3_000 + 300
+    assert s["calls"] <= 50 and s["events"] <= 20
+    t = nfstrace.load(path, AnalysisConfig(limits=limits))
     assert (t.events["kind"].value_counts() <= 20).all()
     assert len(answered(t)) == 300  # each reply right after its call
     a = t.stats.anomalies
@@ -472,16 +467,13 @@ def test_many_flows_and_xids_stay_within_the_limits(
     assert "max_pending_bytes_total" in text and "max_events_per_kind" in text
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_fragments_stay_within_the_limits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str
-) -> None:
+def test_fragments_stay_within_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(frame_loop, "Dissector", _Sizes)
     path = md.many_fragments(200).write(tmp_path / "frags.pcap")
     limits = ParseLimits(max_ip_reassembly_bytes=20_000, max_events_per_kind=50)
-    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
-    if parser == "fast":
-        assert _Sizes.sizes["ip_bytes"] <= 20_000
+    frame_loop.parse([str(path)], limits)  # the oracle's tables, measured by _Sizes
+    assert _Sizes.sizes["ip_bytes"] <= 20_000
+    t = nfstrace.load(path, AnalysisConfig(limits=limits))
     assert t.stats.ip_datagrams_incomplete == 200
     assert t.stats.anomalies["ip_datagrams_given_up"] > 100
     assert (t.events["kind"] == "ip_datagram_incomplete").sum() == 50
@@ -665,16 +657,15 @@ def test_fuzz_regressions_end_in_a_result_or_an_nfstrace_error(path: Path, tmp_p
 # ---- the capture's clock running backwards (issue 20, item 3) --------------------------
 
 
-@pytest.mark.parametrize("parser", ["fast", "auto"])
 @pytest.mark.parametrize("transport", ["udp", "tcp"])
-def test_reply_stamped_before_its_call(tmp_path: Path, parser: str, transport: str) -> None:
+def test_reply_stamped_before_its_call(tmp_path: Path, transport: str) -> None:
     """Two packets, the reply 1 µs before its WRITE call: once a TypeError (the
     reply became a reply without call whose bytes reached the throughput code).
     Matched in capture order, as tshark does; its latency negative in the table,
     0 in the analyses; the capture fact said; the command line exits 0."""
     path = tmp_path / f"back_{transport}.pcap"
     path.write_bytes(md.pcap_bytes(md.reply_before_call(transport)))
-    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    t = nfstrace.load(path, AnalysisConfig())
     w = t.transactions[t.transactions["op"] == "WRITE"]
     assert len(w) == 1 and int(w["n_calls"].iloc[0]) == 1 and int(w["n_replies"].iloc[0]) == 1
     assert int(w["latency_ns"].iloc[0]) == -1_000
@@ -684,18 +675,17 @@ def test_reply_stamped_before_its_call(tmp_path: Path, parser: str, transport: s
     kinds = [f.kind for f in d.findings]
     assert "clock_backwards" in kinds
     assert (d.pace.outstanding["outstanding"] >= 0).all()
-    r = runner.invoke(app, ["analyze", str(path), "--parser", parser, "-q", "--no-report"])
+    r = runner.invoke(app, ["analyze", str(path), "-q", "--no-report"])
     assert r.exit_code == 0, r.output
     assert "reply stamped before its call" in r.stdout
 
 
-@pytest.mark.parametrize("parser", ["fast", "auto"])
-def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path, parser: str) -> None:
+def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path) -> None:
     """Every frame stamped 1 ms before the previous one: all 50 WRITEs matched,
     the diagnosis leads with the clock and the verdict is hedged."""
     path = tmp_path / "backwards.pcap"
     path.write_bytes(md.pcap_bytes(md.clock_running_backwards()))
-    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    t = nfstrace.load(path, AnalysisConfig())
     assert answered(t) == [md.XID0 + i for i in range(50)]
     q = t.diagnosis.quality
     assert q.replies_before_call == 50 and q.messages_back_in_time == 99 and q.clock_limits
@@ -703,7 +693,7 @@ def test_clock_running_backwards_limits_the_conclusions(tmp_path: Path, parser: 
     assert "clock ran backwards" in first.title
     assert any("clock ran backwards" in limit for limit in t.diagnosis.verdict.limits)
     out = tmp_path / "s.json"
-    r = runner.invoke(app, ["analyze", str(path), "--parser", parser, "-q", "--json", str(out)])
+    r = runner.invoke(app, ["analyze", str(path), "-q", "--json", str(out)])
     assert r.exit_code == 0, r.output
     assert '"replies_before_call": 50' in out.read_text()
 
@@ -726,29 +716,25 @@ def test_throughput_of_replies_without_their_call() -> None:
     assert alone is not None and alone.seconds == 0 and math.isnan(alone.mbits_per_s)
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path, parser: str) -> None:
+def test_forgetting_calls_waiting_for_a_reply_is_a_warning(tmp_path: Path) -> None:
     """60 WRITE calls outstanding with room for 50 (issue 20, item 6): the 10
     oldest are forgotten; the replies to 5 of them cannot be decoded (no bytes
     written). Once silent: now a warning naming the limit. Calls answered
     before being forgotten are no loss and no warning."""
     path = md.outstanding_calls(60, answered=5).write(tmp_path / "outstanding.pcap")
-    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_pending_calls=50), parser=parser))
+    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_pending_calls=50)))
     assert t.stats.anomalies.get("calls_forgotten") == 10
     assert "max_pending_calls" in warnings_of(t)
     assert t.stats.replies_without_call_info == 5
-    roomy = nfstrace.load(path, AnalysisConfig(parser=parser))
+    roomy = nfstrace.load(path, AnalysisConfig())
     assert "calls_forgotten" not in roomy.stats.anomalies and not roomy.stats.warnings
     assert int(roomy.transactions["write_bytes"].sum()) == 5 * 512
     answered_first = md.exchange(60).write(tmp_path / "answered.pcap")
-    quiet = nfstrace.load(
-        answered_first, AnalysisConfig(limits=ParseLimits(max_pending_calls=50), parser=parser)
-    )
+    quiet = nfstrace.load(answered_first, AnalysisConfig(limits=ParseLimits(max_pending_calls=50)))
     assert "calls_forgotten" not in quiet.stats.anomalies
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_calls_waiting_for_a_reply_are_bounded_in_memory(tmp_path: Path, parser: str) -> None:
+def test_calls_waiting_for_a_reply_are_bounded_in_memory(tmp_path: Path) -> None:
     """Not only their count: max_pending_call_bytes at PENDING_CALL_BYTES each
     (a million unanswered calls held ~170 MB in the Rust parser, ~360 MB in the
     Python one; now 128 MiB at most), the same calls forgotten in both parsers
@@ -759,14 +745,13 @@ def test_calls_waiting_for_a_reply_are_bounded_in_memory(tmp_path: Path, parser:
     assert limits.pending_calls == 50 < limits.max_pending_calls
     assert ParseLimits().pending_calls * PENDING_CALL_BYTES <= 128 * 1024 * 1024
     path = md.outstanding_calls(60, answered=5).write(tmp_path / "outstanding.pcap")
-    t = nfstrace.load(path, AnalysisConfig(limits=limits, parser=parser))
+    t = nfstrace.load(path, AnalysisConfig(limits=limits))
     assert t.stats.anomalies.get("calls_forgotten") == 10
     assert "max_pending_call_bytes" in warnings_of(t)
     assert t.stats.replies_without_call_info == 5
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str) -> None:
+def test_impossible_interface_drop_count_is_left_out(tmp_path: Path) -> None:
     """An interface statistics block with a drop count of all ones (issue 20, item
     10: once summed into 9.2e18 drops): left out and said; a real count beside it
     (interface 0's OS drops) is kept."""
@@ -779,7 +764,7 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str
     )
     path = tmp_path / "drops.pcapng"
     path.write_bytes(blob + isb)
-    t = nfstrace.load(path, AnalysisConfig(parser=parser))
+    t = nfstrace.load(path, AnalysisConfig())
     assert answered(t) == XIDS
     assert t.stats.interface_drops == 7
     assert "impossible drop count" in warnings_of(t)
@@ -787,8 +772,7 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path, parser: str
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parser", PARSERS)
-def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None:
+def test_reading_stops_at_the_message_limit(tmp_path: Path) -> None:
     """Millions of tiny RPCs would fill memory (issue 20, item 4: ~1 KB per
     message through the analysis): past ParseLimits.max_messages (checked every
     CHECK_EVERY_FRAMES frames) the parser stops, says where, and what it read is
@@ -796,22 +780,19 @@ def test_reading_stops_at_the_message_limit(tmp_path: Path, parser: str) -> None
     from nfstrace.config import CHECK_EVERY_FRAMES, default_max_messages
 
     path = md.exchange(3000).write(tmp_path / "many.pcap")  # 6,003 frames
-    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_messages=1000), parser=parser))
+    t = nfstrace.load(path, AnalysisConfig(limits=ParseLimits(max_messages=1000)))
     assert t.stats.anomalies["messages_limit"] == CHECK_EVERY_FRAMES
     assert t.stats.frames == CHECK_EVERY_FRAMES - 1
     assert len(t.messages) == CHECK_EVERY_FRAMES - 1 - 3  # after the handshake
     assert "max_messages" in warnings_of(t) and "not analysed" in warnings_of(t)
     assert len(answered(t)) == (CHECK_EVERY_FRAMES - 1 - 3) // 2
-    whole = nfstrace.load(path, AnalysisConfig(parser=parser))
+    whole = nfstrace.load(path, AnalysisConfig())
     assert "messages_limit" not in whole.stats.anomalies and len(whole.messages) == 6000
     assert ParseLimits().max_messages == pytest.approx(default_max_messages(), rel=0.2)
     assert ParseLimits().max_messages >= 1_000_000
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_a_fraction_of_a_second_past_one_second_is_read_clamped(
-    tmp_path: Path, parser: str
-) -> None:
+def test_a_fraction_of_a_second_past_one_second_is_read_clamped(tmp_path: Path) -> None:
     """A pcap record with ts_usec 0xFFFFFFFF is read (tshark reads it), its time
     clamped to its second's last tick: every frame and every call/reply kept
     whichever record it is (it was taken as damage to search past, or its time
@@ -825,7 +806,7 @@ def test_a_fraction_of_a_second_past_one_second_is_read_clamped(
     for at in starts[::3]:  # calls, replies, handshake, first and last records
         odd = bytearray(blob)
         struct.pack_into("<I", odd, at + 4, 0xFFFFFFFF)
-        t = nfstrace.load(_write(tmp_path, bytes(odd)), AnalysisConfig(parser=parser))
+        t = nfstrace.load(_write(tmp_path, bytes(odd)), AnalysisConfig())
         assert t.stats.frames == whole.stats.frames, at
         assert answered(t) == answered(whole), at
         assert len(t.transactions) == len(whole.transactions), at

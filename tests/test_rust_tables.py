@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+from oracle import nfs4
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import native, nfs4, stats
+from nfstrace.parsers import native, stats
 from nfstrace.protocol import nfs4 as nfs4_protocol
 from nfstrace.schema import EVENT_KINDS
 

@@ -26,9 +26,7 @@ from nfstrace.analysis.quality import snaplen_needed
 from nfstrace.analysis.writes import analyze_writes, write_sizes
 from nfstrace.cli import app
 from nfstrace.errors import ExitStatus
-from nfstrace.parsers import native
 from nfstrace.schema import INFERENCES
-from nfstrace.trace import AnalysisConfig
 
 try:
     from crafted import make_crafted as mc
@@ -52,7 +50,6 @@ CUT_SAMPLES = (
 )
 FAST_SNAPLENS = (96,)
 SLOW_SNAPLENS = (128, 160, 200, 256)
-PARSERS = ("fast", "native") if native.available() else ("fast",)
 
 
 def cut(src: Path, dst: Path, snaplen: int) -> Path:
@@ -72,12 +69,12 @@ def cut(src: Path, dst: Path, snaplen: int) -> Path:
 
 
 @cache
-def _load(name: str, snaplen: int = 0, parser: str = "auto") -> nfstrace.Trace:
+def _load(name: str, snaplen: int = 0) -> nfstrace.Trace:
     src = SAMPLES / f"{name}.pcap"
     if snaplen:
         twins = Path(_twins()) / f"{name.replace('/', '_')}.s{snaplen}.pcap"
         src = twins if twins.exists() else cut(src, twins, snaplen)
-    return nfstrace.load(src, AnalysisConfig(parser=parser))
+    return nfstrace.load(src)
 
 
 @cache
@@ -144,12 +141,11 @@ def test_the_issue_case_minus_s_256() -> None:
         assert row.t_call_end_ns == full.loc[row.xid, "t_call_end_ns"]
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_crafted_unframed_records(parser: str, tmp_path: Path) -> None:
+def test_crafted_unframed_records(tmp_path: Path) -> None:
     """tests/crafted/make_crafted.py build_snaplen_unframed: each way of
     inferring, with the codes that say so."""
     paths = mc.build_snaplen_unframed(tmp_path)
-    t = nfstrace.load(paths["snaplen_unframed_96"], AnalysisConfig(parser=parser))
+    t = nfstrace.load(paths["snaplen_unframed_96"])
     kinds = t.events["kind"].astype(str)
     assert (kinds == "rpc_unframed").sum() == 3  # two on the calls' side, one on the replies'
     assert (kinds == "rpc_unframed_record").sum() == 4  # WRITEs 0xB02-0xB04, reply 0xB03
@@ -167,7 +163,7 @@ def test_crafted_unframed_records(parser: str, tmp_path: Path) -> None:
         assert w.loc[x, "write_bytes"] == pytest.approx(mc.CUT_WRITE, rel=1e-3)
     assert w.loc[0xB07, "write_bytes"] == pytest.approx(mc.CUT_WRITE_SHORT, rel=1e-2)
     # -s 128 keeps the replies whole: read, not inferred (a WRITE3resok's exact shape)
-    t = nfstrace.load(paths["snaplen_unframed_128"], AnalysisConfig(parser=parser))
+    t = nfstrace.load(paths["snaplen_unframed_128"])
     w = _writes(t).set_index("xid")
     assert w.loc[0xB02, "inferred"] == "call_record" and w.loc[0xB02, "reply_count"] == 8192
     assert w.loc[0xB07, "inferred"] == "" and w.loc[0xB07, "write_bytes"] == 4096
@@ -235,12 +231,11 @@ def test_udp_at_minus_s_68_is_read() -> None:
     _same_writes("v3-udp-py-w32k-d10-l0", 68)
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_sack_options_leave_only_the_xid(parser: str) -> None:
+def test_sack_options_leave_only_the_xid() -> None:
     """-s 96 of a lossy run: SACK options leave 10-18 bytes of some segments;
     those messages are kept by their xid (a reply to an outstanding call, a
     call on a flow of calls) and every WRITE is answered."""
-    t = _load("causes/v3-tcp-nfscp-w64k-d2-l0.5", 96, parser)
+    t = _load("causes/v3-tcp-nfscp-w64k-d2-l0.5", 96)
     w = _writes(t)
     assert len(w) == 16 and (w["n_replies"] == 1).all() and (w["write_bytes"] > 0).all()
 

@@ -9,24 +9,20 @@ import random
 from pathlib import Path
 
 import pytest
+from oracle import ip as ipmod
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
 import nfstrace
 from nfstrace.analysis.repeats import analyze_repeats
-from nfstrace.parsers import ip as ipmod
-from nfstrace.parsers import native
 from nfstrace.parsers.stats import ANOMALIES, ParseStats
-from nfstrace.trace import AnalysisConfig
 
 try:
     from crafted import make_tcp_damage as mtd
 except ImportError:  # pragma: no cover - run from the repository root
     from tests.crafted import make_tcp_damage as mtd
 
-# the native parser where built (CI's second pass hides it: the Python one alone)
-PARSERS = ("fast", "native") if native.available() else ("fast",)
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 
 
@@ -35,8 +31,8 @@ def caps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return mtd.build_all(tmp_path_factory.mktemp("tcp_damage"))
 
 
-def load(path: Path, parser: str) -> nfstrace.Trace:
-    return nfstrace.load(path, AnalysisConfig(parser=parser))
+def load(path: Path) -> nfstrace.Trace:
+    return nfstrace.load(path)
 
 
 def answered(t: nfstrace.Trace) -> dict[int, bool]:
@@ -47,12 +43,11 @@ def answered(t: nfstrace.Trace) -> dict[int, bool]:
 # ---- a SYN inside an established connection ---------------------------------------------
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_corrupted_syn_copy_does_not_restart_the_connection(caps, parser: str) -> None:
+def test_corrupted_syn_copy_does_not_restart_the_connection(caps) -> None:
     """The corrupted copy of reply 2 (SYN set, ACK cleared, bad checksum,
     trailing bytes) used to start a new connection one byte off: reply 2 was
     dropped and its call reported unanswered."""
-    t = load(caps["syn_corrupt"], parser)
+    t = load(caps["syn_corrupt"])
     assert answered(t) == dict.fromkeys(mtd.SYN_XIDS, True)
     assert t.overview.duplicate_replies == 0
     assert t.stats.tcp_connections == 1
@@ -64,22 +59,20 @@ def test_corrupted_syn_copy_does_not_restart_the_connection(caps, parser: str) -
     assert any("bad checksum" in w for w in t.stats.warnings)
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_clean_syn_inside_the_window_is_dropped(caps, parser: str) -> None:
+def test_clean_syn_inside_the_window_is_dropped(caps) -> None:
     """A well-formed SYN at the next expected byte, no FIN or RST before: not
     a new connection (the receiver answers with an ACK and drops it)."""
-    t = load(caps["syn_in_window"], parser)
+    t = load(caps["syn_in_window"])
     assert answered(t) == dict.fromkeys(mtd.SYN_XIDS, True)
     assert t.stats.tcp_connections == 1
     assert t.stats.anomalies == {"tcp_syn_in_window": 1}
 
 
-@pytest.mark.parametrize("parser", PARSERS)
 @pytest.mark.parametrize("name", ["syn_after_fin", "syn_out_of_window"])
-def test_real_port_reuse_is_a_new_connection(caps, parser: str, name: str) -> None:
+def test_real_port_reuse_is_a_new_connection(caps, name: str) -> None:
     """After FIN (even with the new ISN inside the old window), or with an ISN
     far outside it: a new connection, as before."""
-    t = load(caps[name], parser)
+    t = load(caps[name])
     assert answered(t) == dict.fromkeys(mtd.SYN_XIDS[:2], True)
     assert t.stats.tcp_connections == 2
     assert t.stats.anomalies == {}
@@ -95,12 +88,11 @@ def test_anomaly_texts() -> None:
 # ---- frames captured 3-4 times ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_every_copy_within_the_window_is_skipped(caps, parser: str) -> None:
+def test_every_copy_within_the_window_is_skipped(caps) -> None:
     """Copies 90-220 µs after their original, up to three originals in
     between: the last-two-frames check let the later copies through as TCP
     retransmissions and a repeated UDP reply."""
-    t = load(caps["mirror_many"], parser)
+    t = load(caps["mirror_many"])
     copies = sum(len(mtd.MIRROR_COPIES_US[n % 6]) for n in range(7))
     assert t.stats.frames == 7 + copies
     assert t.stats.duplicate_frames == copies
@@ -110,7 +102,7 @@ def test_every_copy_within_the_window_is_skipped(caps, parser: str) -> None:
 
 
 def test_copies_are_reported_without_a_cause(caps) -> None:
-    t = load(caps["mirror_many"], "fast")
+    t = load(caps["mirror_many"])
     r = analyze_repeats(t.transactions, t.events, t.stats)
     (f,) = [f for f in r.findings() if f.kind == "mirror_duplicates"]
     assert "identical frames captured more than once" in f.title
@@ -142,18 +134,16 @@ def _addrs(pkt) -> tuple[bytes, bytes]:
     return socket.inet_pton(fam, pkt.src), socket.inet_pton(fam, pkt.dst)
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_checksum_facts_per_direction(caps, parser: str) -> None:
-    t = load(caps["offload_client"], parser)
+def test_checksum_facts_per_direction(caps) -> None:
+    t = load(caps["offload_client"])
     d = {(x.src, x.dst): (x.checksums_checked, x.checksums_bad) for x in t.stats.directions}
     assert d == {(mtd.mc.CLIENT, mtd.mc.SERVER): (5, 5), (mtd.mc.SERVER, mtd.mc.CLIENT): (5, 0)}
     assert t.stats.anomalies == {}  # bad checksums alone do not drop frames
 
 
-@pytest.mark.parametrize("parser", PARSERS)
-def test_checksum_sample_is_bounded(parser: str) -> None:
+def test_checksum_sample_is_bounded() -> None:
     path = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"  # in the repository
-    t = load(path, parser)
+    t = load(path)
     for d in t.stats.directions:
         assert 0 < d.checksums_checked <= ipmod.CHECKSUM_SAMPLE
         assert 0 <= d.checksums_bad <= d.checksums_checked

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
+from oracle import frame_loop, portmap, rpc
 
 import nfstrace
 from nfstrace.analysis.fragments import analyze_fragments
-from nfstrace.parsers import frame_loop, portmap, rpc
 
 try:
     from crafted import make_crafted as mc

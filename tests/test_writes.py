@@ -22,7 +22,6 @@ from nfstrace.analysis.writes import (
     write_progress,
 )
 from nfstrace.jsonable import jsonable
-from nfstrace.parsers import native
 
 try:
     from crafted import make_writes as mw
@@ -208,19 +207,14 @@ V3_NAMED = [
 ]
 
 
-@pytest.mark.parametrize("parser", ["fast", "native"] if native.available() else ["fast"])
 @pytest.mark.parametrize("capture", V3_NAMED, ids=lambda p: p.stem)
-def test_files_are_named_from_the_replies_that_handed_out_their_handles(
-    capture: Path, parser: str
-) -> None:
+def test_files_are_named_from_the_replies_that_handed_out_their_handles(capture: Path) -> None:
     """Per-file view (issue 18): the handle an NFSv3 LOOKUP/CREATE reply hands out
     is decoded (as tshark's nfs.fhandle in those replies), and the file written
     through it is named by the call's name; both parsers alike."""
     import tshark_ref
 
-    from nfstrace.trace import AnalysisConfig
-
-    t = nfstrace.load(capture, AnalysisConfig(parser=parser))
+    t = nfstrace.load(capture)
     tx = t.transactions
     rows = tshark_ref.fields(
         str(capture),

@@ -1,5 +1,5 @@
 //! IPv4 (RFC 791) and IPv6 (RFC 8200) headers, extension headers and fragment
-//! reassembly for both (mirrors `parsers/ip.py`).
+//! reassembly for both (mirrors `tests/oracle/ip.py`).
 
 use crate::maps::{HashMap, HashSet};
 use std::borrow::Cow;

@@ -1,12 +1,13 @@
-//! nfstrace's native hot path: capture files -> ONC-RPC messages, as columns.
+//! nfstrace's parser: capture files -> ONC-RPC messages, as columns.
 //!
-//! A line-by-line port of the pure-Python parser (`nfstrace/parsers/frame_loop.py`
-//! and the modules it drives), which stays the readable reference: the two
-//! must give identical tables (tests/test_native.py).  Each module mirrors the
-//! Python module of its name (capture.rs: capture.py with pcap.py, pcapng.py
-//! and resync.py; nfs4.rs: nfs4.py's named steps and COMPOUND walks, its step
-//! programs generated into nfs4_steps.rs; python.rs: the other side of
-//! native.py).  Every message's NFS fields are decoded here (NFSv2, v3, v4 and
+//! The only dissector of the package.  It was ported line by line from the
+//! Python parser kept under tests/oracle/ (`frame_loop.py` and the modules it
+//! drives) as the tests' differential oracle: the two must give identical
+//! tables (tests/test_native.py).  Each module still mirrors the oracle module
+//! of its name (capture.rs: nfstrace/parsers/capture.py with pcap.py,
+//! pcapng.py and resync.py, and tests/oracle/reader.py; nfs4.rs: nfs4.py's
+//! named steps and COMPOUND walks, its step programs generated into
+//! nfs4_steps.rs; python.rs: the other side of nfstrace/parsers/native.py).  Every message's NFS fields are decoded here (NFSv2, v3, v4 and
 //! the v4 callbacks); Python builds the DataFrames and names procedures and
 //! operations.
 

@@ -1,4 +1,4 @@
-//! NFSv3 procedure decoding (mirrors `parsers/nfs3.py`).
+//! NFSv3 procedure decoding (mirrors `tests/oracle/nfs3.py`).
 
 use crate::decoders::Fields;
 use crate::tables::*;

@@ -1,4 +1,4 @@
-//! NFSv4.x COMPOUND and CB_COMPOUND decoding (mirrors `parsers/nfs4.py`): the
+//! NFSv4.x COMPOUND and CB_COMPOUND decoding (mirrors `tests/oracle/nfs4.py`): the
 //! named steps (hand-written primitives, line by line as in Python) and the
 //! COMPOUND walks.
 //! The step programs over each operation's arguments and results are generated

@@ -1,5 +1,5 @@
 //! UDP ports learnt from portmap / rpcbind answers (mirrors
-//! `parsers/portmap.py`): GETPORT and DUMP (v2), GETADDR, GETVERSADDR and
+//! `tests/oracle/portmap.py`): GETPORT and DUMP (v2), GETADDR, GETVERSADDR and
 //! DUMP (v3, v4).
 
 use crate::rpc::be32;

@@ -1,5 +1,5 @@
 //! ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
-//! (§11); mirrors `parsers/rpc.py`.  Knows no NFS.
+//! (§11); mirrors `tests/oracle/rpc.py`.  Knows no NFS.
 
 // Protocol numbers and limits, and the reply_stat column codes: generated.
 use crate::tables::{

@@ -1,5 +1,5 @@
 //! TCP stream reassembly and ONC-RPC record marking (RFC 5531 §11); mirrors
-//! `parsers/tcp.py` (read its docstring for the two state machines, the parts
+//! `tests/oracle/tcp.py` (read its docstring for the two state machines, the parts
 //! of a `HalfStream` and the resync acceptance rule).
 
 use crate::ip::Addr;

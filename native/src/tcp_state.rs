@@ -1,5 +1,5 @@
 //! TCP state beyond reassembly, for the transport events (mirrors
-//! `parsers/tcp_state.py`): the handshake (MSS and window scale options, RFC
+//! `tests/oracle/tcp_state.py`): the handshake (MSS and window scale options, RFC
 //! 9293 / RFC 7323), advertised windows (zero and full windows), data->ACK
 //! round trips, send gaps, and what a stream leaves in its direction's facts
 //! when it ends, called from the dissector's slow paths.  A function that only

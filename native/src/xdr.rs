@@ -1,4 +1,4 @@
-//! A small XDR (RFC 4506) cursor (mirrors `parsers/xdr.py`): a read past the
+//! A small XDR (RFC 4506) cursor (mirrors `tests/oracle/xdr.py`): a read past the
 //! end "poisons" it (`ok` false) and returns zeros; decoders check once.
 
 pub struct Xdr<'a> {

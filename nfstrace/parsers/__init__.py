@@ -1,8 +1,9 @@
 """Parser layer: capture files -> frames -> ONC-RPC messages.
 
-One module per concern: ``capture`` (pcap/pcapng/compressed files),
-``link`` (layer 2), ``ip`` (IPv4/IPv6 and fragments), ``tcp`` (stream
-reassembly and record marking), ``xdr`` and ``rpc`` (RPC header), and
-``frame_loop``/``dissector`` (the Python parser's loop over frames; ``native``
-runs the Rust one, ``backends`` picks).
+The dissection is the Rust core's (``native/``, the ``nfstrace._native``
+extension), turned into tables by ``native``; ``backends`` names the
+``--parser`` choices (``native``, ``pyshark``).  In Python: ``capture`` (with
+``pcap``, ``pcapng``, ``resync``) reads capture files into frames for
+``watch``, ``spans`` and ``parallel``; ``link`` finds a frame's IP header;
+``stats`` and ``tables`` are the shapes of what a parse returns.
 """

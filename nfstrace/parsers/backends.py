@@ -1,13 +1,10 @@
-"""The parser backends behind ``--parser {auto,native,fast,dpkt,pyshark}``: one
-name, one ``parse(paths, limits, progress) -> (messages, events, stats)``
-callable each, all with the contract of ``nfstrace.parsers.frame_loop.parse``.
+"""The parser backends behind ``--parser {native,pyshark}``: one name, one
+``parse(paths, limits, progress) -> (messages, events, stats)`` callable each.
 
-``native`` is the Rust port of ``fast`` (the ``nfstrace._native`` extension,
-built at install time when cargo is there); ``auto``, the default, is native
-when it is importable, else fast (pure Python, the readable reference).
-
-dpkt and pyshark are optional installs (extras ``nfstrace[dpkt]``,
-``nfstrace[pyshark]``), so their modules are imported only when chosen.
+``native``, the default, is the Rust core (the ``nfstrace._native`` extension,
+built at install time: a Rust toolchain is required).  ``pyshark`` is a
+cross-check through Wireshark's dissectors (tshark), an optional install
+(extra ``nfstrace[pyshark]``), so its module is imported only when chosen.
 ``available()`` says which can run here and, for the others, why not.
 """
 
@@ -15,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -34,9 +30,14 @@ if TYPE_CHECKING:  # the parsers (pandas, pyarrow) are imported when one is used
         tuple[pd.DataFrame, pd.DataFrame, ParseStats],
     ]
 
-DEFAULT = "auto"
+DEFAULT = "native"
 TSHARK_INSTALL_HINT = (
     "apt-get install tshark (or dnf install wireshark-cli, brew install wireshark)"
+)
+# What an install without the Rust extension is told (one line)
+NOT_BUILT = (
+    "nfstrace's Rust extension (nfstrace._native) is not built: install a Rust "
+    "toolchain (https://rustup.rs) and run pip install . again from the source tree"
 )
 
 
@@ -60,46 +61,20 @@ class _Lazy:
         return importlib.import_module(self.module).parse(paths, limits, progress)
 
 
-def native_extension() -> tuple[Any, str]:
-    """The Rust extension ``nfstrace._native`` and "", or None and why it is not
-    there (not built, or hidden by ``NFSTRACE_NO_NATIVE=1``).  Imported here, not
-    in ``nfstrace.parsers.native`` (which brings pandas): the command line
-    checks its parser before anything heavy is imported."""
+def native_extension() -> Any:
+    """The Rust extension ``nfstrace._native``; ImportError with ``NOT_BUILT``
+    when the package was installed without it.  Imported here, not in
+    ``nfstrace.parsers.native`` (which brings pandas): the command line checks
+    its parser before anything heavy is imported."""
     try:
-        if os.environ.get("NFSTRACE_NO_NATIVE"):
-            raise ImportError("disabled by NFSTRACE_NO_NATIVE")
         from nfstrace import _native  # type: ignore[attr-defined]
-
-        return _native, ""
-    except ImportError as e:  # built without a Rust toolchain, or disabled
-        return None, str(e)
-
-
-def _native_error() -> str | None:
-    """None when the native parser is built and not hidden, else why not."""
-    extension, error = native_extension()
-    return None if extension is not None else error
-
-
-def auto_choice() -> str:
-    """The backend ``auto`` stands for here."""
-    return "native" if _native_error() is None else "fast"
-
-
-def _auto(
-    paths: list[str],
-    limits: ParseLimits | None = None,
-    progress: Progress | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
-    """The native parser when it is built, else the pure-Python one."""
-    return PARSERS[auto_choice()](paths, limits, progress)
+    except ImportError as e:
+        raise ImportError(f"{NOT_BUILT} ({e})") from None
+    return _native
 
 
 PARSERS: dict[str, Parser] = {
-    "auto": _auto,
     "native": _Lazy("native", "nfstrace.parsers.native"),
-    "fast": _Lazy("fast", "nfstrace.parsers.frame_loop"),
-    "dpkt": _Lazy("dpkt", "nfstrace.parsers.dpkt_backend"),
     "pyshark": _Lazy("pyshark", "nfstrace.parsers.pyshark_backend"),
 }
 
@@ -120,20 +95,12 @@ def why_not(name: str) -> str | None:
     """None if the backend ``name`` can run here, else why not (and how to fix it).
     Only that backend is looked at: pyshark (and the asyncio, lxml it brings) is
     imported only when it is the one asked about."""
-    if name in ("auto", "fast"):
-        return None
     if name == "native":
-        error = _native_error()
-        if error is None:
-            return None
-        return (
-            "the native parser was not built (a Rust toolchain at install time builds it: "
-            f"https://rustup.rs, then pip install again): {error}"
-        )
-    if name == "dpkt":
-        if importlib.util.find_spec("dpkt"):
-            return None
-        return "the dpkt parser needs dpkt: pip install 'nfstrace[dpkt]'"
+        try:
+            native_extension()
+        except ImportError as e:
+            return str(e)
+        return None
     if name == "pyshark":
         if not importlib.util.find_spec("pyshark"):
             return "the pyshark parser needs pyshark: pip install 'nfstrace[pyshark]'"
@@ -145,7 +112,7 @@ def why_not(name: str) -> str | None:
 
 def available() -> dict[str, str | None]:
     """Each backend's name -> None if it can run here, else why not (and how to fix it)."""
-    return {name: why_not(name) for name in ("auto", "fast", "native", "dpkt", "pyshark")}
+    return {name: why_not(name) for name in PARSERS}
 
 
 def get(name: str) -> Parser:

@@ -1,4 +1,5 @@
-"""Link layer: find the IP header inside a frame.
+"""Link layer: find the IP header inside a frame, and the partition a frame
+falls in by its IP addresses (``parallel``).
 
 Ethernet (IEEE 802.3) with 802.1Q / 802.1ad (QinQ) tags, Linux cooked
 capture v1 (SLL) and v2 (SLL2), raw IPv4/IPv6, BSD null/loopback.  Link-type
@@ -6,6 +7,9 @@ numbers, EtherTypes and address families: ``nfstrace.protocol.link``.
 """
 
 from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
 
 from nfstrace.parsers.capture import Bytes
 from nfstrace.protocol.link import (
@@ -79,3 +83,23 @@ def locate_ip(linktype: int, data: Bytes) -> tuple[int, int]:
             return 6, 4
         return 0, 0
     return 0, 0
+
+
+def partition_of(
+    version: int, data: Bytes, off: int, partitions: int, buckets: Sequence[int] = ()
+) -> int:
+    """The partition (``ParseLimits.partitions``) a frame belongs to: the
+    CRC-32 (zlib's) of its IP header's two addresses, the lower first, modulo
+    ``partitions``; with ``buckets`` (``ParseLimits.buckets``), modulo their
+    number and looked up in them.  A frame that is not IP or whose addresses
+    were not captured counts as CRC 0.  Both directions of a host pair, and
+    every fragment of a datagram, fall in the same partition."""
+    if version == 4 and len(data) >= off + 20:
+        a, b = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
+        crc = zlib.crc32(a + b if a <= b else b + a)
+    elif version == 6 and len(data) >= off + 40:
+        a, b = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
+        crc = zlib.crc32(a + b if a <= b else b + a)
+    else:
+        crc = 0
+    return buckets[crc % len(buckets)] if buckets else crc % partitions

@@ -1,13 +1,13 @@
-"""The native parser: the Rust port of the frame loop (``native/``, the
-``nfstrace._native`` extension) turned into the same tables as
-``nfstrace.parsers.frame_loop.parse``.
+"""The parser: the Rust core (``native/``, the ``nfstrace._native``
+extension) read through, its columns turned into the messages and events
+tables (``nfstrace.schema``) and ``ParseStats``.
 
 Rust walks the capture through the RPC header and the NFS fields and hands
 back columns (numbers, and ids into tables of distinct values), every
 message's NFS fields decoded there; this module names them from the one Python
-truth (the procedure, NFSv4 and callback operation names of
-``nfstrace.protocol``, rpc.py's flavour names).
-``NFSTRACE_NO_NATIVE=1`` hides the extension (``available()`` is then False).
+truth (the procedure, NFSv4 and callback operation names and the flavour names
+of ``nfstrace.protocol``).  The tests compare it with the Python dissector kept
+under tests/oracle/ (tests/test_native.py).
 """
 
 from __future__ import annotations
@@ -28,27 +28,16 @@ from nfstrace.nfs_fields import (
     DECODE_PARTIAL,
     DECODE_TRUNCATED,
 )
-from nfstrace.parsers import backends, capture, nfs4, rpc
+from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import CaptureInfo, Damage
-from nfstrace.parsers.ip import (
-    F_CSUM_BAD,
-    F_CSUM_CHECKED,
-    F_FRAGMENTS,
-    F_INCOMPLETE,
-    F_IP_BYTES,
-    F_MAX_IP_LEN,
-    F_PACKETS,
-    F_REASSEMBLED,
-    F_TTL_MAX,
-    F_TTL_MIN,
-    NO_TTL,
-)
 from nfstrace.parsers.stats import DirectionFacts, ParseStats
-from nfstrace.parsers.tables import events_frame, messages_frame
+from nfstrace.parsers.tables import addr_text, events_frame, messages_frame
+from nfstrace.protocol.nfs4 import cb_compound_names, compound_names
 from nfstrace.protocol.procedures import procedure_name
+from nfstrace.protocol.rpc import auth_name, gss_service_name
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
-_native, IMPORT_ERROR = backends.native_extension()
+_native = backends.native_extension()
 
 # Codes of the coded columns: native/generate_tables.py writes them into
 # native/src/tables.rs for the Rust parser, which writes the columns with them
@@ -59,10 +48,6 @@ _DECODE = np.array(
     [DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, DECODE_ENCRYPTED], dtype=object
 )
 KIND_NAME, KIND_COMPOUND, KIND_CB_COMPOUND = 0, 1, 2
-
-
-def available() -> bool:
-    return _native is not None
 
 
 def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
@@ -210,8 +195,8 @@ def _named(table: np.ndarray) -> Callable[[int], str]:
 
 # How the op and ops of a COMPOUND row are named from its operation list, by nfs_kind
 _COMPOUND_NAMES: dict[int, Callable[[list[int]], tuple[str, str]]] = {
-    KIND_COMPOUND: nfs4.compound_names,
-    KIND_CB_COMPOUND: nfs4.cb_compound_names,
+    KIND_COMPOUND: compound_names,
+    KIND_CB_COMPOUND: cb_compound_names,
 }
 
 
@@ -339,8 +324,8 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
 _CATEGORIES: dict[str, Callable[[int], str]] = {
     "transport": _named(_TRANSPORT),
     "msgtype": _named(_MSGTYPE),
-    "auth": lambda f: rpc.auth_name(f) if f >= 0 else "",
-    "gss_service": lambda s: rpc.gss_service_name(s) if s >= 0 else "",
+    "auth": lambda f: auth_name(f) if f >= 0 else "",
+    "gss_service": lambda s: gss_service_name(s) if s >= 0 else "",
     "reply_stat": _named(_REPLY_STAT),
     "nfs_decode": _named(_DECODE),
 }
@@ -375,23 +360,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
 
 
 def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) -> DirectionFacts:
-    for a in (src, dst):
-        if a not in texts:
-            texts[a] = socket.inet_ntop(socket.AF_INET if len(a) == 4 else socket.AF_INET6, a)
-    return DirectionFacts(
-        src=texts[src],
-        dst=texts[dst],
-        packets=f[F_PACKETS],
-        ip_bytes=f[F_IP_BYTES],
-        max_ip_len=f[F_MAX_IP_LEN],
-        ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
-        ttl_max=f[F_TTL_MAX],
-        ip_fragments=f[F_FRAGMENTS],
-        datagrams_reassembled=f[F_REASSEMBLED],
-        datagrams_incomplete=f[F_INCOMPLETE],
-        checksums_checked=f[F_CSUM_CHECKED],
-        checksums_bad=f[F_CSUM_BAD],
-    )
+    return DirectionFacts.of(addr_text(src, texts), addr_text(dst, texts), f)
 
 
 def _stats(
@@ -433,10 +402,7 @@ def parse(
     limits: ParseLimits | None = None,
     progress: capture.Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
-    """Read capture files; return (messages, transport events, stats), as
-    ``nfstrace.parsers.frame_loop.parse`` does."""
-    if _native is None:
-        raise CaptureError(f"the native parser is not available: {IMPORT_ERROR}")
+    """Read capture files; return (messages, transport events, stats)."""
     limits = limits or ParseLimits()
     readers: list[_Decompressed | None] = []
     compressions: list[str] = []

@@ -55,8 +55,7 @@ from nfstrace.config import ParseLimits, memory_available
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.ip import partition_of
-from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers.link import locate_ip, partition_of
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
@@ -67,7 +66,7 @@ Parsed = tuple[pd.DataFrame, pd.DataFrame, ParseStats]
 T = TypeVar("T")
 
 # Backends that can read one partition (the others ignore ParseLimits.partitions).
-PARTITIONED = ("fast", "native")
+PARTITIONED = ("native",)
 # ParseStats fields that every partition counts over all frames (taken from
 # partition 0); every other int field is a count of the partition's own frames.
 SHARED_COUNTS = ("frames",)
@@ -202,7 +201,7 @@ def _combined_stats(stats: Sequence[ParseStats]) -> ParseStats:
 
 def _partitioned(parser: str) -> bool:
     """Can this backend read one partition?"""
-    return (backends.auto_choice() if parser == "auto" else parser) in PARTITIONED
+    return parser in PARTITIONED
 
 
 def auto_workers(paths: Sequence[str], parser: str) -> int:

@@ -60,7 +60,6 @@ PCAPNG_BLOCKS = frozenset(
         *PCAPNG_CUSTOM,
     )
 )
-PCAPNG_BOM = 0x1A2B3C4D
 # pcapng options
 OPT_ENDOFOPT = 0
 IF_TSRESOL = 9

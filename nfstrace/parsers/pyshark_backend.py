@@ -42,7 +42,6 @@ import pandas as pd
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, FIELD_NAMES, NFS_DEFAULTS
-from nfstrace.parsers import nfs4
 from nfstrace.parsers.capture import CaptureInfo, Progress, open_stream, read_frames
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import ROW_COLUMNS, events_frame, messages_frame
@@ -336,7 +335,7 @@ def _nfs_fields(f: Fields, is_call: bool, prog: int, vers: int, proc: int) -> tu
     ops = [int(x) for x in f.get("nfs.opcode", [])]
     if ops:
         names = nfs4_protocol.OPERATIONS
-        main = nfs4.main_op(ops)
+        main = nfs4_protocol.main_op(ops)
         out["op"] = (names.get(main) if main is not None else None) or f"op{main}"
         out["ops"] = " ".join(names.get(o) or f"op{o}" for o in ops)
     if nfs4_protocol.OP_SEQUENCE in ops:

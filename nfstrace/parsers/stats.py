@@ -1,28 +1,23 @@
 """What a parse saw, for the capture-quality report: ``ParseStats`` (the third
 table a parser hands on, beside messages and events), its per-direction
-``DirectionFacts``, the named ``ANOMALIES`` and the driver loop's
-``FrameCounts``."""
+``DirectionFacts`` and the named ``ANOMALIES``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nfstrace.parsers.capture import CaptureInfo
-from nfstrace.parsers.ip import (
-    F_CSUM_BAD,
-    F_CSUM_CHECKED,
-    F_FRAGMENTS,
-    F_INCOMPLETE,
-    F_IP_BYTES,
-    F_MAX_IP_LEN,
-    F_PACKETS,
-    F_REASSEMBLED,
-    F_TTL_MAX,
-    F_TTL_MIN,
-    NO_TTL,
-    Facts,
-    addr_text,
-)
+
+# Per-direction facts come from the parser as small lists (cheaper than
+# objects in the per-packet loop), one per (source address, destination
+# address), at these positions; ``DirectionFacts.of`` is the row made of one.
+# native/generate_tables.py writes NO_TTL into native/src/tables.rs.
+F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
+F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
+# TCP/UDP checksums verified (on a sample: CHECKSUM_SAMPLE) and those found bad
+F_CSUM_CHECKED, F_CSUM_BAD = 8, 9
+NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
 
 
 @dataclass(frozen=True)
@@ -39,11 +34,29 @@ class DirectionFacts:
     ip_fragments: int
     datagrams_reassembled: int
     datagrams_incomplete: int  # datagrams some of whose fragments never came
-    # TCP/UDP checksums verified on a sample (ip.CHECKSUM_SAMPLE whole packets)
+    # TCP/UDP checksums verified on a sample (the first 64 whole packets)
     # and those found bad: all bad on one host's outgoing packets is transmit
     # checksum offload, captured on that host
     checksums_checked: int = 0
     checksums_bad: int = 0
+
+    @classmethod
+    def of(cls, src: str, dst: str, f: Sequence[int]) -> DirectionFacts:
+        """The row of one direction's facts list (``F_*`` positions)."""
+        return cls(
+            src=src,
+            dst=dst,
+            packets=f[F_PACKETS],
+            ip_bytes=f[F_IP_BYTES],
+            max_ip_len=f[F_MAX_IP_LEN],
+            ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
+            ttl_max=f[F_TTL_MAX],
+            ip_fragments=f[F_FRAGMENTS],
+            datagrams_reassembled=f[F_REASSEMBLED],
+            datagrams_incomplete=f[F_INCOMPLETE],
+            checksums_checked=f[F_CSUM_CHECKED],
+            checksums_bad=f[F_CSUM_BAD],
+        )
 
 
 @dataclass
@@ -183,39 +196,3 @@ ANOMALIES: dict[str, tuple[bool, str]] = {
         "any FIN or RST (not a new connection: the receiver drops them): skipped",
     ),
 }
-
-
-@dataclass
-class FrameCounts:
-    """Frames and packets by layer, counted by a parser's driver loop."""
-
-    ipv4: int = 0
-    ipv6: int = 0
-    non_ip: int = 0
-    tcp: int = 0
-    udp: int = 0
-    other: int = 0
-    short: int = 0  # TCP/UDP packets too short for their header
-    bad_tcp_header: int = 0  # TCP data offset below 20 bytes or past the packet: skipped
-
-
-def direction_rows(facts: Facts) -> list[DirectionFacts]:
-    """The per-direction facts lists as rows, sorted by (source, destination) bytes."""
-    cache: dict[bytes, str] = {}
-    return [
-        DirectionFacts(
-            src=addr_text(src, cache),
-            dst=addr_text(dst, cache),
-            packets=f[F_PACKETS],
-            ip_bytes=f[F_IP_BYTES],
-            max_ip_len=f[F_MAX_IP_LEN],
-            ttl_min=f[F_TTL_MIN] if f[F_TTL_MIN] != NO_TTL else -1,
-            ttl_max=f[F_TTL_MAX],
-            ip_fragments=f[F_FRAGMENTS],
-            datagrams_reassembled=f[F_REASSEMBLED],
-            datagrams_incomplete=f[F_INCOMPLETE],
-            checksums_checked=f[F_CSUM_CHECKED],
-            checksums_bad=f[F_CSUM_BAD],
-        )
-        for (src, dst), f in sorted(facts.items())
-    ]

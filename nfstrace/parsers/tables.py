@@ -4,6 +4,7 @@ table (``nfstrace.schema`` lists both); every backend builds them here."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -11,14 +12,46 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.nfs_fields import FIELD_NAMES as NFS_FIELD_NAMES
-from nfstrace.parsers import rpc
-from nfstrace.parsers.ip import addr_text
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
+
+
+class RpcHeader(NamedTuple):
+    """A decoded RPC header: the messages-table columns of that name
+    (``nfstrace.schema.MESSAGE_COLUMNS``); -1 / "" where not known.  For a
+    reply, prog/vers/proc are -1 here: the matched call gives them."""
+
+    xid: int
+    msgtype: str  # "call" or "reply"
+    prog: int
+    vers: int
+    proc: int
+    auth: str  # credential flavour (calls) or verifier flavour (replies)
+    auth_uid: int
+    auth_gid: int
+    auth_machine: str
+    gss_proc: int
+    gss_service: str
+    reply_stat: str  # replies: "accepted" / "denied"
+    accept_stat: int
+    reject_stat: int
+    body_offset: int  # where the procedure's arguments/results begin (-1: not captured)
+
+
+HEADER_FIELDS: tuple[str, ...] = RpcHeader._fields
+
+
+def addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
+    """An address's text (IPv4 or IPv6 by its length), remembered in cache."""
+    s = cache.get(raw)
+    if s is None:
+        s = cache[raw] = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+    return s
+
 
 ROW_COLUMNS = (
     ("ts_first_ns", "ts_last_ns", "frame_first", "frame_last", "src", "sport", "dst", "dport")
     + ("transport", "conn")
-    + rpc.HEADER_FIELDS
+    + HEADER_FIELDS
     + ("rpc_len", "captured_len", "record_frags", "frames", "ip_frags", "truncated")
     + NFS_FIELD_NAMES
 )

@@ -1,7 +1,8 @@
 """NFSv4 protocol numbers: the procedures and their names, operation codes
 and their names (OPERATIONS, CB_OPERATIONS), status codes (STATUS_NAMES), the
 fixed sizes of XDR items and the union discriminants the decoder's steps
-(parsers/nfs4.py) switch on.  Constants only: nothing here decodes.
+(parsers/nfs4.py) switch on, and how a COMPOUND's op/ops columns are named from its opcodes
+(``compound_names``).  Nothing here decodes.
 
 Sources: NFSv4.0, RFC 7530 (§15 procedures, §16 operations, §18 callback
 operations, §13 errors) with its XDR in RFC 7531; NFSv4.1, RFC 8881 (§18
@@ -228,3 +229,52 @@ NL4_NETADDR = 3
 # data_content4
 NFS4_CONTENT_DATA = 0
 NFS4_CONTENT_HOLE = 1
+
+# ---- Naming a COMPOUND from its opcodes (the op and ops columns) ----------
+
+# Operations that only set up or report around the main one
+SUPPORT_OPS = frozenset(
+    (
+        OP_SEQUENCE,
+        OP_PUTFH,
+        OP_PUTROOTFH,
+        OP_PUTPUBFH,
+        OP_SAVEFH,
+        OP_RESTOREFH,
+        OP_GETFH,
+        OP_GETATTR,
+    )
+)
+CB_SUPPORT_OPS = frozenset((OP_CB_SEQUENCE,))
+# (operation names, support operations, the sequencing operation, name when no op was read)
+COMPOUND_PROG = (OPERATIONS, SUPPORT_OPS, OP_SEQUENCE, "COMPOUND")
+CB_COMPOUND_PROG = (CB_OPERATIONS, CB_SUPPORT_OPS, OP_CB_SEQUENCE, "CB_COMPOUND")
+
+
+def main_op(
+    ops: list[int], support: frozenset[int] = SUPPORT_OPS, sequence: int = OP_SEQUENCE
+) -> int | None:
+    """The main operation of a COMPOUND: the first that is not a support one, else
+    the last that is not SEQUENCE, else SEQUENCE; None for an empty list."""
+    for op in ops:
+        if op not in support:
+            return op
+    for op in reversed(ops):
+        if op != sequence:
+            return op
+    return ops[0] if ops else None
+
+
+def compound_names(ops: list[int], prog: tuple = COMPOUND_PROG) -> tuple[str, str]:
+    """(op, ops) columns of a COMPOUND from its opcodes (prog: COMPOUND_PROG or
+    CB_COMPOUND_PROG)."""
+    names, support, sequence, compound = prog
+    if not ops:
+        return compound, ""
+    main = main_op(ops, support, sequence)
+    return names.get(main) or f"op{main}", " ".join([names.get(op) or f"op{op}" for op in ops])
+
+
+def cb_compound_names(ops: list[int]) -> tuple[str, str]:
+    """(op, ops) columns of a CB_COMPOUND from its opcodes."""
+    return compound_names(ops, CB_COMPOUND_PROG)

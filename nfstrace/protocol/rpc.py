@@ -99,3 +99,13 @@ def program_name(prog: int) -> str:
     if CALLBACK_RANGE[0] <= prog <= CALLBACK_RANGE[1]:
         return "nfs_cb"
     return str(prog) if prog >= 0 else "?"
+
+
+def auth_name(flavor: int) -> str:
+    """The auth column: a flavour's name, or its number."""
+    return AUTH_NAMES.get(flavor) or str(flavor)
+
+
+def gss_service_name(service: int) -> str:
+    """The gss_service column: an RPCSEC_GSS service's name, or its number."""
+    return GSS_SERVICE_NAMES.get(service, str(service))

@@ -11,15 +11,13 @@ native/src/dissector.rs mirrors method for method.
 import struct
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-
-from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
-from nfstrace.parsers import rpc
-from nfstrace.parsers.capture import Bytes, Frame, Progress
-from nfstrace.parsers.collector import Collector
-from nfstrace.parsers.ip import (
+from oracle import rpc
+from oracle.collector import Collector
+from oracle.ip import (
     CHECKSUM_SAMPLE,
     F_CSUM_BAD,
     F_CSUM_CHECKED,
@@ -36,11 +34,8 @@ from nfstrace.parsers.ip import (
     sample_checksum,
     walk_extensions,
 )
-from nfstrace.parsers.link import locate_ip
-from nfstrace.parsers.stats import FrameCounts, ParseStats, direction_rows
-from nfstrace.parsers.tables import Event, events_frame, messages_frame
-from nfstrace.parsers.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler, part_sent
-from nfstrace.parsers.tcp_state import (
+from oracle.tcp import RTT_MAX_SEGMENT, HalfStream, TcpReassembler, part_sent
+from oracle.tcp_state import (
     SEQ_HALF,
     SEQ_MASK,
     SYN_WINDOW,
@@ -59,6 +54,12 @@ from nfstrace.parsers.tcp_state import (
     watch,
     window_reached,
 )
+
+from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
+from nfstrace.parsers.capture import Bytes, Frame, Progress
+from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers.stats import DirectionFacts, ParseStats
+from nfstrace.parsers.tables import Event, addr_text, events_frame, messages_frame
 from nfstrace.protocol.rpc import CALL, REPLY, RPC_WELL_KNOWN_PORTS
 
 # RPC_WELL_KNOWN_PORTS: where an RPC reply is accepted even without its call.
@@ -69,6 +70,29 @@ UDP_HEADER = struct.Struct(">HHH").unpack_from
 # Frames remembered for the mirror-duplicate check (Dissector.frames): past it
 # the older generation is dropped early (only above ~4M frames a second).
 MAX_RECENT_FRAMES = 4096
+
+
+@dataclass
+class FrameCounts:
+    """Frames and packets by layer, counted by a parser's driver loop."""
+
+    ipv4: int = 0
+    ipv6: int = 0
+    non_ip: int = 0
+    tcp: int = 0
+    udp: int = 0
+    other: int = 0
+    short: int = 0  # TCP/UDP packets too short for their header
+    bad_tcp_header: int = 0  # TCP data offset below 20 bytes or past the packet: skipped
+
+
+def direction_rows(facts: Facts) -> list[DirectionFacts]:
+    """The per-direction facts lists as rows, sorted by (source, destination) bytes."""
+    cache: dict[bytes, str] = {}
+    return [
+        DirectionFacts.of(addr_text(src, cache), addr_text(dst, cache), f)
+        for (src, dst), f in sorted(facts.items())
+    ]
 
 
 class Dissector:

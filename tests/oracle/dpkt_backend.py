@@ -1,5 +1,6 @@
-"""The dpkt backend (``--parser dpkt``): capture files -> the messages table,
-with dpkt decoding the link, IP, TCP and UDP headers and our code the rest.
+"""The dpkt cross-check (once ``--parser dpkt``, now tests only): capture files
+-> the messages table, with dpkt decoding the link, IP, TCP and UDP headers
+and the oracle's code the rest.
 
 What it checks: dpkt's decoding of the layers below the transport against our
 own (``link.locate_ip``, ``ip.parse_ipv4``/``parse_ipv6`` and the TCP/UDP
@@ -8,9 +9,10 @@ tags, Linux cooked v1/v2, BSD loopback, raw IP), IPv4, IPv6 with its
 extension headers, TCP and UDP headers.  Everything else is shared with the
 main parser, so that any difference the comparison finds is in those layers:
 
-* the capture files are read by ``capture.read_many`` (pcap and pcapng,
-  compressed inputs, the damaged-file resynchronisation, ParseLimits'
-  ``max_frame_bytes``, several files merged in time order);
+* the capture files are read by ``reader.read_many`` over the package's
+  ``capture.read_frames`` (pcap and pcapng, compressed inputs, the
+  damaged-file resynchronisation, ParseLimits' ``max_frame_bytes``, several
+  files merged in time order);
 * IP fragment reassembly (``ip.Reassembler``), TCP stream reassembly and RPC
   record marking (``tcp.TcpReassembler``), the RPC header and NFS decoding
   (``collector.Collector`` -> ``rpc`` / ``decoders``): the whole transport
@@ -28,11 +30,12 @@ import pandas as pd
 from dpkt import ethernet, ip6, loopback, sll, sll2
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers.capture import Bytes, CaptureInfo, Progress, read_many
-from nfstrace.parsers.dissector import Dissector
-from nfstrace.parsers.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
-from nfstrace.parsers.stats import FrameCounts, ParseStats
+from nfstrace.parsers.capture import Bytes, CaptureInfo, Progress
+from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol import link
+from oracle.dissector import Dissector, FrameCounts
+from oracle.ip import PROTO_TCP, PROTO_UDP, Datagram, Reassembler
+from oracle.reader import read_many
 
 # ---- link and network layers with dpkt -----------------------------------------------
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from oracle.xdr import Xdr
+
 from nfstrace.nfs_fields import (
     DECODE_OK,
     DECODE_PARTIAL,
@@ -39,9 +41,9 @@ from nfstrace.nfs_fields import (
     fields,
     offset64,
 )
-from nfstrace.parsers.xdr import Xdr
 from nfstrace.protocol.nfs4 import (
     CB_COMPOUND,
+    CB_COMPOUND_PROG,
     CB_NULL,
     CB_OPERATIONS,
     CHANGE_INFO4,
@@ -52,6 +54,7 @@ from nfstrace.protocol.nfs4 import (
     CLAIM_FH,
     CLAIM_NULL,
     CLAIM_PREVIOUS,
+    COMPOUND_PROG,
     EXCLUSIVE4,
     EXCLUSIVE4_1,
     GDD4_OK,
@@ -178,7 +181,6 @@ from nfstrace.protocol.nfs4 import (
     OPEN_DELEGATE_NONE_EXT,
     OPEN_DELEGATE_READ,
     OPEN_DELEGATE_WRITE,
-    OPERATIONS,
     SP4_MACH_CRED,
     SP4_NONE,
     STATEID4,
@@ -186,7 +188,11 @@ from nfstrace.protocol.nfs4 import (
     WND4_CONTENTION,
     WND4_RESOURCE,
     WORD,
+    compound_names,
 )
+from nfstrace.protocol.nfs4 import SUPPORT_OPS as SUPPORT_OPS
+from nfstrace.protocol.nfs4 import cb_compound_names as cb_compound_names
+from nfstrace.protocol.nfs4 import main_op as main_op
 from nfstrace.protocol.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
 
 Step = Callable[[Xdr, dict], object]
@@ -823,23 +829,7 @@ CB_RESULTS[OP_CB_SEQUENCE] = _cb_sequence_res
 
 # --- COMPOUND walking ---
 
-# Operations that only set up or report around the main one
-SUPPORT_OPS = frozenset(
-    (
-        OP_SEQUENCE,
-        OP_PUTFH,
-        OP_PUTROOTFH,
-        OP_PUTPUBFH,
-        OP_SAVEFH,
-        OP_RESTOREFH,
-        OP_GETFH,
-        OP_GETATTR,
-    )
-)
-CB_SUPPORT_OPS = frozenset((OP_CB_SEQUENCE,))
-# (operation names, support operations, the sequencing operation, name when no op was read)
-_NFS = (OPERATIONS, SUPPORT_OPS, OP_SEQUENCE, "COMPOUND")
-_CB = (CB_OPERATIONS, CB_SUPPORT_OPS, OP_CB_SEQUENCE, "CB_COMPOUND")
+_NFS, _CB = COMPOUND_PROG, CB_COMPOUND_PROG
 
 
 def _walk_args(x: Xdr, table: dict[int, Step], st: dict) -> tuple[list[int], str]:
@@ -885,34 +875,6 @@ def _walk_results(
         if not x.ok:
             break
     return ops, statuses, DECODE_OK if x.ok else DECODE_TRUNCATED
-
-
-def main_op(
-    ops: list[int], support: frozenset[int] = SUPPORT_OPS, sequence: int = OP_SEQUENCE
-) -> int | None:
-    """The main operation of a COMPOUND: the first that is not a support one, else
-    the last that is not SEQUENCE, else SEQUENCE; None for an empty list."""
-    for op in ops:
-        if op not in support:
-            return op
-    for op in reversed(ops):
-        if op != sequence:
-            return op
-    return ops[0] if ops else None
-
-
-def compound_names(ops: list[int], prog: tuple = _NFS) -> tuple[str, str]:
-    """(op, ops) columns of a COMPOUND (prog: _NFS or _CB) from its opcodes."""
-    names, support, sequence, compound = prog
-    if not ops:
-        return compound, ""
-    main = main_op(ops, support, sequence)
-    return names.get(main) or f"op{main}", " ".join([names.get(op) or f"op{op}" for op in ops])
-
-
-def cb_compound_names(ops: list[int]) -> tuple[str, str]:
-    """(op, ops) columns of a CB_COMPOUND from its opcodes."""
-    return compound_names(ops, _CB)
 
 
 def _finish(st: dict, ops: list[int], outcome: str, prog: tuple) -> tuple:

@@ -10,13 +10,26 @@ captured payload) and the loss of any fragment shows as an incomplete datagram.
 
 from __future__ import annotations
 
-import socket
-import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nfstrace.parsers.capture import Bytes
+from nfstrace.parsers.link import partition_of as partition_of
+from nfstrace.parsers.stats import (
+    F_CSUM_BAD,
+    F_CSUM_CHECKED,
+    F_FRAGMENTS,
+    F_INCOMPLETE,
+    F_IP_BYTES,
+    F_MAX_IP_LEN,
+    F_PACKETS,
+    F_REASSEMBLED,
+    F_TTL_MAX,
+    F_TTL_MIN,
+    NO_TTL,
+)
+from nfstrace.parsers.tables import addr_text as addr_text
 
 # IP protocol numbers
 PROTO_ICMP = 1
@@ -33,48 +46,13 @@ IPV6_DSTOPTS = 60
 IPV6_MOBILITY = 135
 IPV6_EXT_SIMPLE = frozenset((IPV6_HOPOPTS, IPV6_ROUTING, IPV6_DSTOPTS, IPV6_MOBILITY))
 
-# Per-direction facts are kept as small lists (cheaper than objects in the
-# per-packet loop), one per (source address, destination address), at these
-# positions; ``stats.DirectionFacts`` is the row made of them at the end.
-F_PACKETS, F_IP_BYTES, F_MAX_IP_LEN, F_TTL_MIN, F_TTL_MAX = 0, 1, 2, 3, 4
-F_FRAGMENTS, F_REASSEMBLED, F_INCOMPLETE = 5, 6, 7
-# TCP/UDP checksums verified (on a sample: CHECKSUM_SAMPLE) and those found bad
-F_CSUM_CHECKED, F_CSUM_BAD = 8, 9
-NO_TTL = 256  # ttl_min before any packet (IPv4 TTL and IPv6 hop limit are 0..255)
+# Per-direction facts: lists at the F_* positions of nfstrace.parsers.stats
 # TCP and UDP checksums are verified on the first this many packets of each
 # direction that are whole (unfragmented, not cut by the snaplen): enough to
 # tell a host whose outgoing checksums are all left to the NIC (transmit
 # offload, captured on that host) from one whose packets carry them, at a
 # bounded cost.  UDP checksum 0 (not computed) is not counted.
 CHECKSUM_SAMPLE = 64
-
-
-def partition_of(
-    version: int, data: Bytes, off: int, partitions: int, buckets: Sequence[int] = ()
-) -> int:
-    """The partition (``ParseLimits.partitions``) a frame belongs to: the
-    CRC-32 (zlib's) of its IP header's two addresses, the lower first, modulo
-    ``partitions``; with ``buckets`` (``ParseLimits.buckets``), modulo their
-    number and looked up in them.  A frame that is not IP or whose addresses
-    were not captured counts as CRC 0.  Both directions of a host pair, and
-    every fragment of a datagram, fall in the same partition."""
-    if version == 4 and len(data) >= off + 20:
-        a, b = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
-        crc = zlib.crc32(a + b if a <= b else b + a)
-    elif version == 6 and len(data) >= off + 40:
-        a, b = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
-        crc = zlib.crc32(a + b if a <= b else b + a)
-    else:
-        crc = 0
-    return buckets[crc % len(buckets)] if buckets else crc % partitions
-
-
-def addr_text(raw: bytes, cache: dict[bytes, str]) -> str:
-    """An address's text (IPv4 or IPv6 by its length), remembered in cache."""
-    s = cache.get(raw)
-    if s is None:
-        s = cache[raw] = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
-    return s
 
 
 class Facts(dict[tuple[bytes, bytes], list[int]]):

@@ -9,8 +9,9 @@ columns this module owns, in ``HEADER_FIELDS`` order).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
+from nfstrace.parsers.tables import HEADER_FIELDS as HEADER_FIELDS
+from nfstrace.parsers.tables import RpcHeader
 from nfstrace.protocol.rpc import (
     ACCEPT_STAT_NAMES,
     AUTH_ERROR,
@@ -34,31 +35,8 @@ from nfstrace.protocol.rpc import (
     RPC_VERSION,
     RPCSEC_GSS,
 )
-
-
-class RpcHeader(NamedTuple):
-    """A decoded RPC header: the messages-table columns of that name
-    (``nfstrace.schema.MESSAGE_COLUMNS``); -1 / "" where not known.  For a
-    reply, prog/vers/proc are -1 here: the matched call gives them."""
-
-    xid: int
-    msgtype: str  # "call" or "reply"
-    prog: int
-    vers: int
-    proc: int
-    auth: str  # credential flavour (calls) or verifier flavour (replies)
-    auth_uid: int
-    auth_gid: int
-    auth_machine: str
-    gss_proc: int
-    gss_service: str
-    reply_stat: str  # replies: "accepted" / "denied"
-    accept_stat: int
-    reject_stat: int
-    body_offset: int  # where the procedure's arguments/results begin (-1: not captured)
-
-
-HEADER_FIELDS: tuple[str, ...] = RpcHeader._fields
+from nfstrace.protocol.rpc import auth_name as auth_name
+from nfstrace.protocol.rpc import gss_service_name as gss_service_name
 
 _CALL_HDR = struct.Struct(">IIIIIIII").unpack_from
 _CUT_CALL_HDR = struct.Struct(">IIIIII").unpack_from
@@ -181,16 +159,6 @@ def plausible_reply(buf: bytes | memoryview, pos: int) -> bool:
     if stat == MSG_DENIED:
         return len(buf) < pos + 16 or _U32(buf, pos + 12)[0] in (RPC_MISMATCH, AUTH_ERROR)
     return False
-
-
-def auth_name(flavor: int) -> str:
-    """The auth column: a flavour's name, or its number."""
-    return AUTH_NAMES.get(flavor) or str(flavor)
-
-
-def gss_service_name(service: int) -> str:
-    """The gss_service column: an RPCSEC_GSS service's name, or its number."""
-    return GSS_SERVICE_NAMES.get(service, str(service))
 
 
 def decode_header(buf: bytes) -> RpcHeader | None:

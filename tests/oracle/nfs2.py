@@ -5,8 +5,9 @@ protocol's numbers and sizes: ``nfstrace.protocol.nfs2``.
 
 from __future__ import annotations
 
+from oracle.xdr import Xdr
+
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
-from nfstrace.parsers.xdr import Xdr
 from nfstrace.protocol.nfs2 import (
     DIROP_PROCS,
     FATTR_BYTES,

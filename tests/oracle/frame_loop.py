@@ -11,9 +11,11 @@ from __future__ import annotations
 import pandas as pd
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers.capture import CaptureInfo, Progress, read_many
-from nfstrace.parsers.dissector import TCP_HEADER, UDP_HEADER, Dissector
-from nfstrace.parsers.ip import (
+from nfstrace.parsers.capture import CaptureInfo, Progress
+from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers.stats import ParseStats
+from oracle.dissector import TCP_HEADER, UDP_HEADER, Dissector, FrameCounts
+from oracle.ip import (
     CHECKSUM_SAMPLE,
     F_CSUM_CHECKED,
     PROTO_TCP,
@@ -21,8 +23,7 @@ from nfstrace.parsers.ip import (
     parse_ipv4,
     parse_ipv6,
 )
-from nfstrace.parsers.link import locate_ip
-from nfstrace.parsers.stats import FrameCounts, ParseStats
+from oracle.reader import read_many
 
 
 def parse(

@@ -11,14 +11,14 @@ import struct
 from collections import OrderedDict
 
 import pandas as pd
+from oracle import portmap, rpc
+from oracle.decoders import MAX_FLOWS, decode_reply_without_call
+from oracle.decoders import decode as decode_procedure
+from oracle.tcp import HalfStream
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import portmap, rpc
-from nfstrace.parsers.decoders import MAX_FLOWS, decode_reply_without_call
-from nfstrace.parsers.decoders import decode as decode_procedure
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import Event, rows_frame
-from nfstrace.parsers.tcp import HalfStream
 from nfstrace.protocol.rpc import MAX_AUTH_BYTES, MIN_CALL_LEN, MSG_ACCEPTED, PORTMAP_PROGRAM
 
 # UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)

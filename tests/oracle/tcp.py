@@ -39,9 +39,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
+from oracle.rpc import plausible_call, plausible_reply
+
 from nfstrace.config import ParseLimits
 from nfstrace.parsers.capture import Bytes
-from nfstrace.parsers.rpc import plausible_call, plausible_reply
 from nfstrace.protocol import rpc
 
 # record-marking states

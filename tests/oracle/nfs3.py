@@ -6,8 +6,9 @@ and sizes: ``nfstrace.protocol.nfs3``.
 
 from __future__ import annotations
 
+from oracle.xdr import Xdr
+
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
-from nfstrace.parsers.xdr import Xdr
 from nfstrace.protocol.nfs3 import (
     COMMIT,
     DIROP_PROCS,
