@@ -11,15 +11,15 @@ import struct
 from collections import OrderedDict
 
 import pandas as pd
-from oracle import portmap, rpc
-from oracle.decoders import MAX_FLOWS, decode_reply_without_call
-from oracle.decoders import decode as decode_procedure
-from oracle.tcp import HalfStream
 
 from nfstrace.config import ParseLimits
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.parsers.tables import Event, rows_frame
 from nfstrace.protocol.rpc import MAX_AUTH_BYTES, MIN_CALL_LEN, MSG_ACCEPTED, PORTMAP_PROGRAM
+from oracle import portmap, rpc
+from oracle.decoders import MAX_FLOWS, decode_reply_without_call
+from oracle.decoders import decode as decode_procedure
+from oracle.tcp import HalfStream
 
 # UDP (address, port) pairs learnt from portmap/rpcbind replies (parsers/portmap.py)
 # that are remembered, and portmap/rpcbind calls whose question is remembered

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oracle import nfs2, nfs3, nfs4
-
 from nfstrace.nfs_fields import DECODE_ENCRYPTED, DECODE_TRUNCATED, fields
 from nfstrace.protocol.nfs4 import NFSPROC4_COMPOUND
 from nfstrace.protocol.procedures import procedure_name
 from nfstrace.protocol.rpc import CALLBACK_RANGE, GSS_DATA, NFS_PROGRAM
+from oracle import nfs2, nfs3, nfs4
 
 Decoder = Callable[[bytes, int, int], tuple]
 

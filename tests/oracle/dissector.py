@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
+from nfstrace.parsers.capture import Bytes, Frame, Progress
+from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers.stats import DirectionFacts, ParseStats
+from nfstrace.parsers.tables import Event, addr_text, events_frame, messages_frame
+from nfstrace.protocol.rpc import CALL, REPLY, RPC_WELL_KNOWN_PORTS
 from oracle import rpc
 from oracle.collector import Collector
 from oracle.ip import (
@@ -54,13 +61,6 @@ from oracle.tcp_state import (
     watch,
     window_reached,
 )
-
-from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
-from nfstrace.parsers.capture import Bytes, Frame, Progress
-from nfstrace.parsers.link import locate_ip
-from nfstrace.parsers.stats import DirectionFacts, ParseStats
-from nfstrace.parsers.tables import Event, addr_text, events_frame, messages_frame
-from nfstrace.protocol.rpc import CALL, REPLY, RPC_WELL_KNOWN_PORTS
 
 # RPC_WELL_KNOWN_PORTS: where an RPC reply is accepted even without its call.
 # TCP and UDP headers as far as the loop reads them (frame_loop.py, dpkt_backend.py)

@@ -5,8 +5,6 @@ protocol's numbers and sizes: ``nfstrace.protocol.nfs2``.
 
 from __future__ import annotations
 
-from oracle.xdr import Xdr
-
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields
 from nfstrace.protocol.nfs2 import (
     DIROP_PROCS,
@@ -22,6 +20,7 @@ from nfstrace.protocol.nfs2 import (
 from nfstrace.protocol.nfs3 import FILE_SYNC  # NFSv2 writes are stable at the reply (§2.2.10)
 from nfstrace.protocol.procedures import procedure_name
 from nfstrace.protocol.rpc import NFS_PROGRAM
+from oracle.xdr import Xdr
 
 MAX_NAME = 1024  # a longer name is taken for damage
 

@@ -6,8 +6,6 @@ and sizes: ``nfstrace.protocol.nfs3``.
 
 from __future__ import annotations
 
-from oracle.xdr import Xdr
-
 from nfstrace.nfs_fields import DECODE_OK, DECODE_TRUNCATED, fields, offset64
 from nfstrace.protocol.nfs3 import (
     COMMIT,
@@ -28,6 +26,7 @@ from nfstrace.protocol.nfs3 import (
 )
 from nfstrace.protocol.procedures import procedure_name
 from nfstrace.protocol.rpc import NFS_PROGRAM
+from oracle.xdr import Xdr
 
 MAX_NAME = 1024  # a longer name is taken for damage
 

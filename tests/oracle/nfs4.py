@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oracle.xdr import Xdr
-
 from nfstrace.nfs_fields import (
     DECODE_OK,
     DECODE_PARTIAL,
@@ -194,6 +192,7 @@ from nfstrace.protocol.nfs4 import SUPPORT_OPS as SUPPORT_OPS
 from nfstrace.protocol.nfs4 import cb_compound_names as cb_compound_names
 from nfstrace.protocol.nfs4 import main_op as main_op
 from nfstrace.protocol.rpc import AUTH_NONE, AUTH_SYS, RPCSEC_GSS
+from oracle.xdr import Xdr
 
 Step = Callable[[Xdr, dict], object]
 # How a combinator built a step: ("seq", items: tuple[int | Step, ...]),

@@ -39,11 +39,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
-from oracle.rpc import plausible_call, plausible_reply
-
 from nfstrace.config import ParseLimits
 from nfstrace.parsers.capture import Bytes
 from nfstrace.protocol import rpc
+from oracle.rpc import plausible_call, plausible_reply
 
 # record-marking states
 MARK, FRAG, RESYNC, IGNORE = 0, 1, 2, 3
@@ -744,7 +743,7 @@ class TcpReassembler:
             start = fr.pred_start or (ts, frame, seen)
             ts1 = fr.pred_last[1] if fr.pred_last[0] >= 0 else ts
             fr.pred.append((fr.pred_off, start[0], start[1], ts1, start[2], seen))
-            from nfstrace.parsers.tcp_state import ack_point  # (it imports this module)
+            from oracle.tcp_state import ack_point  # (it imports this module)
 
             seq = (fr.lost_at + fr.pred_off) % SEQ_MOD
             waiting = acks.records

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from nfstrace.parsers.capture import Bytes
 from oracle.ip import F_IP_BYTES, F_MAX_IP_LEN, F_PACKETS, F_TTL_MAX, F_TTL_MIN
 from oracle.tcp import IGNORE, HalfStream, IpFacts, RttWatch, WindowWatch
-
-from nfstrace.parsers.capture import Bytes
 
 # TCP flags
 TH_FIN = 0x01
