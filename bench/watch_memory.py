@@ -1,8 +1,10 @@
 """``nfstrace watch`` over a long synthetic stream: is its memory flat?
 
-    python3 bench/watch_memory.py                    # 50M packets (~1 h on 2 loaded cores)
+    python3 bench/watch_memory.py                    # 50M packets (hours: see --wall-limit)
     python3 bench/watch_memory.py --packets 2M --results /tmp/wm.md
     python3 bench/watch_memory.py --packets 2000 --pcap /tmp/s.pcap   # the stream as a file
+    python3 bench/watch_memory.py --cpu 25k,50k,100k,200k   # the CPU of one window's analysis
+    python3 bench/watch_memory.py --from-log LOG   # the RSS figures of a --verbose run's samples
 
 A generator writes a pcap stream into ``nfstrace watch -`` through a pipe:
 NFSv3 over TCP, ``--connections`` client connections (``--clients`` hosts, to
@@ -23,7 +25,9 @@ The watch process's VmRSS and VmHWM (``/proc/PID/status``) are sampled every
 ``--sample`` seconds of wall time; printed and written to ``--results``
 (default ``bench/results/watch-memory.md``): packets, capture time, wall time,
 packets/s sustained, RSS after the first minute of wall time, RSS at the end,
-their ratio (flat: within 10%), peak; and the samples.
+their ratio (flat: within 10%), the medians of the second and of the last
+minute's samples (a window's analysis is a transient one sample catches or
+not), peak; and the samples by minute.
 ``tests/test_watch_memory.py`` (slow) runs a few million packets and checks
 the ratio.
 """
@@ -34,6 +38,8 @@ import argparse
 import heapq
 import os
 import random
+import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -368,7 +374,10 @@ def run(args: argparse.Namespace) -> dict:
     th.join()
     lines.close()
     out = (tmp / "lines.txt").read_text(errors="replace").splitlines()
+    if not args.keep_files:  # (the lines, the JSON lines, the evidence pcaps and reports)
+        shutil.rmtree(tmp)
     after_minute = next((s for s in samples if s.wall_s >= 60), samples[-1] if samples else None)
+    rss = rss_figures(samples)
     end = samples[-1] if samples else None
     return {
         "status": status,
@@ -383,11 +392,92 @@ def run(args: argparse.Namespace) -> dict:
         "minute_at_s": after_minute.wall_s if after_minute else 0,
         "rss_end_kb": end.rss_kb if end else 0,
         "peak_kb": max((s.hwm_kb for s in samples), default=0),
+        "peak_minute_kb": after_minute.hwm_kb if after_minute else 0,
+        **rss,
         "samples": samples,
         "summary": [line for line in out if not line[:2].isdigit()][-6:],
-        "tmp": tmp,
+        "tmp": tmp if args.keep_files else None,
         "command": cmd,
     }
+
+
+def cpu_per_window(sizes: list[int], args: argparse.Namespace) -> str:
+    """The CPU one interval costs watch: ``load()`` of a window of N packets
+    of this stream (process time, in this process), split into the parse and
+    match (what an incremental parse would do once per packet instead of once
+    per window) and the rest (the diagnosis and latency tables of the window)."""
+    from nfstrace.trace import AnalysisConfig, _matched, load
+
+    config = AnalysisConfig()
+    rows = [
+        "| packets in the window | parse + match s | diagnosis and tables s | load() s "
+        "| µs a packet | parse + match share |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    with tempfile.TemporaryDirectory(prefix="nfstrace-watch-cpu-") as tmp:
+        for n in sizes:
+            path = Path(tmp) / f"w{n}.pcap"
+            with open(path, "wb") as f:
+                stream(f, n, rate=args.rate, connections=args.connections, clients=args.clients,
+                       stalls=0, snaplen=args.snaplen)  # fmt: skip
+            t0 = time.process_time()
+            _matched([str(path)], config, None)
+            t1 = time.process_time()
+            load(str(path), config)
+            t2 = time.process_time()
+            parse, total = t1 - t0, t2 - t1
+            rows.append(
+                f"| {n:,} | {parse:.2f} | {total - parse:.2f} | {total:.2f} "
+                f"| {total / n * 1e6:.0f} | {parse / total:.0%} |"
+            )
+            path.unlink()
+    return "\n".join(rows) + "\n"
+
+
+def rss_figures(samples: list[Sample]) -> dict[str, float]:
+    """The medians of the RSS samples of the second minute of wall time and of
+    the last minute (each window's analysis is a transient: one sample catches
+    it or not, a minute's median does not depend on when it was taken)."""
+    if not samples:
+        return {"median_minute_kb": 0, "median_end_kb": 0}
+    last = samples[-1].wall_s
+    second = [s.rss_kb for s in samples if 60 <= s.wall_s < 120] or [samples[-1].rss_kb]
+    end = [s.rss_kb for s in samples if s.wall_s >= last - 60]
+    return {"median_minute_kb": statistics.median(second), "median_end_kb": statistics.median(end)}
+
+
+def samples_from_log(path: Path) -> list[Sample]:
+    """The samples a --verbose run printed ("  WALL s  RSS MB  N packets")."""
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) == 6 and f[1] == "s" and f[3] == "MB" and f[5] == "packets":
+            out.append(
+                Sample(float(f[0]), round(float(f[2]) * 1024), 0, int(f[4].replace(",", "")))
+            )
+    return out
+
+
+def minutes_table(samples: list[Sample], rows: int = 25) -> list[str]:
+    """The samples by minute of wall time (every k-th minute for long runs):
+    packets written by its end, median, lowest and highest RSS."""
+    by: dict[int, list[Sample]] = {}
+    for x in samples:
+        by.setdefault(int(x.wall_s // 60), []).append(x)
+    keys = sorted(by)
+    step = max(1, -(-len(keys) // rows))
+    picked = keys[::step] + ([keys[-1]] if keys and (len(keys) - 1) % step else [])
+    out = [
+        "| minute | packets written | RSS median MB | lowest | highest |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k in picked:
+        rss = [x.rss_kb / 1024 for x in by[k]]
+        out.append(
+            f"| {k + 1} | {by[k][-1].packets:,} | {statistics.median(rss):,.1f} "
+            f"| {min(rss):,.1f} | {max(rss):,.1f} |"
+        )
+    return out
 
 
 def markdown(r: dict, args: argparse.Namespace) -> str:
@@ -417,24 +507,29 @@ def markdown(r: dict, args: argparse.Namespace) -> str:
         ),
         ("RSS at the end", f"{r['rss_end_kb'] / mb:,.1f} MB"),
         ("end / first minute", f"{ratio:.3f} (flat: within 1.10)"),
+        (
+            "median RSS of the second minute / of the last minute",
+            f"{r['median_minute_kb'] / mb:,.1f} MB / {r['median_end_kb'] / mb:,.1f} MB: "
+            f"{r['median_end_kb'] / max(r['median_minute_kb'], 1):.3f}",
+        ),
         ("peak RSS (VmHWM)", f"{r['peak_kb'] / mb:,.1f} MB"),
+        (
+            "peak at the end / peak after the first minute",
+            f"{r['peak_kb'] / r['peak_minute_kb']:.3f} "
+            f"(from {r['peak_minute_kb'] / mb:,.1f} MB: each window's analysis "
+            "is a transient the samples catch or miss; the peaks do not depend on when)"
+            if r["peak_minute_kb"]
+            else "-",
+        ),
         ("watch's exit status", str(r["status"])),
     ]
     out = ["| measure | value |", "| --- | --- |"]
     out += [f"| {a} | {b} |" for a, b in rows]
     out += [
         "",
-        "RSS over wall time (every sample for short runs, about 25 otherwise):",
+        "RSS over wall time, by minute (about 25 rows):",
         "",
-        "| wall s | packets written | RSS MB | peak MB |",
-        "| ---: | ---: | ---: | ---: |",
-    ]
-    samples = r["samples"]
-    step = max(1, len(samples) // 25)
-    picked = samples[::step] + ([samples[-1]] if samples and (len(samples) - 1) % step else [])
-    out += [
-        f"| {s.wall_s:,.0f} | {s.packets:,} | {s.rss_kb / mb:,.1f} | {s.hwm_kb / mb:,.1f} |"
-        for s in picked
+        *minutes_table(r["samples"]),
     ]
     out += ["", "watch's summary:", ""] + [f"    {line}" for line in r["summary"]]
     return "\n".join(out) + "\n"
@@ -454,7 +549,7 @@ def _count(text: str) -> int:
     return int(float(t[:-1] if scale > 1 else t) * scale)
 
 
-def main(argv: list[str] | None = None) -> int:
+def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -470,6 +565,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", default="10s")
     ap.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
     ap.add_argument("--pcap", type=Path, help="write the stream to this file instead (no watch)")
+    ap.add_argument(
+        "--keep-files", action="store_true", help="keep watch's output (its directory is said)"
+    )
+    ap.add_argument(
+        "--from-log",
+        type=Path,
+        metavar="LOG",
+        help="instead: the RSS figures of the samples a --verbose run printed",
+    )
+    ap.add_argument(
+        "--cpu",
+        metavar="N,N,...",
+        help="instead: the CPU of one window's analysis for windows of N packets",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--verbose", "-v", action="store_true", help="print the samples as they come")
     ap.add_argument(
@@ -482,7 +591,11 @@ def main(argv: list[str] | None = None) -> int:
         "--wall-limit", type=float, help="stop the stream after this many seconds (wall)"
     )
     ap.add_argument("watch_args", nargs="*", help="more options for watch (after --)")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = options(argv)
     if args.pcap is not None:
         with open(args.pcap, "wb") as f:
             facts = stream(
@@ -497,9 +610,25 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"{args.pcap}: {facts}")
         return 0
+    if args.from_log:
+        samples = samples_from_log(args.from_log)
+        rf = rss_figures(samples)
+        print(
+            f"{len(samples)} samples over {samples[-1].wall_s:,.0f} s: "
+            f"median RSS of the second minute {rf['median_minute_kb'] / 1024:,.1f} MB, "
+            f"of the last minute {rf['median_end_kb'] / 1024:,.1f} MB "
+            f"({rf['median_end_kb'] / rf['median_minute_kb']:.3f})"
+        )
+        print("\n".join(minutes_table(samples)))
+        return 0
+    if args.cpu:
+        print(cpu_per_window([_count(n) for n in args.cpu.split(",")], args))
+        return 0
     r = run(args)
     text = markdown(r, args)
     print(text)
+    if r["tmp"] is not None:
+        print(f"watch's output: {r['tmp']}")
     args.results.parent.mkdir(parents=True, exist_ok=True)
     given = " ".join(argv if argv is not None else sys.argv[1:])
     args.results.write_text(

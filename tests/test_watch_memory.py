@@ -139,24 +139,24 @@ def test_watcher_says_an_eviction_once(tmp_path: Path) -> None:
     assert int(evicted.rsplit(": ", 1)[1].replace(",", "")) > 0
 
 
-@pytest.mark.slow  # (2M packets through watch: 3-6 min)
+@pytest.mark.slow  # (2M packets through watch: 5 min on an idle core, 19 under a load of 10)
 def test_long_stream_in_flat_memory(tmp_path: Path) -> None:
-    """bench/watch_memory.py on 2M packets (4 connections, 2 s intervals: the
-    windows and the ring are full within the first minute): watch's peak RSS
-    at the end within 10% of its peak after the first minute (peaks, not
-    samples: each window's analysis is a transient a sample catches or not),
-    the stream watched whole."""
+    """bench/watch_memory.py on 2M packets (4 connections, 2 s intervals, a
+    16 MB ring: the windows and the ring are full within the first minute
+    whatever the load): watch's median RSS over the last minute within 10% of
+    its median over the second minute (medians: each window's analysis is a
+    transient a single sample catches or not), the stream watched whole."""
     bench = _bench()
     args = bench.options(
         ["--packets", "2M", "--connections", "4", "--clients", "4", "--stalls", "0",
-         "--interval", "2s", "--sample", "2", "--results", str(tmp_path / "r.md"),
-         "--", "--stall-threshold", "2s"]
+         "--interval", "2s", "--sample", "2", "--keep-bytes", "16M",
+         "--results", str(tmp_path / "r.md"), "--", "--stall-threshold", "2s"]
     )  # fmt: skip
     r = bench.run(args)
     assert r["status"] == 0, r["summary"]
     assert any(line.startswith("watched 2,000,000 frames") for line in r["summary"]), r["summary"]
-    assert r["wall_s"] > 90, "too short a run to say (under 90 s)"
-    assert r["peak_minute_kb"] > 0
-    ratio = r["peak_kb"] / r["peak_minute_kb"]
+    assert r["wall_s"] > 180, "too short a run to say (under 3 min)"
     samples = [(round(s.wall_s), s.rss_kb // 1024) for s in r["samples"]]
-    assert ratio <= 1.10, (ratio, samples)
+    (tmp_path / "samples.txt").write_text(repr(samples))
+    ratio = r["median_end_kb"] / r["median_minute_kb"]
+    assert ratio <= 1.10, (ratio, samples[::10])
