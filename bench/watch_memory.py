@@ -583,9 +583,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--verbose", "-v", action="store_true", help="print the samples as they come")
     ap.add_argument(
         "--keep-bytes",
-        default="64M",
-        help="watch's ring (its default 256M fills in ~2 min of wall time at this rate: "
-        "64M within the first minute, so the first minute's RSS has every bound reached)",
+        default="256M",
+        help="watch's ring: it must hold the window analysed (30 s of this stream with the "
+        "default interval and stall threshold: 160 MB; watch warns when it does not)",
     )
     ap.add_argument(
         "--wall-limit", type=float, help="stop the stream after this many seconds (wall)"

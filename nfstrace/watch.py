@@ -93,6 +93,7 @@ class Ring:
         self.records: deque[Record] = deque()
         self.bytes = 0
         self.dropped = 0  # records let go (aged out or over the size)
+        self.squeezed_ns = -1  # the newest time of a record let go for the size
 
     def add(self, record: Record) -> None:
         self.records.append(record)
@@ -104,8 +105,11 @@ class Ring:
         oldest while the ring holds more than max_bytes."""
         records = self.records
         while records and (records[0].ts_ns < now_ns - self.keep_ns or self.bytes > self.max_bytes):
-            self.bytes -= records.popleft().memory
+            r = records.popleft()
+            self.bytes -= r.memory
             self.dropped += 1
+            if r.ts_ns >= now_ns - self.keep_ns:
+                self.squeezed_ns = max(self.squeezed_ns, r.ts_ns)
 
     def between(self, start_ns: int, end_ns: int) -> list[Record]:
         """The records stamped in [start_ns, end_ns), in stream order."""
@@ -525,6 +529,7 @@ class Totals:
     evidence_files: int = 0  # evidence pcaps written (the last EVIDENCE_LISTED named)
     left_out: int = 0  # frames of a second link type, not in the windows' pcaps
     late: int = 0  # frames that came after the clock had closed their interval
+    cut_windows: int = 0  # windows the ring no longer held whole (--keep-bytes)
 
 
 # What is done with an evidence pcap besides writing it: its HTML report (the
@@ -629,6 +634,9 @@ class Watcher:
         # middle of a record is in step again by then)
         start = min(self.reported - iv, self.open - w * iv)
         records = self.ring.between(start, now_ns)
+        if self.ring.squeezed_ns >= self.reported:  # (packets of the intervals to report gone)
+            self.totals.cut_windows += 1
+            self._evictions()
         trace = self._analyse(records) if records else None
         active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
         intervals = []  # their starts
@@ -736,6 +744,13 @@ class Watcher:
     def _evicted(self) -> list[tuple[str, int, str]]:
         """(bound, things let go, what it means) for every bound of the run."""
         return [
+            (
+                "ring",
+                self.totals.cut_windows,
+                f"--keep-bytes {self.o.keep_bytes / 2**20:,.1f} MiB holds less than the "
+                "window analysed (an interval and the stall threshold after it): the lines "
+                "miss the calls of the packets it let go (give more --keep-bytes); windows cut",
+            ),
             (
                 "calls",
                 self.counted.evicted,

@@ -6,6 +6,7 @@ and a long synthetic stream (bench/watch_memory.py) runs in flat memory."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -139,22 +140,51 @@ def test_watcher_says_an_eviction_once(tmp_path: Path) -> None:
     assert int(evicted.rsplit(": ", 1)[1].replace(",", "")) > 0
 
 
+def test_a_ring_smaller_than_the_window_is_said(tmp_path: Path) -> None:
+    """--keep-bytes too small to hold the window analysed: the lines would miss
+    calls, so a warning once and the windows cut counted in the summary."""
+    bench = _bench()
+    path = tmp_path / "s.pcap"
+    with open(path, "wb") as f:
+        bench.stream(f, 6_000, rate=20_000, connections=8, clients=4, stalls=0)
+    options = WatchOptions(
+        interval_ns=100_000_000, alert_after=1000, evidence_dir=None, keep_bytes=200_000
+    )
+    out: list[str] = []
+    watcher = Watcher(options, AnalysisConfig(), out.append)
+    try:
+        for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
+            watcher.feed(record)
+        watcher.finish()
+        out += watcher.summary()
+    finally:
+        watcher.close()
+    warned = [x for x in out if x.startswith("nfstrace: warning:")]
+    assert len(warned) == 1 and "--keep-bytes 0.2 MiB holds less than the window" in warned[0]
+    (cut,) = [x for x in out if x.startswith("--keep-bytes 0.2 MiB")]
+    assert int(cut.rsplit(": ", 1)[1]) == watcher.totals.cut_windows > 0
+
+
 @pytest.mark.slow  # (2M packets through watch: 5 min on an idle core, 19 under a load of 10)
 def test_long_stream_in_flat_memory(tmp_path: Path) -> None:
     """bench/watch_memory.py on 2M packets (4 connections, 2 s intervals, a
-    16 MB ring: the windows and the ring are full within the first minute
-    whatever the load): watch's median RSS over the last minute within 10% of
-    its median over the second minute (medians: each window's analysis is a
-    transient a single sample catches or not), the stream watched whole."""
+    48 MB ring: 9 s of this stream, more than the 6 s window; the windows and
+    the ring are full within the first minute): watch's median RSS over the
+    last minute within 10% of its median over the second minute (medians: each
+    window's analysis is a transient a single sample catches or not), every
+    call in the lines but those still in flight at the end."""
     bench = _bench()
     args = bench.options(
         ["--packets", "2M", "--connections", "4", "--clients", "4", "--stalls", "0",
-         "--interval", "2s", "--sample", "2", "--keep-bytes", "16M",
+         "--interval", "2s", "--sample", "2", "--keep-bytes", "48M",
          "--results", str(tmp_path / "r.md"), "--", "--stall-threshold", "2s"]
     )  # fmt: skip
     r = bench.run(args)
     assert r["status"] == 0, r["summary"]
-    assert any(line.startswith("watched 2,000,000 frames") for line in r["summary"]), r["summary"]
+    (watched,) = [x for x in r["summary"] if x.startswith("watched 2,000,000 frames")]
+    calls = int(re.search(r"intervals: ([\d,]+) calls", watched)[1].replace(",", ""))
+    assert r["calls"] - 100 <= calls <= r["calls"], (r["calls"], watched)  # (but a few in flight)
+    assert not any("warning" in x for x in r["summary"]), r["summary"]
     assert r["wall_s"] > 180, "too short a run to say (under 3 min)"
     samples = [(round(s.wall_s), s.rss_kb // 1024) for s in r["samples"]]
     (tmp_path / "samples.txt").write_text(repr(samples))
