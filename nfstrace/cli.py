@@ -930,7 +930,12 @@ def watch(
     ] = "5m",
     keep_bytes: Annotated[
         str,
-        typer.Option("--keep-bytes", metavar="SIZE", help="... and at most this many bytes."),
+        typer.Option(
+            "--keep-bytes",
+            metavar="SIZE",
+            help="... in at most this much memory (the packets' bytes and about 200 bytes "
+            "each around them).",
+        ),
     ] = "256M",
     stall: Annotated[
         str,

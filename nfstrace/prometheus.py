@@ -16,6 +16,8 @@ reported so far, as the interval lines count them):
   ``_sum`` and ``_count`` over the run, quantiles 0.5 and 0.99 of the last
   interval in which the op was answered.
 - ``nfstrace_alerts_total`` (label kind): alerts said.
+- ``nfstrace_series_evicted_total``: label sets dropped, the least recently
+  called first, to keep at most ``Metrics.max_series`` (10,000).
 - ``nfstrace_frames_total``: frames watched; ``nfstrace_interval_end_seconds``:
   the capture time (Unix seconds) the last reported interval ended.
 """
@@ -47,10 +49,15 @@ class OpCounts:
 
 @dataclass
 class Metrics:
-    """The run's counters, per client, server and op."""
+    """The run's counters, per client, server and op: at most ``max_series``
+    label sets, the least recently called dropped first (``evicted`` counts
+    them; a dropped series starts again from 0 if its op is called again, as
+    a restarted exporter's would)."""
 
-    ops: dict[Labels, OpCounts] = field(default_factory=dict)
+    ops: dict[Labels, OpCounts] = field(default_factory=dict)  # least recently called first
     interval_end_ns: int = 0
+    max_series: int = 10_000
+    evicted: int = 0
 
     def add(self, calls: pd.DataFrame, end_ns: int) -> None:
         """An interval's calls (transactions rows) counted; its end noted."""
@@ -59,7 +66,8 @@ class Metrics:
             return
         keys = [calls["client"].astype(str), calls["server"].astype(str), calls["op"].astype(str)]
         for (client, server, op), g in calls.groupby(keys, sort=False):
-            c = self.ops.setdefault((client, server, op), OpCounts())
+            c = self.ops.pop((client, server, op), None) or OpCounts()
+            self.ops[(client, server, op)] = c  # (the most recently called: last)
             c.calls += len(g)
             c.bytes += int(g["write_bytes"].sum() + g["read_bytes"].sum())
             c.resent += int((g["n_calls"] - 1).clip(lower=0).sum())
@@ -68,6 +76,9 @@ class Metrics:
                 c.latency_sum_s += float(lat.sum())
                 c.latency_count += len(lat)
                 c.quantiles_s = tuple(float(q) for q in np.quantile(lat, QUANTILES))
+        while len(self.ops) > self.max_series:
+            del self.ops[next(iter(self.ops))]
+            self.evicted += 1
 
     def text(self, alerts: Mapping[str, int], frames: int) -> str:
         """The exposition text."""
@@ -94,6 +105,8 @@ class Metrics:
             out.append(f"{name}_count{{{_labels(k)}}} {c.latency_count}")
         family("nfstrace_alerts_total", "counter", "alerts said, by kind")
         out += [f'nfstrace_alerts_total{{kind="{k}"}} {v}' for k, v in alerts.items()]
+        family("nfstrace_series_evicted_total", "counter", "label sets dropped (over the cap)")
+        out.append(f"nfstrace_series_evicted_total {self.evicted}")
         family("nfstrace_frames_total", "counter", "frames watched")
         out.append(f"nfstrace_frames_total {frames}")
         family("nfstrace_interval_end_seconds", "gauge", "capture time the last interval ended")

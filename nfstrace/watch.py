@@ -23,6 +23,7 @@ time): as a packet stamped then would have.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import shlex
@@ -30,7 +31,7 @@ import struct
 import subprocess
 import tempfile
 from collections import deque
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,9 +50,15 @@ PCAP_NS_MAGIC = 0xA1B23C4D  # a pcap whose fractions of a second are nanoseconds
 PCAP_RECORD_HEADER = 16
 DEFAULT_SNAPLEN = 262_144
 ALERT_KINDS = ("stall", "commit", "verdict", "resend")
+EVIDENCE_LISTED = 20  # evidence files named in the summary (the last ones)
 # Records this much older than a window's start are not looked for behind it
 # (a capture is in time order but for reordering of a few microseconds).
 REORDER_NS = NS
+# What a Record takes in memory besides its data: the object (72 bytes), its
+# bytes object's header (33), three ints (88), the ring's pointer (8); measured
+# with tracemalloc (317 bytes for 100-byte records).  The ring's --keep-bytes
+# counts these too: a ring of 60-byte frames takes 4x their bytes.
+RECORD_OVERHEAD = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +73,19 @@ class Record:
 
     @property
     def size(self) -> int:
-        """Bytes it takes in a pcap (and, roughly, in the ring)."""
+        """Bytes it takes in a pcap."""
         return PCAP_RECORD_HEADER + len(self.data)
+
+    @property
+    def memory(self) -> int:
+        """Bytes it takes in the ring: its data and the Python objects around it."""
+        return RECORD_OVERHEAD + len(self.data)
 
 
 class Ring:
-    """The last ``keep_ns`` of records (by capture time), at most ``max_bytes``
-    of them: whatever the run's length, this is what is held."""
+    """The last ``keep_ns`` of records (by capture time), taking at most
+    ``max_bytes`` of memory (``Record.memory``): whatever the run's length,
+    this is what is held."""
 
     def __init__(self, keep_ns: int, max_bytes: int) -> None:
         self.keep_ns = keep_ns
@@ -80,10 +93,11 @@ class Ring:
         self.records: deque[Record] = deque()
         self.bytes = 0
         self.dropped = 0  # records let go (aged out or over the size)
+        self.squeezed_ns = -1  # the newest time of a record let go for the size
 
     def add(self, record: Record) -> None:
         self.records.append(record)
-        self.bytes += record.size
+        self.bytes += record.memory
         self.trim(record.ts_ns)
 
     def trim(self, now_ns: int) -> None:
@@ -91,8 +105,11 @@ class Ring:
         oldest while the ring holds more than max_bytes."""
         records = self.records
         while records and (records[0].ts_ns < now_ns - self.keep_ns or self.bytes > self.max_bytes):
-            self.bytes -= records.popleft().size
+            r = records.popleft()
+            self.bytes -= r.memory
             self.dropped += 1
+            if r.ts_ns >= now_ns - self.keep_ns:
+                self.squeezed_ns = max(self.squeezed_ns, r.ts_ns)
 
     def between(self, start_ns: int, end_ns: int) -> list[Record]:
         """The records stamped in [start_ns, end_ns), in stream order."""
@@ -173,20 +190,74 @@ NO_WRITES = "no WRITE activity to judge"
 
 
 # A call, across windows: (client, client port, xid); a re-send whose first send
-# fell before the window is a new transaction there, the same call here.
-CallKey = tuple[str, int, int]
+# fell before the window is a new transaction there, the same call here.  Kept
+# as a 64-bit hash of the three (8 bytes a call; two calls share one with odds
+# of about n^2 / 2^65: 1 in 4 million for 3 million calls).
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-def call_keys(calls: pd.DataFrame) -> list[CallKey]:
-    ports = calls["client_port"].astype("Int64").fillna(-1).to_numpy("int64")
-    return list(
-        zip(
-            calls["client"].astype(str),
-            ports.tolist(),
-            calls["xid"].astype("int64").tolist(),
-            strict=True,
-        )
-    )
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection of uint64 that spreads every bit."""
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _hash_text(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def call_keys(calls: pd.DataFrame) -> np.ndarray:
+    """The calls' keys: hashes of (client, client port, xid), as uint64."""
+    if calls.empty:
+        return np.zeros(0, np.uint64)
+    codes, clients = pd.factorize(calls["client"].astype(str))
+    host = np.array([_hash_text(c) for c in clients], np.uint64)[codes]
+    port = calls["client_port"].astype("Int64").fillna(0x10000).to_numpy("int64").astype(np.uint64)
+    xid = calls["xid"].astype("int64").to_numpy().astype(np.uint64)
+    return _mix(_mix((port << np.uint64(32)) | xid) + host)
+
+
+class CallSet:
+    """The calls in the lines so far (``call_keys``), by the end of their
+    interval: forgotten when older than ``forget_before`` is told (--keep), and
+    past ``max_calls`` the oldest interval's first (``evicted`` counts them: a
+    re-send of one of them whose first send is out of the window would be
+    counted again).  A sorted uint64 array per interval: 8 bytes a call."""
+
+    def __init__(self, max_calls: int) -> None:
+        self.max_calls = max_calls
+        self.parts: deque[tuple[int, np.ndarray]] = deque()  # (end ns, sorted keys)
+        self.size = 0
+        self.evicted = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, keys: np.ndarray, end_ns: int) -> None:
+        keys = np.unique(keys)
+        self.parts.append((end_ns, keys))
+        self.size += len(keys)
+        while self.size > self.max_calls and len(self.parts) > 1:
+            self.evicted += self._drop()
+
+    def forget_before(self, ns: int) -> None:
+        while self.parts and self.parts[0][0] < ns:
+            self._drop()
+
+    def _drop(self) -> int:
+        n = len(self.parts.popleft()[1])
+        self.size -= n
+        return n
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """Which of keys are in the set (a bool per key)."""
+        found = np.zeros(len(keys), bool)
+        for _, part in self.parts:
+            if len(part):
+                i = np.minimum(np.searchsorted(part, keys), len(part) - 1)
+                found |= part[i] == keys
+        return found
 
 
 def started_in(tx: pd.DataFrame, start_ns: int, end_ns: int) -> pd.DataFrame:
@@ -195,11 +266,13 @@ def started_in(tx: pd.DataFrame, start_ns: int, end_ns: int) -> pd.DataFrame:
 
 
 def new_calls(
-    tx: pd.DataFrame, start_ns: int, end_ns: int, counted: Container[CallKey] = ()
+    tx: pd.DataFrame, start_ns: int, end_ns: int, counted: CallSet | None = None
 ) -> pd.DataFrame:
     """The calls that started in [start_ns, end_ns), but those in ``counted``."""
     calls = started_in(tx, start_ns, end_ns)
-    return calls[[k not in counted for k in call_keys(calls)]] if not calls.empty else calls
+    if calls.empty or counted is None or not len(counted):
+        return calls
+    return calls[~counted.contains(call_keys(calls))]
 
 
 def interval_rows(
@@ -207,7 +280,7 @@ def interval_rows(
     start_ns: int,
     end_ns: int,
     verdict: Verdict | None,
-    counted: Container[CallKey] = (),
+    counted: CallSet | None = None,
 ) -> list[PairRow]:
     """The pairs' rows for the calls that started in [start_ns, end_ns) and are
     not in ``counted`` (calls of an earlier interval), the busiest pair first;
@@ -423,6 +496,9 @@ class WatchOptions:
     resend_pct: float | None = None  # alert on re-sends over this % of an interval's sends
     evidence_dir: Path | None = Path("nfstrace-watch")  # None: no evidence written
     on_alert: str | None = None  # a command, run with the evidence pcap's path
+    # What is kept across intervals, bounded whatever the run's length and rate:
+    max_calls: int = 4_000_000  # calls remembered as in the lines (8 bytes each)
+    max_series: int = 10_000  # Prometheus label sets (client, server, op)
 
     def lag(self) -> int:
         """Intervals an interval's calls are given to be answered before its lines
@@ -449,9 +525,11 @@ class Totals:
     read_bytes: int = 0
     resent: int = 0
     alerts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ALERT_KINDS, 0))
-    evidence: list[str] = field(default_factory=list)
+    evidence: deque[str] = field(default_factory=lambda: deque(maxlen=EVIDENCE_LISTED))
+    evidence_files: int = 0  # evidence pcaps written (the last EVIDENCE_LISTED named)
     left_out: int = 0  # frames of a second link type, not in the windows' pcaps
     late: int = 0  # frames that came after the clock had closed their interval
+    cut_windows: int = 0  # windows the ring no longer held whole (--keep-bytes)
 
 
 # What is done with an evidence pcap besides writing it: its HTML report (the
@@ -474,7 +552,8 @@ class Watcher:
     ) -> None:
         self.o = options
         self.prometheus = prometheus  # the textfile written after every interval
-        self.metrics = Metrics() if prometheus is not None else None
+        self.metrics = Metrics(max_series=options.max_series) if prometheus is not None else None
+        self.warned: set[str] = set()  # the bounds whose eviction was said
         self.prometheus_failed = False
         self.config = config
         self.emit = emit
@@ -486,7 +565,7 @@ class Watcher:
         self.open: int | None = None  # the start of the interval being filled
         self.reported: int | None = None  # the start of the next interval to report
         self.alerted: dict[tuple[Any, ...], int] = {}  # alert key -> its call's time
-        self.counted: dict[CallKey, int] = {}  # calls in the lines -> their interval's end
+        self.counted = CallSet(options.max_calls)  # the calls in the lines
         self.streaks: dict[tuple[str, str], int] = {}  # pair -> intervals with a problem
         self.ticked_ns = 0  # the last interval end the clock closed (not a packet)
         self.clock_ns = 0  # the clock's last time
@@ -555,6 +634,9 @@ class Watcher:
         # middle of a record is in step again by then)
         start = min(self.reported - iv, self.open - w * iv)
         records = self.ring.between(start, now_ns)
+        if self.ring.squeezed_ns >= self.reported:  # (packets of the intervals to report gone)
+            self.totals.cut_windows += 1
+            self._evictions()
         trace = self._analyse(records) if records else None
         active: list[set[tuple[str, str]]] = []  # the pairs that called, per interval
         intervals = []  # their starts
@@ -634,11 +716,11 @@ class Watcher:
             if self.metrics is not None:
                 self.metrics.add(new_calls(tx, start_ns, end_ns, self.counted), end_ns)
             rows = interval_rows(tx, start_ns, end_ns, trace.diagnosis.verdict, self.counted)
-            self.counted.update(dict.fromkeys(call_keys(started_in(tx, start_ns, end_ns)), end_ns))
+            self.counted.add(call_keys(started_in(tx, start_ns, end_ns)), end_ns)
         elif self.metrics is not None:
             self.metrics.interval_end_ns = end_ns
-        for k in [k for k, t in self.counted.items() if t < end_ns - self.o.keep_ns]:
-            del self.counted[k]
+        self.counted.forget_before(end_ns - self.o.keep_ns)
+        self._evictions()
         t = self.totals
         t.intervals += 1
         for r in rows:
@@ -651,6 +733,37 @@ class Watcher:
             self.emit(f"{clock(start_ns, self.fraction)}  no RPC calls")
         self._json_interval(start_ns, seconds, rows)
         return {(r.client, r.server) for r in rows}
+
+    def _evictions(self) -> None:
+        """A bound that let go of something: said once (counted in the summary)."""
+        for name, n, what in self._evicted():
+            if n and name not in self.warned:
+                self.warned.add(name)
+                self.emit(f"nfstrace: warning: {what} (counted in the summary)")
+
+    def _evicted(self) -> list[tuple[str, int, str]]:
+        """(bound, things let go, what it means) for every bound of the run."""
+        return [
+            (
+                "ring",
+                self.totals.cut_windows,
+                f"--keep-bytes {self.o.keep_bytes / 2**20:,.1f} MiB holds less than the "
+                "window analysed (an interval and the stall threshold after it): the lines "
+                "miss the calls of the packets it let go (give more --keep-bytes); windows cut",
+            ),
+            (
+                "calls",
+                self.counted.evicted,
+                f"more than {self.o.max_calls:,} calls in --keep: the oldest forgotten "
+                "(a re-send of one of them could be counted twice)",
+            ),
+            (
+                "series",
+                self.metrics.evicted if self.metrics is not None else 0,
+                f"more than {self.o.max_series:,} client, server and op label sets: "
+                "the least recently called dropped from --prometheus",
+            ),
+        ]
 
     def _json_interval(self, start_ns: int, seconds: float, rows: list[PairRow]) -> None:
         self._json(
@@ -715,6 +828,7 @@ class Watcher:
                 }
             )
         if evidence is not None and self.o.on_alert:
+            self.children = [c for c in self.children if c.poll() is None]  # (reaped)
             cmd = [*shlex.split(self.o.on_alert), str(evidence)]
             try:
                 self.children.append(subprocess.Popen(cmd))
@@ -734,6 +848,7 @@ class Watcher:
             path = directory / f"{name}-{n}.pcap"
         write_pcap(path, self.ring.between(-1, now_ns), self.snaplen())
         self.totals.evidence.append(str(path))
+        self.totals.evidence_files += 1
         if self.reporter is not None:
             self.reporter(load(str(path), self.config), path.with_name(path.name + ".report.html"))
         return path
@@ -755,6 +870,9 @@ class Watcher:
             f"READ {t.read_bytes:,} bytes, {t.resent:,} re-sends",
             f"alerts: {alerts}" + (f"; evidence: {', '.join(t.evidence)}" if t.evidence else ""),
         ]
+        if t.evidence_files > len(t.evidence):
+            lines[-1] += f" (the last {len(t.evidence)} of {t.evidence_files:,} files)"
+        lines += [f"{what}: {n:,}" for _, n, what in self._evicted() if n]
         if t.left_out:
             lines.append(f"{t.left_out:,} frames of a second link type were not analysed")
         if t.late:
@@ -777,7 +895,9 @@ class Watcher:
                 "read_bytes": t.read_bytes,
                 "resent": t.resent,
                 "alerts": t.alerts,
-                "evidence": t.evidence,
+                "evidence": list(t.evidence),
+                "evidence_files": t.evidence_files,
+                "evicted": {name: n for name, n, _ in self._evicted()},
             }
         )
 

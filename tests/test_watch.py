@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from crafted import make_crafted as mc
 import nfstrace
 from nfstrace.parsers.capture import CaptureInfo, read_frames
 from nfstrace.trace import AnalysisConfig
-from nfstrace.watch import NS, Record, Ring, Watcher, WatchOptions, records
+from nfstrace.watch import NS, RECORD_OVERHEAD, Record, Ring, Watcher, WatchOptions, records
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 NFSTRACE = [sys.executable, "-c", "from nfstrace.cli import main; main()"]
@@ -215,17 +216,36 @@ def _record(ts_s: float, size: int, n: int) -> Record:
 def test_ring_holds_at_most_keep_and_max_bytes() -> None:
     ring = Ring(keep_ns=5 * NS, max_bytes=10_000)
     for n in range(1, 2001):
-        ring.add(_record(n * 0.01, 84, n))  # 100 bytes each (16 + 84), 100 a second
+        ring.add(_record(n * 0.01, 84, n))  # 284 bytes each in memory (84 + 200), 100 a second
         oldest, newest = ring.records[0].ts_ns, ring.records[-1].ts_ns
         assert newest - oldest <= 5 * NS
-        assert ring.bytes == sum(r.size for r in ring.records) <= 10_000
-    assert len(ring.records) == 100  # the bytes bound (5 s would be 500 records)
-    assert ring.dropped == 1900
+        assert ring.bytes == sum(r.memory for r in ring.records) <= 10_000
+    assert len(ring.records) == 10_000 // (84 + RECORD_OVERHEAD)  # (5 s would be 500 records)
+    assert ring.dropped == 2000 - len(ring.records)
     ring = Ring(keep_ns=2 * NS, max_bytes=1 << 30)
     for n in range(1, 2001):
         ring.add(_record(n * 0.01, 84, n))
     assert len(ring.records) == 201  # the time bound: 20.00 s back to 18.00 s
     assert [r.frame for r in ring.between(19 * NS, 19 * NS + 50_000_000)] == list(range(1900, 1905))
+
+
+def test_record_memory_is_what_the_ring_takes() -> None:
+    """--keep-bytes bounds the ring's memory: a record's ``memory`` is within
+    15% of what it takes (tracemalloc), for small frames (where the objects
+    around the data weigh most) and large ones."""
+    for size in (60, 1500):
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            ring = Ring(keep_ns=1 << 62, max_bytes=1 << 40)
+            for n in range(1, 20_001):
+                ring.add(
+                    Record(1_700_000_000 * NS + n * 1000, 100_000 + n, 1, bytes(size), 5000 + n)
+                )
+            taken = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert abs(ring.bytes - taken) < 0.15 * taken, (size, ring.bytes, taken)
 
 
 @pytest.mark.parametrize(
