@@ -49,6 +49,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# (bench/scaling.py: the NFSv3 message builders the scaling inputs use)
+from scaling import FATTR, opaque, rpc_call, rpc_reply, u32
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "watch-memory.md"
 BASE_NS = 1_700_000_000 * 1_000_000_000
@@ -63,14 +67,6 @@ PSH_ACK = 0x18
 WRITE, COMMIT, GETATTR = 7, 21, 1
 
 
-def u32(*values: int) -> bytes:
-    return struct.pack(f">{len(values)}I", *values)
-
-
-def opaque(data: bytes) -> bytes:
-    return u32(len(data)) + data + b"\0" * (-len(data) % 4)
-
-
 def _sum16(data: bytes) -> int:
     """The one's complement sum of data as 16-bit words, not folded."""
     if len(data) % 2:
@@ -82,18 +78,6 @@ def _fold(s: int) -> int:
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return s
-
-
-def rpc_call(xid: int, proc: int, args: bytes) -> bytes:
-    cred = u32(0x5EED) + opaque(b"client") + u32(1000, 100, 0)
-    return u32(xid, 0, 2, 100003, 3, proc, 1, len(cred)) + cred + u32(0, 0) + args
-
-
-def rpc_reply(xid: int, body: bytes) -> bytes:
-    return u32(xid, 1, 0, 0, 0, 0) + body
-
-
-FATTR = u32(1, 0o644, 1, 1000, 100) + bytes(16) + bytes(8) + bytes(16) + bytes(24)
 
 
 def call_message(kind: int, fh: bytes) -> bytes:
