@@ -395,7 +395,10 @@ class Absent:
 
 def nfstrace_env(source: Path) -> dict[str, str]:
     """Run the nfstrace in source (this checkout, or a snapshot of a commit), not
-    whatever is installed: PYTHONPATH comes before an editable install's finder."""
+    whatever is installed: PYTHONPATH comes before an editable install's finder.
+    This checkout without its extension built in place (installed with `pip
+    install .`, as README's test command and CI do) runs the installed package,
+    which was built from it: its own nfstrace/ cannot run without the extension."""
     env = dict(os.environ)
     env["PYTHONSAFEPATH"] = "1"  # not the current directory first: it may be another checkout
     # Bytecode cached (outside the trees) as an installed package has it: with
@@ -403,6 +406,8 @@ def nfstrace_env(source: Path) -> dict[str, str]:
     # module of nfstrace from source, ~0.2 s (bench/small.py measures it).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(DEFAULT_CACHE / "pycache")
+    if source.resolve() == ROOT and not any((ROOT / "nfstrace").glob("_native*.so")):
+        return env
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     return env
 
