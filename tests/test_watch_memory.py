@@ -44,6 +44,20 @@ def _calls(clients: list[str], ports: list[int | None], xids: list[int]) -> pd.D
     )
 
 
+def _watched(path: Path, options: WatchOptions) -> tuple[list[str], Watcher]:
+    """The lines and summary a Watcher gives for a capture fed record by record."""
+    out: list[str] = []
+    watcher = Watcher(options, AnalysisConfig(), out.append)
+    try:
+        for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
+            watcher.feed(record)
+        watcher.finish()
+        out += watcher.summary()
+    finally:
+        watcher.close()
+    return out, watcher
+
+
 def test_call_keys_tell_calls_apart() -> None:
     """The same (client, port, xid) is the same key whatever the frame; a
     different client, port or xid is another key."""
@@ -120,16 +134,7 @@ def test_watcher_says_an_eviction_once(tmp_path: Path) -> None:
         options = WatchOptions(
             interval_ns=100_000_000, alert_after=1000, evidence_dir=None, max_calls=cap
         )
-        out: list[str] = []
-        watcher = Watcher(options, AnalysisConfig(), out.append)
-        try:
-            for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
-                watcher.feed(record)
-            watcher.finish()
-            out += watcher.summary()
-        finally:
-            watcher.close()
-        lines[cap] = out
+        lines[cap], _ = _watched(path, options)
     warned = [x for x in lines[1_000] if x.startswith("nfstrace: warning:")]
     assert len(warned) == 1 and "more than 1,000 calls" in warned[0]
     assert not any("warning" in x for x in lines[1 << 30])
@@ -150,15 +155,7 @@ def test_a_ring_smaller_than_the_window_is_said(tmp_path: Path) -> None:
     options = WatchOptions(
         interval_ns=100_000_000, alert_after=1000, evidence_dir=None, keep_bytes=200_000
     )
-    out: list[str] = []
-    watcher = Watcher(options, AnalysisConfig(), out.append)
-    try:
-        for record in records(read_frames(str(path), 0, CaptureInfo(path=str(path)))):
-            watcher.feed(record)
-        watcher.finish()
-        out += watcher.summary()
-    finally:
-        watcher.close()
+    out, watcher = _watched(path, options)
     warned = [x for x in out if x.startswith("nfstrace: warning:")]
     assert len(warned) == 1 and "--keep-bytes 0.2 MiB holds less than the window" in warned[0]
     (cut,) = [x for x in out if x.startswith("--keep-bytes 0.2 MiB")]
