@@ -609,14 +609,12 @@ def _activity_end(
     return int(max(end, theirs.max())) if len(theirs) else end
 
 
-def _xid_skips(
-    c: _PairCalls, client_xids: np.ndarray, silences: list[tuple[int, int]]
-) -> list[int]:
+def _xid_skips(c: _PairCalls, client_xids: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per silence (a, b), the calls the capture missed by their xids: on a
     connection whose calls number their xids one by one (in time order), the xid
     of its first call after the silence minus that of its last call before, less
     one, less the xids of the client seen anywhere between them."""
-    missing = [0] * len(silences)
+    missing = np.zeros(len(a), "int64")
     for conn in np.unique(c.conn):
         mine = np.flatnonzero(c.conn == conn)
         mine = mine[np.argsort(c.cs[mine], kind="stable")]
@@ -625,18 +623,22 @@ def _xid_skips(
         xids, t = c.xid[mine], c.cs[mine]
         if (np.diff(xids) == 1).mean() < XID_SEQUENTIAL_SHARE:
             continue  # xids not numbered one by one: a skip says nothing
-        for k, (a, b) in enumerate(silences):
-            before = np.searchsorted(t, a, side="right") - 1
-            after = np.searchsorted(t, b, side="left")
-            if before < 0 or after >= len(t):
-                continue
-            step = int(xids[after] - xids[before])
-            if 1 < step <= XID_SKIP_MAX:
-                seen = np.searchsorted(client_xids, xids[after]) - np.searchsorted(
-                    client_xids, xids[before] + 1
-                )
-                missing[k] += max(step - 1 - int(seen), 0)
+        before = np.searchsorted(t, a, side="right") - 1
+        after = np.searchsorted(t, b, side="left")
+        ok = (before >= 0) & (after < len(t))
+        x0, x1 = xids[before[ok]], xids[after[ok]]
+        step = x1 - x0
+        seen = np.searchsorted(client_xids, x1) - np.searchsorted(client_xids, x0 + 1)
+        add = np.where((step > 1) & (step <= XID_SKIP_MAX), np.maximum(step - 1 - seen, 0), 0)
+        missing[np.flatnonzero(ok)] += add
     return missing
+
+
+def _in_range(sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per i, how many of the sorted values lie in [lo[i], hi[i]]."""
+    return np.searchsorted(sorted_values, hi, side="right") - np.searchsorted(
+        sorted_values, lo, side="left"
+    )
 
 
 def _capture_gaps(
@@ -657,39 +659,50 @@ def _capture_gaps(
     not enough there: a ``-s 256`` capture cuts the header of a call that
     starts late in a segment, with nothing missing on the wire.  Over UDP (a
     datagram is a message) they are the evidence: replies without a call after
-    the silence, calls before it never answered, xids skipped across it."""
+    the silence, calls before it never answered, xids skipped across it.
+
+    Counted for all silences at once (sorted arrays and searchsorted: a busy
+    pair has thousands of silences of a millisecond)."""
     t = np.unique(activity[(activity >= start) & (activity <= end)])
     if len(t) < 2:
         return np.array([], "int64"), np.array([], "int64"), []
     idx = np.flatnonzero(np.diff(t) >= GAP_MIN_NS)
-    silences = [(int(t[i]), int(t[i + 1])) for i in idx]
-    skipped = _xid_skips(c, client_xids, silences)
+    a, b = t[idx], t[idx + 1]
+    span = b - a
+    skipped = _xid_skips(c, client_xids, a, b)
+    n_holes = _in_range(np.sort(holes), a, b + span)
+    n_orphans = _in_range(np.sort(orphans), b, b + span)
+    # the calls around each silence, by their first packet: over TCP only bytes
+    # missing count (a silence with no call near is judged by the pair's calls)
+    order = np.argsort(c.cs, kind="stable")
+    cs = c.cs[order]
+    tcp_sum = np.concatenate([[0], np.cumsum(~c.udp[order])])
+    lonely = ((~c.answered) & (c.n_calls <= 1))[order]
+    lonely_sum = np.concatenate([[0], np.cumsum(lonely)])
+    near_lo = np.searchsorted(cs, a - span, side="left")
+    near_hi = np.searchsorted(cs, b + span, side="right")
+    any_near = near_hi > near_lo
+    tcp = np.where(any_near, tcp_sum[near_hi] - tcp_sum[near_lo] > 0, bool((~c.udp).any()))
+    n_lonely = lonely_sum[np.searchsorted(cs, a, side="right")] - lonely_sum[near_lo]
     starts, ends, words = [], [], []
-    lonely = (~c.answered) & (c.n_calls <= 1)
-    over_tcp = ~c.udp
-    for k, (a, b) in enumerate(silences):
-        span = b - a
+    for k in np.flatnonzero((n_holes > 0) | ~tcp):
         why = []
-        n = int(((holes >= a) & (holes <= b + span)).sum())
+        n = int(n_holes[k])
         if n:
             why.append(f"{n} TCP range{'s' * (n > 1)} never captured")
-        # the calls around the silence: over TCP only bytes missing count
-        near = (c.cs >= a - span) & (c.cs <= b + span)
-        tcp = bool(over_tcp[near].any()) if near.any() else bool(over_tcp.any())
-        if why or not tcp:
-            n = int(((orphans >= b) & (orphans <= b + span)).sum())
-            if n:
-                why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
-            n = int((lonely & (c.cs <= a) & (c.cs >= a - span)).sum())
-            if n:
-                why.append(f"{n} call{'s' * (n > 1)} before it never answered")
-            n = skipped[k]
-            if n:
-                why.append(f"{n} call xid{'s' * (n > 1)} never seen")
+        n = int(n_orphans[k])
+        if n:
+            why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
+        n = int(n_lonely[k])
+        if n:
+            why.append(f"{n} call{'s' * (n > 1)} before it never answered")
+        n = int(skipped[k])
+        if n:
+            why.append(f"{n} call xid{'s' * (n > 1)} never seen")
         if why:
-            starts.append(a)
-            ends.append(b)
-            words.append(f"no packet for {seconds_text(span)}: " + ", ".join(why))
+            starts.append(int(a[k]))
+            ends.append(int(b[k]))
+            words.append(f"no packet for {seconds_text(int(span[k]))}: " + ", ".join(why))
     return np.array(starts, "int64"), np.array(ends, "int64"), words
 
 

@@ -36,6 +36,7 @@ A pure function of per-call times the budget has already derived; no I/O.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass
 
@@ -134,15 +135,17 @@ class _Segments:
 
 def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Segments) -> bool:
     """Call i's own timeline over [a, b] onto the path; whether its server wait
-    is on it."""
+    is on it.  (``t``'s arrays may be lists: the walk indexes them one call at
+    a time, where a list's items are cheaper than numpy's scalars.)"""
     loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
     blocked = -2  # behind a lost segment: a round trip or two's wait, the loss's too
+    wait_cause = int(t.wait_cause[i])
     parts = (
         (int(t.cs[i]), int(t.tx_from[i]), loss),  # waiting to re-send
         (int(t.tx_from[i]), int(t.loss_from[i]), -1),  # sending, queued (with its stops)
         (int(t.loss_from[i]), int(t.rt_from[i]), blocked),
         (int(t.rt_from[i]), int(t.wait_from[i]), _CODE["round_trip"]),
-        (int(t.wait_from[i]), int(t.rf[i]), int(t.wait_cause[i])),
+        (int(t.wait_from[i]), int(t.rf[i]), wait_cause),
         (int(t.rf[i]), int(t.rl[i]), transfer),  # the reply
     )
     served = False
@@ -155,7 +158,7 @@ def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Se
             continue
         if cause >= 0:
             seg.add(s, e, cause)
-            served |= cause == int(t.wait_cause[i])
+            served |= cause == wait_cause
             continue
         st = stops.get(int(t.conn[i]))
         anywhere = stops.get(-1)
@@ -168,22 +171,82 @@ def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Se
     return served
 
 
+def _as_lists(t: CallTimes) -> CallTimes:
+    """The same times as Python lists (for the walk's one-call-at-a-time reads)."""
+    return CallTimes(**{f: getattr(t, f).tolist() for f in t.__dataclass_fields__})
+
+
 def call_totals(t: CallTimes, stops: Stops, which: np.ndarray) -> tuple[dict[str, int], int]:
     """The calls ``which``'s own timelines summed per cause (each call from its
     first packet to its reply, whatever ran beside it), and the sum of their
-    latencies."""
-    seg = _Segments()
-    by_conn = _by_conn(stops)
-    for i in which:
-        _own(t, int(i), int(t.cs[i]), int(t.rl[i]), by_conn, seg)
-    cause = np.asarray(seg.cause, "int64")
-    also = np.asarray(seg.also, "int64")
-    d = (np.asarray(seg.end, "int64") - np.asarray(seg.start, "int64")).astype(float)
-    ns = np.bincount(cause, weights=d, minlength=len(PATH_CAUSES))
-    two = also >= 0
-    ns += np.bincount(also[two], weights=d[two], minlength=len(PATH_CAUSES))
+    latencies.
+
+    The same parts as ``_own`` gives each call, counted for all calls at once;
+    only a sending that a stop of its connection (or of every connection)
+    overlaps is cut call by call (``_sending``).  Durations are whole
+    nanoseconds, so the float sums are exact in any order."""
+    which = np.asarray(which, "int64")
+    ns = np.zeros(len(PATH_CAUSES))
+    if len(which):
+        a, b = t.cs[which], t.rl[which]
+        loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
+        fixed = (
+            (t.cs, t.tx_from, loss, -1),  # waiting to re-send
+            (t.loss_from, t.rt_from, loss, _CODE["round_trip"]),  # behind a lost segment
+            (t.rt_from, t.wait_from, _CODE["round_trip"], -1),
+            (t.wait_from, t.rf, None, -1),  # the server's work, its own cause
+            (t.rf, t.rl, transfer, -1),  # the reply
+        )
+        for lo, hi, cause, also in fixed:
+            d = np.maximum(np.minimum(hi[which], b) - np.maximum(lo[which], a), 0).astype(float)
+            codes = t.wait_cause[which] if cause is None else np.full(len(which), cause)
+            ns += np.bincount(codes, weights=d, minlength=len(PATH_CAUSES))
+            if also >= 0:
+                ns[also] += d.sum()
+        # the sending, queued: transfer where no stop overlaps it
+        s = np.maximum(t.tx_from[which], a)
+        e = np.minimum(t.loss_from[which], b)
+        sending = e > s
+        by_conn = _by_conn(stops)
+        cut = sending & _overlaps(s, e, t.conn[which], by_conn)
+        plain = sending & ~cut
+        ns[transfer] += (e[plain] - s[plain]).astype(float).sum()
+        seg = _Segments()
+        for k in np.flatnonzero(cut):
+            i = int(which[k])
+            both = [x for x in (by_conn.get(-1), by_conn.get(int(t.conn[i]))) if x is not None]
+            fields = ("start", "end", "cause", "conn", "also")
+            merged = Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields))
+            _sending(int(s[k]), int(e[k]), merged, seg)
+        cut_cause = np.asarray(seg.cause, "int64")
+        also_c = np.asarray(seg.also, "int64")
+        d = (np.asarray(seg.end, "int64") - np.asarray(seg.start, "int64")).astype(float)
+        ns += np.bincount(cut_cause, weights=d, minlength=len(PATH_CAUSES))
+        two = also_c >= 0
+        ns += np.bincount(also_c[two], weights=d[two], minlength=len(PATH_CAUSES))
     latency = int((t.rl[which] - t.cs[which]).sum()) if len(which) else 0
     return {c: int(v) for c, v in zip(PATH_CAUSES, ns, strict=True)}, latency
+
+
+def _overlaps(
+    s: np.ndarray, e: np.ndarray, conn: np.ndarray, by_conn: dict[int, Stops]
+) -> np.ndarray:
+    """Whether a stop of each interval's connection, or of every connection
+    (key -1), overlaps [s, e): the latest end among the stops that start
+    before e lies after s."""
+    out = np.zeros(len(s), bool)
+    for key, st in by_conn.items():
+        mine = np.ones(len(s), bool) if key == -1 else conn == key
+        if not mine.any() or not len(st.start):
+            continue
+        order = np.argsort(st.start, kind="stable")
+        starts, reach = st.start[order], np.maximum.accumulate(st.end[order])
+        k = np.searchsorted(starts, e[mine], side="left")
+        hit = np.zeros(int(mine.sum()), bool)
+        ok = k > 0
+        hit[ok] = reach[k[ok] - 1] > s[mine][ok]
+        out[mine] |= hit
+    return out
 
 
 def _by_conn(stops: Stops) -> dict[int, Stops]:
@@ -240,33 +303,36 @@ def critical_path(
 
     seg = _Segments()
     client = _CODE["client_idle"]
+    lt = _as_lists(t)
+    rank_l, order_l, outstanding_l = rank.tolist(), order.tolist(), outstanding.tolist()
+    replies_l, reply_order_l = replies.tolist(), reply_order.tolist()
     i, p = last, end
-    if p > t.rl[i]:  # the activity ended on a reply the capture missed the call of
-        seg.add(int(t.rl[i]), p, _CODE["unknown"])
-        p = int(t.rl[i])
+    if p > lt.rl[i]:  # the activity ended on a reply the capture missed the call of
+        seg.add(int(lt.rl[i]), p, _CODE["unknown"])
+        p = int(lt.rl[i])
     server_waits = steps = 0
-    seen = np.zeros(n, bool)
+    seen = [False] * n
     while True:
         steps += 1
         seen[i] = True
-        server_waits += _own(t, i, max(int(t.cs[i]), start), p, by_conn, seg)
-        p = int(t.cs[i])
+        server_waits += _own(lt, i, max(lt.cs[i], start), p, by_conn, seg)
+        p = lt.cs[i]
         if p <= start:
             break
-        r = rank[i]
-        k = int(order[r - 1]) if r > 0 else -1
+        r = rank_l[i]
+        k = order_l[r - 1] if r > 0 else -1
         # what released call i: the previous call's end or ACK, or a reply
         cand = []
         if k >= 0:
-            cand.append((min(int(t.tx_end[k]), p), 0, k))
-            if 0 <= t.acked[k] <= p:
-                cand.append((int(t.acked[k]), 1, k))
-        if outstanding[i] >= window - 1 or outstanding[i] == 0:
-            at = np.searchsorted(replies, p, side="right") - 1
+            cand.append((min(lt.tx_end[k], p), 0, k))
+            if 0 <= lt.acked[k] <= p:
+                cand.append((lt.acked[k], 1, k))
+        if outstanding_l[i] >= window - 1 or outstanding_l[i] == 0:
+            at = bisect.bisect_right(replies_l, p) - 1
             if at >= 0:
-                j = int(reply_order[at])
+                j = reply_order_l[at]
                 if j != i and not seen[j]:
-                    cand.append((int(replies[at]), 2, j))
+                    cand.append((replies_l[at], 2, j))
         cand = [c for c in cand if not seen[c[2]]]
         if not cand:
             seg.add(start, p, client)
@@ -282,7 +348,7 @@ def critical_path(
             break
         i = j
         if how == 0:  # entered at the end of its sending
-            p = min(p, int(t.tx_end[j]))
+            p = min(p, lt.tx_end[j])
     s = np.asarray(seg.start, "int64")
     e = np.asarray(seg.end, "int64")
     cause = np.asarray(seg.cause, "int64")
