@@ -1030,6 +1030,14 @@ def watch(
             "saw, of the segments seen) is over PCT %: its figures are short.",
         ),
     ] = 1.0,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Plain lines on a terminal too (without it, a terminal shows a table "
+            "redrawn every interval; a pipe or file always gets the lines).",
+        ),
+    ] = False,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -1059,6 +1067,7 @@ def watch(
         "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
         "filter": bpf, "snaplen": snaplen, "prometheus": prometheus,
         "clock_grace": clock_grace, "prometheus_port": prometheus_port, "loss_warn": loss_warn,
+        "plain": plain,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1184,6 +1193,22 @@ def _watch(
         out.write(line + "\n")
         out.flush()
 
+    # A terminal: a table redrawn every interval (the lines' fields), warnings
+    # printed above it; the summary in lines once it stops.
+    table = None
+    if not options["plain"] and out.isatty() and os.environ.get("TERM") != "dumb":
+        from rich.live import Live
+
+        from nfstrace.reports.watch_view import render
+
+        table = Live(console=Console(highlight=False), auto_refresh=False)
+        screen_options: dict[str, Any] = {
+            "warn": lambda line: table.console.print(line, markup=False, soft_wrap=True),
+            "show": lambda screen: table.update(render(screen), refresh=True),
+        }
+    else:
+        screen_options = {}
+
     def reporter(trace: Trace, path: Path) -> None:
         from nfstrace.reports.html import write_report  # plotly: only on an alert
 
@@ -1213,17 +1238,20 @@ def _watch(
     watcher = Watcher(
         wo,
         config,
-        emit,
+        emit if table is None else lambda line: None,
         json_out,
         reporter,
         lambda: info.snaplen,
         options["prometheus"],
         kernel_dropped=kernel_dropped,
         publish=server.publish if server is not None else None,
+        **screen_options,
     )
     live = child is not None or (stream.fileno() >= 0 and is_live(stream.fileno()))
     before = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
     try:
+        if table is not None:
+            table.start()
         try:
             source = Source(
                 stream,
@@ -1240,6 +1268,8 @@ def _watch(
             raise CaptureError(f"{name}: {child.error()}") from e
         status = child.stop() if child is not None else 0
         watcher.finish()
+        if table is not None:
+            table.stop()
         for line in watcher.summary():
             emit(line)
         if child is not None:
@@ -1253,6 +1283,8 @@ def _watch(
     except BrokenPipeError:  # the reader of the lines went away (| head): stop
         return
     finally:
+        if table is not None:
+            table.stop()
         for sig, handler in before.items():
             signal.signal(sig, handler)
         if child is not None:

@@ -18,11 +18,21 @@ the next (more when a threshold is longer than an interval, so a stall is seen
 whole); the verdict of a line is the window's.  On a live input without
 packets, ``tick`` closes intervals by a clock (``nfstrace.live`` says the
 time): as a packet stamped then would have.
+
+Why no quantile sketch (t-digest, DDSketch): an interval's quantiles are
+computed from the window's transactions, held whole by the ring, so they are
+exact and bounded by the ring (``--keep-bytes``), not by the run's length; the
+run-wide latency distribution is ``nfstrace.prometheus``'s histogram (fixed
+buckets, mergeable over series and time).  What the capture missed is said
+every interval (``CaptureLoss``: TCP holes, tcpdump's kernel drops), and on a
+terminal ``Screen`` is what the live table (``nfstrace.reports.watch_view``)
+shows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -561,6 +571,24 @@ def resend_alerts(
 
 # ---- the loop ---------------------------------------------------------------------------
 
+ALERTS_SHOWN = 5  # alerts under the live table (the last ones; --json-lines has them all)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a live table shows after an interval is reported: its rows (as its
+    lines say them), what the capture missed, the last alerts, the run's totals
+    (``nfstrace.reports.watch_view`` draws it)."""
+
+    start_ns: int  # the interval's start
+    seconds: float  # its length
+    rows: tuple[PairRow, ...]
+    loss: CaptureLoss
+    alerts: tuple[str, ...]  # the last ALERTS_SHOWN alert lines
+    alerts_said: int  # all of them
+    totals: str  # the run so far, in words
+    fraction: bool = False  # times with milliseconds (an interval not whole seconds)
+
 
 @dataclass(frozen=True)
 class WatchOptions:
@@ -632,8 +660,15 @@ class Watcher:
         prometheus: Path | None = None,
         kernel_dropped: Callable[[], int | None] | None = None,
         publish: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        show: Callable[[Screen], None] | None = None,
     ) -> None:
         self.o = options
+        # warnings (a live table shows the lines, not these); the interval's Screen
+        self.warn = warn or emit
+        self.show = show
+        self.screen: Screen | None = None
+        self.recent: deque[str] = deque(maxlen=ALERTS_SHOWN)  # the last alert lines
         self.publish = publish  # given the Prometheus text after every interval (HTTP)
         # tcpdump's "dropped by kernel" so far (-i), asked every interval
         self.kernel_dropped = kernel_dropped
@@ -740,6 +775,20 @@ class Watcher:
         self._alerts(trace, records, now_ns, start, active, intervals)
         if intervals:
             self._metrics()
+        if self.screen is not None and self.screen.alerts_said != sum(self.totals.alerts.values()):
+            self._show()  # (the alerts said after the intervals' lines)
+
+    def _show(self) -> None:
+        """The live table redrawn: the last interval, the alerts, the totals."""
+        if self.show is None or self.screen is None:
+            return
+        self.screen = dataclasses.replace(
+            self.screen,
+            alerts=tuple(self.recent),
+            alerts_said=sum(self.totals.alerts.values()),
+            totals=self.summary()[0],
+        )
+        self.show(self.screen)
 
     def _alerts(
         self,
@@ -796,7 +845,7 @@ class Watcher:
             self.prometheus_failed = False
         except OSError as e:
             if not self.prometheus_failed:
-                self.emit(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
+                self.warn(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
             self.prometheus_failed = True
 
     def _analyse(self, records: list[Record]) -> Trace:
@@ -838,8 +887,10 @@ class Watcher:
             self.emit(f"{clock(start_ns, self.fraction)}  no RPC calls")
         said = loss_text(start_ns, loss, self.o.loss_warn_pct, self.fraction)
         if said is not None:
-            self.emit(said)
+            (self.warn if said.startswith("nfstrace: warning:") else self.emit)(said)
         self._json_interval(start_ns, seconds, rows, loss)
+        self.screen = Screen(start_ns, seconds, tuple(rows), loss, (), 0, "", self.fraction)
+        self._show()
         return {(r.client, r.server) for r in rows}
 
     def _kernel_dropped(self) -> int | None:
@@ -856,7 +907,7 @@ class Watcher:
         for name, n, what in self._evicted():
             if n and name not in self.warned:
                 self.warned.add(name)
-                self.emit(f"nfstrace: warning: {what} (counted in the summary)")
+                self.warn(f"nfstrace: warning: {what} (counted in the summary)")
 
     def _evicted(self) -> list[tuple[str, int, str]]:
         """(bound, things let go, what it means) for every bound of the run."""
@@ -933,7 +984,9 @@ class Watcher:
         evidence = self._evidence(now_ns) if self.o.evidence_dir is not None else None
         for a in alerts:
             self.totals.alerts[a.kind] += 1
-            self.emit(a.line() + (f"; evidence {evidence}" if evidence else ""))
+            line = a.line() + (f"; evidence {evidence}" if evidence else "")
+            self.recent.append(line)
+            self.emit(line)
             self._json(
                 {
                     "type": "alert",
@@ -953,7 +1006,7 @@ class Watcher:
             try:
                 self.children.append(subprocess.Popen(cmd))
             except OSError as e:
-                self.emit(f"nfstrace: warning: --on-alert {cmd[0]}: {e.strerror or e}")
+                self.warn(f"nfstrace: warning: --on-alert {cmd[0]}: {e.strerror or e}")
 
     def _evidence(self, now_ns: int) -> Path:
         """The ring up to now_ns as DIR/alert-TIME.pcap, its HTML report beside it."""
