@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -262,8 +263,16 @@ def test_tcpdump_is_asked_its_drops_every_interval(netns: str, tmp_path: Path) -
         with contextlib.suppress(ProcessLookupError):
             watch.kill()
     assert watch.returncode == 0, err.decode()
-    assert all(o["capture"]["kernel_dropped"] == 0 for o in asked())
-    assert f"tcpdump: {len(nfs):,} captured" in out.decode(), out.decode()[-2000:]
-    assert "dropped by kernel" not in out.decode().split("tcpdump:")[0]  # (no drop said)
-    summary = [json.loads(x) for x in out_json.read_text().splitlines()][-1]
-    assert summary["type"] == "summary" and summary["capture"]["kernel_dropped"] == 0
+    # every packet reached tcpdump's filter; the kernel's drops (a loaded machine
+    # has them: 9 of 920 once) are said in the intervals, adding up to its count
+    text = out.decode()
+    m = re.search(r"tcpdump: ([\d,]+) captured, ([\d,]+) received by filter, ([\d,]+) "
+                  r"dropped by kernel", text)  # fmt: skip
+    assert m, text[-2000:]
+    captured, received, dropped = (int(g.replace(",", "")) for g in m.groups())
+    assert received == len(nfs) == captured + dropped
+    objs = [json.loads(x) for x in out_json.read_text().splitlines()]
+    drops = [o["capture"]["kernel_dropped"] for o in objs if o["type"] == "interval"]
+    assert all(isinstance(d, int) and d >= 0 for d in drops[-len(asked()) :])
+    assert sum(d or 0 for d in drops) == dropped == objs[-1]["capture"]["kernel_dropped"]
+    assert text.count("dropped by kernel (tcpdump)") == len([d for d in drops if d])
