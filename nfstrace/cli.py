@@ -1007,11 +1007,37 @@ def watch(
         typer.Option(
             "--prometheus",
             metavar="FILE",
-            help="Per pair and op counters and latency summaries in Prometheus' text format, "
+            help="Per pair and op counters and latency histograms in Prometheus' text format, "
             "rewritten atomically every interval (node_exporter's textfile collector: "
             "name it *.prom in its directory).",
         ),
     ] = None,
+    prometheus_port: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus-port",
+            metavar="[HOST:]PORT",
+            help="Serve the same text over HTTP for Prometheus to scrape (GET /metrics), on "
+            "every address (or HOST's); 0: a free port, said on standard error.",
+        ),
+    ] = None,
+    loss_warn: Annotated[
+        float,
+        typer.Option(
+            "--loss-warn",
+            metavar="PCT",
+            help="Warn when an interval's capture loss (TCP holes: bytes the capture never "
+            "saw, of the segments seen) is over PCT %: its figures are short.",
+        ),
+    ] = 1.0,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Plain lines on a terminal too (without it, a terminal shows a table "
+            "redrawn every interval; a pipe or file always gets the lines).",
+        ),
+    ] = False,
     client: ClientOpt = None,
     server: ServerOpt = None,
     port: PortOpt = None,
@@ -1040,7 +1066,8 @@ def watch(
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
         "on_alert": on_alert, "resend_pct": resend_alert, "interface": interface,
         "filter": bpf, "snaplen": snaplen, "prometheus": prometheus,
-        "clock_grace": clock_grace,
+        "clock_grace": clock_grace, "prometheus_port": prometheus_port, "loss_warn": loss_warn,
+        "plain": plain,
     }  # fmt: skip
     _watch(capture, choices, options, json_lines, debug=debug)
 
@@ -1060,6 +1087,20 @@ def _duration_ns(option: str, text: str) -> int:
     if seconds <= 0:
         raise UsageError(f"{option} {text}: give a duration above 0")
     return round(seconds * 1e9)
+
+
+def _listen_address(text: str | None) -> tuple[str, int] | None:
+    """--prometheus-port [HOST:]PORT as (host, port); every address without a HOST."""
+    if text is None:
+        return None
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise UsageError(f"--prometheus-port {text}: give [HOST:]PORT, PORT from 0 to 65535")
+    return host.strip("[]") or "0.0.0.0", number
 
 
 @_errors_handled
@@ -1088,6 +1129,9 @@ def _watch(
     if options["resend_pct"] is not None and not 0 <= options["resend_pct"] < 100:
         raise UsageError(f"--resend-alert {options['resend_pct']:g}: give a % from 0 to 100")
     grace_ns = _duration_ns("--clock-grace", options["clock_grace"])
+    if not 0 <= options["loss_warn"] <= 100:
+        raise UsageError(f"--loss-warn {options['loss_warn']:g}: give a % from 0 to 100")
+    listen = _listen_address(options["prometheus_port"])
     wo = WatchOptions(
         interval_ns=_duration_ns("--interval", options["interval"]),
         keep_ns=_duration_ns("--keep", options["keep"]),
@@ -1098,6 +1142,7 @@ def _watch(
         resend_pct=options["resend_pct"],
         evidence_dir=options["evidence_dir"],
         on_alert=options["on_alert"],
+        loss_warn_pct=options["loss_warn"],
     )
     config = choices.config()
     read = [capture] if capture is not None and capture != STDIN else []
@@ -1109,6 +1154,21 @@ def _watch(
             json_out = open(json_lines, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as e:
         raise OutputError(f"cannot write: {e.strerror}", str(json_lines)) from None
+    server = None
+    if listen is not None:
+        from nfstrace.prometheus import MetricsServer
+
+        try:
+            server = MetricsServer(*listen)
+        except OSError as e:
+            raise OutputError(
+                f"cannot listen: {e.strerror or e}",
+                f"--prometheus-port {options['prometheus_port']}",
+            ) from None
+        host, bound = server.address
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"nfstrace: Prometheus metrics on http://{host}:{bound}/metrics", markup=False
+        )
     child = None
     if interface is not None:
         err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -1133,6 +1193,22 @@ def _watch(
         out.write(line + "\n")
         out.flush()
 
+    # A terminal: a table redrawn every interval (the lines' fields), warnings
+    # printed above it; the summary in lines once it stops.
+    table = None
+    if not options["plain"] and out.isatty() and os.environ.get("TERM") != "dumb":
+        from rich.live import Live
+
+        from nfstrace.reports.watch_view import render
+
+        table = Live(console=Console(highlight=False), auto_refresh=False)
+        screen_options: dict[str, Any] = {
+            "warn": lambda line: table.console.print(line, markup=False, soft_wrap=True),
+            "show": lambda screen: table.update(render(screen), refresh=True),
+        }
+    else:
+        screen_options = {}
+
     def reporter(trace: Trace, path: Path) -> None:
         from nfstrace.reports.html import write_report  # plotly: only on an alert
 
@@ -1155,12 +1231,27 @@ def _watch(
             return bool(stop)
         return child.proc.poll() is None and time.monotonic() - stop[0] > 5
 
+    def kernel_dropped() -> int | None:
+        # (asked every interval: SIGUSR1, answered with tcpdump's counts so far)
+        return None if child is None else child.ask_counts().get("dropped by kernel")
+
     watcher = Watcher(
-        wo, config, emit, json_out, reporter, lambda: info.snaplen, options["prometheus"]
+        wo,
+        config,
+        emit if table is None else lambda line: None,
+        json_out,
+        reporter,
+        lambda: info.snaplen,
+        options["prometheus"],
+        kernel_dropped=kernel_dropped,
+        publish=server.publish if server is not None else None,
+        **screen_options,
     )
     live = child is not None or (stream.fileno() >= 0 and is_live(stream.fileno()))
     before = {sig: signal.signal(sig, on_signal) for sig in _STOP_SIGNALS}
     try:
+        if table is not None:
+            table.start()
         try:
             source = Source(
                 stream,
@@ -1177,6 +1268,8 @@ def _watch(
             raise CaptureError(f"{name}: {child.error()}") from e
         status = child.stop() if child is not None else 0
         watcher.finish()
+        if table is not None:
+            table.stop()
         for line in watcher.summary():
             emit(line)
         if child is not None:
@@ -1190,11 +1283,15 @@ def _watch(
     except BrokenPipeError:  # the reader of the lines went away (| head): stop
         return
     finally:
+        if table is not None:
+            table.stop()
         for sig, handler in before.items():
             signal.signal(sig, handler)
         if child is not None:
             child.stop()
         watcher.close()
+        if server is not None:
+            server.close()
         stream.close()
         if json_out is not None:
             json_out.close()

@@ -41,8 +41,25 @@ from nfstrace.watch import NS, Record, records
 LIVE_GRACE_NS = 1 * NS
 QUEUE_RECORDS = 4096  # records read ahead of the loop, at most (bounded memory)
 TICK_S = 0.2  # how often the loop looks at the clock when nothing arrives
-# tcpdump's counts as it says them at the end (libpcap's ps_recv, ps_drop)
-COUNT_LINE = re.compile(r"(\d+) packets? (captured|received by filter|dropped by kernel)")
+# tcpdump's counts (libpcap's ps_recv, ps_drop, ps_ifdrop): at the end one a
+# line ("12 packets captured"), on SIGUSR1 in one line after "tcpdump: ", comma
+# separated ("tcpdump: 12 packets captured, 12 packets received by filter, ...")
+COUNT_PART = re.compile(
+    r"(\d+) packets? (captured|received by filter|dropped by kernel|dropped by interface)"
+)
+# How long ``Tcpdump.ask_counts`` waits for tcpdump's answer to SIGUSR1
+COUNTS_WAIT_S = 0.5
+
+
+def count_line(line: str) -> dict[str, int]:
+    """tcpdump's counts in one of its lines ({}: not a line of counts)."""
+    out = {}
+    for part in line.removeprefix("tcpdump: ").split(", "):
+        m = COUNT_PART.fullmatch(part)
+        if m is None:
+            return {}
+        out[m.group(2)] = int(m.group(1))
+    return out
 
 
 def tcpdump_command(
@@ -137,7 +154,9 @@ class Source:
 
 class Tcpdump:
     """tcpdump as a child: its stdout is the stream; its stderr kept (the last
-    lines) for its error or its counts at the end."""
+    lines) for its error, and its counts (``latest``) as it says them: at the
+    end, and while it runs when asked (``ask_counts``: SIGUSR1, which tcpdump
+    answers on Linux with a line of its counts and goes on capturing)."""
 
     def __init__(self, command: list[str], said: Callable[[str], None] = lambda line: None) -> None:
         self.command = command
@@ -160,6 +179,9 @@ class Tcpdump:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stdout = cast(BinaryIO, self.proc.stdout)
         self.lines: deque[str] = deque(maxlen=50)
+        self.latest: dict[str, int] = {}  # its counts, as it last said them
+        self._counted = threading.Event()  # set when it says its counts
+        self.listening = False  # it said "listening on": its signal handlers are set
         self._stderr = threading.Thread(target=self._errors, daemon=True)
         self._stderr.start()
 
@@ -167,9 +189,26 @@ class Tcpdump:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
             line = raw.decode(errors="replace").rstrip()
+            counts = count_line(line)
+            if counts:  # (not kept in lines: asked every interval, they would push out the rest)
+                self.latest = {**self.latest, **counts}
+                self._counted.set()
+                continue
             self.lines.append(line)
             if line.startswith("tcpdump: listening on"):
+                self.listening = True
                 self.said(line)
+
+    def ask_counts(self, wait: float = COUNTS_WAIT_S) -> dict[str, int]:
+        """Its counts so far: SIGUSR1 sent (once it listens: before, the signal
+        would end it), its answer waited for at most ``wait`` seconds; the
+        counts it said last (perhaps older) if it does not answer in time."""
+        if self.listening and self.proc.poll() is None:
+            self._counted.clear()
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGUSR1)
+                self._counted.wait(wait)
+        return dict(self.latest)
 
     def stop(self, timeout: float = 5.0) -> int:
         """Ask tcpdump to stop (SIGINT: it flushes and says its counts), wait
@@ -194,12 +233,7 @@ class Tcpdump:
     def counts(self) -> dict[str, int]:
         """Its counts at the end: captured, received by filter, dropped by kernel
         (libpcap's ps_recv/ps_drop), as it printed them."""
-        out = {}
-        for line in self.lines:
-            m = COUNT_LINE.fullmatch(line)
-            if m:
-                out[m.group(2)] = int(m.group(1))
-        return out
+        return dict(self.latest)
 
 
 def pump(

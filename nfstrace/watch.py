@@ -18,11 +18,21 @@ the next (more when a threshold is longer than an interval, so a stall is seen
 whole); the verdict of a line is the window's.  On a live input without
 packets, ``tick`` closes intervals by a clock (``nfstrace.live`` says the
 time): as a packet stamped then would have.
+
+Why no quantile sketch (t-digest, DDSketch): an interval's quantiles are
+computed from the window's transactions, held whole by the ring, so they are
+exact and bounded by the ring (``--keep-bytes``), not by the run's length; the
+run-wide latency distribution is ``nfstrace.prometheus``'s histogram (fixed
+buckets, mergeable over series and time).  What the capture missed is said
+every interval (``CaptureLoss``: TCP holes, tcpdump's kernel drops), and on a
+terminal ``Screen`` is what the live table (``nfstrace.reports.watch_view``)
+shows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -345,6 +355,83 @@ def row_text(start_ns: int, seconds: float, row: PairRow, fraction: bool = False
     )
 
 
+# ---- what the capture missed (Zeek's capture-loss, per interval) ------------------------
+
+
+@dataclass(frozen=True)
+class CaptureLoss:
+    """What the capture missed in one interval, as Zeek's capture-loss says it
+    (the ACKs for data never seen over the ACKs seen): ``holes``, ranges of TCP
+    stream bytes the capture never saw that the stream stepped over when the
+    receiver acknowledged them (tshark's "previous segment not captured":
+    events.kind ``tcp_hole``; or left at a stream's end), over the frames seen
+    in the interval, each counted at its own time as the holes are (at the
+    frame that stepped over them); and with ``-i`` the packets the kernel
+    dropped before tcpdump read them (its "dropped by kernel": libpcap's
+    ps_drop)."""
+
+    frames: int  # frames seen stamped in the interval
+    holes: int  # tcp_hole events in the interval
+    hole_bytes: int  # the bytes they stepped over
+    kernel_dropped: int | None = None  # tcpdump's count since the interval before (None: no -i)
+
+    @property
+    def pct(self) -> float:
+        """The holes as a share of the frames, in % (a hole counted as one
+        frame: it may be more; at most 100)."""
+        return min(100.0, 100 * self.holes / max(1, self.frames)) if self.holes else 0.0
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "frames": self.frames,
+            "holes": self.holes,
+            "hole_bytes": self.hole_bytes,
+            "loss_pct": round(self.pct, 3),
+            "kernel_dropped": self.kernel_dropped,
+        }
+
+
+def capture_loss(
+    trace: Trace | None,
+    start_ns: int,
+    end_ns: int,
+    frames: int,
+    kernel_dropped: int | None = None,
+) -> CaptureLoss:
+    """The capture's loss in [start_ns, end_ns), as the window's analysis saw
+    it, of the ``frames`` seen stamped in it."""
+    if trace is None:
+        return CaptureLoss(frames, 0, 0, kernel_dropped)
+    ev = trace.events
+    ev = ev[
+        (ev["kind"].astype(str) == "tcp_hole") & (ev["ts_ns"] >= start_ns) & (ev["ts_ns"] < end_ns)
+    ]
+    return CaptureLoss(frames, len(ev), int(ev["length"].sum()), kernel_dropped)
+
+
+def loss_text(
+    start_ns: int, loss: CaptureLoss, warn_pct: float, fraction: bool = False
+) -> str | None:
+    """The interval's capture loss in a line (None: nothing missed); a warning
+    when the holes are over warn_pct % or the kernel dropped packets: the
+    interval's figures are short."""
+    said = []
+    if loss.holes:
+        said.append(
+            f"capture loss {loss.pct:.1f}%: {count(loss.holes, 'TCP hole')} "
+            f"({loss.hole_bytes:,} bytes never captured) in {count(loss.frames, 'frame')}"
+        )
+    if loss.kernel_dropped:
+        said.append(f"{count(loss.kernel_dropped, 'packet')} dropped by kernel (tcpdump)")
+    if not said:
+        return None
+    text = f"{clock(start_ns, fraction)}  {'; '.join(said)}"
+    if loss.pct > warn_pct or loss.kernel_dropped:
+        over = f"over {warn_pct:g}%, " if loss.pct > warn_pct else ""
+        return f"nfstrace: warning: {text} ({over}the interval's figures are short)"
+    return text
+
+
 # ---- alerts -----------------------------------------------------------------------------
 
 
@@ -484,6 +571,24 @@ def resend_alerts(
 
 # ---- the loop ---------------------------------------------------------------------------
 
+ALERTS_SHOWN = 5  # alerts under the live table (the last ones; --json-lines has them all)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a live table shows after an interval is reported: its rows (as its
+    lines say them), what the capture missed, the last alerts, the run's totals
+    (``nfstrace.reports.watch_view`` draws it)."""
+
+    start_ns: int  # the interval's start
+    seconds: float  # its length
+    rows: tuple[PairRow, ...]
+    loss: CaptureLoss
+    alerts: tuple[str, ...]  # the last ALERTS_SHOWN alert lines
+    alerts_said: int  # all of them
+    totals: str  # the run so far, in words
+    fraction: bool = False  # times with milliseconds (an interval not whole seconds)
+
 
 @dataclass(frozen=True)
 class WatchOptions:
@@ -496,6 +601,7 @@ class WatchOptions:
     resend_pct: float | None = None  # alert on re-sends over this % of an interval's sends
     evidence_dir: Path | None = Path("nfstrace-watch")  # None: no evidence written
     on_alert: str | None = None  # a command, run with the evidence pcap's path
+    loss_warn_pct: float = 1.0  # a warning when an interval's capture loss is over this %
     # What is kept across intervals, bounded whatever the run's length and rate:
     max_calls: int = 4_000_000  # calls remembered as in the lines (8 bytes each)
     max_series: int = 10_000  # Prometheus label sets (client, server, op)
@@ -530,6 +636,9 @@ class Totals:
     left_out: int = 0  # frames of a second link type, not in the windows' pcaps
     late: int = 0  # frames that came after the clock had closed their interval
     cut_windows: int = 0  # windows the ring no longer held whole (--keep-bytes)
+    holes: int = 0  # CaptureLoss summed over the intervals
+    hole_bytes: int = 0
+    kernel_dropped: int | None = None  # tcpdump's count (None: not asked, no -i)
 
 
 # What is done with an evidence pcap besides writing it: its HTML report (the
@@ -549,10 +658,26 @@ class Watcher:
         reporter: Reporter | None = None,
         snaplen: Callable[[], int] = lambda: DEFAULT_SNAPLEN,
         prometheus: Path | None = None,
+        kernel_dropped: Callable[[], int | None] | None = None,
+        publish: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        show: Callable[[Screen], None] | None = None,
     ) -> None:
         self.o = options
+        # warnings (a live table shows the lines, not these); the interval's Screen
+        self.warn = warn or emit
+        self.show = show
+        self.screen: Screen | None = None
+        self.recent: deque[str] = deque(maxlen=ALERTS_SHOWN)  # the last alert lines
+        self.publish = publish  # given the Prometheus text after every interval (HTTP)
+        # tcpdump's "dropped by kernel" so far (-i), asked every interval
+        self.kernel_dropped = kernel_dropped
         self.prometheus = prometheus  # the textfile written after every interval
-        self.metrics = Metrics(max_series=options.max_series) if prometheus is not None else None
+        self.metrics = (
+            Metrics(max_series=options.max_series)
+            if prometheus is not None or publish is not None
+            else None
+        )
         self.warned: set[str] = set()  # the bounds whose eviction was said
         self.prometheus_failed = False
         self.config = config
@@ -570,6 +695,7 @@ class Watcher:
         self.ticked_ns = 0  # the last interval end the clock closed (not a packet)
         self.clock_ns = 0  # the clock's last time
         self.children: list[subprocess.Popen[bytes]] = []
+        self.frames_in: dict[int, int] = {}  # interval start -> frames stamped in it (unreported)
         self.fraction = options.interval_ns % NS != 0
         self._tmp = tempfile.TemporaryDirectory(prefix="nfstrace-watch-")
         self.window_path = Path(self._tmp.name) / "window.pcap"
@@ -587,6 +713,8 @@ class Watcher:
         if t.first_ns is None or self.open is None:
             t.first_ns = record.ts_ns
         t.last_ns = record.ts_ns if t.last_ns is None else max(t.last_ns, record.ts_ns)
+        at = record.ts_ns // self.o.interval_ns * self.o.interval_ns
+        self.frames_in[at] = self.frames_in.get(at, 0) + 1
         if self.open is not None and record.ts_ns < self.ticked_ns:
             t.late += 1  # its interval was closed by the clock before it came
         self._advance(record.ts_ns)
@@ -647,6 +775,20 @@ class Watcher:
         self._alerts(trace, records, now_ns, start, active, intervals)
         if intervals:
             self._metrics()
+        if self.screen is not None and self.screen.alerts_said != sum(self.totals.alerts.values()):
+            self._show()  # (the alerts said after the intervals' lines)
+
+    def _show(self) -> None:
+        """The live table redrawn: the last interval, the alerts, the totals."""
+        if self.show is None or self.screen is None:
+            return
+        self.screen = dataclasses.replace(
+            self.screen,
+            alerts=tuple(self.recent),
+            alerts_said=sum(self.totals.alerts.values()),
+            totals=self.summary()[0],
+        )
+        self.show(self.screen)
 
     def _alerts(
         self,
@@ -689,17 +831,21 @@ class Watcher:
             self._alert(alerts, now_ns)
 
     def _metrics(self) -> None:
-        """The Prometheus textfile written anew (a failure said once, not fatal)."""
-        if self.metrics is None or self.prometheus is None:
+        """The Prometheus text published, the textfile written anew (a failure
+        said once, not fatal)."""
+        if self.metrics is None:
+            return
+        text = self.metrics.text(self.totals.alerts, self.totals.frames)
+        if self.publish is not None:
+            self.publish(text)
+        if self.prometheus is None:
             return
         try:
-            write_atomically(
-                self.prometheus, self.metrics.text(self.totals.alerts, self.totals.frames)
-            )
+            write_atomically(self.prometheus, text)
             self.prometheus_failed = False
         except OSError as e:
             if not self.prometheus_failed:
-                self.emit(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
+                self.warn(f"nfstrace: warning: --prometheus {self.prometheus}: {e.strerror or e}")
             self.prometheus_failed = True
 
     def _analyse(self, records: list[Record]) -> Trace:
@@ -721,8 +867,16 @@ class Watcher:
             self.metrics.interval_end_ns = end_ns
         self.counted.forget_before(end_ns - self.o.keep_ns)
         self._evictions()
+        frames = self.frames_in.pop(start_ns, 0)
+        for old in [s for s in self.frames_in if s < start_ns]:  # (late frames' intervals)
+            del self.frames_in[old]
+        loss = capture_loss(trace, start_ns, end_ns, frames, self._kernel_dropped())
+        if self.metrics is not None:
+            self.metrics.add_loss(loss)
         t = self.totals
         t.intervals += 1
+        t.holes += loss.holes
+        t.hole_bytes += loss.hole_bytes
         for r in rows:
             t.calls += r.calls
             t.write_bytes += r.write_bytes
@@ -731,15 +885,29 @@ class Watcher:
             self.emit(row_text(start_ns, seconds, r, self.fraction))
         if not rows:
             self.emit(f"{clock(start_ns, self.fraction)}  no RPC calls")
-        self._json_interval(start_ns, seconds, rows)
+        said = loss_text(start_ns, loss, self.o.loss_warn_pct, self.fraction)
+        if said is not None:
+            (self.warn if said.startswith("nfstrace: warning:") else self.emit)(said)
+        self._json_interval(start_ns, seconds, rows, loss)
+        self.screen = Screen(start_ns, seconds, tuple(rows), loss, (), 0, "", self.fraction)
+        self._show()
         return {(r.client, r.server) for r in rows}
+
+    def _kernel_dropped(self) -> int | None:
+        """tcpdump's drops since the last interval (None: not known)."""
+        so_far = self.kernel_dropped() if self.kernel_dropped is not None else None
+        if so_far is None:
+            return None
+        before = self.totals.kernel_dropped or 0
+        self.totals.kernel_dropped = max(before, so_far)
+        return max(0, so_far - before)
 
     def _evictions(self) -> None:
         """A bound that let go of something: said once (counted in the summary)."""
         for name, n, what in self._evicted():
             if n and name not in self.warned:
                 self.warned.add(name)
-                self.emit(f"nfstrace: warning: {what} (counted in the summary)")
+                self.warn(f"nfstrace: warning: {what} (counted in the summary)")
 
     def _evicted(self) -> list[tuple[str, int, str]]:
         """(bound, things let go, what it means) for every bound of the run."""
@@ -765,7 +933,9 @@ class Watcher:
             ),
         ]
 
-    def _json_interval(self, start_ns: int, seconds: float, rows: list[PairRow]) -> None:
+    def _json_interval(
+        self, start_ns: int, seconds: float, rows: list[PairRow], loss: CaptureLoss
+    ) -> None:
         self._json(
             {
                 "type": "interval",
@@ -773,6 +943,7 @@ class Watcher:
                 "start_ns": start_ns,
                 "seconds": seconds,
                 "pairs": [r.json(seconds) for r in rows],
+                "capture": loss.json(),
             }
         )
 
@@ -813,7 +984,9 @@ class Watcher:
         evidence = self._evidence(now_ns) if self.o.evidence_dir is not None else None
         for a in alerts:
             self.totals.alerts[a.kind] += 1
-            self.emit(a.line() + (f"; evidence {evidence}" if evidence else ""))
+            line = a.line() + (f"; evidence {evidence}" if evidence else "")
+            self.recent.append(line)
+            self.emit(line)
             self._json(
                 {
                     "type": "alert",
@@ -833,7 +1006,7 @@ class Watcher:
             try:
                 self.children.append(subprocess.Popen(cmd))
             except OSError as e:
-                self.emit(f"nfstrace: warning: --on-alert {cmd[0]}: {e.strerror or e}")
+                self.warn(f"nfstrace: warning: --on-alert {cmd[0]}: {e.strerror or e}")
 
     def _evidence(self, now_ns: int) -> Path:
         """The ring up to now_ns as DIR/alert-TIME.pcap, its HTML report beside it."""
@@ -873,6 +1046,12 @@ class Watcher:
         if t.evidence_files > len(t.evidence):
             lines[-1] += f" (the last {len(t.evidence)} of {t.evidence_files:,} files)"
         lines += [f"{what}: {n:,}" for _, n, what in self._evicted() if n]
+        if t.holes:
+            lines.append(
+                f"capture loss {CaptureLoss(t.frames, t.holes, 0).pct:.2f}%: "
+                f"{count(t.holes, 'TCP hole')} ({t.hole_bytes:,} bytes never captured) in "
+                f"{count(t.frames, 'frame')}"
+            )
         if t.left_out:
             lines.append(f"{t.left_out:,} frames of a second link type were not analysed")
         if t.late:
@@ -898,6 +1077,11 @@ class Watcher:
                 "evidence": list(t.evidence),
                 "evidence_files": t.evidence_files,
                 "evicted": {name: n for name, n, _ in self._evicted()},
+                "capture": {
+                    "holes": t.holes,
+                    "hole_bytes": t.hole_bytes,
+                    "kernel_dropped": t.kernel_dropped,
+                },
             }
         )
 

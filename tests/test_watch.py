@@ -313,6 +313,28 @@ def test_resend_alert_on_lossy_samples(name: str, what: str) -> None:
 PROM_SAMPLE = re.compile(r'([a-z_]+)(?:\{((?:[a-z]+="[^"]*",?)*)\})? (\S+)')
 
 
+def _prometheus_samples(text: str) -> tuple[dict[str, str], dict[tuple[str, frozenset], float]]:
+    """The text format's families (name -> type) and samples ((name, labels) ->
+    value), every sample checked to come after its family's HELP and TYPE."""
+    families: dict[str, str] = {}
+    samples: dict[tuple[str, frozenset], float] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            families[name] = kind
+            continue
+        if line.startswith("# HELP "):
+            continue
+        m = PROM_SAMPLE.fullmatch(line)
+        assert m, line
+        name, labels, value = m.groups()
+        family = re.sub(r"_(sum|count|bucket)$", "", name)
+        assert name in families or families.get(family) == "histogram", line
+        pairs = frozenset(re.findall(r'([a-z]+)="([^"]*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    return families, samples
+
+
 def test_prometheus_textfile_counts_as_analyze(tmp_path: Path) -> None:
     """--prometheus: the text format (every sample after its family's HELP and
     TYPE), per pair and op counters equal to analyze's on the same packets,
@@ -323,23 +345,9 @@ def test_prometheus_textfile_counts_as_analyze(tmp_path: Path) -> None:
                         cwd=tmp_path)  # fmt: skip
     assert rc == 0, err
     assert [p.name for p in tmp_path.iterdir() if p.name != "nfstrace-watch"] == [prom.name]
-    families: dict[str, str] = {}
-    samples: dict[tuple[str, frozenset], float] = {}
-    for line in prom.read_text().splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split()
-            families[name] = kind
-            continue
-        if line.startswith("# HELP "):
-            continue
-        m = PROM_SAMPLE.fullmatch(line)
-        assert m, line
-        name, labels, value = m.groups()
-        assert name in families or name.removesuffix("_sum").removesuffix("_count") in families
-        pairs = frozenset(re.findall(r'([a-z]+)="([^"]*)"', labels or ""))
-        samples[(name, pairs)] = float(value)
+    families, samples = _prometheus_samples(prom.read_text())
     assert families["nfstrace_calls_total"] == "counter"
-    assert families["nfstrace_latency_seconds"] == "summary"
+    assert families["nfstrace_latency_seconds"] == "histogram"
     tx = nfstrace.load(str(path)).transactions
     calls = tx[tx["n_calls"] > 0]
 
