@@ -40,6 +40,11 @@ from nfstrace.watch import NS, Record, records
 # way (tcpdump's buffer, the pipe, this reader) for a moment after its time.
 LIVE_GRACE_NS = 1 * NS
 QUEUE_RECORDS = 4096  # records read ahead of the loop, at most (bounded memory)
+# tcpdump's kernel buffer (-B, KiB): libpcap's default 2 MiB, in immediate mode
+# (one slot per packet, sized for the snaplen), held a few hundred packets: on a
+# loaded machine (2 cores, the window's analysis beside tcpdump) it dropped 14-30
+# of 920 packets sent 1 ms apart (tests/test_watch_live.py), at 32 MiB none.
+CAPTURE_BUFFER_KIB = 32 * 1024
 TICK_S = 0.2  # how often the loop looks at the clock when nothing arrives
 # tcpdump's counts (libpcap's ps_recv, ps_drop, ps_ifdrop): at the end one a
 # line ("12 packets captured"), on SIGUSR1 in one line after "tcpdump: ", comma
@@ -67,8 +72,10 @@ def tcpdump_command(
 ) -> list[str]:
     """tcpdump writing a pcap stream of the interface's packets to its stdout,
     each packet as it is captured (--immediate-mode: not held in libpcap's
-    buffer for up to a second; -U: not in tcpdump's)."""
-    cmd = [tcpdump, "--immediate-mode", "-U", "-w", "-", "-i", interface]
+    buffer for up to a second; -U: not in tcpdump's), with a kernel buffer of
+    CAPTURE_BUFFER_KIB (-B) to ride out a moment when this process is busy."""
+    cmd = [tcpdump, "--immediate-mode", "-U", "-B", str(CAPTURE_BUFFER_KIB), "-w", "-"]
+    cmd += ["-i", interface]
     if snaplen is not None:
         cmd += ["-s", str(snaplen)]
     if bpf:
