@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 
 import pandas as pd
+import parser_golden
 import pytest
 from conftest import SAMPLES
 from oracle import decoders, frame_loop, nfs4
@@ -89,24 +90,26 @@ SAMPLE_CAPTURES = sorted(SAMPLES.glob("*.pcap"))
 REGRESSIONS = sorted((Path(__file__).parent / "regressions" / "native").iterdir())
 
 
-def assert_same(paths: list[Path], limits: ParseLimits | None = None) -> tuple:
+def assert_same(key: str, paths: list[Path], limits: ParseLimits | None = None) -> tuple:
+    """The Rust parser's tables equal the oracle's, and its golden record KEY."""
     ref = frame_loop.parse([str(p) for p in paths], limits)
     got = native.parse([str(p) for p in paths], limits)
     pd.testing.assert_frame_equal(got[0], ref[0])
     pd.testing.assert_frame_equal(got[1], ref[1])
     assert got[2] == ref[2]
+    parser_golden.check(key, parser_golden.record(got, paths))
     return got
 
 
 @pytest.mark.parametrize("capture", SAMPLE_CAPTURES, ids=lambda p: p.name)
 def test_same_tables_on_samples(capture: Path) -> None:
-    messages = assert_same([capture])[0]
+    messages = assert_same(f"samples/{capture.name}", [capture])[0]
     assert len(messages) > 0
 
 
 @pytest.mark.parametrize("capture", REGRESSIONS, ids=lambda p: p.name)
 def test_fuzz_regressions_parse_alike(capture: Path) -> None:
-    assert_same([capture])
+    assert_same(f"regressions/{capture.name}", [capture])
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +137,16 @@ def test_same_tables_on_every_crafted_capture(crafted: dict[str, Path]) -> None:
     assert len(crafted) >= 45
     for name, path in sorted(crafted.items()):
         try:
-            assert_same([path])
+            assert_same(f"crafted/{name}", [path])
         except AssertionError as e:
             raise AssertionError(f"{name}: {e}") from None
 
 
 def test_same_tables_on_merged_files(crafted: dict[str, Path]) -> None:
-    assert_same([crafted["merge_a"], crafted["merge_b"]])
+    assert_same("merged/merge_a+merge_b", [crafted["merge_a"], crafted["merge_b"]])
     # The same file twice: every frame comes twice at the same time (ties: the
     # first file first), so each second copy is a mirror duplicate.
-    got = assert_same([SAMPLE_CAPTURES[0], SAMPLE_CAPTURES[0]])
+    got = assert_same("merged/sample-twice", [SAMPLE_CAPTURES[0], SAMPLE_CAPTURES[0]])
     assert got[2].duplicate_frames * 2 == got[2].frames > 0
 
 
@@ -180,7 +183,8 @@ def test_same_tables_on_damaged_captures(
     name: str, limits: ParseLimits | None, tmp_path: Path
 ) -> None:
     path = DAMAGED[name]().write(tmp_path / f"{name}.pcap")
-    got = assert_same([path], limits)
+    kind = "default" if limits is None else "small"
+    got = assert_same(f"damaged/{name}-{kind}-limits", [path], limits)
     if limits is not None and name in ("many_flows", "many_fragments"):
         assert got[2].anomalies  # the bounds were reached
 
@@ -256,12 +260,12 @@ def test_cut_off_files_same_result_and_warning(tmp_path: Path, long_capture: Pat
     data = long_capture.read_bytes()
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(data[: len(data) * 2 // 3])
-    got = assert_same([cut])
+    got = assert_same("cut/pcap", [cut])
     assert any("cut off" in w for w in got[2].warnings)
     packed = gzip.compress(data)
     cut_gz = tmp_path / "cut.pcap.gz"
     cut_gz.write_bytes(packed[: len(packed) * 2 // 3])
-    got = assert_same([cut_gz])
+    got = assert_same("cut/pcap-gz", [cut_gz])
     assert any("decompression stopped" in w for w in got[2].warnings)
     assert len(got[0]) > 0
 
@@ -319,9 +323,15 @@ def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
         p.read_bytes()[:60_000] for p in SAMPLE_CAPTURES
     ]
     compared = 0
+    digests: dict[str, str] = {}
     for i in range(300):
         path = tmp_path / f"m{i}.pcap"
         path.write_bytes(_mutations(rng.choice(sources), rng))
+        try:
+            got = native.parse([str(path)])
+            digests[str(i)] = parser_golden.digest(parser_golden.record(got, [path]))
+        except CaptureError as e:
+            digests[str(i)] = f"CaptureError: {str(e).replace(str(tmp_path) + '/', '')}"
         try:
             ref = frame_loop.parse([str(path)])
         except CaptureError:
@@ -339,6 +349,7 @@ def test_same_tables_on_mutated_captures(tmp_path: Path) -> None:
             raise AssertionError(f"mutation {i} ({path}): {e}") from None
         compared += 1
     assert compared >= 250
+    parser_golden.check("mutated", {"digests": digests})
 
 
 @pytest.mark.parametrize("spacing_ns", [100, 400])
@@ -365,6 +376,7 @@ def test_copies_past_the_frames_bound_parse_alike(tmp_path: Path, spacing_ns: in
         cap.frames.append((end + k, originals[i], len(originals[i])))
     path = cap.write(tmp_path / "many.pcap", nano=True)
     a, b = frame_loop.parse([str(path)]), native.parse([str(path)])
+    parser_golden.check(f"frames-bound/spacing-{spacing_ns}", parser_golden.record(b, [path]))
     assert a[2].duplicate_frames == b[2].duplicate_frames > 0
     dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
     assert dup(a[1]) == dup(b[1])
@@ -398,6 +410,7 @@ def test_copies_of_frames_of_many_lengths_parse_alike(tmp_path: Path) -> None:
         cap.frames.append((end + k, originals[i], len(originals[i])))
     path = cap.write(tmp_path / "lengths.pcap", nano=True)
     a, b = frame_loop.parse([str(path)]), native.parse([str(path)])
+    parser_golden.check("frames-bound/many-lengths", parser_golden.record(b, [path]))
     dup = lambda ev: list(ev.loc[ev["kind"] == "frame_duplicate", "frame"])  # noqa: E731
     assert dup(a[1]) == dup(b[1])
     assert a[2].duplicate_frames == b[2].duplicate_frames
@@ -429,14 +442,15 @@ def test_same_partitions(tmp_path: Path) -> None:
     whole = len(frame_loop.parse([str(capture)])[0])
     sizes = []
     for i in range(3):
-        got = assert_same([capture], ParseLimits(partition=i, partitions=3))
+        got = assert_same(f"partitions/{i}-of-3", [capture], ParseLimits(partition=i, partitions=3))
         sizes.append(len(got[0]))
     assert all(sizes) and sum(sizes) == whole
     # ParseLimits.buckets: the same bucket table read the same way by both
     buckets = tuple(b % 3 for b in range(7))
     sizes = []
     for i in range(3):
-        got = assert_same([capture], ParseLimits(partition=i, partitions=3, buckets=buckets))
+        limits = ParseLimits(partition=i, partitions=3, buckets=buckets)
+        got = assert_same(f"partitions/{i}-of-3-buckets", [capture], limits)
         sizes.append(len(got[0]))
     assert all(sizes) and sum(sizes) == whole
 
@@ -473,7 +487,9 @@ def _nfs4_every_operation(path: Path) -> Path:
 
 
 def test_every_nfs4_operation_is_stepped_alike(tmp_path: Path) -> None:
-    messages = assert_same([_nfs4_every_operation(tmp_path / "ops.pcap")])[0]
+    messages = assert_same("nfs4-every-operation", [_nfs4_every_operation(tmp_path / "ops.pcap")])[
+        0
+    ]
     seen = {op for ops in messages["ops"].astype(str) for op in ops.split()}
     assert {nfs4_protocol.OPERATIONS[op] for op in nfs4.ARGS} <= seen
     # Random bodies mostly do not end where the operation does (the walk then
@@ -498,10 +514,10 @@ def _half_sent_calls(path: Path, connections: int) -> Path:
 def test_same_tables_past_the_limits(tmp_path: Path, long_capture: Path) -> None:
     """ParseLimits.max_messages and max_connections reached: the parse stops
     (or forgets, cutting messages) where the reference does."""
-    got = assert_same([long_capture], ParseLimits(max_messages=1000))
+    got = assert_same("limits/max-messages", [long_capture], ParseLimits(max_messages=1000))
     assert got[2].anomalies["messages_limit"] > 0
     cut = _half_sent_calls(tmp_path / "half.pcap", 40)
-    got = assert_same([cut], ParseLimits(max_connections=8))
+    got = assert_same("limits/max-connections", [cut], ParseLimits(max_connections=8))
     assert got[2].anomalies["messages_cut_by_limits"] > 0
 
 
