@@ -14,10 +14,10 @@ MESSAGE_BYTES = 1024
 # ... and the share of the memory available at start-up the messages may take.
 MEMORY_SHARE = 0.5
 CHECK_EVERY_FRAMES = 4096  # the message count is checked this often
-# What one call remembered for its reply costs (measured on 1.1M unanswered
-# calls: ~170 bytes in the Rust parser, ~360 in the Python one):
-# ParseLimits.max_pending_call_bytes becomes a count with the larger, so that
-# both parsers remember the same calls.
+# What one call remembered for its reply is counted as costing (measured on
+# 1.1M unanswered calls: ~170 bytes in the Rust parser; 400 was the larger cost
+# of the Python parser it was ported from, kept so that the same calls are
+# remembered): ParseLimits.max_pending_call_bytes becomes a count with it.
 PENDING_CALL_BYTES = 400
 
 # The parser's fixed bounds and thresholds (native/src/, through the constants
