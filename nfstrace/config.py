@@ -14,11 +14,53 @@ MESSAGE_BYTES = 1024
 # ... and the share of the memory available at start-up the messages may take.
 MEMORY_SHARE = 0.5
 CHECK_EVERY_FRAMES = 4096  # the message count is checked this often
-# What one call remembered for its reply costs (measured on 1.1M unanswered
-# calls: ~170 bytes in the Rust parser, ~360 in the Python one):
-# ParseLimits.max_pending_call_bytes becomes a count with the larger, so that
-# both parsers remember the same calls.
+# What one call remembered for its reply is counted as costing (measured on
+# 1.1M unanswered calls: ~170 bytes in the Rust parser; 400 was the larger cost
+# of the Python parser it was ported from, kept so that the same calls are
+# remembered): ParseLimits.max_pending_call_bytes becomes a count with it.
 PENDING_CALL_BYTES = 400
+
+# The parser's fixed bounds and thresholds (native/src/, through the constants
+# native/generate_tables.py writes into tables.rs): not ParseLimits, which a
+# caller sets, but what the parser takes for damage or for a new start.
+# A TCP sequence jump this far ahead is not a hole to wait for: restart framing.
+MAX_SEQ_JUMP = 1 << 30
+# Data->ACK round trips time segments up to a jumbo frame's payload: a larger one
+# is a TSO/GSO burst captured before the NIC split it, whose ACK waits for all of it.
+RTT_MAX_SEGMENT = 9000
+# A SYN whose sequence number is within this many bytes (or the peer's last
+# window, if larger) of the next byte its direction of an established
+# connection expects is not a new connection (a repeated SYN, dropped).
+SYN_WINDOW = 65535
+# TCP and UDP checksums are verified on the first this many packets of each
+# direction that are whole (unfragmented, not cut by the snaplen): enough to
+# tell a host whose outgoing checksums are all left to the NIC (transmit
+# offload, captured on that host) from one whose packets carry them, at a
+# bounded cost.  UDP checksum 0 (not computed) is not counted.
+CHECKSUM_SAMPLE = 64
+# A call taken as the start of a stream (resynchronisation): the program numbers
+# it accepts (assigned ones start at 100000, the portmapper; 0x60000000 and
+# above are reserved) and the highest version.
+STRICT_MIN_PROG, STRICT_MAX_PROG = 100000, 0x5FFFFFFF
+STRICT_MAX_VERS = 255
+# portmap/rpcbind strings longer than this are not netids or universal
+# addresses: the message is damaged.
+MAX_NETID = 255
+MAX_UADDR = 255
+# An NFSv2/v3 file name longer than this is taken for damage.
+MAX_NAME = 1024
+# Frames remembered for the mirror-duplicate check: past it the older
+# generation is dropped early (only above ~4M frames a second).
+MAX_RECENT_FRAMES = 4096
+# UDP (address, port) pairs learnt from portmap/rpcbind replies that are
+# remembered, and portmap/rpcbind calls whose question is remembered until
+# their reply (all forgotten at once past the bound).
+MAX_LEARNT_PORTS = 65536
+MAX_PORTMAP_ASKS = 4096
+# A reply whose call was not captured is decoded when the last call seen on its
+# flow (same addresses and ports, the other way) was NFS with a plain body: the
+# flows remembered for that are bounded (all forgotten past it).
+MAX_FLOWS = 65536
 
 
 def memory_available() -> int:

@@ -1,21 +1,17 @@
 """Parser backends (native, pyshark) and the dpkt cross-check: the registry,
 and conformance.
 
-Every sample capture through pyshark (and dpkt) gives the same transactions
-table as the native parser (same rows, keys, times to the ns, decoded fields),
-except for the differences asserted here, each with its reason.
+Every sample capture through pyshark gives the same transactions table as the
+native parser (same rows, keys, times to the ns, decoded fields), except for
+the differences asserted here, each with its reason.  pyshark is Wireshark's
+own view of every layer.  tshark is required: the pyshark tests fail, not
+skip, without it (apt-get install tshark).
 
-dpkt (tests/oracle/dpkt_backend.py, no longer a --parser choice) is an
-independent decoding of the link, IP, TCP and UDP headers only: the capture
-files are read by the package's reader (``capture.read_frames``) and everything
-above those headers (IP and TCP reassembly, RPC and NFS) is the oracle's
-``Dissector`` (tests/oracle/, equal to the Rust core by tests/test_native.py).
-So the dpkt comparison checks those layers: the same messages and transport
-events everywhere, the same IP and TCP/UDP counts; and that its reading (the
-Python reader) and the Rust core's agree (ParseLimits.max_frame_bytes,
-damaged files).  pyshark is
-Wireshark's own view of every layer.  tshark is required: the pyshark tests
-fail, not skip, without it (apt-get install tshark).
+dpkt (tests/dpkt_ref.py: no longer a --parser choice) is an independent
+reading of the frames and of their link and IP headers: every sample and
+crafted capture gives the parser's frame, mirror-copy, IPv4/IPv6, TCP/UDP and
+fragment counts and its per-direction IP facts (packets, bytes, largest
+packet, TTLs, fragments, datagrams reassembled or not).
 """
 
 from __future__ import annotations
@@ -24,10 +20,11 @@ import gzip
 from functools import cache
 from pathlib import Path
 
+import dpkt_ref
 import pandas as pd
+import parser_golden
 import pytest
 from conftest import FULL_CAPTURES, S256_CAPTURES
-from oracle import dpkt_backend
 
 from nfstrace.config import ParseLimits
 from nfstrace.errors import UsageError
@@ -52,13 +49,9 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {**mc.build_all(out), **mb.build_all(out)}
 
 
-# The backends, and dpkt's decoding of the lower layers (a test-only cross-check)
-PARSE = {**backends.PARSERS, "dpkt": dpkt_backend.parse}
-
-
 @cache
 def _parse(backend: str, paths: tuple[str, ...]) -> tuple:
-    return PARSE[backend](list(paths), None, None)
+    return backends.PARSERS[backend](list(paths), None, None)
 
 
 def parsed(backend: str, *paths: Path) -> tuple:
@@ -140,36 +133,38 @@ def test_missing_tshark_names_the_package(monkeypatch: pytest.MonkeyPatch) -> No
     assert issubclass(pyshark_backend.TsharkMissingError, UsageError)  # CLI exit status 2
 
 
-# ---- dpkt: the link, IP, TCP and UDP headers decoded by dpkt ------------------------------
+# ---- dpkt: the frames and their link and IP headers, read by dpkt ------------------------
+
+COUNTS = ("frames", "duplicate_frames", "non_ip_frames", "ipv4_packets", "ipv6_packets")
+COUNTS += ("tcp_packets", "udp_packets", "ip_fragments", "ip_datagrams_reassembled")
+COUNTS += ("ip_datagrams_incomplete",)
+
+
+def assert_link_and_ip_as_dpkt_reads_them(paths: list[Path], stats: object) -> None:
+    """The parser's counts below the transport layer are dpkt's."""
+    ref = dpkt_ref.facts(paths)
+    assert {c: getattr(stats, c) for c in COUNTS} == {c: getattr(ref, c) for c in COUNTS}
+    ours = {
+        (d.src, d.dst): dpkt_ref.Direction(
+            d.packets,
+            d.ip_bytes,
+            d.max_ip_len,
+            d.ttl_min,
+            d.ttl_max,
+            d.ip_fragments,
+            d.datagrams_reassembled,
+            d.datagrams_incomplete,
+        )
+        for d in stats.directions  # type: ignore[attr-defined]
+    }
+    assert ours == ref.directions
 
 
 @pytest.mark.parametrize("capture", FULL_CAPTURES + S256_CAPTURES, ids=lambda p: p.name)
-def test_dpkt_link_and_ip_layers_same_on_samples(capture: Path) -> None:
-    """dpkt's link/IP/TCP/UDP decoding feeds the shared transport layer the same
-    datagrams and segments as ours: the same messages, events and counts."""
-    ours, theirs = parsed("native", capture), parsed("dpkt", capture)
-    pd.testing.assert_frame_equal(theirs[0], ours[0])
-    assert theirs[2].tcp == ours[2].tcp
-    assert_same_transport(ours, theirs)
-
-
-def assert_same_transport(ours: tuple, theirs: tuple) -> None:
-    """One transport layer (dissector.Dissector) under both: the same events and
-    per-direction facts, connections and window tracking."""
-    assert ours[2].directions  # every capture has IP packets
-    pd.testing.assert_frame_equal(theirs[1], ours[1])
-    a, b = ours[2], theirs[2]
-    assert b.directions == a.directions
-    assert (b.tcp_connections, b.tcp_window_scale_unknown) == (
-        a.tcp_connections,
-        a.tcp_window_scale_unknown,
-    )
-    assert (b.tcp_packets, b.udp_packets, b.other_ip_packets, b.short_transport_headers) == (
-        a.tcp_packets,
-        a.udp_packets,
-        a.other_ip_packets,
-        a.short_transport_headers,
-    )
+def test_link_and_ip_layers_as_dpkt_reads_them_on_samples(capture: Path) -> None:
+    stats = parsed("native", capture)[2]
+    assert stats.directions  # every capture has IP packets
+    assert_link_and_ip_as_dpkt_reads_them([capture], stats)
 
 
 CRAFTED_SETS = [
@@ -184,50 +179,32 @@ CRAFTED_SETS = [
 
 
 @pytest.mark.parametrize("names", CRAFTED_SETS, ids="+".join)
-def test_dpkt_link_and_ip_layers_same_on_crafted(
+def test_link_and_ip_layers_as_dpkt_reads_them_on_crafted(
     crafted: dict[str, Path], names: tuple[str, ...]
 ) -> None:
     """Every link type (LINK_CASES: Ethernet, VLAN/QinQ tags, Linux cooked v1/v2,
     loopback, raw IP; a second pcapng interface of another type), IPv4 and
-    IPv6 fragments and extension headers, TCP pathologies: dpkt's headers give
-    the same messages, events, IP counts and TCP/UDP facts as ours."""
+    IPv6 fragments and extension headers, compressed and merged files, mirror
+    copies: dpkt's reading gives the parser's counts and per-direction facts."""
     paths = [crafted[n] for n in names]
-    ours, theirs = parsed("native", *paths), parsed("dpkt", *paths)
-    pd.testing.assert_frame_equal(theirs[0], ours[0])
-    a, b = ours[2], theirs[2]
-    counters = ("ip_fragments", "ip_datagrams_reassembled", "ip_datagrams_incomplete")
-    counters += ("ipv4_packets", "ipv6_packets", "non_ip_frames", "tcp")
-    assert {c: getattr(b, c) for c in counters} == {c: getattr(a, c) for c in counters}
-    pd.testing.assert_frame_equal(theirs[1], ours[1])
-    assert b.directions == a.directions
-    assert (b.tcp_connections, b.tcp_window_scale_unknown) == (
-        a.tcp_connections,
-        a.tcp_window_scale_unknown,
-    )
+    assert_link_and_ip_as_dpkt_reads_them(paths, parsed("native", *paths)[2])
 
 
-# ---- dpkt: the frames are the main parser's ------------------------------------------------
+# ---- reading: the frames dpkt reads, damaged files ------------------------------------------
 
 
-def assert_same_reading(ours: tuple, theirs: tuple) -> None:
-    """The same frames read, so the same messages and every fact of each file
-    (format, frames, damage and its warnings, ...)."""
-    pd.testing.assert_frame_equal(theirs[0], ours[0])
-    assert theirs[2].frames == ours[2].frames
-    assert theirs[2].files == ours[2].files
-
-
-def test_dpkt_honours_max_frame_bytes() -> None:
+def test_max_frame_bytes_steps_over_the_longer_records() -> None:
     """ParseLimits.max_frame_bytes below the capture's 1,514-byte frames: those
-    records are damage to step over, for dpkt as for the main parser."""
+    records are damage to step over, the others read (as many as dpkt reads of
+    at most 1,000 bytes)."""
     path = [str(FULL_CAPTURES[0])]
     limits = ParseLimits(max_frame_bytes=1000)
-    whole = dpkt_backend.parse(path, None, None)
     ours = backends.PARSERS["native"](path, limits, None)
-    theirs = dpkt_backend.parse(path, limits, None)
-    assert_same_reading(ours, theirs)
-    assert 0 < theirs[2].frames < whole[2].frames
-    assert theirs[2].files[0].damage["bad_record"].count > 0
+    short = [f for f in dpkt_ref.frames(FULL_CAPTURES[0]) if len(f[2]) <= 1000]
+    assert 0 < ours[2].frames <= len(short) < len(dpkt_ref.frames(FULL_CAPTURES[0]))
+    assert ours[2].files[0].damage["bad_record"].count > 0
+    # (what the resynchronisation finds after each: the golden record's)
+    parser_golden.check("reading/max-frame-bytes-1000", parser_golden.record(ours, [Path(path[0])]))
 
 
 def _damaged(kind: str) -> tuple[str, bytes]:
@@ -262,27 +239,32 @@ DAMAGED_FRAMES = {
 
 
 @pytest.mark.parametrize("kind", list(DAMAGED_FRAMES))
-def test_dpkt_reads_damaged_files_as_the_main_parser(tmp_path: Path, kind: str) -> None:
+def test_damaged_files_are_read_past_their_damage(tmp_path: Path, kind: str) -> None:
+    """What is read of each: every frame but the damaged one, both files of the
+    concatenation; the messages those frames carry (a call or a reply each,
+    after the handshake); the damage said."""
     name, blob = _damaged(kind)
     path = tmp_path / name
     path.write_bytes(blob)
-    ours, theirs = parsed("native", path), parsed("dpkt", path)
-    assert_same_reading(ours, theirs)
-    info = theirs[2].files[0]
+    messages, _, parse_stats = parsed("native", path)
+    info = parse_stats.files[0]
     assert info.damage and info.warnings  # damaged, and said so
-    assert theirs[2].frames == (DAMAGED_FRAMES[kind] or info.frames) and info.frames > 0
+    frames = DAMAGED_FRAMES[kind] or info.frames
+    assert parse_stats.frames == frames and info.frames > 0
+    handshakes = 2 if kind == "concatenated" else 1
+    assert len(messages) == frames - 3 * handshakes
+    parser_golden.check(f"reading/{kind}", parser_golden.record(parsed("native", path), [path]))
 
 
 # ---- the crafted edge cases the issue lists, not in test_crafted.py ----------------------
 
 
-@pytest.mark.parametrize("backend", ["native", "dpkt"])
-def test_mirror_duplicates_are_one_capture(crafted: dict[str, Path], backend: str) -> None:
+def test_mirror_duplicates_are_one_capture(crafted: dict[str, Path]) -> None:
     """Every frame twice, 2 µs apart: the copies are skipped, so each call is
     sent once and answered once, timed from the original frames."""
-    messages, _, stats = parsed(backend, crafted["mirror"])
+    messages, _, stats = parsed("native", crafted["mirror"])
     assert stats.duplicate_frames == 7 and len(messages) == 4
-    tx = transactions(backend, crafted["mirror"])
+    tx = transactions("native", crafted["mirror"])
     got = tx[["xid", "transport", "n_calls", "n_replies", "t_call_ns", "t_reply_ns"]]
     assert got.astype(object).values.tolist() == [
         [mb.MIRROR_TCP_XID, "tcp", 1, 1, mc.ts(7), mc.ts(9)],
@@ -290,7 +272,7 @@ def test_mirror_duplicates_are_one_capture(crafted: dict[str, Path], backend: st
     ]
 
 
-@pytest.mark.parametrize("backend", ["native", "dpkt", "pyshark"])
+@pytest.mark.parametrize("backend", ["native", "pyshark"])
 def test_xid_reused_by_the_same_procedure_later(crafted: dict[str, Path], backend: str) -> None:
     tx = transactions(backend, crafted["xid_reuse"])
     assert (

@@ -156,14 +156,3 @@ def test_too_many_open_files_names_the_file(tmp_path: Path) -> None:
     assert r.returncode == ExitStatus.UNREADABLE, r.stderr[-2000:]
     line = r.stderr.strip().splitlines()[-1]
     assert "Too many open files" in line and f"({d}/copy-" in line, line
-
-
-def test_reading_buffers_are_shared_by_the_files_read_together() -> None:
-    """Each of n files read side by side reads at most READ_BUDGET / n bytes at a
-    time (at least MIN_CHUNK): 1,250 files held 4 MB each (5.1 GB).  (The
-    oracle's merge; native/src/capture.rs mirrors it.)"""
-    from oracle import reader
-
-    assert reader.chunk_bytes(1) == capture.CHUNK
-    assert reader.chunk_bytes(1250) * 1250 <= reader.READ_BUDGET
-    assert reader.chunk_bytes(100_000) == capture.MIN_CHUNK

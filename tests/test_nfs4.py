@@ -1,5 +1,7 @@
-"""NFSv4 COMPOUND decoding (nfstrace/parsers/nfs4.py): hand-built messages, then
-a differential test against tshark on the sample v4.1 capture and its -s 256 twin."""
+"""NFSv4 COMPOUND decoding by the Rust parser (native/src/nfs4.rs, its step
+programs generated from nfstrace/protocol/nfs4_steps.py): hand-built messages
+in crafted captures (tests/nfs_decode.py), then a differential test against
+tshark on the sample v4.1 capture and its -s 256 twin."""
 
 from __future__ import annotations
 
@@ -8,27 +10,17 @@ from functools import cache
 import pytest
 import tshark_ref
 from conftest import SAMPLES
-from oracle import nfs4, rpc
+from nfs_decode import CB_PROG, parse, row_fields
 
-from nfstrace.nfs_fields import (
-    DECODE_OK,
-    DECODE_PARTIAL,
-    DECODE_TRUNCATED,
-    FIELD_NAMES,
-    NFS_DEFAULTS,
-)
+from nfstrace.nfs_fields import DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED
+from nfstrace.parsers import native
 from nfstrace.protocol import nfs4 as nfs4_protocol
-from nfstrace.protocol.rpc import FRAG_LEN_MASK, LAST_FRAG
+from nfstrace.protocol import nfs4_steps
 
 
 def h(*parts: str) -> bytes:
     """Bytes from hex chunks (whitespace ignored)."""
     return bytes.fromhex("".join(parts).replace(" ", ""))
-
-
-def decoded(t: tuple) -> dict:
-    """The fields of a decoder tuple that differ from the defaults."""
-    return {k: v for k, v, d in zip(FIELD_NAMES, t, NFS_DEFAULTS, strict=True) if v != d}
 
 
 SESSION = "0200000020f1026b0100000000000000"
@@ -110,7 +102,7 @@ OPEN_NOENT_REPLY = h(
 
 
 def test_v41_write_call() -> None:
-    assert decoded(nfs4.decode_call(WRITE41_CALL, 0, 1)) == {
+    assert parse(WRITE41_CALL)[0] == {
         "op": "WRITE",
         "ops": "SEQUENCE PUTFH WRITE",
         "fh": FH,
@@ -126,7 +118,7 @@ def test_v41_write_call() -> None:
 
 
 def test_v41_write_reply() -> None:
-    assert decoded(nfs4.decode_reply(WRITE41_REPLY, 0, 1)) == {
+    assert parse(WRITE41_CALL, WRITE41_REPLY)[1] == {
         "op": "WRITE",
         "ops": "SEQUENCE PUTFH WRITE",
         "op_status": "0 0 0",
@@ -142,7 +134,7 @@ def test_v41_write_reply() -> None:
 
 
 def test_v40_open_create_call() -> None:
-    assert decoded(nfs4.decode_call(OPEN40_CALL, 0, 1)) == {
+    assert parse(OPEN40_CALL)[0] == {
         "op": "OPEN",
         "ops": "PUTFH OPEN GETFH",
         "fh": "0102030405060708",
@@ -153,7 +145,7 @@ def test_v40_open_create_call() -> None:
 
 
 def test_reply_stops_at_failing_op() -> None:
-    assert decoded(nfs4.decode_reply(OPEN_NOENT_REPLY, 0, 1)) == {
+    assert parse(OPEN40_CALL, OPEN_NOENT_REPLY)[1] == {
         "op": "OPEN",
         "ops": "PUTFH OPEN",
         "op_status": "0 2",
@@ -170,21 +162,23 @@ def test_unknown_opcode_is_partial() -> None:
         "00000063",  # opcode 99: unknown, its arguments cannot be stepped over
         "00000009 00000001 00000001",  # GETATTR (never reached)
     )
-    assert decoded(nfs4.decode_call(call, 0, 1)) == {
+    reply = h("00000000 00000000 00000002", "00000016 00000000", "00000063 00000000")
+    ours, out = parse(call, reply)
+    assert ours == {
         "op": "op99",
         "ops": "PUTFH op99",
         "fh": "0a0b0c0d",
         "minor": 2,
         "nfs_decode": DECODE_PARTIAL,
     }
-    reply = h("00000000 00000000 00000002", "00000016 00000000", "00000063 00000000")
-    out = decoded(nfs4.decode_reply(reply, 0, 1))
+    assert out is not None
     assert (out["ops"], out["op_status"], out["nfs_decode"]) == ("PUTFH op99", "0 0", "partial")
 
 
 def test_write_cut_after_offset_is_truncated() -> None:
-    out = nfs4.decode_call(WRITE41_HEAD, 0, 1)  # as if the snaplen ended after the offset
-    assert decoded(out) == {
+    # the snaplen ends after the offset
+    out = parse(WRITE41_CALL, body_captured=len(WRITE41_HEAD))[0]
+    assert out == {
         "op": "WRITE",
         "ops": "SEQUENCE PUTFH WRITE",
         "fh": FH,
@@ -195,17 +189,18 @@ def test_write_cut_after_offset_is_truncated() -> None:
         "minor": 1,
         "nfs_decode": DECODE_TRUNCATED,
     }
-    assert out[FIELD_NAMES.index("stable")] == -1 and out[FIELD_NAMES.index("count")] == -1
+    assert "stable" not in out and "count" not in out
 
 
 def test_write_data_need_not_be_captured() -> None:
-    head = WRITE41_CALL[: -len("hello...")]  # up to the data length; data not captured
-    assert decoded(nfs4.decode_call(head, 0, 1)) == decoded(nfs4.decode_call(WRITE41_CALL, 0, 1))
+    head = len(WRITE41_CALL) - len("hello...")  # up to the data length; data not captured
+    assert parse(WRITE41_CALL, body_captured=head)[0] == parse(WRITE41_CALL)[0]
     # ... but an operation after the missing data is lost: the decode is truncated
-    four_ops = bytearray(head)
+    four_ops = bytearray(WRITE41_CALL + h("00000009 00000001 00000010"))  # + GETATTR
     four_ops[19] = 4  # argarray count 3 -> 4 (SEQUENCE PUTFH WRITE GETATTR)
-    out = decoded(nfs4.decode_call(bytes(four_ops), 0, 1))
+    out = parse(bytes(four_ops), body_captured=head)[0]
     assert out["count"] == 5 and out["nfs_decode"] == DECODE_TRUNCATED
+    assert parse(bytes(four_ops))[0]["ops"] == "SEQUENCE PUTFH WRITE GETATTR"
 
 
 def test_read_reply_and_open_delegation() -> None:
@@ -223,7 +218,7 @@ def test_read_reply_and_open_delegation() -> None:
         "00000001",  # eof TRUE
         "00001000",  # data<> length 4096 (not captured)
     )
-    assert decoded(nfs4.decode_reply(reply, 0, 1)) == {
+    assert parse(OPEN40_CALL, reply)[1] == {
         "op": "OPEN",
         "ops": "PUTFH OPEN GETFH READ",
         "op_status": "0 0 0 0",
@@ -243,7 +238,8 @@ def test_lock_denied_and_setattr_bodies() -> None:
         "0000000000000000 ffffffffffffffff 00000002",  # offset, length, WRITE_LT
         "0000000000000001 00000002 6f770000",  # owner: clientid, "ow"
     )
-    out = decoded(nfs4.decode_reply(reply, 0, 1))
+    out = parse(OPEN40_CALL, reply)[1]
+    assert out is not None
     assert (out["ops"], out["op_status"], out["nfs_decode"]) == ("SETATTR LOCK", "0 10010", "ok")
 
 
@@ -255,7 +251,7 @@ def test_exchange_id_ssv_is_partial() -> None:
         "00000001",  # flags
         "00000002",  # state_protect4_a: SP4_SSV (not stepped over)
     )
-    out = decoded(nfs4.decode_call(call, 0, 1))
+    out = parse(call)[0]
     assert (out["ops"], out["nfs_decode"]) == ("EXCHANGE_ID", DECODE_PARTIAL)
 
 
@@ -276,7 +272,14 @@ def test_callback_compound() -> None:
         "00000000",  # truncate FALSE
         "00000002 abcd0000",  # fh
     )
-    assert decoded(nfs4.decode_cb_call(call, 0, 1)) == {
+    reply = h(
+        "00000000 00000000 00000002",  # NFS4_OK, empty tag, 2 results
+        "0000000b 00000000",  # CB_SEQUENCE OK
+        SESSION + "00000003 00000000 00000000 00000000",  # seqid, slot, highest, target
+        "00000004 00000000",  # CB_RECALL OK
+    )
+    ours, out = parse(call, reply, prog=CB_PROG, vers=1)
+    assert ours == {
         "op": "CB_RECALL",
         "ops": "CB_SEQUENCE CB_RECALL",
         "fh": "abcd",
@@ -286,31 +289,26 @@ def test_callback_compound() -> None:
         "minor": 1,
         "nfs_decode": DECODE_OK,
     }
-    reply = h(
-        "00000000 00000000 00000002",  # NFS4_OK, empty tag, 2 results
-        "0000000b 00000000",  # CB_SEQUENCE OK
-        SESSION + "00000003 00000000 00000000 00000000",  # seqid, slot, highest, target
-        "00000004 00000000",  # CB_RECALL OK
-    )
-    out = decoded(nfs4.decode_cb_reply(reply, 0, 1))
+    assert out is not None
     assert (out["ops"], out["op_status"], out["slot"], out["seqid"]) == (
         "CB_SEQUENCE CB_RECALL",
         "0 0",
         0,
         3,
     )
-    assert decoded(nfs4.decode_cb_call(b"", 0, 0)) == {"op": "CB_NULL", "nfs_decode": DECODE_OK}
+    cb_null = {"op": "CB_NULL", "nfs_decode": DECODE_OK}
+    assert parse(b"", b"", proc=0, prog=CB_PROG, vers=1) == (cb_null, cb_null)
 
 
 def test_null_and_short_messages() -> None:
-    assert decoded(nfs4.decode_call(b"", 0, 0)) == {"op": "NULL", "nfs_decode": DECODE_OK}
-    assert decoded(nfs4.decode_reply(b"", 0, 0)) == {"op": "NULL", "nfs_decode": DECODE_OK}
-    assert decoded(nfs4.decode_call(b"\0\0", 0, 1)) == {
+    null = {"op": "NULL", "nfs_decode": DECODE_OK}
+    assert parse(b"", b"", proc=0) == (null, null)
+    assert parse(b"\0\0")[0] == {
         "op": "COMPOUND",
         "nfs_decode": DECODE_TRUNCATED,
     }
     empty = h("00000000 00000000 00000000")  # empty tag, minorversion 0, no operations
-    assert decoded(nfs4.decode_call(empty, 0, 1)) == {
+    assert parse(empty)[0] == {
         "op": "COMPOUND",
         "minor": 0,
         "nfs_decode": DECODE_OK,
@@ -331,16 +329,16 @@ def test_tables() -> None:
         and nfs4_protocol.STATUS_NAMES[0] == "NFS4_OK"
     )
     # every operation can be stepped over in both directions
-    assert set(nfs4.ARGS) == set(nfs4_protocol.OPERATIONS) == set(nfs4.RESULTS)
-    assert set(nfs4.CB_ARGS) == set(nfs4_protocol.CB_OPERATIONS) == set(nfs4.CB_RESULTS)
+    assert set(nfs4_steps.ARGS) == set(nfs4_protocol.OPERATIONS) == set(nfs4_steps.RESULTS)
+    assert set(nfs4_steps.CB_ARGS) == set(nfs4_protocol.CB_OPERATIONS) == set(nfs4_steps.CB_RESULTS)
 
 
 def test_main_op() -> None:
     seq, putfh, getattr_, write = 53, 22, 9, 38
-    assert nfs4.main_op([seq, putfh, write, getattr_]) == write
-    assert nfs4.main_op([seq, putfh, getattr_]) == getattr_
-    assert nfs4.main_op([seq]) == seq
-    assert nfs4.main_op([]) is None
+    assert nfs4_protocol.main_op([seq, putfh, write, getattr_]) == write
+    assert nfs4_protocol.main_op([seq, putfh, getattr_]) == getattr_
+    assert nfs4_protocol.main_op([seq]) == seq
+    assert nfs4_protocol.main_op([]) is None
 
 
 # --- differential against tshark ---
@@ -352,8 +350,6 @@ NAMES = [
     "rpc.xid",
     "rpc.msgtyp",
     "rpc.procedure",
-    "tcp.payload",
-    "tcp.reassembled.data",
     "nfs.opcode",
     "nfs.status",
     "nfs.main_opcode",
@@ -369,30 +365,20 @@ NAMES = [
 ]
 
 
-def _decode(msg: bytes, is_call: bool) -> dict:
-    hdr = rpc.decode_header(msg)
-    assert hdr is not None and hdr.body_offset > 0
-    if is_call:
-        assert (hdr.prog, hdr.vers) == (100003, 4)
-        return decoded(nfs4.decode_call(msg, hdr.body_offset, hdr.proc))
-    return decoded(
-        nfs4.decode_reply(msg, hdr.body_offset, 1)
-    )  # every call in these captures is COMPOUND
-
-
 @cache
 def _messages(path: str) -> dict[tuple[int, str], tuple[dict, dict]]:
-    """(xid, msgtype) -> (our decode, tshark's fields) for each RPC message."""
+    """(xid, msgtype) -> (the Rust parser's decode, tshark's fields) for each
+    RPC message."""
+    rows = native.parse([path])[0]
+    ours = {(int(r.xid), str(r.msgtype)): row_fields(r) for _, r in rows.iterrows()}
+    assert len(ours) == len(rows), "one message per xid and direction in these captures"
     out = {}
     for row in tshark_ref.fields(path, NAMES, "rpc.xid"):
         ref = dict(zip(NAMES, row, strict=True))
         assert "," not in ref["rpc.xid"], "one RPC message per frame in these captures"
-        data = bytes.fromhex(ref["tcp.reassembled.data"] or ref["tcp.payload"])
-        mark = int.from_bytes(data[:4], "big")
-        assert mark & LAST_FRAG
-        msg = data[4 : 4 + (mark & FRAG_LEN_MASK)]
         key = (int(ref["rpc.xid"], 16), "call" if ref["rpc.msgtyp"] == "0" else "reply")
-        out[key] = (_decode(msg, key[1] == "call"), ref)
+        out[key] = (ours[key], ref)
+    assert out.keys() == ours.keys()
     return out
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import tshark_ref
 from conftest import FULL_CAPTURES, SAMPLES
-from oracle import collector, frame_loop
 
 import nfstrace
 from nfstrace.config import ParseLimits
@@ -177,21 +175,3 @@ def test_events_table_shape(capture: Path) -> None:
     assert set(ev.kind) <= set(EVENT_KINDS)
     assert ev.ts_ns.is_monotonic_increasing
     assert (ev.duration_ns >= 0).all()
-
-
-# ---- bounded memory: message rows made typed chunks as they come --------------------------
-
-
-@pytest.mark.parametrize(
-    "capture", [LOSSY, SAMPLES / "v3-udp-py-w32k-d0-l0.pcap"], ids=lambda p: p.name
-)
-def test_chunked_messages_are_the_same_table(
-    capture: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Chunks of 7 rows (categories differing chunk to chunk) concatenate to
-    exactly the table built from all rows at once."""
-    whole = frame_loop.parse([str(capture)])[0]
-    monkeypatch.setattr(collector, "CHUNK_ROWS", 7)
-    chunked = frame_loop.parse([str(capture)])[0]
-    assert len(whole) > 7 * 3
-    pd.testing.assert_frame_equal(chunked, whole)

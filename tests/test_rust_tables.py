@@ -1,7 +1,7 @@
-"""One specification for two parsers: native/src/tables.rs and nfs4_steps.rs
-are generated from the Python parser's definitions (native/generate_tables.py)
-and must match them; the built extension must know every event kind and
-anomaly Python does."""
+"""One declaration of the facts the Rust parser shares with Python:
+native/src/tables.rs and nfs4_steps.rs are generated from nfstrace/'s
+definitions (native/generate_tables.py) and must match them; the built
+extension must know every event kind and anomaly Python does."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
-from oracle import nfs4
 
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import native, stats
 from nfstrace.protocol import nfs4 as nfs4_protocol
+from nfstrace.protocol import nfs4_steps as nfs4
 from nfstrace.schema import EVENT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ def _generator():
     return module
 
 
-def test_tables_rs_is_generated_from_the_python_parser():
+def test_tables_rs_is_generated_from_the_python_definitions():
     expected = _generator().generate()
     committed = TABLES.read_text()
     if committed != expected:
@@ -76,7 +76,7 @@ NFS4_RS = ROOT / "native" / "src" / "nfs4.rs"
 
 def test_nfs4_steps_rs_is_generated_from_the_python_tables():
     assert STEPS.read_text() == _generator().generate_steps(), (
-        "native/src/nfs4_steps.rs differs from nfs4.py's tables: run "
+        "native/src/nfs4_steps.rs differs from protocol/nfs4_steps.py's tables: run "
         "`python native/generate_tables.py` from the repository root, rebuild the "
         "native parser and commit the result."
     )
@@ -105,24 +105,22 @@ def test_every_python_step_is_a_generated_arm():
 
 
 def test_the_named_steps_switch_on_the_python_names():
-    """Every number parsers/nfs4.py takes from protocol/nfs4.py (union
-    discriminants, sizes, codes) is a constant of its name and value in
-    tables.rs, and nfs4.rs's named steps compare or match no bare number."""
+    """Every union discriminant the named steps switch on (and the item sizes
+    the steps skip) is a constant of its protocol/nfs4.py name and value in
+    tables.rs, nfs4.rs uses each, and its named steps compare or match no bare
+    number."""
     text = TABLES.read_text()
-    taken = {
-        name: value
-        for name, value in vars(nfs4_protocol).items()
-        if name.isupper() and isinstance(value, int) and name in vars(nfs4)
-    }
+    names = [*nfs4.UNION_DISCRIMINANTS, *_generator().NFS4_SIZES]
+    taken = {name: getattr(nfs4_protocol, name) for name in names}
     assert {"NF4LNK", "CLAIM_DELEG_PREV_FH", "OPEN_DELEGATE_NONE_EXT"} <= taken.keys()
+    rust = NFS4_RS.read_text()
+    unused = [n for n in nfs4.UNION_DISCRIMINANTS if not re.search(rf"\b{n}\b", rust)]
+    assert unused == []
     for name, value in taken.items():
         assert re.search(rf"^pub const {name}: \w+ = {value:_};$", text, re.M) or re.search(
             rf"^pub const {name}: \w+ = {value};$", text, re.M
         ), name
-    source = NFS4_RS.read_text()
-    bare = re.findall(
-        r"(?:[=!]= \d+\b|^\s+\d+(?: \| \d+)* =>|[>< ] \d+ ?[|)]|> \d+$)", source, re.M
-    )
+    bare = re.findall(r"(?:[=!]= \d+\b|^\s+\d+(?: \| \d+)* =>|[>< ] \d+ ?[|)]|> \d+$)", rust, re.M)
     assert bare == [], bare
 
 
@@ -130,5 +128,5 @@ def test_a_named_step_without_a_rust_primitive_stops_the_generation():
     gen = _generator()
     primitives = gen.rust_primitives(NFS4_RS.read_text())
     assert {"fattr", "open_args", "open_delegation"} <= primitives
-    with pytest.raises(gen.MissingPrimitive, match="_open_delegation"):
+    with pytest.raises(gen.MissingPrimitive, match="open_delegation"):
         gen.generate_steps(primitives - {"open_delegation"})

@@ -1,7 +1,7 @@
 """Third-party TCP captures (issue 16): a damaged SYN inside an established
 connection, frames captured 3-4 times with others in between, and the
-per-direction checksum facts (tests/crafted/make_tcp_damage.py).  Both
-parsers; their parity is tests/test_native.py's."""
+per-direction checksum facts (tests/crafted/make_tcp_damage.py), read by the
+Rust parser."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import random
 from pathlib import Path
 
 import pytest
-from oracle import ip as ipmod
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 import nfstrace
 from nfstrace.analysis.repeats import analyze_repeats
+from nfstrace.config import CHECKSUM_SAMPLE
+from nfstrace.parsers import native
 from nfstrace.parsers.stats import ANOMALIES, ParseStats
 
 try:
@@ -112,26 +114,34 @@ def test_copies_are_reported_without_a_cause(caps) -> None:
 # ---- checksum facts ---------------------------------------------------------------------
 
 
-def test_checksum_matches_scapy() -> None:
+def test_checksums_checked_as_scapy_computes_them(tmp_path: Path) -> None:
+    """TCP and UDP over IPv4 and IPv6, payloads of odd and even lengths: the
+    packets scapy wrote with their checksums are counted checked and good, the
+    same with one bit flipped checked and bad.  A direction (address pair) per
+    kind of packet and per good/bad, fewer packets each than CHECKSUM_SAMPLE."""
     rng = random.Random(16)
-    for n in (0, 1, 2, 3, 7, 100, 1447, 1448):
-        body = Raw(bytes(rng.randrange(256) for _ in range(n)))
-        for ip in (IP(src="10.1.2.3", dst="10.4.5.6"), IPv6(src="fd00::1", dst="fd00::2:3")):
-            for l4, proto in ((TCP(sport=800, dport=2049, seq=n), 6), (UDP(), 17)):
-                pkt = ip.__class__(bytes(ip / l4 / body))
-                seg = bytes(pkt.payload)
-                src, dst = _addrs(pkt)
-                assert ipmod.checksum_ok(src, dst, proto, seg)
-                bad = bytearray(seg)
-                bad[-1 if n else 0] ^= 0x40
-                assert not ipmod.checksum_ok(src, dst, proto, bytes(bad))
-
-
-def _addrs(pkt) -> tuple[bytes, bytes]:
-    import socket
-
-    fam = socket.AF_INET if isinstance(pkt, IP) else socket.AF_INET6
-    return socket.inet_pton(fam, pkt.src), socket.inet_pton(fam, pkt.dst)
+    cap = mtd.mc.Capture()
+    expected: dict[tuple[str, str], tuple[int, int]] = {}
+    lengths = (0, 1, 2, 3, 7, 100, 1447, 1448)
+    for v6 in (False, True):
+        for proto in ("tcp", "udp"):
+            for bad in (False, True):
+                k = len(expected) + 1
+                src, dst = (f"fd00::{k}", f"fd00::2:{k}") if v6 else (f"10.1.2.{k}", f"10.4.5.{k}")
+                expected[(src, dst)] = (len(lengths), len(lengths) if bad else 0)
+                for n in lengths:
+                    body = Raw(bytes(rng.randrange(256) for _ in range(n)))
+                    ip = IPv6(src=src, dst=dst) if v6 else IP(src=src, dst=dst)
+                    l4 = TCP(sport=800, dport=2049, seq=n, flags="A") if proto == "tcp" else UDP()
+                    ether = Ether(src=mtd.mc.MAC_C, dst=mtd.mc.MAC_S)  # no ARP lookup
+                    frame = bytearray(bytes(ether / ip / l4 / body))
+                    if bad:
+                        frame[-1 if n else (14 + (40 if v6 else 20))] ^= 0x40
+                    cap.add(bytes(frame))
+    stats = native.parse([str(cap.write(tmp_path / "checksums.pcap"))])[2]
+    got = {(d.src, d.dst): (d.checksums_checked, d.checksums_bad) for d in stats.directions}
+    assert got == expected
+    assert len(lengths) < CHECKSUM_SAMPLE
 
 
 def test_checksum_facts_per_direction(caps) -> None:
@@ -145,5 +155,5 @@ def test_checksum_sample_is_bounded() -> None:
     path = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"  # in the repository
     t = load(path)
     for d in t.stats.directions:
-        assert 0 < d.checksums_checked <= ipmod.CHECKSUM_SAMPLE
+        assert 0 < d.checksums_checked <= CHECKSUM_SAMPLE
         assert 0 <= d.checksums_bad <= d.checksums_checked

@@ -1,8 +1,8 @@
 """RPC over UDP the way third-party captures show it (issue 16): programs not
 in the built-in list on ports a portmapper announced, non-RPC UDP that must
 stay out, and datagrams that lost fragments but whose first fragment carries
-the RPC header.  Captures: tests/crafted/make_rpc_ports.py; the native parser
-agrees on each (tests/test_native.py)."""
+the RPC header.  Captures: tests/crafted/make_rpc_ports.py, read by the Rust
+parser (its tables on each: tests/golden/parser/crafted/)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
-from oracle import frame_loop, portmap, rpc
 
 import nfstrace
 from nfstrace.analysis.fragments import analyze_fragments
+from nfstrace.parsers import native
 
 try:
     from crafted import make_crafted as mc
@@ -29,7 +29,7 @@ def caps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def messages(path: Path):
-    return frame_loop.parse([str(path)])[0]
+    return native.parse([str(path)])[0]
 
 
 def test_sadmind_on_the_port_portmap_announced(caps: dict[str, Path]) -> None:
@@ -93,7 +93,7 @@ def test_rpcbind_getaddr_and_dump_teach_udp_ports(caps: dict[str, Path]) -> None
 
 
 def test_no_rpc_in_dns_ntp_syslog_and_noise(caps: dict[str, Path]) -> None:
-    m, _events, stats = frame_loop.parse([str(caps["not_rpc_udp"])])
+    m, _events, stats = native.parse([str(caps["not_rpc_udp"])])
     assert stats.udp_packets > 450
     assert m.empty
 
@@ -103,7 +103,7 @@ def test_no_rpc_in_dns_ntp_syslog_and_noise(caps: dict[str, Path]) -> None:
     [
         (b"10.0.0.2.128.18", 32786),
         (b"fd00::5.3.255", 1023),
-        (b"::.0.111", 111),
+        (b"::.128.19", 32787),
         (b"0.0.0.0.8.1", 2049),
         (b"10.0.0.2.256.1", -1),
         (b"10.0.0.2.1", 2 * 256 + 1),  # "10.0.0" is the host part: still a port
@@ -112,26 +112,47 @@ def test_no_rpc_in_dns_ntp_syslog_and_noise(caps: dict[str, Path]) -> None:
         (b"", -1),
     ],
 )
-def test_uaddr_port(uaddr: bytes, port: int) -> None:
-    assert portmap.uaddr_port(uaddr) == port
+def test_uaddr_port(uaddr: bytes, port: int, tmp_path: Path) -> None:
+    """An rpcbind GETADDR answer's universal address (RFC 5665 §5.2.3.3: the
+    host, then the port's two bytes in decimal) names the port whose replies
+    are then kept without their call; a malformed one names none (a reply
+    from port 1, what the last number alone would give, is not kept)."""
+    cap = mc.Capture()
+    ask = mp.rpcb(mp.SADMIND, mp.SADMIND_VERS, b"udp", b"")
+    call = mc.rpc_call(0x5001, 3, ask, mp.PORTMAP, 3)  # RPCBPROC_GETADDR, v3
+    mp._pair(cap, call, mc.rpc_reply(0x5001, mc.opaque(uaddr)), mp.CPORT, mp.PORTMAP_PORT)
+    from_port = port if port > 0 else 1
+    reply = mc.udp_pkt(mc.SERVER, mc.CLIENT, from_port, mp.SADMIND_CPORT, mc.rpc_reply(0x5101))
+    cap.add(mc.eth(reply))
+    m = messages(cap.write(tmp_path / "getaddr.pcap"))
+    assert (0x5101 in set(m.xid)) == (port > 0)
+    assert list(m.xid[:2]) == [0x5001, 0x5001]  # the GETADDR call and its answer
 
 
-def test_strict_call_needs_a_whole_sane_header() -> None:
+def _strict(body: bytes, tmp_path: Path) -> bool:
+    """Is a datagram to an unknown port, not announced by a portmapper, taken
+    as an RPC call of an unknown program (the strict header test alone)?"""
+    cap = mc.Capture()
+    cap.add(mc.eth(mc.udp_pkt(mc.CLIENT, mc.SERVER, 906, mp.OTHER_PORT, body)))
+    m = messages(cap.write(tmp_path / "strict.pcap"))
+    return list(m.xid) == [int.from_bytes(body[:4], "big")]
+
+
+def test_strict_call_needs_a_whole_sane_header(tmp_path: Path) -> None:
     call = mc.rpc_call(1, 1, b"args", prog=100232, vers=10)
-    assert rpc.strict_call(call, len(call))
-    assert not rpc.strict_call(call[:60], 60)  # the verifier is not in the datagram
-    assert not rpc.strict_call(call, 60)
+    assert _strict(call, tmp_path)
+    assert not _strict(call[:60], tmp_path)  # the verifier is not in the datagram
     bad_sys = call[:36] + mc.u32(300) + call[40:]  # machine name over 255 bytes
-    assert not rpc.strict_call(bad_sys, len(call))
+    assert not _strict(bad_sys, tmp_path)
     zero_prog = call[:12] + mc.u32(0) + call[16:]
-    assert not rpc.strict_call(zero_prog, len(call))
+    assert not _strict(zero_prog, tmp_path)
     none_cred = mc.u32(7, 0, 2, 100232, 10, 1, 0, 0, 0, 0)
-    assert rpc.strict_call(none_cred, 40)
-    assert not rpc.strict_call(mc.u32(7, 0, 2, 100232, 10, 1, 0, 4, 0, 0, 0), 44)
-    assert not rpc.strict_call(mc.u32(7, 0, 2, 100232, 10, 1, 0, 0, 0, 8, 0, 0), 48)
+    assert _strict(none_cred, tmp_path)
+    assert not _strict(mc.u32(7, 0, 2, 100232, 10, 1, 0, 4, 0, 0, 0), tmp_path)
+    assert not _strict(mc.u32(7, 0, 2, 100232, 10, 1, 0, 0, 0, 8, 0, 0), tmp_path)
     gss = mc.u32(7, 0, 2, 100232, 10, 1, 6, 24, 1, 0, 5, 1) + mc.opaque(b"hand")
-    assert rpc.strict_call(gss + mc.u32(6, 4) + b"mic!", len(gss) + 12)
-    assert not rpc.strict_call(gss[:44] + mc.u32(4) + gss[48:] + mc.u32(6, 4) + b"mic!", 64)
+    assert _strict(gss + mc.u32(6, 4) + b"mic!", tmp_path)
+    assert not _strict(gss[:44] + mc.u32(4) + gss[48:] + mc.u32(6, 4) + b"mic!", tmp_path)
 
 
 # ---- datagrams given up with fragments missing ------------------------------------

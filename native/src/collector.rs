@@ -1,4 +1,4 @@
-//! Assembled messages -> rows (mirrors `parsers/collector.py`): the messages
+//! Assembled messages -> rows: the messages
 //! table as columns of interned values, calls remembered to name replies,
 //! events per kind (bounded), UDP ports learnt from portmap replies; the
 //! `Sink` the TCP reassembler and `tcp_state` hand messages and events to.

@@ -1,4 +1,4 @@
-//! NFS procedure decoding (mirrors `tests/oracle/decoders.py`; the procedures' own
+//! NFS procedure decoding (the dispatch by program and version; the procedures' own
 //! decoding is in nfs2.rs, nfs3.rs and nfs4.rs).  Names are not made here:
 //! Python names procedures and operations from its one table
 //! (protocol/procedures.py, protocol/nfs4.py OPERATIONS and CB_OPERATIONS),

@@ -1,4 +1,4 @@
-//! The transport layer (mirrors `tests/oracle/dissector.py`): mirror copies, TCP
+//! The transport layer: mirror copies, TCP
 //! connections and streams (handshake, windows and round trips through
 //! `tcp_state`, reassembly and record marking through `tcp`), UDP datagrams
 //! (fragments given up included), per-direction facts; messages and events go

@@ -1,4 +1,4 @@
-//! The frame loop (mirrors `tests/oracle/frame_loop.py`): captures opened and
+//! The frame loop: captures opened and
 //! merged, each frame handed to the `Dissector` (mirror copies skipped), then
 //! link -> IP (with fragment reassembly) -> UDP datagram or TCP segment.
 

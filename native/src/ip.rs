@@ -1,11 +1,11 @@
 //! IPv4 (RFC 791) and IPv6 (RFC 8200) headers, extension headers and fragment
-//! reassembly for both (mirrors `tests/oracle/ip.py`).
+//! reassembly for both (protocol numbers: tables.rs, from protocol/ip.py).
 
 use crate::maps::{HashMap, HashSet};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-// Protocol numbers, positions in a direction's facts (ip.py's F_*; F_CSUM_*:
+// Protocol numbers, positions in a direction's facts (stats.py's F_*; F_CSUM_*:
 // TCP/UDP checksums verified on a sample, CHECKSUM_SAMPLE packets of each
 // direction, and those found bad) and NO_TTL: generated.
 pub use crate::tables::{
@@ -242,8 +242,8 @@ pub type FragKey = (u8, Addr, Addr, u32, i32);
 /// (first ts, first frame, src, dst, ip id, fragments held, bytes held).
 pub type Lost = (i64, i64, Addr, Addr, u32, i64, i64);
 
-/// A datagram given up whose first fragment (offset 0) was captured (ip.py's
-/// `Reassembler.partial`).
+/// A datagram given up whose first fragment (offset 0) was captured
+/// (`Reassembler::partial`).
 pub struct Partial {
     pub ts_first: i64,
     pub ts_last: i64,
@@ -288,7 +288,7 @@ fn sorted_order(pieces: &[(i64, i64, Vec<u8>)]) -> Vec<usize> {
 
 /// Holds incomplete datagrams in the order they last received a fragment
 /// (`order`, by a stamp taken at each fragment), so the one that waited
-/// longest is the first: giving it up costs no search (ip.py's OrderedDict).
+/// longest is the first: giving it up costs no search (insertion order).
 pub struct Reassembler {
     timeout_ns: i64,
     max_pending: usize,

@@ -1,15 +1,16 @@
 //! nfstrace's parser: capture files -> ONC-RPC messages, as columns.
 //!
-//! The only dissector of the package.  It was ported line by line from the
-//! Python parser kept under tests/oracle/ (`frame_loop.py` and the modules it
-//! drives) as the tests' differential oracle: the two must give identical
-//! tables (tests/test_native.py).  Each module still mirrors the oracle module
-//! of its name (capture.rs: nfstrace/parsers/capture.py with pcap.py,
-//! pcapng.py and resync.py, and tests/oracle/reader.py; nfs4.rs: nfs4.py's
-//! named steps and COMPOUND walks, its step programs generated into
-//! nfs4_steps.rs; python.rs: the other side of nfstrace/parsers/native.py).  Every message's NFS fields are decoded here (NFSv2, v3, v4 and
-//! the v4 callbacks); Python builds the DataFrames and names procedures and
-//! operations.
+//! The only dissector of the package: the packet path (capture files, link
+//! layer, IP, TCP, RPC, NFS) is written here once.  It was ported from a Python
+//! dissector, now removed; the tests hold it to tshark, dpkt, crafted captures
+//! of known contents and golden records of its tables (tests/test_native.py).
+//! The facts it shares with Python (protocol numbers and names, ParseLimits'
+//! defaults and the parser's fixed bounds, event kinds, anomalies, column
+//! codes, the NFSv4 step programs) are generated from nfstrace/ into tables.rs
+//! and nfs4_steps.rs by native/generate_tables.py.  Every message's NFS fields
+//! are decoded here (NFSv2, v3, v4 and the v4 callbacks); Python builds the
+//! DataFrames and names procedures and operations (python.rs: the other side
+//! of nfstrace/parsers/native.py).
 
 pub mod capture;
 pub mod collector;

@@ -1,4 +1,4 @@
-//! NFSv2 procedure decoding (mirrors `tests/oracle/nfs2.py`): file handles, WRITE
+//! NFSv2 procedure decoding (RFC 1094; numbers from protocol/nfs2.py): file handles, WRITE
 //! and READ, and the status of every reply.  NFSv2 writes are always
 //! synchronous (RFC 1094 §2.2.10): FILE_SYNC.
 

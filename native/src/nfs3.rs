@@ -1,4 +1,6 @@
-//! NFSv3 procedure decoding (mirrors `tests/oracle/nfs3.py`).
+//! NFSv3 procedure decoding (RFC 1813): file handles, names, offsets, counts,
+//! stable_how and the reply's committed level and verifier; numbers and sizes
+//! from tables.rs (protocol/nfs3.py).
 
 use crate::decoders::Fields;
 use crate::tables::*;

@@ -1,9 +1,11 @@
-//! NFSv4.x COMPOUND and CB_COMPOUND decoding (mirrors `tests/oracle/nfs4.py`): the
-//! named steps (hand-written primitives, line by line as in Python) and the
-//! COMPOUND walks.
+//! NFSv4.x COMPOUND and CB_COMPOUND decoding (RFC 7530/7531, 8881/5662,
+//! 7862/7863, 8276): the combinators and named steps (hand-written primitives)
+//! and the COMPOUND walks.
 //! The step programs over each operation's arguments and results are generated
-//! from nfs4.py's tables into nfs4_steps.rs, and the protocol's numbers from
-//! `protocol/nfs4.py` into tables.rs (native/generate_tables.py).
+//! from nfstrace/protocol/nfs4_steps.py's tables into nfs4_steps.rs, calling the
+//! named steps here by name (`Named("open_args")` is `open_args`), and the
+//! protocol's numbers from `protocol/nfs4.py` into tables.rs
+//! (native/generate_tables.py).
 
 use crate::decoders::{Fields, Kind};
 use crate::nfs3::outcome;
@@ -22,7 +24,7 @@ type St<'a> = Fields<'a>;
 
 // ---- Combinators (the generated step programs call them) ----------------------------
 
-/// A counted array of variable items (nfs4._array_of); true when an item
+/// A counted array of variable items (nfs4_steps.ArrayOf); true when an item
 /// cannot be stepped over.
 fn array_of<'a>(
     x: &mut Xdr<'a>,
@@ -41,20 +43,20 @@ fn array_of<'a>(
     false
 }
 
-/// A counted array of fixed-size items (nfs4._array).
+/// A counted array of fixed-size items (nfs4_steps.Array).
 fn array(x: &mut Xdr, size: u64) {
     let n = x.u32() as u64;
     x.skip(n * size);
 }
 
-/// A union switched on a bool: TRUE -> an item of size bytes (nfs4._optional).
+/// A union switched on a bool: TRUE -> an item of size bytes (nfs4_steps.Optional).
 fn optional(x: &mut Xdr, size: u64) {
     if x.boolean() {
         x.skip(size);
     }
 }
 
-// ---- Named steps: nfs4.py's `_name` is `name` here, all of one signature -----------
+// ---- Named steps: nfs4_steps.py's `Named("name")`, all of one signature ------------
 // (`fn name<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool`, true = cannot step
 // over it), which the generator checks before it calls one.
 
@@ -498,7 +500,7 @@ fn cb_offload<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
 
 // ---- COMPOUND walks -------------------------------------------------------------------
 
-/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) call's arguments (nfs4._call).
+/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) call's arguments.
 pub(crate) fn compound_call<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
     let mut st = Fields {
         kind: if CB { Kind::CbCompound } else { Kind::Compound },
@@ -523,7 +525,7 @@ pub(crate) fn compound_call<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_
     st
 }
 
-/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) reply's results (nfs4._reply).
+/// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) reply's results.
 pub(crate) fn compound_reply<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
     let mut st = Fields {
         kind: if CB { Kind::CbCompound } else { Kind::Compound },
@@ -559,12 +561,12 @@ pub(crate) fn compound_reply<const CB: bool>(buf: &[u8], off: usize) -> Fields<'
     st
 }
 
-/// Walk a COMPOUND's argarray<> or (`results`) resarray<> (nfs4._walk_args /
-/// nfs4._walk_results): each operation's opcode into `st.ops` and, in a
+/// Walk a COMPOUND's argarray<> or (`results`) resarray<>: each operation's
+/// opcode into `st.ops` and, in a
 /// reply, the nfsstat4 every result union starts with into `st.statuses`;
 /// `step(op, status, x, st)` steps over its body, true when it cannot (no step
 /// known for op is one such case: the cursor is still good then, so the
-/// outcome is DECODE_PARTIAL, as Python's for an op not in its table).
+/// outcome is DECODE_PARTIAL).
 /// Returns the nfs_decode outcome.
 fn walk<'a>(
     x: &mut Xdr<'a>,

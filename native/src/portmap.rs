@@ -1,5 +1,5 @@
-//! UDP ports learnt from portmap / rpcbind answers (mirrors
-//! `tests/oracle/portmap.py`): GETPORT and DUMP (v2), GETADDR, GETVERSADDR and
+//! UDP ports learnt from portmap / rpcbind answers (RFC 1833; numbers from
+//! protocol/portmap.py): GETPORT and DUMP (v2), GETADDR, GETVERSADDR and
 //! DUMP (v3, v4).
 
 use crate::rpc::be32;

@@ -419,7 +419,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The generated tables' names (tests/test_rust_tables.py: the extension was
-    // built from the Python parser's current ones)
+    // built from the current Python definitions)
     m.add("EVENT_KINDS", EVENT_KIND_NAMES.to_vec())?;
     m.add("ANOMALIES", crate::tables::ANOMALY_NAMES.to_vec())?;
     Ok(())

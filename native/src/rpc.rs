@@ -1,5 +1,5 @@
 //! ONC RPC version 2 message header (RFC 5531 §9-§10) and record marking
-//! (§11); mirrors `tests/oracle/rpc.py`.  Knows no NFS.
+//! (§11); numbers from tables.rs (protocol/rpc.py).  Knows no NFS.
 
 // Protocol numbers and limits, and the reply_stat column codes: generated.
 use crate::tables::{
@@ -58,7 +58,7 @@ fn pad4(n: u32) -> usize {
 }
 
 /// Is buf (a UDP payload of wire_len bytes on the wire) a call header of any
-/// program? (rpc.py strict_call)
+/// program? (the strict call test)
 pub fn strict_call(buf: &[u8], wire_len: i64) -> bool {
     let n = buf.len();
     if n < MIN_CALL_LEN {
@@ -126,7 +126,7 @@ pub fn strict_call(buf: &[u8], wire_len: i64) -> bool {
     ((v + 8 + pad4(vlen)) as i64) <= wire_len
 }
 
-/// Is a UDP payload an RPC call? (rpc.py udp_call)
+/// Is a UDP payload an RPC call?
 pub fn udp_call(buf: &[u8], wire_len: i64, rpc_port: bool) -> bool {
     if plausible_call(buf, 0, true, (buf.len() as i64) < wire_len) {
         return true;
@@ -165,7 +165,7 @@ pub fn plausible_reply(buf: &[u8], pos: usize) -> bool {
     false
 }
 
-/// A decoded header (rpc.py's HEADER_FIELDS); -1 / None where absent.
+/// A decoded header; -1 / None where absent.
 /// `auth` is the flavour number (-1: '' in the table); `machine` the raw
 /// AUTH_SYS machine name bytes; `gss_service` the service number (-1: '').
 #[derive(Clone, Debug)]

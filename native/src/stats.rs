@@ -1,8 +1,7 @@
-//! What a parse saw, for the capture-quality report (mirrors
-//! `parsers/stats.py`): the frames and packets counted by layer
+//! What a parse saw, for the capture-quality report (handed to
+//! `parsers/stats.py`'s ParseStats): the frames and packets counted by layer
 //! (`FrameCounts`) and the named anomalies (stats.ANOMALIES, the generated
-//! `Anomaly`) with their counts, which the Python parser gathers in
-//! `dissector.Dissector.finish`.
+//! `Anomaly`) with their counts, gathered by `Dissector::finish`.
 
 use crate::dissector::Dissector;
 use crate::ip;

@@ -1,6 +1,32 @@
-//! TCP stream reassembly and ONC-RPC record marking (RFC 5531 §11); mirrors
-//! `tests/oracle/tcp.py` (read its docstring for the two state machines, the parts
-//! of a `HalfStream` and the resync acceptance rule).
+//! TCP stream reassembly and ONC-RPC record marking (RFC 5531 §11).
+//!
+//! One `HalfStream` per direction of a connection runs two small state machines:
+//!
+//! * ordering: segments are taken in sequence order; retransmitted bytes are
+//!   dropped (and counted), overlapping ones trimmed, early ones held until the
+//!   hole before them is filled.  A hole that stays open (past the limits in
+//!   `ParseLimits`) is declared lost and stepped over.
+//! * record marking: `Mark` (reading a 4-byte record mark) -> `Frag` (inside a
+//!   fragment of known length) -> `Mark` ...; `Resync` after losing the
+//!   framing; `Ignore` for a stream that never looked like RPC.
+//!
+//! Only the first `head_bytes` of each message are kept; the rest is counted.
+//! Bytes that were not captured (snaplen, lost segments) are stepped over by
+//! length, so a `-s 256` capture keeps every message whose header was captured.
+//!
+//! The two machines are a `HalfStream`'s `order` and `framing` parts, the
+//! message being assembled its `msg`; its other parts hold what the frame loop
+//! keeps per direction (dissector.rs, tcp_state.rs): IP counts (`ip`),
+//! handshake and windows (`win`: window scale and MSS, the bytes in flight
+//! against the peer's window, open zero-window / window-full stretches),
+//! data->ACK round trips (`rtt`), send gaps (`gaps`) and the ACKs whole
+//! messages wait for (`acks`).
+//!
+//! Resync acceptance (Zeek's rule, adapted): a position is a record start when
+//! the 4-byte mark gives a plausible fragment length and the bytes after it are
+//! a plausible call (RPC version 2, known program) or a plausible reply whose xid
+//! is an outstanding call in the other direction, or any plausible reply that
+//! starts a segment.
 
 use crate::ip::Addr;
 use crate::maps::HashMap;
@@ -8,8 +34,7 @@ use crate::rpc;
 use crate::tcp_state::ack_point;
 use std::collections::VecDeque;
 
-/// The record-marking state of one direction (tcp.py's MARK / FRAG / RESYNC /
-/// IGNORE, its docstring's state machine).
+/// The record-marking state of one direction (the module's second state machine).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Mode {
     /// reading a 4-byte record mark
@@ -87,7 +112,7 @@ pub struct Held {
     ip_frags: i64,
 }
 
-/// Sequence ordering of one direction (tcp.py's Ordering): the next byte
+/// Sequence ordering of one direction (the module's first state machine): the next byte
 /// expected and the segments held until the hole before them is filled.
 /// Mutated by `TcpReassembler`; the dissector reads `next_seq`.
 pub struct Ordering {
@@ -111,7 +136,7 @@ impl Default for Ordering {
     }
 }
 
-/// ONC-RPC record marking of one direction (tcp.py's Framing). Mutated by
+/// ONC-RPC record marking of one direction. Mutated by
 /// `TcpReassembler`; `tcp_state::watch` reads `mode`, the dissector `synced`.
 pub struct Framing {
     pub mode: Mode,
@@ -177,7 +202,7 @@ impl Default for Framing {
     }
 }
 
-/// The RPC message being assembled (tcp.py's Message), and where the last one
+/// The RPC message being assembled, and where the last one
 /// handed on ended. Mutated by `TcpReassembler`; the dissector reads
 /// `assembling` and `ts_last` / `frame_last`.
 pub struct Message {
@@ -222,7 +247,7 @@ impl Default for Message {
     }
 }
 
-/// The IP packets of one direction (tcp.py's IpFacts): counts and extremes,
+/// The IP packets of one direction: counts and extremes,
 /// and the facts slot of its address pair. Mutated by the dissector and
 /// `tcp_state::ip_extremes` / `retire`.
 pub struct IpFacts {
@@ -246,26 +271,47 @@ impl IpFacts {
     }
 }
 
-/// The handshake and the windows of one direction (tcp.py's WindowWatch, whose
-/// fields are explained there). Mutated by `tcp_state` and by the dissector on
-/// the peer's ACKs.
+/// The handshake and the windows of one direction (RFC 9293, RFC 7323):
+/// options of its SYN, the window scale and MSS in effect, its bytes in flight
+/// against the peer's window, open zero-window / window-full stretches.
+/// Mutated by `tcp_state` (`on_syn`, `watch`, `window_reached`,
+/// `close_stretches`) and by the dissector on the peer's ACKs (the peer's window).
 pub struct WindowWatch {
+    /// true while the slow path must look at every packet of this direction
+    /// (a handshake ACK is due or a zero-window stretch is open)
     pub watch: bool,
+    /// our peer's SYN-ACK seen, our ACK not yet
     pub handshake_ack_due: bool,
+    /// window scale in our SYN: -2 no SYN seen, -1 none offered
     pub syn_wscale: i64,
+    /// MSS option in our SYN / SYN-ACK (-1 none)
     pub syn_mss: i64,
+    /// the window in our SYN / SYN-ACK (never scaled)
     pub syn_window: i64,
+    /// shift applied to the windows we advertise (-1 unknown)
     pub wshift: i64,
+    /// largest segment the peer accepts (its MSS option)
     pub mss: i64,
+    /// our bytes in flight are checked against the peer's window
     pub wtrack: bool,
+    /// end of the highest byte sent (when wtrack, up to a full window)
     pub seq_hi: i64,
+    /// (when wtrack) the sequence number our data reaches when it fills the
+    /// peer's window within one MSS: peer's ack + window - mss
     pub wlimit: i64,
+    /// (when wtrack) the peer's last scaled window
     pub peer_wnd: i64,
+    /// the peer's ACK number and raw window wlimit was computed from (-1:
+    /// none), so that only a change recomputes it
     pub wack: i64,
     pub wwin: i64,
+    /// open stretch of a zero window we advertise: start time (-1 none),
+    /// frame, sequence number
     pub zw_since: i64,
     pub zw_frame: i64,
     pub zw_seq: i64,
+    /// open stretch of our data filling the peer's window: start time (-1
+    /// none), frame, sequence number, window
     pub wfull_since: i64,
     pub wfull_frame: i64,
     pub wfull_seq: i64,
@@ -299,7 +345,7 @@ impl Default for WindowWatch {
     }
 }
 
-/// Data->ACK round trips of one direction (tcp.py's RttWatch), one segment
+/// Data->ACK round trips of one direction, one segment
 /// timed at a time, of at most RTT_MAX_SEGMENT bytes. Mutated by the dissector
 /// and `tcp_state::ack_rtt_sample` / `retire`.
 pub struct RttWatch {
@@ -324,8 +370,8 @@ impl Default for RttWatch {
     }
 }
 
-/// Where this direction's last data segment left it, for the send gap after it
-/// (tcp.py's SendGaps). Mutated by the dissector; `tcp_state::send_gap` reads it.
+/// Where this direction's last data segment left it, for the send gap after it.
+/// Mutated by the dissector; `tcp_state::send_gap` reads it.
 pub struct SendGaps {
     /// time and frame of our last data segment (-1: none yet)
     pub last_ts: i64,
@@ -350,9 +396,9 @@ impl Default for SendGaps {
     }
 }
 
-/// What the peer acknowledged of this direction's data (tcp.py's Acks): its
+/// What the peer acknowledged of this direction's data: its
 /// highest ACK number and the whole messages waiting for their ACK. Mutated by
-/// `TcpReassembler::emit` (tcp.py leaves this to dissector.py's emit_tcp),
+/// `TcpReassembler::emit`,
 /// and by the dissector on the peer's ACKs.
 pub struct Acks {
     /// the peer's highest ACK number (-1: none yet)
@@ -377,7 +423,7 @@ impl Default for Acks {
     }
 }
 
-/// One direction of one TCP connection (tcp.py's HalfStream): who it is, and
+/// One direction of one TCP connection: who it is, and
 /// one part per concern.
 pub struct HalfStream {
     pub src: Addr,
@@ -1152,8 +1198,7 @@ impl TcpReassembler {
 
     /// Hand on the message assembled; `end`: the sequence number just past its
     /// last byte (-1: cut short, not waited for an ACK).  A whole message waits
-    /// for the peer's ACK of its last byte (tcp.py leaves this to dissector.py's
-    /// emit_tcp).
+    /// for the peer's ACK of its last byte.
     fn emit<S: Sink>(&mut self, hs: &mut HalfStream, complete: bool, end: i64, sink: &mut S) {
         hs.msg.assembling = false;
         hs.msg.end = end;

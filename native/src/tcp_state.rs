@@ -1,11 +1,11 @@
-//! TCP state beyond reassembly, for the transport events (mirrors
-//! `tests/oracle/tcp_state.py`): the handshake (MSS and window scale options, RFC
+//! TCP state beyond reassembly, for the transport events (numbers from
+//! protocol/tcp.py): the handshake (MSS and window scale options, RFC
 //! 9293 / RFC 7323), advertised windows (zero and full windows), data->ACK
 //! round trips, send gaps, and what a stream leaves in its direction's facts
 //! when it ends, called from the dissector's slow paths.  A function that only
 //! updates state takes the part of a `HalfStream` (tcp.rs) it changes; one that
 //! records events takes the stream (the events' subject) and the `Sink` they go
-//! to (the collector), as tcp_state.py's do.
+//! to (the collector).
 
 use crate::ip::{self, Facts};
 use crate::tables::{
@@ -228,10 +228,10 @@ pub(crate) fn window_reached(win: &mut WindowWatch, seq: i64, end: i64, ts: i64,
 }
 
 /// A SYN or SYN-ACK: handshake event, MSS and window scale in the `win` parts
-/// of `h` and its reverse `r` (tcp_state.on_syn).  True when both directions'
+/// of `h` and its reverse `r`.  True when both directions'
 /// shifts are known (window tracking on).  `h` and `r` are arena indices; they
 /// are the same stream when a host talks to itself on one port (each field is
-/// then read and written in the reference's order).
+/// then read and written in this order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn on_syn(
     col: &mut impl Sink,

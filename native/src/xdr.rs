@@ -1,4 +1,4 @@
-//! A small XDR (RFC 4506) cursor (mirrors `tests/oracle/xdr.py`): a read past the
+//! A small XDR (RFC 4506) cursor: a read past the
 //! end "poisons" it (`ok` false) and returns zeros; decoders check once.
 
 pub struct Xdr<'a> {
@@ -91,5 +91,5 @@ impl<'a> Xdr<'a> {
     }
 }
 
-/// Python's `1 << 30` default limit of Xdr.opaque / string / skip_opaque.
+/// The default limit of an opaque / string length (1 GiB: no limit in practice).
 pub const NO_LIMIT: u64 = 1 << 30;

@@ -6,8 +6,9 @@ Rust walks the capture through the RPC header and the NFS fields and hands
 back columns (numbers, and ids into tables of distinct values), every
 message's NFS fields decoded there; this module names them from the one Python
 truth (the procedure, NFSv4 and callback operation names and the flavour names
-of ``nfstrace.protocol``).  The tests compare it with the Python dissector kept
-under tests/oracle/ (tests/test_native.py).
+of ``nfstrace.protocol``).  The tests check it against tshark, dpkt,
+crafted captures of known contents and golden records of its tables
+(tests/test_native.py).
 """
 
 from __future__ import annotations
@@ -257,11 +258,11 @@ def _acked(cols: dict) -> np.ndarray:
 
 def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     if not cols["ts_first_ns"]:
-        return messages_frame([])  # the empty table exactly as the reference makes it
+        return messages_frame([])  # the empty table, typed (tables.messages_frame)
     addrs = _addr_texts(tables["addrs"])
     prog = _ints(cols, "prog", "i8")
     # vers and proc come unsigned (names are made from the real numbers); the
-    # table's int32 columns wrap them as the reference's astype does
+    # table's int32 columns wrap them (as numpy's astype does)
     vers = _ints(cols, "vers", "i8")
     proc = _ints(cols, "proc", "i8")
     data: dict[str, Any] = {
@@ -348,7 +349,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
         "length": _ints(cols, "length", "i8"),
         "duration_ns": _ints(cols, "duration_ns", "i8"),
     }
-    order = np.lexsort((data["frame"], data["ts_ns"]))  # stable, as the reference sorts
+    order = np.lexsort((data["frame"], data["ts_ns"]))  # stable: by time, then frame
     for name, col in data.items():
         if isinstance(col, _Strings):
             col.ids = col.ids[order]

@@ -479,7 +479,7 @@ def parse(
     progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, ParseStats]:
     """Dissect capture files with tshark; return (messages, events, stats), the
-    contract of ``nfstrace.parsers.frame_loop.parse``.  ``limits`` do not apply
+    contract of ``nfstrace.parsers.native.parse``.  ``limits`` do not apply
     (tshark keeps its own); events are empty (tshark's TCP analysis is not mapped)."""
     tshark = tshark_path()
     stats = ParseStats(files=[CaptureInfo(path=p) for p in paths])

@@ -56,6 +56,8 @@ AUTH_NAMES = {
 }
 # RPCSEC_GSS (RFC 2203): rpc_gss_service_t
 GSS_SERVICE_NAMES = {1: "none", 2: "integrity", 3: "privacy"}
+# ... the services whose procedure data is wrapped (§5.3.2), unreadable as a procedure's
+WRAPPED_SERVICES = frozenset(("integrity", "privacy"))
 GSS_DATA = 0
 
 MAX_AUTH_BYTES = 400  # §8.2: opaque_auth body is at most 400 bytes
