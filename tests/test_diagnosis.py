@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 
 import nfstrace
 from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS, PAIR_COLUMNS, PRECEDENCE
@@ -67,7 +67,7 @@ UDP_SLOW_SERVER = "v3-udp-py-w32k-srv5ms-d0-l0"
 
 @cache
 def trace(path: Path) -> nfstrace.Trace:
-    return nfstrace.load(path)
+    return load_sample(path)
 
 
 def test_every_visible_scenario_has_a_sample() -> None:
@@ -438,7 +438,7 @@ def test_server_side_udp_round_trip_is_the_round_trip(delay: str) -> None:
 def test_server_time_is_the_servers() -> None:
     """On a client-side capture through 10 ms, call->reply holds the round trip:
     the latency table's server time subtracts it; tshark's rpc.time stays beside it."""
-    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap")
+    t = load_sample(SAMPLES / "v3-tcp-nfscp-w64k-d10-l0.pcap")
     write = t.latency.set_index("op").loc["WRITE"]
     assert write["srt_p50_ms"] > 10 and write["server_p50_ms"] < 3
     assert write["srt_p50_ms"] - write["server_p50_ms"] == pytest.approx(
@@ -454,7 +454,7 @@ def test_file_sync_share_is_said() -> None:
     terminal and the HTML report, with the remedy that asks why."""
     from nfstrace.reports.html import render_report
 
-    t = nfstrace.load(CAUSE_SAMPLES / "v3-udp-py-w32k-filesync-d0-l0.pcap")
+    t = load_sample(CAUSE_SAMPLES / "v3-udp-py-w32k-filesync-d0-l0.pcap")
     server = next(f for f in t.diagnosis.findings if f.kind == "server")
     assert "of its 32 WRITEs the client asked 32 FILE_SYNC" in server.title
     assert "the `sync` mount option" in server.title
@@ -468,13 +468,13 @@ def test_capture_cut_mid_write_says_so(tmp_path: Path) -> None:
     data = (SAMPLES / "v3-udp-py-w32k-d10-l0.pcap").read_bytes()
     early = tmp_path / "early.pcap"
     early.write_bytes(data[:50_000])
-    d = nfstrace.load(early).diagnosis
+    d = load_sample(early).diagnosis
     assert d.findings[0].kind == "verdict" and d.findings[0].limits_conclusions
     assert d.verdict.text.startswith("no WRITE was answered in the capture")
     assert "ends mid-write" in d.verdict.text
     later = tmp_path / "later.pcap"
     later.write_bytes(data[:600_000])
-    d = nfstrace.load(later).diagnosis
+    d = load_sample(later).diagnosis
     assert d.budget.elapsed_ns > 0 and "ends mid-write" in d.verdict.text
 
 

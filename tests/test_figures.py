@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from conftest import SAMPLES, ground_truth
+from conftest import SAMPLES, ground_truth, load_sample
 
-import nfstrace
 from nfstrace.analysis.budget import CAUSES
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
@@ -532,7 +531,7 @@ def test_capture_strings_are_escaped_in_labels() -> None:
 def test_sample_capture_figures_match_ground_truth() -> None:
     capture = SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap"
     truth = ground_truth(capture)
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     tx = t.transactions
     progress = write_progress(tx)
     fig = fg.cumulative_transfer(progress, commits=commit_table(tx), t0_ns=t.overview.start_ns)
@@ -648,7 +647,7 @@ def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
 def test_tcp_retransmissions_are_marked_on_the_transfer() -> None:
     """TCP retransmissions were on no time plot (issue 18): each is marked on the
     cumulative transfer, at the curve's height at its time."""
-    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    t = load_sample(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
     from nfstrace.analysis.writes import write_progress
 
     ev = t.events[t.events["kind"].astype(str) == "tcp_retransmission"]

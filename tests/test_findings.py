@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 
 import nfstrace
 from nfstrace.analysis.findings import Finding
@@ -67,7 +67,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _kinds_of_capture(path: Path) -> frozenset[str]:
     """What the analysis modules say of a capture (their notes; the diagnosis
     picks from them: test_diagnosis.py)."""
-    return frozenset(f.kind for f in nfstrace.load(path).diagnosis.notes)
+    return frozenset(f.kind for f in load_sample(path).diagnosis.notes)
 
 
 def _unexplained_stall() -> frozenset[str]:

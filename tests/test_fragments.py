@@ -9,9 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import tshark_ref
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 
-import nfstrace
 from nfstrace.analysis.fragments import DIRECTION_COLUMNS, _by_rpc, analyze_fragments
 from nfstrace.jsonable import jsonable
 
@@ -21,7 +20,7 @@ FRAGMENT_FILTER = "ip.flags.mf==1 or ip.frag_offset>0"
 
 
 def fragments(path: Path):
-    t = nfstrace.load(path)
+    t = load_sample(path)
     return analyze_fragments(t.messages, t.stats, t.events)
 
 

@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import tshark_ref
-from conftest import SAMPLES, ground_truth
+from conftest import SAMPLES, ground_truth, load_sample
 
-import nfstrace
 from nfstrace.analysis.model import (
     PARAMETERS,
     _commit_server_seconds_per_byte,
@@ -380,7 +379,7 @@ SMALL_FRAME = 300  # bytes of IP datagram: a trivial RPC, never queued behind a 
 
 @cache
 def lab(capture: Path, with_events: bool = True):
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     events = t.events if with_events else None
     return fit_model(t.transactions, events, capture_point="client", messages=t.messages)
 
@@ -577,7 +576,7 @@ def test_commit_time_per_byte_counts_each_files_writes_since_its_last_commit() -
 def _without_handshakes(capture: Path, capture_point: str):
     """The model as on a capture started after the connections opened (their
     handshake events removed)."""
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     events = t.events[~t.events["kind"].isin(HANDSHAKE_KINDS)]
     return fit_model(t.transactions, events, capture_point=capture_point, messages=t.messages)
 
@@ -614,7 +613,7 @@ def test_data_ack_t_prop_on_crafted_mid_stream_capture(tmp_path: Path) -> None:
     """No handshake, one GETATTR: the smallest data->ACK round trip of the client's data
     (a re-sent segment and a TSO burst not timed) halves to T_prop."""
     path = mf.build_ack_rtt(tmp_path)["ack_rtt"]
-    t = nfstrace.load(path)
+    t = load_sample(path)
     q = assess_capture(t.messages, t.transactions, t.events, t.stats)
     assert q.capture_point == "client"
     r = fit_model(t.transactions, t.events, capture_point=q.capture_point)
@@ -630,11 +629,11 @@ def test_model_that_misses_the_measured_rate_gives_no_advice() -> None:
     """A slow server (8 ms in each WRITE) is outside the model's terms: its
     prediction is far above the measured rate, so it says so and prices no remedy;
     a rate-limited link is inside them: the prediction fits and the advice stands."""
-    slow = nfstrace.load(CAUSES / "v3-tcp-nfsrs-w64k-srv8ms-d0-l0.pcap").diagnosis
+    slow = load_sample(CAUSES / "v3-tcp-nfsrs-w64k-srv8ms-d0-l0.pcap").diagnosis
     assert slow.model.prediction_ratio > 10 and not slow.model.fits
     assert slow.model.dominant_text.startswith("the model does not account for the measured")
     assert "help most" not in slow.model.dominant_text
-    link = nfstrace.load(CAUSES / "v3-tcp-nfsrs-w1m-rate50mbit-d0-l0.pcap").diagnosis
+    link = load_sample(CAUSES / "v3-tcp-nfsrs-w1m-rate50mbit-d0-l0.pcap").diagnosis
     assert link.model.fits and link.model.prediction_ratio == pytest.approx(1.0, abs=0.1)
     assert link.model.dominant == "T_ser" and "a faster link" in link.model.dominant_text
     assert jsonable(link.model)["fits"] is True
@@ -646,7 +645,7 @@ def test_round_trip_remedy_priced_by_the_counterfactual() -> None:
     WRITE at a time (nfs-rs over v4.1) gains far more than 16 in flight."""
     gains = {}
     for name in ("v41-tcp-nfsrs-w64k-d10-l0", "v3-tcp-nfscp-w64k-d10-l0"):
-        d = nfstrace.load(CAUSES / f"{name}.pcap").diagnosis
+        d = load_sample(CAUSES / f"{name}.pcap").diagnosis
         assert d.verdict.primary == "round_trip"
         rt = next(f for f in d.findings if f.kind == "round_trip")
         gain = rt.details["speedup_if_removed"]
@@ -660,7 +659,7 @@ def test_t_op_from_small_metadata_rpcs_without_trivial_ones() -> None:
     """An NFSv4.1 client that sends two GETATTRs and no other trivial RPC: T_op
     from its small metadata compounds (OPEN, LAYOUTGET, CLOSE ...), never from the
     WRITEs or COMMITs being predicted."""
-    t = nfstrace.load(CAUSES / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
+    t = load_sample(CAUSES / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
     tx = t.transactions
     trivial = tx[tx["op"].isin(["GETATTR", "SEQUENCE", "NULL", "ACCESS"])]
     assert len(trivial) < 3

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 from typer.testing import CliRunner
 
 import nfstrace
@@ -31,7 +31,7 @@ MBIT = re.compile(r"([\d,]+\.\d) Mbit/s")
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
 def test_written_is_the_verdicts_figure_everywhere(capture: Path, tmp_path: Path) -> None:
-    trace = nfstrace.load(capture)
+    trace = load_sample(capture)
     budget = trace.diagnosis.budget
     activity = write_activity(budget.pairs)
     calls = trace.overview.write

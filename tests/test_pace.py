@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import LAB_CAPTURES, SAMPLES, ground_truth
+from conftest import LAB_CAPTURES, SAMPLES, ground_truth, load_sample
 
 import nfstrace
 from nfstrace.analysis import pace
@@ -37,13 +37,13 @@ US = 1_000
 
 @cache
 def _trace(path: Path) -> nfstrace.Trace:
-    return nfstrace.load(path)
+    return load_sample(path)
 
 
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nfstrace.Trace]:
     paths = mw.build_all(tmp_path_factory.mktemp("writes"))
-    return {name: nfstrace.load(path) for name, path in paths.items()}
+    return {name: load_sample(path) for name, path in paths.items()}
 
 
 # ---- the step function on a hand-made table ---------------------------------------

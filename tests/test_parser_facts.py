@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
-from conftest import FULL_CAPTURES, SAMPLES
+from conftest import FULL_CAPTURES, SAMPLES, load_sample
 
 import nfstrace
 from nfstrace.config import ParseLimits
@@ -40,7 +40,7 @@ TX_KEY = ["client", "server", "xid", "op", "n_calls", "n_replies", "t_call_ns", 
 
 
 def test_mirror_duplicates_are_skipped(frames) -> None:
-    plain, mirror = nfstrace.load(frames["plain"]), nfstrace.load(frames["mirror"])
+    plain, mirror = load_sample(frames["plain"]), load_sample(frames["mirror"])
     n = plain.stats.frames
     assert plain.stats.duplicate_frames == 0 and len(kinds(plain, "frame_duplicate")) == 0
     assert mirror.stats.frames == 2 * n
@@ -68,7 +68,7 @@ def test_duplicate_window_zero_turns_the_check_off(frames) -> None:
 
 
 def test_handshake_events(frames) -> None:
-    t = nfstrace.load(frames["plain"])
+    t = load_sample(frames["plain"])
     hs = t.events[t.events.kind.isin(["tcp_syn", "tcp_syn_ack", "tcp_handshake_ack"])]
     got = list(zip(hs.kind, hs.ts_ns, hs.frame, hs.sport, hs.seq, strict=True))
     assert got == [
@@ -80,7 +80,7 @@ def test_handshake_events(frames) -> None:
 
 
 def test_handshakes_on_the_lab_capture_match_tshark() -> None:
-    t = nfstrace.load(LOSSY)
+    t = load_sample(LOSSY)
     rows = tshark_ref.fields(str(LOSSY), ["frame.number", "tcp.flags"], "tcp.flags.syn==1")
     syn = [int(f) for f, flags in rows if int(flags, 16) & 0x12 == 0x02]
     syn_ack = [int(f) for f, flags in rows if int(flags, 16) & 0x12 == 0x12]
@@ -95,7 +95,7 @@ def test_handshakes_on_the_lab_capture_match_tshark() -> None:
 
 def test_direction_facts_against_tshark() -> None:
     path = SAMPLES / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap"
-    t = nfstrace.load(path)
+    t = load_sample(path)
     rows = tshark_ref.fields(str(path), ["ip.src", "ip.len", "ip.ttl"], "ip")
     for d in t.stats.directions:
         mine = [(int(n), int(ttl)) for s, n, ttl in rows if s == d.src]
@@ -108,7 +108,7 @@ def test_direction_facts_against_tshark() -> None:
 
 
 def test_direction_ttl(frames) -> None:
-    t = nfstrace.load(frames["point_server"])
+    t = load_sample(frames["point_server"])
     ttl = {(d.src, d.dst): (d.ttl_min, d.ttl_max) for d in t.stats.directions}
     assert ttl == {(mf.CLIENT, mf.SERVER): (63, 63), (mf.SERVER, mf.CLIENT): (64, 64)}
 
@@ -117,7 +117,7 @@ def test_direction_ttl(frames) -> None:
 
 
 def test_zero_window_is_one_stretch(frames) -> None:
-    t = nfstrace.load(frames["zero_window"])
+    t = load_sample(frames["zero_window"])
     zw = kinds(t, "tcp_zero_window")
     start, end = mf.ZERO_WINDOW_US
     assert zw[["ts_ns", "duration_ns", "src"]].values.tolist() == [
@@ -126,7 +126,7 @@ def test_zero_window_is_one_stretch(frames) -> None:
 
 
 def test_window_full_stretches(frames) -> None:
-    t = nfstrace.load(frames["window_full"])
+    t = load_sample(frames["window_full"])
     wf = kinds(t, "tcp_window_full")
     assert [(s, s + d) for s, d in zip(wf.ts_ns, wf.duration_ns, strict=True)] == [
         (at(a), at(b)) for a, b in mf.FULL_STRETCHES_US
@@ -136,13 +136,13 @@ def test_window_full_stretches(frames) -> None:
 
 
 def test_window_full_needs_the_handshake(frames) -> None:
-    t = nfstrace.load(frames["window_unknown"])
+    t = load_sample(frames["window_unknown"])
     assert len(kinds(t, "tcp_window_full")) == 0
     assert (t.stats.tcp_connections, t.stats.tcp_window_scale_unknown) == (1, 1)
 
 
 def test_lab_capture_without_stretches() -> None:
-    t = nfstrace.load(SAMPLES / "v3-udp-py-w32k-d0-l0.pcap")
+    t = load_sample(SAMPLES / "v3-udp-py-w32k-d0-l0.pcap")
     assert len(t.events) == 0
 
 
@@ -150,14 +150,14 @@ def test_lab_capture_without_stretches() -> None:
 
 
 def test_tcp_retransmission_event(frames) -> None:
-    t = nfstrace.load(frames["tcp_retransmission"])
+    t = load_sample(frames["tcp_retransmission"])
     rt = kinds(t, "tcp_retransmission")
     assert rt[["frame", "ts_ns", "length"]].values.tolist() == [[7, at(200_500), mf.MSS]]
     assert t.transactions.n_calls.tolist() == [1]
 
 
 def test_lossy_capture_tcp_retransmissions_are_the_dropped_segments() -> None:
-    t = nfstrace.load(LOSSY)
+    t = load_sample(LOSSY)
     drops = [json.loads(x) for x in LOSSY.with_suffix(".drops.jsonl").read_text().splitlines()]
     dropped = sorted(d["seq"] for d in drops if d["dir"] == "c2s" and d["payload"])
     rt = kinds(t, "tcp_retransmission")
@@ -170,7 +170,7 @@ def test_lossy_capture_tcp_retransmissions_are_the_dropped_segments() -> None:
 
 @pytest.mark.parametrize("capture", FULL_CAPTURES, ids=lambda p: p.name)
 def test_events_table_shape(capture: Path) -> None:
-    ev = nfstrace.load(capture).events
+    ev = load_sample(capture).events
     assert list(ev.columns) == list(EVENT_COLUMNS)
     assert set(ev.kind) <= set(EVENT_KINDS)
     assert ev.ts_ns.is_monotonic_increasing

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth
+from conftest import FULL_CAPTURES, S256_CAPTURES, SAMPLES, ground_truth, load_sample
 
-import nfstrace
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.analysis.quality import (
     ACK_RTT_COLUMNS,
@@ -42,7 +41,7 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def quality(path: Path):
-    t = nfstrace.load(path)
+    t = load_sample(path)
     return assess_capture(t.messages, t.transactions, t.events, t.stats)
 
 
@@ -102,7 +101,7 @@ def test_coarse_clock_timing_votes_abstain(damage) -> None:
     """10 ms timestamps: SYN and SYN-ACK on one tick (the handshake said
     "server", strong) and each call with its reply (0 µs: the pace said
     "server"): the timing votes abstain, saying why; nothing else decides."""
-    t = nfstrace.load(damage["coarse_clock"])
+    t = load_sample(damage["coarse_clock"])
     assert clock_step_ns(t.messages, t.events) == COARSE_CLOCK_NS
     q = assess_capture(t.messages, t.transactions, t.events, t.stats)
     assert q.capture_point == "unknown"
@@ -113,7 +112,7 @@ def test_coarse_clock_timing_votes_abstain(damage) -> None:
 
 
 def test_clock_step_of_fine_captures(frames) -> None:
-    t = nfstrace.load(frames["point_client"])
+    t = load_sample(frames["point_client"])
     assert clock_step_ns(t.messages, t.events) < COARSE_CLOCK_NS
 
 
@@ -242,7 +241,7 @@ def test_gaps_count_the_calls_outstanding_through_them(consistent: bool) -> None
 def test_data_ack_round_trips_mid_stream(frames) -> None:
     """No handshake: the smallest data->ACK round trip per direction (not the re-sent
     segment's nor the TSO burst's quicker ACKs), and the capture point they vote for."""
-    t = nfstrace.load(frames["ack_rtt"])
+    t = load_sample(frames["ack_rtt"])
     rtt = ack_round_trips(t.events, t.transactions)
     assert list(rtt.columns) == list(ACK_RTT_COLUMNS)
     assert rtt.values.tolist() == [
@@ -262,7 +261,7 @@ def test_data_ack_round_trips_mid_stream(frames) -> None:
     ids=lambda p: p.name,
 )
 def test_data_ack_vote_agrees_with_the_handshakes(capture: Path) -> None:
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     q = assess_capture(t.messages, t.transactions, t.events, t.stats)
     votes = q.evidence.set_index("method")["vote"]
     assert votes["ack"] == votes["handshake"] == q.capture_point
@@ -300,7 +299,7 @@ def test_a_clean_capture_is_one_line_in_every_report() -> None:
     from nfstrace.reports.html import render_report
     from nfstrace.reports.markdown import render_markdown
 
-    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap")
+    t = load_sample(SAMPLES / "v3-tcp-nfscp-w1m-d0-l0.pcap")
     line = clean_capture_text(t.stats)
     assert line is not None and line.startswith("nothing missed, cut or damaged: 761 TCP segments")
     section = _capture_section(render_report(t, t.diagnosis))
@@ -314,7 +313,7 @@ def test_a_lossy_capture_gives_every_count() -> None:
     from nfstrace.analysis.quality import clean_capture_text
     from nfstrace.reports.html import render_report
 
-    t = nfstrace.load(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
+    t = load_sample(SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
     assert clean_capture_text(t.stats) is None
     section = _capture_section(render_report(t, t.diagnosis))
     retx = t.stats.tcp["retransmitted"]

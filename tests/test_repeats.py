@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
-from conftest import SAMPLES, ground_truth
+from conftest import SAMPLES, ground_truth, load_sample
 
-import nfstrace
 from nfstrace.analysis.repeats import RETRANSMISSION_COLUMNS, analyze_repeats
 from nfstrace.jsonable import jsonable
 
@@ -31,7 +30,7 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def repeats(path: Path):
-    t = nfstrace.load(path)
+    t = load_sample(path)
     return analyze_repeats(t.transactions, t.events, t.stats)
 
 
@@ -77,7 +76,7 @@ def test_tcp_repeat_is_not_an_rpc_retransmission(frames) -> None:
 def test_mirror_duplicates_are_not_repeats(frames) -> None:
     r = repeats(frames["mirror"])
     plain = repeats(frames["plain"])
-    assert r.mirror_duplicates == nfstrace.load(frames["plain"]).stats.frames
+    assert r.mirror_duplicates == load_sample(frames["plain"]).stats.frames
     assert (r.retransmitted_calls, r.tcp_retransmitted_segments, r.duplicate_replies) == (0, 0, 0)
     assert kinds(r) == {"mirror_duplicates"} and kinds(plain) == set()
 
@@ -151,7 +150,7 @@ def test_every_call_whose_fragment_was_dropped_is_a_retransmission() -> None:
     # the RPC header) arrived: the call is kept cut short, and then it is re-sent
     # there too; a first send whose first fragment was dropped is not seen there
     server_side = LOSSY_UDP.with_name(LOSSY_UDP.name.replace(".pcap", ".server-side.pcap"))
-    t = nfstrace.load(server_side)
+    t = load_sample(server_side)
     cut = t.messages[(t.messages.msgtype == "call") & t.messages.truncated]
     assert set(cut.xid) <= dropped_xids
     assert set(repeats(server_side).retransmissions.xid) == set(cut.xid)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 from report_page import plotly_copies
 from test_figures import (
     CLIENT,
@@ -33,7 +33,6 @@ from test_figures import (
     write_trace,
 )
 
-import nfstrace
 from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS
 from nfstrace.analysis.findings import Finding
 from nfstrace.reports import figures as fg
@@ -52,7 +51,7 @@ XSS = "<script>alert(1)</script>"
 
 @pytest.fixture(scope="module")
 def round_trip() -> Trace:
-    trace = nfstrace.load(ROUND_TRIP_CAPTURE)
+    trace = load_sample(ROUND_TRIP_CAPTURE)
     assert trace.diagnosis.verdict.primary == "round_trip"  # the capture's known answer
     return trace
 
@@ -60,7 +59,7 @@ def round_trip() -> Trace:
 @pytest.fixture(scope="module")
 def two_mounts(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     paths = make_causes.build_all(tmp_path_factory.mktemp("causes"))
-    trace = nfstrace.load(paths["two_mounts"])
+    trace = load_sample(paths["two_mounts"])
     assert len(trace.diagnosis.budget.pairs) == 2
     return trace
 
@@ -417,7 +416,7 @@ def test_report_without_a_budget() -> None:
 def test_report_of_a_capture_without_writes(tmp_path: Path) -> None:
     from test_report_browser import xss_capture  # LOOKUPs only: metadata traffic
 
-    trace = nfstrace.load(xss_capture(tmp_path / "lookups.pcap"))
+    trace = load_sample(xss_capture(tmp_path / "lookups.pcap"))
     budget = trace.diagnosis.budget
     assert budget is not None and budget.pairs.empty
     text = render_report(trace, trace.diagnosis)
@@ -459,7 +458,7 @@ def test_events_are_grouped_by_kind_with_the_stalls_first() -> None:
     """The events (issue 18: 153 tcp_window_full rows with the stalls buried among
     them): a summary by kind -- what cost time first, then the parser's events,
     busiest first -- and each kind's rows in a collapsed block, the stalls open."""
-    t = nfstrace.load(SAMPLES / "causes" / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
+    t = load_sample(SAMPLES / "causes" / "v41-tcp-nfsrs-w1m-pause200ms-d0-l0.pcap")
     text = render_report(t, t.diagnosis)
     start = text.index('<table class="sortable" id="events"')
     summary = text[start : text.index("</table>", start)]

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 from report_page import plotly_copies
 from test_figures import full_diagnosis, synthetic_trace, write_trace
 
-import nfstrace
 from nfstrace.comparison import compare
 from nfstrace.reports import figures as fg
 from nfstrace.reports.html import (
@@ -46,7 +45,7 @@ LIMIT = 1_000_000  # bytes
     ids=lambda p: p.stem,
 )
 def test_a_typical_report_is_at_most_1_mb(capture: Path) -> None:
-    trace = nfstrace.load(capture)
+    trace = load_sample(capture)
     page = render_report(trace, trace.diagnosis)
     size = len(page.encode("utf-8"))
     assert size <= LIMIT, size
@@ -59,8 +58,8 @@ def test_a_typical_report_is_at_most_1_mb(capture: Path) -> None:
 
 
 def test_the_comparison_is_at_most_1_mb() -> None:
-    slow = nfstrace.load(SAMPLES / "causes" / "v3-tcp-nfscp-w64k-d10-l0.pcap")
-    fast = nfstrace.load(SAMPLES / "causes" / "v3-tcp-nfscp-w64k-d0-l0.pcap")
+    slow = load_sample(SAMPLES / "causes" / "v3-tcp-nfscp-w64k-d10-l0.pcap")
+    fast = load_sample(SAMPLES / "causes" / "v3-tcp-nfscp-w64k-d0-l0.pcap")
     assert len(render_comparison(compare(slow, fast)).encode("utf-8")) <= LIMIT
 
 

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 import tshark_ref
-from conftest import FULL_CAPTURES, S256_CAPTURES, ground_truth
-
-import nfstrace
+from conftest import FULL_CAPTURES, S256_CAPTURES, ground_truth, load_sample
 
 KEY = ["xid", "msgtype", "prog", "vers", "proc"]
 
 
 def _ours(path: Path) -> set[tuple]:
-    m = nfstrace.load(path).messages
+    m = load_sample(path).messages
     return set(zip(m.frame_last, *(m[c].astype(object) for c in KEY), strict=True))
 
 
@@ -36,10 +34,10 @@ def test_every_rpc_message_matches_tshark(capture: Path) -> None:
     theirs = set(tshark_ref.rpc_messages(str(capture)).itertuples(index=False, name=None))
     ours = _ours(capture)
     assert theirs, "tshark found no RPC: the comparison would be empty"
-    m = nfstrace.load(capture).messages
+    m = load_sample(capture).messages
     cut = m[(m.transport == "udp") & (m.msgtype == "call") & m.truncated]
     partial = set(zip(cut.frame_last, *(cut[c].astype(object) for c in KEY), strict=True))
-    assert len(partial) <= nfstrace.load(capture).stats.ip_datagrams_incomplete
+    assert len(partial) <= load_sample(capture).stats.ip_datagrams_incomplete
     assert ours - partial == theirs
 
 
@@ -47,7 +45,7 @@ def test_every_rpc_message_matches_tshark(capture: Path) -> None:
 def test_frames_match_ground_truth(capture: Path) -> None:
     gt = ground_truth(capture)
     (cap,) = [c for c in gt["captures"] if c["file"] == capture.name]
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     assert t.stats.frames == cap["packets_captured"]
     # nothing cut but the calls of UDP datagrams that lost a later fragment
     cut = t.messages[t.messages.truncated]
@@ -65,8 +63,8 @@ def test_snaplen_256_keeps_every_message(capture: Path) -> None:
     Deliberate difference from tshark: tshark cannot reassemble the cut
     WRITE calls and reports each in its first frame; we report the frame
     where the message really ends (as in the full capture)."""
-    full = nfstrace.load(str(capture).replace(".s256", "")).messages
-    cut = nfstrace.load(capture).messages
+    full = load_sample(str(capture).replace(".s256", "")).messages
+    cut = load_sample(capture).messages
     cols = ["frame_first", "frame_last", *KEY, "rpc_len"]
     assert len(cut) == len(full)
     assert cut[cols].astype(object).values.tolist() == full[cols].astype(object).values.tolist()
@@ -83,7 +81,7 @@ def test_snaplen_256_keeps_every_message(capture: Path) -> None:
 def test_s256_finds_every_write_call_of_the_ground_truth() -> None:
     for capture in S256_CAPTURES:
         gt = ground_truth(capture)
-        m = nfstrace.load(capture).messages
+        m = load_sample(capture).messages
         calls = m[(m.prog == 100003) & (m.msgtype == "call")]
         if gt["nfs_version"] == "3":
             assert (calls.proc == 7).sum() == gt["client"]["expected_write_rpcs"]
@@ -97,7 +95,7 @@ def test_udp_calls_match_client_log(samples: Path) -> None:
     for log in samples.glob("*.client-rpclog.jsonl"):
         capture = samples / log.name.replace(".client-rpclog.jsonl", ".pcap")
         sent = [json.loads(line) for line in log.read_text().splitlines()]
-        m = nfstrace.load(capture).messages
+        m = load_sample(capture).messages
         calls = m[m.msgtype == "call"].groupby("xid").size()
         expected = {r["xid"]: len(r["sends"]) for r in sent}
         assert calls.to_dict() == expected
@@ -107,7 +105,7 @@ def test_udp_calls_match_client_log(samples: Path) -> None:
 
 
 def test_udp_fragments_counted(samples: Path) -> None:
-    t = nfstrace.load(samples / "v3-udp-py-w32k-d0-l0.pcap")
+    t = load_sample(samples / "v3-udp-py-w32k-d0-l0.pcap")
     writes = t.messages[(t.messages.proc == 7) & (t.messages.msgtype == "call")]
     # a 32 KiB WRITE at MTU 1500 travels in 23 fragments
     assert (writes.ip_frags == 23).all()
@@ -119,7 +117,7 @@ def test_udp_fragments_counted(samples: Path) -> None:
 def test_lossy_tcp_server_side_reorders(samples: Path) -> None:
     """The server-side capture of a lossy run has holes filled by later
     retransmissions: out-of-order segments are held, nothing is lost."""
-    t = nfstrace.load(samples / "v3-tcp-nfscp-w64k-d2-l0.5.server-side.pcap")
+    t = load_sample(samples / "v3-tcp-nfscp-w64k-d2-l0.5.server-side.pcap")
     gt = ground_truth(samples / "v3-tcp-nfscp-w64k-d2-l0.5.pcap")
     assert t.stats.tcp["out_of_order"] > 0
     assert t.stats.tcp["holes"] == 0

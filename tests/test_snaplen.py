@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import load_sample
 from typer.testing import CliRunner
 
 import nfstrace
@@ -74,7 +75,7 @@ def _load(name: str, snaplen: int = 0) -> nfstrace.Trace:
     if snaplen:
         twins = Path(_twins()) / f"{name.replace('/', '_')}.s{snaplen}.pcap"
         src = twins if twins.exists() else cut(src, twins, snaplen)
-    return nfstrace.load(src)
+    return load_sample(src)
 
 
 @cache
@@ -145,7 +146,7 @@ def test_crafted_unframed_records(tmp_path: Path) -> None:
     """tests/crafted/make_crafted.py build_snaplen_unframed: each way of
     inferring, with the codes that say so."""
     paths = mc.build_snaplen_unframed(tmp_path)
-    t = nfstrace.load(paths["snaplen_unframed_96"])
+    t = load_sample(paths["snaplen_unframed_96"])
     kinds = t.events["kind"].astype(str)
     assert (kinds == "rpc_unframed").sum() == 3  # two on the calls' side, one on the replies'
     assert (kinds == "rpc_unframed_record").sum() == 4  # WRITEs 0xB02-0xB04, reply 0xB03
@@ -163,7 +164,7 @@ def test_crafted_unframed_records(tmp_path: Path) -> None:
         assert w.loc[x, "write_bytes"] == pytest.approx(mc.CUT_WRITE, rel=1e-3)
     assert w.loc[0xB07, "write_bytes"] == pytest.approx(mc.CUT_WRITE_SHORT, rel=1e-2)
     # -s 128 keeps the replies whole: read, not inferred (a WRITE3resok's exact shape)
-    t = nfstrace.load(paths["snaplen_unframed_128"])
+    t = load_sample(paths["snaplen_unframed_128"])
     w = _writes(t).set_index("xid")
     assert w.loc[0xB02, "inferred"] == "call_record" and w.loc[0xB02, "reply_count"] == 8192
     assert w.loc[0xB07, "inferred"] == "" and w.loc[0xB07, "write_bytes"] == 4096
@@ -255,8 +256,8 @@ def test_a_cut_server_capture_still_says_server(tmp_path: Path) -> None:
     wait for the reply, not a round trip of the call's sending (before: 96%
     round trip, 'no problem found')."""
     src = SAMPLES / "snaplen/v41-tcp-nfsrs-w64k-srv4ms-d3-l0.first700.pcap"
-    full = nfstrace.load(src).diagnosis
-    short = nfstrace.load(cut(src, tmp_path / "s256.pcap", 256)).diagnosis
+    full = load_sample(src).diagnosis
+    short = load_sample(cut(src, tmp_path / "s256.pcap", 256)).diagnosis
     assert full.verdict.primary == short.verdict.primary == "server"
     shares = [d.budget.shares() for d in (full, short)]
     for cause in ("server", "round_trip"):
@@ -273,7 +274,7 @@ def test_the_window_a_loss_cut_seen_at_the_server() -> None:
     now 15%, as a capture at the client of the same run says 12%)."""
     src = SAMPLES / "snaplen/v3-tcp-nfscp-w1m-d0-l0.5.server-side.first6000.s256.pcap"
     measured = json.loads(src.with_suffix(".json").read_text())["cause"]["measured"]
-    d = nfstrace.load(src).diagnosis
+    d = load_sample(src).diagnosis
     assert d.quality.capture_point == "server"
     assert d.verdict.primary == "loss_recovery"
     share = d.budget.shares()["loss_recovery"]

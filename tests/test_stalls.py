@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LAB_CAPTURES, SAMPLES, ground_truth
+from conftest import LAB_CAPTURES, SAMPLES, ground_truth, load_sample
 
 import nfstrace
 from nfstrace.analysis.stalls import (
@@ -35,13 +35,13 @@ US, MS = 1_000, 1_000_000
 
 @cache
 def _trace(path: Path) -> nfstrace.Trace:
-    return nfstrace.load(path)
+    return load_sample(path)
 
 
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nfstrace.Trace]:
     paths = mw.build_all(tmp_path_factory.mktemp("writes"))
-    return {name: nfstrace.load(path) for name, path in paths.items()}
+    return {name: load_sample(path) for name, path in paths.items()}
 
 
 def _stalls(trace: nfstrace.Trace):

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import load_sample
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
@@ -48,7 +49,7 @@ def _text(capture: str, width: int, full: bool, pipe: bool) -> str:
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         return result.stdout
-    return nfstrace.summary(nfstrace.load(capture), full=full, width=width)
+    return nfstrace.summary(load_sample(capture), full=full, width=width)
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m[0].strip(".") or "pipe")
@@ -71,7 +72,7 @@ def test_terminal_output_is_pinned(
     assert not wide, wide
     if full:
         words = set(re.findall(r"[\w-]+", text))
-        trace = nfstrace.load(capture)
+        trace = load_sample(capture)
         for op in trace.latency["op"].astype(str):
             assert op in words, op  # each operation named whole
         for value in trace.latency["p99_ms"]:

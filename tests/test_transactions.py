@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import tshark_ref
-from conftest import FULL_CAPTURES, ground_truth
+from conftest import FULL_CAPTURES, ground_truth, load_sample
 
 import nfstrace
 from nfstrace.protocol.procedures import PROCEDURES
@@ -19,7 +19,7 @@ from nfstrace.protocol.rpc import NFS_PROGRAM
 
 @pytest.fixture(scope="module", params=FULL_CAPTURES, ids=lambda p: p.name)
 def capture(request) -> tuple[Path, nfstrace.Trace]:
-    return request.param, nfstrace.load(request.param)
+    return request.param, load_sample(request.param)
 
 
 def _tshark_replies(path: Path) -> pd.DataFrame:
@@ -153,7 +153,7 @@ def test_udp_retransmissions_equal_client_log(samples: Path) -> None:
     transaction with n_calls = its sends, and call_times_ns their times."""
     for log in samples.glob("*.client-rpclog.jsonl"):
         sent = [json.loads(line) for line in log.read_text().splitlines()]
-        t = nfstrace.load(samples / log.name.replace(".client-rpclog.jsonl", ".pcap"))
+        t = load_sample(samples / log.name.replace(".client-rpclog.jsonl", ".pcap"))
         tx = t.transactions.set_index("xid")
         assert len(tx) == len(sent)
         for rec in sent:
@@ -169,7 +169,7 @@ def test_udp_retransmissions_equal_client_log(samples: Path) -> None:
 
 def test_filters_select_one_server(samples: Path) -> None:
     path = samples / "v3-tcp-nfscp-w1m-d0-l0.pcap"
-    everything = nfstrace.load(path)
+    everything = load_sample(path)
     none = nfstrace.load(path, nfstrace.AnalysisConfig(servers=("192.0.2.9",)))
     only_nfs = nfstrace.load(path, nfstrace.AnalysisConfig(ports=(2049,)))
     assert none.transactions.empty
@@ -178,7 +178,7 @@ def test_filters_select_one_server(samples: Path) -> None:
 
 
 def test_latency_per_pair_adds_up_to_latency_per_op(samples: Path) -> None:
-    t = nfstrace.load(samples / "v3-udp-py-w32k-win16-d0-l0.pcap")
+    t = load_sample(samples / "v3-udp-py-w32k-win16-d0-l0.pcap")
     per_op = t.latency.set_index(["program", "vers", "op"])["calls"]
     per_pair = t.latency_by_pair.groupby(["program", "vers", "op"])["calls"].sum()
     assert per_pair.sort_index().to_dict() == per_op.sort_index().to_dict()

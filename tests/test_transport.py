@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, load_sample
 
 import nfstrace
 from nfstrace.analysis.transport import EVENT_LINK_COLUMNS, analyze_transport
@@ -27,7 +27,7 @@ def frames(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def transport(path: Path):
-    t = nfstrace.load(path)
+    t = load_sample(path)
     return t, analyze_transport(t.transactions, t.events)
 
 
@@ -164,7 +164,7 @@ def test_linking_grows_linearly_with_connections(tmp_path: Path) -> None:
     for n in (200, 800):
         path = tmp_path / f"zw{n}.pcap"
         md.zero_windows(n).write(path)
-        t = nfstrace.load(path)
+        t = load_sample(path)
         r = t.diagnosis.transport
         assert r.zero_windows == n
         links[n] = int(r.events["rpcs"].sum())
@@ -197,7 +197,7 @@ def test_expert_info_counts_tsharks_retransmissions_and_links_the_writes(capture
          "frame.number"],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     result = t.diagnosis.transport
     ev = result.events
     ours = sorted(ev.loc[ev["kind"] == "tcp_retransmission", "frame"].tolist())
@@ -235,7 +235,7 @@ def test_latency_table_gives_min_and_sum() -> None:
     """tshark's SRT table gives min and sum beside the average: the latency
     table has them (min_ms, sum_ms), and the terminal's and the report's
     operations show them beside p50/p99."""
-    t = nfstrace.load(LOSSY[0])
+    t = load_sample(LOSSY[0])
     writes = t.transactions[
         (t.transactions["op"] == "WRITE") & t.transactions["latency_ns"].notna()
     ]

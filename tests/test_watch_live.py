@@ -170,6 +170,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple
     return r.returncode, r.stderr
 
 
+@pytest.mark.slow  # (wall-clock paced: seconds of a live run)
 def test_the_clock_says_a_stall_before_the_pipe_closes(tmp_path: Path) -> None:
     """A pipe sends WRITEs and a WRITE never answered, then nothing: with a
     2 s stall threshold the alert comes while the pipe is still open."""
@@ -215,6 +216,7 @@ def test_the_clock_says_a_stall_before_the_pipe_closes(tmp_path: Path) -> None:
     assert [x for t, x in lines if "Mbit/s" in x and t < closed]
 
 
+@pytest.mark.slow  # (wall-clock paced: seconds of a live run)
 def test_tcpdump_is_asked_its_drops_every_interval(netns: str, tmp_path: Path) -> None:
     """With -i every interval asks tcpdump its counts (SIGUSR1; tcpdump 4.99
     answers on Linux with a line of them and goes on capturing): the intervals

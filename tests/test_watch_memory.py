@@ -121,6 +121,7 @@ def test_prometheus_series_are_bounded() -> None:
     assert "nfstrace_series_evicted_total 2" in m.text({}, 6)
 
 
+@pytest.mark.slow  # (wall-clock paced: seconds of a live run)
 def test_watcher_says_an_eviction_once(tmp_path: Path) -> None:
     """A Watcher whose call cap is below an interval's calls: one warning line,
     the count in the summary, the lines' calls unchanged (the calls evicted are

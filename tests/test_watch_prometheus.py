@@ -92,6 +92,7 @@ def test_histogram_bounds_are_inclusive_and_the_run_cumulative() -> None:
     assert np.all(np.diff([int(v) for v in buckets.values()]) >= 0)
 
 
+@pytest.mark.slow  # (wall-clock paced: seconds of a live run)
 def test_prometheus_port_serves_the_text(tmp_path: Path) -> None:
     """--prometheus-port 127.0.0.1:0: the port said on standard error; GET
     /metrics answers the text the textfile holds, in the text format's content

@@ -14,6 +14,7 @@ import termios
 from io import StringIO
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from test_watch import NFSTRACE, SAMPLES
 
@@ -101,6 +102,7 @@ def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
     return rc, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
 
 
+@pytest.mark.slow  # (wall-clock paced: seconds of a live run)
 def test_a_terminal_gets_the_table_and_plain_gets_the_lines(tmp_path: Path) -> None:
     """On a pseudo-terminal: the table (its header, the pair's row, the alert
     under it), then the summary in lines, exit 0 at the end of input; with

@@ -7,10 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SAMPLES, ground_truth
+from conftest import SAMPLES, ground_truth, load_sample
 from test_model import T0, US, make_tx
 
-import nfstrace
 from nfstrace.analysis.workload import (
     LADDIS_MIX,
     LITTLE_TOLERANCE,
@@ -114,7 +113,7 @@ def test_flat_latency_has_no_saturation() -> None:
 def test_lab_capture_mix_matches_ground_truth() -> None:
     capture = SAMPLES / "v3-tcp-nfscp-w64k-d2-l0.pcap"
     gt = ground_truth(capture)
-    r = analyze_workload(nfstrace.load(capture).transactions)
+    r = analyze_workload(load_sample(capture).transactions)
     mix = r.op_mix.set_index("category")["calls"]
     assert mix["WRITE"] == gt["client"]["expected_write_rpcs"]
     assert mix["other: COMMIT"] == gt["client"]["expected_commit_rpcs"]
@@ -158,7 +157,7 @@ def test_re_sent_calls_are_not_load() -> None:
     latency; counted as load they made a 'latency turns up' knee (issue 15). The
     windows take calls sent once, so there is none; with the re-sent calls' times
     put back, the knee returns (the test can fail)."""
-    t = nfstrace.load(SAMPLES / "causes" / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap")
+    t = load_sample(SAMPLES / "causes" / "v3-udp-py-w32k-mtu1000-d2-l0.5.pcap")
     tx = t.transactions
     assert (tx["n_calls"] > 1).sum() >= 3
     r = analyze_workload(tx)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LAB_CAPTURES, SAMPLES, ground_truth
+from conftest import LAB_CAPTURES, SAMPLES, ground_truth, load_sample
 
 import nfstrace
 from nfstrace.analysis.writes import (
@@ -34,13 +34,13 @@ US = 1_000
 
 @cache
 def _trace(path: Path) -> nfstrace.Trace:
-    return nfstrace.load(path)
+    return load_sample(path)
 
 
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nfstrace.Trace]:
     paths = mw.build_all(tmp_path_factory.mktemp("writes"))
-    return {name: nfstrace.load(path) for name, path in paths.items()}
+    return {name: load_sample(path) for name, path in paths.items()}
 
 
 # ---- crafted captures ---------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_files_are_named_from_the_replies_that_handed_out_their_handles(capture:
     through it is named by the call's name; both parsers alike."""
     import tshark_ref
 
-    t = nfstrace.load(capture)
+    t = load_sample(capture)
     tx = t.transactions
     rows = tshark_ref.fields(
         str(capture),
