@@ -42,6 +42,17 @@ for _, _, data, _, _ in read_frames(path, 0, CaptureInfo(path=path)):
 """
 
 
+def _send(netns: str, sample: Path) -> None:
+    """The sample's frames sent on w0 (inside the namespace), 1 ms apart."""
+    sent = subprocess.run(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", SENDER, str(sample), "w0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert sent.returncode == 0, sent.stderr
+
+
 def _ip(*args: str) -> None:
     r = subprocess.run(["ip", "-n", NETNS, *args], capture_output=True, text=True)
     assert r.returncode == 0, f"ip -n {NETNS} {' '.join(args)}: {r.stderr.strip()}"
@@ -102,13 +113,7 @@ def test_interface_through_tcpdump_in_a_netns(netns: str, tmp_path: Path) -> Non
         assert listening.wait(60), "".join(err)
         (child,) = _children(watch.pid)  # tcpdump
         assert "tcpdump" in Path(f"/proc/{child}/cmdline").read_text()
-        sent = subprocess.run(
-            ["ip", "netns", "exec", netns, sys.executable, "-c", SENDER, str(sample), "w0"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert sent.returncode == 0, sent.stderr
+        _send(netns, sample)
         time.sleep(1.5)  # (the last packets through tcpdump)
         watch.send_signal(signal.SIGTERM)
         out, _ = watch.communicate(timeout=120)
@@ -251,13 +256,7 @@ def test_tcpdump_is_asked_its_drops_every_interval(netns: str, tmp_path: Path) -
         assert len(asked()) >= 3, watch.stderr.read1().decode() if watch.stderr else ""
         (child,) = _children(watch.pid)
         assert watch.poll() is None and Path(f"/proc/{child}").exists()  # (signalled, alive)
-        sent = subprocess.run(
-            ["ip", "netns", "exec", netns, sys.executable, "-c", SENDER, str(sample), "w0"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert sent.returncode == 0, sent.stderr
+        _send(netns, sample)
         time.sleep(1.5)
         watch.send_signal(signal.SIGTERM)
         out, err = watch.communicate(timeout=120)

@@ -685,20 +685,15 @@ def _capture_gaps(
     tcp = np.where(any_near, tcp_sum[near_hi] - tcp_sum[near_lo] > 0, bool((~c.udp).any()))
     n_lonely = lonely_sum[np.searchsorted(cs, a, side="right")] - lonely_sum[near_lo]
     starts, ends, words = [], [], []
+    evidence = (  # per silence: how many, one, more than one
+        (n_holes, "TCP range never captured", "TCP ranges never captured"),
+        (n_orphans, "reply without a call after it", "replies without a call after it"),
+        (n_lonely, "call before it never answered", "calls before it never answered"),
+        (skipped, "call xid never seen", "call xids never seen"),
+    )
     for k in np.flatnonzero((n_holes > 0) | ~tcp):
-        why = []
-        n = int(n_holes[k])
-        if n:
-            why.append(f"{n} TCP range{'s' * (n > 1)} never captured")
-        n = int(n_orphans[k])
-        if n:
-            why.append(f"{n} repl{'y' if n == 1 else 'ies'} without a call after it")
-        n = int(n_lonely[k])
-        if n:
-            why.append(f"{n} call{'s' * (n > 1)} before it never answered")
-        n = int(skipped[k])
-        if n:
-            why.append(f"{n} call xid{'s' * (n > 1)} never seen")
+        counts = [(int(per[k]), one, more) for per, one, more in evidence]
+        why = [f"{n} {one if n == 1 else more}" for n, one, more in counts if n]
         if why:
             starts.append(int(a[k]))
             ends.append(int(b[k]))
