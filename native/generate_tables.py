@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from nfstrace import config, nfs_fields, schema  # noqa: E402
-from nfstrace.parsers import native, pcapng, stats  # noqa: E402
+from nfstrace.parsers import capture, native, pcapng, resync, stats  # noqa: E402
 from nfstrace.protocol import ip, link, nfs4_steps, tcp  # noqa: E402
 from nfstrace.protocol import nfs2 as nfs2_protocol  # noqa: E402
 from nfstrace.protocol import nfs3 as nfs3_protocol  # noqa: E402
@@ -213,6 +213,15 @@ def generate() -> str:
         pcapng.MAX_INTERFACE_DROPS,
         "pcapng.MAX_INTERFACE_DROPS",
     )
+    out.section("Reading capture files (parsers/capture.py, parsers/resync.py)")
+    for module, name, doc in (
+        (capture, "CHUNK", "bytes read at a time (at most)"),
+        (capture, "MIN_CHUNK", "... and at least, files read side by side"),
+        (capture, "READ_BUDGET", "reading buffers of all the files read at once"),
+        (resync, "MAX_CAPLEN", "the largest frame libpcap and wiretap accept"),
+        (resync, "RESYNC_WINDOW", "bytes examined at a time by the resync search"),
+    ):
+        out.const(name, "usize", getattr(module, name), doc)
 
     out.section("Link layer and IP (protocol/link.py, protocol/ip.py)")
     for name in sorted(

@@ -13,20 +13,16 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::io::Read;
 
-/// Bytes read at a time (at most: see chunk_bytes).
-pub const CHUNK: usize = 4 * 1024 * 1024;
-/// All the files read at once share this many bytes of reading buffers, each
-/// at least MIN_CHUNK (capture.py's READ_BUDGET, MIN_CHUNK).
-pub const READ_BUDGET: usize = 256 * 1024 * 1024;
-pub const MIN_CHUNK: usize = 64 * 1024;
+/// Bytes read at a time (at most: see chunk_bytes); all the files read at
+/// once share READ_BUDGET bytes of reading buffers, each at least MIN_CHUNK
+/// (generated from parsers/capture.py and parsers/resync.py).
+pub use crate::tables::{CHUNK, MAX_CAPLEN, MIN_CHUNK, READ_BUDGET, RESYNC_WINDOW};
 
 /// Bytes read at a time from each of `files` files read side by side
 /// (capture.py's chunk_bytes): 1,250 files did not hold 4 MiB each.
 pub fn chunk_bytes(files: usize) -> usize {
     (READ_BUDGET / files.max(1)).clamp(MIN_CHUNK, CHUNK)
 }
-/// The largest frame libpcap and wiretap accept (and the resync look-ahead).
-pub const MAX_CAPLEN: usize = 262_144;
 /// A pcapng block longer than this is damage.
 const MAX_BLOCK: u64 = 32 * 1024 * 1024;
 /// Interfaces one pcapng section may describe (a flood of them is damage).
@@ -37,8 +33,6 @@ const MAX_WIRE: u64 = 256 * 1024 * 1024;
 const MAX_TS_NS: i128 = (1i128 << 32) * 1_000_000_000;
 /// A resync candidate must be stamped within this long of the last good frame.
 const RESYNC_TS_WINDOW_S: i64 = 30 * 86400;
-/// Bytes examined at a time by the resync search.
-const RESYNC_WINDOW: usize = 1024 * 1024;
 
 const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
 const PCAPNG_IDB: u32 = 0x0000_0001;

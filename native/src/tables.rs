@@ -36,6 +36,18 @@ pub const CHECK_EVERY_FRAMES: i64 = 4096;
 /// pcapng.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
+// ---- Reading capture files (parsers/capture.py, parsers/resync.py) --------------------------
+/// bytes read at a time (at most)
+pub const CHUNK: usize = 4_194_304;
+/// ... and at least, files read side by side
+pub const MIN_CHUNK: usize = 65536;
+/// reading buffers of all the files read at once
+pub const READ_BUDGET: usize = 268_435_456;
+/// the largest frame libpcap and wiretap accept
+pub const MAX_CAPLEN: usize = 262_144;
+/// bytes examined at a time by the resync search
+pub const RESYNC_WINDOW: usize = 1_048_576;
+
 // ---- Link layer and IP (protocol/link.py, protocol/ip.py) -----------------------------------
 pub const LINKTYPE_NULL: u32 = 0;
 pub const LINKTYPE_ETHERNET: u32 = 1;

@@ -67,6 +67,9 @@ Progress = Callable[[int, int], None]
 
 CHUNK = 4 * 1024 * 1024  # bytes read at a time (at most)
 MIN_CHUNK = 64 * 1024  # ... and at least, when many files are read side by side
+# All the files the Rust reader reads at once share this many bytes of reading
+# buffers (its chunk_bytes: 1,250 files did not hold CHUNK each)
+READ_BUDGET = 256 * 1024 * 1024
 
 
 # Compressed streams are read in pieces of this size: a read that fails (data
