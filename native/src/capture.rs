@@ -17,39 +17,22 @@ use std::io::Read;
 /// once share READ_BUDGET bytes of reading buffers, each at least MIN_CHUNK
 /// (generated from parsers/capture.py and parsers/resync.py).
 pub use crate::tables::{CHUNK, MAX_CAPLEN, MIN_CHUNK, READ_BUDGET, RESYNC_WINDOW};
+use crate::tables::{
+    IF_TSOFFSET, IF_TSRESOL, ISB_IFDROP, ISB_OSDROP, MAX_BLOCK, MAX_INTERFACES, MAX_WIRE,
+    OPT_ENDOFOPT, PCAPNG_DSB, PCAPNG_EPB, PCAPNG_IDB, PCAPNG_ISB, PCAPNG_JOURNAL, PCAPNG_NRB,
+    PCAPNG_PB, PCAPNG_SHB, PCAPNG_SPB, RESYNC_TS_WINDOW_S,
+};
 
 /// Bytes read at a time from each of `files` files read side by side
 /// (capture.py's chunk_bytes): 1,250 files did not hold 4 MiB each.
 pub fn chunk_bytes(files: usize) -> usize {
     (READ_BUDGET / files.max(1)).clamp(MIN_CHUNK, CHUNK)
 }
-/// A pcapng block longer than this is damage.
-const MAX_BLOCK: u64 = 32 * 1024 * 1024;
-/// Interfaces one pcapng section may describe (a flood of them is damage).
-const MAX_INTERFACES: usize = 65536;
-/// A frame's wire length above this is damage when searching for a record.
-const MAX_WIRE: u64 = 256 * 1024 * 1024;
 /// Timestamps are kept within what a pcap can express (u32 seconds).
 const MAX_TS_NS: i128 = (1i128 << 32) * 1_000_000_000;
-/// A resync candidate must be stamped within this long of the last good frame.
-const RESYNC_TS_WINDOW_S: i64 = 30 * 86400;
 
-const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
-const PCAPNG_IDB: u32 = 0x0000_0001;
-const PCAPNG_PB: u32 = 0x0000_0002;
-const PCAPNG_SPB: u32 = 0x0000_0003;
-const PCAPNG_NRB: u32 = 0x0000_0004;
-const PCAPNG_ISB: u32 = 0x0000_0005;
-const PCAPNG_EPB: u32 = 0x0000_0006;
-const PCAPNG_JOURNAL: u32 = 0x0000_0009;
-const PCAPNG_DSB: u32 = 0x0000_000A;
 const PCAPNG_CUSTOM: [u32; 2] = [0x0000_0BAD, 0x4000_0BAD];
 const PCAP_MAGIC_INTS: [u32; 4] = [0xA1B2_C3D4, 0xA1B2_3C4D, 0xD4C3_B2A1, 0x4D3C_B2A1];
-const OPT_ENDOFOPT: u16 = 0;
-const IF_TSRESOL: u16 = 9;
-const IF_TSOFFSET: u16 = 14;
-const ISB_IFDROP: u16 = 5;
-const ISB_OSDROP: u16 = 7;
 
 fn is_block_type(t: u32) -> bool {
     matches!(

@@ -47,6 +47,33 @@ pub const READ_BUDGET: usize = 268_435_456;
 pub const MAX_CAPLEN: usize = 262_144;
 /// bytes examined at a time by the resync search
 pub const RESYNC_WINDOW: usize = 1_048_576;
+/// a pcapng block longer than this is damage
+pub const MAX_BLOCK: u64 = 33_554_432;
+/// pcapng interfaces, at most
+pub const MAX_INTERFACES: usize = 65536;
+/// a frame's wire length over this is damage
+pub const MAX_WIRE: u64 = 268_435_456;
+/// resync: a plausible time
+pub const RESYNC_TS_WINDOW_S: i64 = 2_592_000;
+pub const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
+pub const PCAPNG_IDB: u32 = 0x0001;
+pub const PCAPNG_PB: u32 = 0x0002;
+pub const PCAPNG_SPB: u32 = 0x0003;
+pub const PCAPNG_NRB: u32 = 0x0004;
+pub const PCAPNG_ISB: u32 = 0x0005;
+pub const PCAPNG_EPB: u32 = 0x0006;
+pub const PCAPNG_JOURNAL: u32 = 0x0009;
+pub const PCAPNG_DSB: u32 = 0x000A;
+/// pcapng option code
+pub const OPT_ENDOFOPT: u16 = 0;
+/// pcapng option code
+pub const IF_TSRESOL: u16 = 9;
+/// pcapng option code
+pub const IF_TSOFFSET: u16 = 14;
+/// pcapng option code
+pub const ISB_IFDROP: u16 = 5;
+/// pcapng option code
+pub const ISB_OSDROP: u16 = 7;
 
 // ---- Link layer and IP (protocol/link.py, protocol/ip.py) -----------------------------------
 pub const LINKTYPE_NULL: u32 = 0;
