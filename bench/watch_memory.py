@@ -48,6 +48,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # (bench/scaling.py: the NFSv3 message builders the scaling inputs use)
@@ -337,15 +338,9 @@ def run(args: argparse.Namespace) -> dict:
 
     facts = StreamFacts()
     try:
-        facts = stream(
+        facts = _stream_of(
             fd,
-            args.packets,
-            rate=args.rate,
-            connections=args.connections,
-            clients=args.clients,
-            resend_every=args.resend_every,
-            stalls=args.stalls,
-            snaplen=args.snaplen,
+            args,
             progress=written,
             until=start + args.wall_limit if args.wall_limit else None,
         )
@@ -578,20 +573,26 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _stream_of(out: Any, args: argparse.Namespace, **more: Any) -> StreamFacts:
+    """The stream the options describe, written to ``out``."""
+    return stream(
+        out,
+        args.packets,
+        rate=args.rate,
+        connections=args.connections,
+        clients=args.clients,
+        resend_every=args.resend_every,
+        stalls=args.stalls,
+        snaplen=args.snaplen,
+        **more,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = options(argv)
     if args.pcap is not None:
         with open(args.pcap, "wb") as f:
-            facts = stream(
-                f,
-                args.packets,
-                rate=args.rate,
-                connections=args.connections,
-                clients=args.clients,
-                resend_every=args.resend_every,
-                stalls=args.stalls,
-                snaplen=args.snaplen,
-            )
+            facts = _stream_of(f, args)
         print(f"{args.pcap}: {facts}")
         return 0
     if args.from_log:
