@@ -605,6 +605,10 @@ class WatchOptions:
     # What is kept across intervals, bounded whatever the run's length and rate:
     max_calls: int = 4_000_000  # calls remembered as in the lines (8 bytes each)
     max_series: int = 10_000  # Prometheus label sets (client, server, op)
+    # Traffic analysed before the first interval reported (at most an interval):
+    # a TCP stream picked up in the middle of a record is in step by then, and a
+    # reply in it finds its call.
+    resync_ns: int = 2 * NS
 
     def lag(self) -> int:
         """Intervals an interval's calls are given to be answered before its lines
@@ -758,9 +762,9 @@ class Watcher:
         # long to be answered); at the end, every one
         upto = now_ns if final else self.open - self.o.lag() * iv
         w = self.o.window_intervals() - (1 if final else 0)
-        # (one interval before the first reported: a TCP stream picked up in the
-        # middle of a record is in step again by then)
-        start = min(self.reported - iv, self.open - w * iv)
+        # (resync_ns before the first reported, at most an interval: a TCP stream
+        # picked up in the middle of a record is in step again by then)
+        start = min(self.reported - min(iv, self.o.resync_ns), self.open - w * iv)
         records = self.ring.between(start, now_ns)
         if self.ring.squeezed_ns >= self.reported:  # (packets of the intervals to report gone)
             self.totals.cut_windows += 1
