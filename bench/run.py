@@ -424,15 +424,24 @@ def short_sha(commit: str) -> str:
 
 def snapshot(commit: str, cache: Path) -> tuple[Path, str]:
     """The nfstrace package as of a commit, exported (git archive: read-only) into the
-    cache, so that a benchmark does not race with edits in the working tree."""
+    cache, so that a benchmark does not race with edits in the working tree; with
+    this checkout's built Rust extension copied in when native/ did not change
+    since (without one the snapshot cannot run: a source tree has no extension)."""
     sha = short_sha(commit)
     dest = cache / f"src-{sha}"
     if not (dest / "nfstrace" / "__init__.py").exists():
-        dest.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", sha, "nfstrace"], capture_output=True, check=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        same_native = subprocess.run(
+            ["git", "-C", str(ROOT), "diff", "--quiet", sha, "--", "native"]
+        )
+        built = sorted((ROOT / "nfstrace").glob("_native*.so"))
+        if built and same_native.returncode == 0:
+            shutil.copy2(built[0], dest / "nfstrace" / built[0].name)
     return dest, sha
 
 

@@ -33,7 +33,7 @@ SAMPLES = (ROOT / "sample-pcaps").resolve()
 CACHE = Path(os.environ.get("NFSTRACE_BENCH_DIR", "/var/tmp/nfstrace-bench")) / "same-output"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from small import snapshot  # noqa: E402  (bench/small.py: one way to unpack a commit)
+from run import snapshot  # noqa: E402  (bench/run.py: one way to unpack a commit)
 
 
 def _slug(samples: Path) -> str:

@@ -36,13 +36,15 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import short_sha, snapshot  # (bench/run.py: one way to unpack a commit)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample-pcaps"
@@ -56,33 +58,6 @@ TSHARK_DECODE_AS = ("-d", "tcp.port==2049,rpc", "-d", "udp.port==2049,rpc")
 # Issue 33: a capture of ~1,000 frames analysed within these multiples of tshark's time.
 TARGET_NO_REPORT = 2.0
 TARGET_REPORT = 3.0
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
-def snapshot(commit: str, cache: Path = CACHE) -> tuple[Path, str]:
-    """The nfstrace package as of commit, unpacked under cache (with this
-    checkout's built extension when native/ did not change since)."""
-    sha = _git("rev-parse", "--short", commit)
-    dest = cache / f"src-{sha}"
-    if not (dest / "nfstrace" / "__init__.py").exists():
-        shutil.rmtree(dest, ignore_errors=True)
-        dest.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", sha, "nfstrace"], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-        same_native = subprocess.run(
-            ["git", "-C", str(ROOT), "diff", "--quiet", sha, "--", "native"]
-        )
-        built = sorted((ROOT / "nfstrace").glob("_native*.so"))
-        if built and same_native.returncode == 0:
-            shutil.copy2(built[0], dest / "nfstrace" / built[0].name)
-    return dest, sha
 
 
 def frames(path: Path) -> int:
@@ -240,9 +215,9 @@ def main() -> int:
     args = ap.parse_args()
     caps = [c.resolve() for c in args.captures] or list(DEFAULT_CAPTURES)
     sources = {"work": ROOT}
-    labels = {"work": f"working tree at {_git('rev-parse', '--short', 'HEAD')}"}
+    labels = {"work": f"working tree at {short_sha('HEAD')}"}
     if args.base:
-        src, sha = snapshot(args.base)
+        src, sha = snapshot(args.base, CACHE)
         sources = {"base": src, "work": ROOT}
         labels = {"base": f"commit {sha}", **labels}
     if subprocess.run(
