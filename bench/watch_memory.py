@@ -563,8 +563,8 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--keep-bytes",
         default="256M",
-        help="watch's ring: it must hold the window analysed (30 s of this stream with the "
-        "default interval and stall threshold: 160 MB; watch warns when it does not)",
+        help="watch's ring: it must hold the window analysed (22 s of this stream with the "
+        "default interval and stall threshold: 120 MB; watch warns when it does not)",
     )
     ap.add_argument(
         "--wall-limit", type=float, help="stop the stream after this many seconds (wall)"
