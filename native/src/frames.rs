@@ -194,7 +194,8 @@ impl Frames {
         }
         if now.linktypes != state.shown.linktypes {
             let links: Vec<u32> = r.info.linktypes.iter().copied().collect();
-            info.getattr("linktypes")?.call_method1("update", (links,))?;
+            info.getattr("linktypes")?
+                .call_method1("update", (links,))?;
         }
         if now.taken != state.shown.taken {
             info.setattr("read_bytes", now.taken)?;

@@ -342,7 +342,10 @@ fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
 
 /// What the reader learned about one file, as a dict (capture.py's
 /// take_facts fills a CaptureInfo with it).
-pub(crate) fn file_info<'py>(py: Python<'py>, f: &capture::FileInfo) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn file_info<'py>(
+    py: Python<'py>,
+    f: &capture::FileInfo,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("format", f.format)?;
     d.set_item(
