@@ -328,8 +328,9 @@ impl Reader {
             let want = self.chunk.max(n - self.buf.len());
             let old = self.buf.len();
             if self.live {
-                // one read: what has arrived (a read error ends the data)
-                self.buf.resize(old + want, 0);
+                // one read of at most a chunk: what has arrived (a read error
+                // ends the data)
+                self.buf.resize(old + self.chunk.min(want), 0);
                 let got = loop {
                     match self.src.read(&mut self.buf[old..]) {
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

@@ -642,8 +642,13 @@ def read_frames(
             yield from _frames(source.read, source, index, info, max_frame, chunk, live=False)
             return
         fd = os.dup(stream.fileno())  # the Rust reader's own (it closes it), from the start
+    try:
         os.lseek(fd, 0, os.SEEK_SET)
-    yield from _frames(fd, None, index, info, max_frame, chunk, live=False)
+        native = _native_extension()
+    except BaseException:
+        os.close(fd)
+        raise
+    yield from _frames(fd, None, index, info, max_frame, chunk, live=False, native=native)
 
 
 def bytes_frames(data: bytes, info: CaptureInfo) -> Generator[Frame, None, None]:
@@ -691,15 +696,13 @@ def _frames(
     max_frame: int,
     chunk: int,
     live: bool,
+    native: Any = None,
 ) -> Generator[Frame, None, None]:
     """The frames of the capture file(s) that ``read`` (a file descriptor, or
     ``source.read``) gives, read by the Rust reader: its header checked, then
     each section read by its format (files concatenated: one after another);
     ``info`` filled in as it goes, and whole at the end."""
-    try:
-        native = backends.native_extension()
-    except ImportError as e:
-        raise UsageError(str(e)) from None
+    native = native or _native_extension()
     taken = source.taken if source is not None and source.compressed else None
     try:
         frames = native.Frames(
@@ -721,6 +724,14 @@ def _frames(
             if source is not None and source.error:
                 info.note("decompression", info.bytes, detail=source.error)
             info.finish()
+
+
+def _native_extension() -> Any:
+    """The Rust extension (its reader); UsageError when it is not built."""
+    try:
+        return backends.native_extension()
+    except ImportError as e:
+        raise UsageError(str(e)) from None
 
 
 # What the reader says of data that ends before a capture file's first four
