@@ -170,40 +170,49 @@ def write_trace(
     if name:
         extra("LOOKUP", 3, START_NS - 1_000_000, 100_000, 2, name)
     tx = pd.concat(parts, ignore_index=True)
-    _, rows, first, reply = _messages(tx)
-    frames = pd.Series(np.arange(1, len(rows) + 1, dtype="int64"))  # one each, in time order
-    call_frame = frames[first].to_numpy()
-    return tx.assign(
-        call_frame_first=call_frame,
-        call_frame=call_frame,
-        reply_frame=frames[reply].to_numpy(),
-    )
+    rows, call, first, _ = _in_time_order(tx)
+    frame = np.arange(1, len(rows) + 1, dtype="int64")  # a frame each, in time order
+    call_frame = np.empty(len(tx), dtype="int64")
+    call_frame[rows[first]] = frame[first]
+    reply_frame = np.empty(len(tx), dtype="int64")
+    reply_frame[rows[~call]] = frame[~call]
+    return tx.assign(call_frame_first=call_frame, call_frame=call_frame, reply_frame=reply_frame)
 
 
-def _messages(tx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Every send of every call (call_times_ns where re-sent) and every reply of a
-    transactions table, in time order: (the messages, their rows in tx, the
-    position of each row's first send, of its reply)."""
+def _in_time_order(tx: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every send of every call (call_times_ns after the first where re-sent)
+    and every reply of a transactions table, in time order (a reply at a call's
+    time after it): their rows in tx, whether each is a call, whether it is its
+    call's first send, and its time."""
     n = len(tx)
-    sends = [list(ts) if isinstance(ts, list) else [t] for ts, t in
-             zip(tx["call_times_ns"], tx["t_call_ns"].to_numpy("int64"), strict=True)]  # fmt: skip
-    per_row = np.array([len(ts) for ts in sends])
-    rows = np.r_[np.repeat(np.arange(n), per_row), np.arange(n)]
-    call = np.r_[np.ones(int(per_row.sum()), dtype=bool), np.zeros(n, dtype=bool)]
-    nth = np.r_[np.concatenate([np.arange(k) for k in per_row]) if n else [], np.zeros(n)]
+    resends = [(i, t) for i, ts in enumerate(tx["call_times_ns"]) if isinstance(ts, list)
+               for t in ts[1:]]  # fmt: skip
+    again = np.array([i for i, _ in resends], dtype="int64")
+    rows = np.r_[np.arange(n), again, np.arange(n)]
+    call = np.r_[np.ones(n + len(again), dtype=bool), np.zeros(n, dtype=bool)]
+    first = np.r_[np.ones(n, dtype=bool), np.zeros(len(again) + n, dtype=bool)]
+    start = np.r_[
+        tx["t_call_ns"].to_numpy("int64"),
+        np.array([t for _, t in resends], dtype="int64"),
+        tx["t_reply_first_ns"].to_numpy("int64"),
+    ]
+    order = np.lexsort((~call, start))
+    return rows[order], call[order], first[order], start[order]
+
+
+def messages_of(tx: pd.DataFrame) -> pd.DataFrame:
+    """The messages behind a write_trace as a capture gives them: every send of
+    every call and every reply, one frame each, in time order, with the columns
+    the analysis reads (``schema.MESSAGE_FACTS``: what the command line keeps)."""
+    rows, call, _, start = _in_time_order(tx)
+    sent = tx["t_call_end_ns"].to_numpy("int64") - tx["t_call_ns"].to_numpy("int64")
     size = np.where(call, tx["call_bytes"].to_numpy("int64")[rows],
                     tx["reply_bytes"].to_numpy("int64")[rows])  # fmt: skip
-    start = np.r_[np.concatenate(sends) if n else [], tx["t_reply_first_ns"].to_numpy("int64")]
-    length = np.where(call, tx["t_call_end_ns"].to_numpy("int64")[rows]
-                      - tx["t_call_ns"].to_numpy("int64")[rows], 0)  # fmt: skip
-    order = np.lexsort((~call, start))  # (a reply at a call's time after it)
-    rows, call, nth, size = rows[order], call[order], nth[order], size[order]
-    start, length = start[order].astype("int64"), length[order]
     hosts = tx[["client", "server"]].astype(str).to_numpy()[rows]
-    messages = pd.DataFrame(
+    return pd.DataFrame(
         {
             "ts_first_ns": start,
-            "ts_last_ns": start + length,
+            "ts_last_ns": start + np.where(call, sent[rows], 0),
             "frame_first": np.arange(1, len(rows) + 1, dtype="int64"),
             "src": np.where(call, hosts[:, 0], hosts[:, 1]),
             "dst": np.where(call, hosts[:, 1], hosts[:, 0]),
@@ -216,19 +225,6 @@ def _messages(tx: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, n
             "ip_frags": 1,
         }
     ).astype({c: MESSAGE_DTYPES[c] for c in MESSAGE_FACTS})
-    at = np.arange(len(rows))
-    first = np.empty(n, dtype="int64")
-    first[rows[call & (nth == 0)]] = at[call & (nth == 0)]
-    reply = np.empty(n, dtype="int64")
-    reply[rows[~call]] = at[~call]
-    return messages, rows, first, reply
-
-
-def messages_of(tx: pd.DataFrame) -> pd.DataFrame:
-    """The messages behind a write_trace as a capture gives them: every send of
-    every call and every reply, one frame each, in time order, with the columns
-    the analysis reads (``schema.MESSAGE_FACTS``: what the command line keeps)."""
-    return _messages(tx)[0]
 
 
 def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
