@@ -29,8 +29,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from nfstrace import config, nfs_fields, schema  # noqa: E402
-from nfstrace.parsers import capture, native, pcap, pcapng, resync, stats  # noqa: E402
-from nfstrace.protocol import ip, link, nfs4_steps, tcp  # noqa: E402
+from nfstrace.parsers import capture, native, stats  # noqa: E402
+from nfstrace.protocol import capture_format, ip, link, nfs4_steps, tcp  # noqa: E402
 from nfstrace.protocol import nfs2 as nfs2_protocol  # noqa: E402
 from nfstrace.protocol import nfs3 as nfs3_protocol  # noqa: E402
 from nfstrace.protocol import nfs4 as nfs4_protocol  # noqa: E402
@@ -210,27 +210,28 @@ def generate() -> str:
     out.const(
         "MAX_INTERFACE_DROPS",
         "u64",
-        pcapng.MAX_INTERFACE_DROPS,
-        "pcapng.MAX_INTERFACE_DROPS",
+        capture_format.MAX_INTERFACE_DROPS,
+        "capture_format.MAX_INTERFACE_DROPS",
     )
-    out.section("Reading capture files (parsers/capture.py, parsers/resync.py)")
+    out.section("Reading capture files (parsers/capture.py, protocol/capture_format.py)")
     for module, name, doc in (
         (capture, "CHUNK", "bytes read at a time (at most)"),
         (capture, "MIN_CHUNK", "... and at least, files read side by side"),
         (capture, "READ_BUDGET", "reading buffers of all the files read at once"),
-        (resync, "MAX_CAPLEN", "the largest frame libpcap and wiretap accept"),
-        (resync, "RESYNC_WINDOW", "bytes examined at a time by the resync search"),
+        (capture_format, "MAX_CAPLEN", "the largest frame libpcap and wiretap accept"),
+        (capture_format, "RESYNC_WINDOW", "bytes examined at a time by the resync search"),
     ):
         out.const(name, "usize", getattr(module, name), doc)
-    out.const("MAX_BLOCK", "u64", pcapng.MAX_BLOCK, "a pcapng block longer than this is damage")
-    out.const("MAX_INTERFACES", "usize", pcapng.MAX_INTERFACES, "pcapng interfaces, at most")
-    out.const("MAX_WIRE", "u64", pcap.MAX_WIRE, "a frame's wire length over this is damage")
-    out.const("RESYNC_TS_WINDOW_S", "i64", pcap.RESYNC_TS_WINDOW_S, "resync: a plausible time")
-    out.const("PCAPNG_SHB", "u32", _hex(resync.PCAPNG_SHB))
+    cf = capture_format
+    out.const("MAX_BLOCK", "u64", cf.MAX_BLOCK, "a pcapng block longer than this is damage")
+    out.const("MAX_INTERFACES", "usize", cf.MAX_INTERFACES, "pcapng interfaces, at most")
+    out.const("MAX_WIRE", "u64", cf.MAX_WIRE, "a frame's wire length over this is damage")
+    out.const("RESYNC_TS_WINDOW_S", "i64", cf.RESYNC_TS_WINDOW_S, "resync: a plausible time")
+    out.const("PCAPNG_SHB", "u32", _hex(cf.PCAPNG_SHB))
     for name in ("IDB", "PB", "SPB", "NRB", "ISB", "EPB", "JOURNAL", "DSB"):
-        out.const(f"PCAPNG_{name}", "u32", _hex(getattr(pcapng, f"PCAPNG_{name}")))
+        out.const(f"PCAPNG_{name}", "u32", _hex(getattr(cf, f"PCAPNG_{name}")))
     for name in ("OPT_ENDOFOPT", "IF_TSRESOL", "IF_TSOFFSET", "ISB_IFDROP", "ISB_OSDROP"):
-        out.const(name, "u16", getattr(pcapng, name), "pcapng option code")
+        out.const(name, "u16", getattr(cf, name), "pcapng option code")
 
     out.section("Link layer and IP (protocol/link.py, protocol/ip.py)")
     for name in sorted(

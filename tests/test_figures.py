@@ -8,7 +8,8 @@ budget's figures are tested in tests/test_report_budget.py.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -16,16 +17,23 @@ import plotly.graph_objects as go
 import pytest
 from conftest import SAMPLES, ground_truth, load_sample
 
-from nfstrace.analysis.budget import CAUSES
+from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS, Budget
+from nfstrace.analysis.diagnosis import Diagnosis, diagnose
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import compound_op_latency, latency_table
 from nfstrace.analysis.overview import overview
 from nfstrace.analysis.pace import outstanding_steps
 from nfstrace.analysis.timeline import timeline
-from nfstrace.analysis.writes import FILE_COLUMNS, commit_table, write_progress
+from nfstrace.analysis.verdict import PairVerdict, Verdict
+from nfstrace.analysis.writes import commit_table, write_progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.reports import figures as fg
-from nfstrace.schema import EVENT_COLUMNS, EVENT_DTYPES, TRANSACTION_DTYPES
+from nfstrace.schema import (
+    EVENT_DTYPES,
+    MESSAGE_DTYPES,
+    MESSAGE_FACTS,
+    TRANSACTION_DTYPES,
+)
 from nfstrace.trace import Trace
 
 START_NS = 1_700_000_000 * 10**9
@@ -37,6 +45,31 @@ CLIENT, SERVER = "10.0.0.1", "10.0.0.2"
 # The study's split of a WRITE's call→reply time (the model's terms, ns): 8 KiB
 # crossing at 1 Gbit/s, then the round trip, then the server (the rest).
 TRANSFER_NS, ROUND_TRIP_NS = 65_536, 192_680
+VERIFIER = "0102030405060708"
+WRITE_CALL_HEADER = 116  # an NFSv3 WRITE call's RPC bytes before its data
+# What every call of a write_trace shares: one TCP connection of one NFSv3 client,
+# every call answered once, wholly captured and decoded.
+CONNECTION: dict[str, object] = {
+    "client": CLIENT,
+    "client_port": 686,
+    "server": SERVER,
+    "server_port": 2049,
+    "transport": "tcp",
+    "conn": 1,
+    "call_conns": 1,
+    "prog": 100003,
+    "program": "nfs",
+    "vers": 3,
+    "auth": "sys",
+    "n_replies": 1,
+    "reply_stat": "accepted",
+    "accept_stat": 0,
+    "status": 0,
+    "call_truncated": False,
+    "call_decode": "ok",
+    "reply_decode": "ok",
+    "inferred": "",
+}
 
 
 # ---- builders ---------------------------------------------------------------------------
@@ -78,43 +111,57 @@ def write_trace(
         latency[resent] = 2_266_000_000
         first = int(t_call[resent])
         call_times[resent] = [first, first + 369_000_000, first + 1_779_000_000]
+    last_send = t_call + np.where(n_calls > 1, 1_779_000_000, 0)  # the re-sent one's third
+    t_reply = t_call + latency
     writes = {
-        "client": CLIENT,
-        "server": SERVER,
+        **CONNECTION,
         "xid": 0x1000 + i,
-        "prog": 100003,
-        "program": "nfs",
-        "vers": 3,
         "proc": 7,
         "op": "WRITE",
         "t_call_ns": t_call,
-        "t_reply_ns": t_call + latency,
+        "t_call_end_ns": t_call + TRANSFER_NS,  # 8 KiB at 1 Gbit/s
+        "t_call_last_ns": last_send,
+        "t_call_last_end_ns": last_send + TRANSFER_NS,
+        "t_reply_first_ns": t_reply,
+        "t_reply_ns": t_reply,
         "latency_ns": latency,
+        "latency_last_ns": t_reply - last_send - TRANSFER_NS,
+        "srt_ns": latency - TRANSFER_NS,
         "n_calls": n_calls,
         "call_times_ns": call_times,
-        "n_replies": 1,
-        "reply_stat": "accepted",
-        "accept_stat": 0,
-        "status": 0,
         "offset": i * BLOCK,
         "count": BLOCK,
         "stable": 0,
+        "reply_count": BLOCK,
+        "committed": 0,
+        "verifier": VERIFIER,
         "write_bytes": BLOCK,
+        "call_bytes": BLOCK + WRITE_CALL_HEADER,
+        "reply_bytes": 136,
     }
     parts = [transactions(writes, n_writes)]
 
     def extra(op: str, proc: int, t: int, lat: int, status: int, fname: str = "") -> None:
         row = {
-            **{k: writes[k] for k in ("client", "server", "prog", "program", "vers")},
-            **{"reply_stat": "accepted", "accept_stat": 0, "n_calls": 1, "n_replies": 1},
+            **CONNECTION,
             "xid": [0x9000 + len(parts)],
             "proc": proc,
             "op": op,
             "t_call_ns": [t],
+            "t_call_end_ns": [t],
+            "t_call_last_ns": [t],
+            "t_call_last_end_ns": [t],
+            "t_reply_first_ns": [t + lat],
             "t_reply_ns": [t + lat],
             "latency_ns": [lat],
+            "latency_last_ns": [lat],
+            "srt_ns": [lat],
+            "n_calls": 1,
             "status": status,
             "name": fname,
+            "verifier": VERIFIER if op == "COMMIT" else None,
+            "call_bytes": 108,
+            "reply_bytes": 128,
         }
         parts.append(transactions(row, 1))
 
@@ -122,13 +169,71 @@ def write_trace(
         extra("COMMIT", 21, int(t_call[stall_after]) + CYCLE_NS, STALL_NS, 0)
     if name:
         extra("LOOKUP", 3, START_NS - 1_000_000, 100_000, 2, name)
-    return pd.concat(parts, ignore_index=True)
+    tx = pd.concat(parts, ignore_index=True)
+    rows, call, first, _ = _in_time_order(tx)
+    frame = np.arange(1, len(rows) + 1, dtype="int64")  # a frame each, in time order
+    call_frame = np.empty(len(tx), dtype="int64")
+    call_frame[rows[first]] = frame[first]
+    reply_frame = np.empty(len(tx), dtype="int64")
+    reply_frame[rows[~call]] = frame[~call]
+    return tx.assign(call_frame_first=call_frame, call_frame=call_frame, reply_frame=reply_frame)
+
+
+def _in_time_order(tx: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every send of every call (call_times_ns after the first where re-sent)
+    and every reply of a transactions table, in time order (a reply at a call's
+    time after it): their rows in tx, whether each is a call, whether it is its
+    call's first send, and its time."""
+    n = len(tx)
+    resends = [(i, t) for i, ts in enumerate(tx["call_times_ns"]) if isinstance(ts, list)
+               for t in ts[1:]]  # fmt: skip
+    again = np.array([i for i, _ in resends], dtype="int64")
+    rows = np.r_[np.arange(n), again, np.arange(n)]
+    call = np.r_[np.ones(n + len(again), dtype=bool), np.zeros(n, dtype=bool)]
+    first = np.r_[np.ones(n, dtype=bool), np.zeros(len(again) + n, dtype=bool)]
+    start = np.r_[
+        tx["t_call_ns"].to_numpy("int64"),
+        np.array([t for _, t in resends], dtype="int64"),
+        tx["t_reply_first_ns"].to_numpy("int64"),
+    ]
+    order = np.lexsort((~call, start))
+    return rows[order], call[order], first[order], start[order]
+
+
+def messages_of(tx: pd.DataFrame) -> pd.DataFrame:
+    """The messages behind a write_trace as a capture gives them: every send of
+    every call and every reply, one frame each, in time order, with the columns
+    the analysis reads (``schema.MESSAGE_FACTS``: what the command line keeps)."""
+    rows, call, _, start = _in_time_order(tx)
+    sent = tx["t_call_end_ns"].to_numpy("int64") - tx["t_call_ns"].to_numpy("int64")
+    size = np.where(call, tx["call_bytes"].to_numpy("int64")[rows],
+                    tx["reply_bytes"].to_numpy("int64")[rows])  # fmt: skip
+    hosts = tx[["client", "server"]].astype(str).to_numpy()[rows]
+    return pd.DataFrame(
+        {
+            "ts_first_ns": start,
+            "ts_last_ns": start + np.where(call, sent[rows], 0),
+            "frame_first": np.arange(1, len(rows) + 1, dtype="int64"),
+            "src": np.where(call, hosts[:, 0], hosts[:, 1]),
+            "dst": np.where(call, hosts[:, 1], hosts[:, 0]),
+            "transport": tx["transport"].astype(str).to_numpy()[rows],
+            "xid": tx["xid"].to_numpy("int64")[rows],
+            "msgtype": np.where(call, "call", "reply"),
+            "op": tx["op"].astype(str).to_numpy()[rows],
+            "rpc_len": size,
+            "frames": 1,
+            "ip_frags": 1,
+        }
+    ).astype({c: MESSAGE_DTYPES[c] for c in MESSAGE_FACTS})
 
 
 def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
-    """A Trace around a transactions table (no messages behind it)."""
-    start, end = int(tx["t_call_ns"].min()), int(tx["t_reply_ns"].max())
-    messages = pd.DataFrame({"ts_first_ns": [start], "ts_last_ns": [end], "transport": ["tcp"]})
+    """A Trace around a transactions table (a write_trace): its messages
+    (messages_of), no transport events, and the diagnosis ``diagnose`` makes of
+    them, as ``nfstrace.load`` does."""
+    messages = messages_of(tx)
+    events = pd.DataFrame(columns=list(EVENT_DTYPES)).astype(EVENT_DTYPES)
+    stats = ParseStats()
     return Trace(
         paths=(path,),
         messages=messages,
@@ -136,46 +241,34 @@ def synthetic_trace(tx: pd.DataFrame, path: str = "synthetic.pcap") -> Trace:
         latency=latency_table(tx),
         latency_by_pair=latency_table(tx, by=["client", "server"]),
         compound_latency=compound_op_latency(tx),
-        events=pd.DataFrame(columns=list(EVENT_COLUMNS)),
-        stats=ParseStats(),
+        events=events,
+        stats=stats,
         overview=overview(messages, tx),
-        diagnosis=derived_diagnosis(tx),  # type: ignore[arg-type]
+        diagnosis=diagnose(messages, tx, events, stats),
     )
 
 
-def derived_diagnosis(tx: pd.DataFrame) -> SimpleNamespace:
-    """The least diagnosis a report draws from (``Diagnosis``, duck-typed): the
-    tables derived from the transactions (write progress, outstanding RPCs,
-    COMMITs, re-sent calls); no verdict, budget, stalls, model or workload."""
-    return SimpleNamespace(
-        findings=[],
-        verdict=None,
-        budget=None,
-        quality=None,
-        stalls=None,
-        model=None,
-        workload=None,
-        progress=write_progress(tx),
-        writes=SimpleNamespace(
-            commits=commit_table(tx),
-            verifier_changes=None,
-            files=pd.DataFrame(columns=list(FILE_COLUMNS)),
-        ),
-        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
-        repeats=SimpleNamespace(retransmissions=tx[tx["n_calls"] > 1]),
-        timeline=timeline(tx, pd.DataFrame(columns=list(EVENT_DTYPES)), None,
-                          tx[tx["n_calls"] > 1], None),
-    )  # fmt: skip
+def _pair_table(values: dict[str, object]) -> pd.DataFrame:
+    """One budget.pairs row (``PAIR_COLUMNS``, in their types): the values
+    given, 0 for the other times and counts, NaN for the other rates."""
+    row = {}
+    for column, doc in PAIR_COLUMNS.items():
+        kind = doc.split(":")[0]
+        value = values.get(column, 0 if kind == "int64" else math.nan)
+        row[column] = pd.array(
+            [value], dtype="str" if kind == "str" else kind.replace("float", "float64")
+        )
+    return pd.DataFrame(row)
 
 
-def study_budget(tx: pd.DataFrame) -> SimpleNamespace:
-    """The time budget of a write_trace of one client/server pair
-    (``Diagnosis.budget``'s pairs and intervals, duck-typed): each WRITE's
-    call→reply split into transfer (TRANSFER_NS), round_trip (ROUND_TRIP_NS)
-    and server (the rest), each COMMIT in flight commit, the time between them
-    client_idle.  Re-sends are left out: every WRITE is split as if sent once.
-    From the first WRITE call to the last reply; four intervals per WRITE (a
-    million WRITEs: four million)."""
+def study_budget(tx: pd.DataFrame) -> Budget:
+    """The time budget of a write_trace of one client/server pair, as the study
+    splits it: each WRITE's call→reply split into transfer (TRANSFER_NS),
+    round_trip (ROUND_TRIP_NS) and server (the rest), each COMMIT in flight
+    commit, the time between them client_idle.  Re-sends are left out: every
+    WRITE is split as if sent once.  From the first WRITE call to the last
+    reply; four intervals per WRITE (a million WRITEs: four million).  One
+    WRITE in flight at a time: each cause's time is on the critical path."""
     w = tx[tx["op"] == "WRITE"]
     client, server = str(w["client"].iloc[0]), str(w["server"].iloc[0])
     t = w["t_call_ns"].to_numpy("int64")
@@ -217,25 +310,35 @@ def study_budget(tx: pd.DataFrame) -> SimpleNamespace:
     per_cause = intervals.groupby("cause")["duration_ns"].sum()
     elapsed = int(intervals["end_ns"].max() - intervals["start_ns"].min())
     nbytes = int(w["write_bytes"].sum())
-    pairs = pd.DataFrame(
+    pairs = _pair_table(
         {
-            "client": pd.array([client], dtype="str"),
-            "server": pd.array([server], dtype="str"),
-            "start_ns": [int(intervals["start_ns"].min())],
-            "end_ns": [int(intervals["end_ns"].max())],
-            "elapsed_ns": [elapsed],
-            "bytes": [nbytes],
-            "mbit_s": [nbytes * 8e3 / elapsed],
-            "writes": [len(w)],
-            **{f"{c}_ns": [int(per_cause.get(c, 0))] for c in CAUSES},
+            "client": client,
+            "server": server,
+            "start_ns": int(intervals["start_ns"].min()),
+            "end_ns": int(intervals["end_ns"].max()),
+            "elapsed_ns": elapsed,
+            "bytes": nbytes,
+            "mbit_s": nbytes * 8e3 / elapsed,
+            "writes": len(w),
+            "write_size": BLOCK,
+            "rtt_ns": float(ROUND_TRIP_NS),
+            "capture_point": "client",
+            "transport": "tcp",
+            "max_outstanding": 1,
+            **{f"{c}_ns": int(per_cause.get(c, 0)) for c in CAUSES},
+            **{f"{c}_path_ns": int(per_cause.get(c, 0)) for c in CAUSES},
         }
     )
-    return SimpleNamespace(pairs=pairs, intervals=intervals)
+    return Budget(pairs=pairs, intervals=intervals)
 
 
-def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
-    """A diagnosis with every table the report uses, built from the study's numbers
-    (the interface of nfstrace.analysis.diagnosis.Diagnosis, duck-typed)."""
+def full_diagnosis(trace: Trace, stall_after: int) -> Diagnosis:
+    """The diagnosis of a write_trace (``trace.diagnosis``) with the study's
+    numbers where a test needs known answers: its budget (study_budget), the
+    verdict "commit", the COMMIT stall and the slopes around it, the model's
+    parameters and terms, the workload's mix and windows, a write verifier
+    change at the COMMIT's reply, and the findings in the study's order."""
+    tx, base = trace.transactions, trace.diagnosis
     commit = tx[tx["op"] == "COMMIT"].iloc[0]
     w = tx[tx["op"] == "WRITE"]
     start_ns = int(w["t_reply_ns"].min())
@@ -248,6 +351,7 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
             "detail": ["COMMIT of 100 MB in flight"],
             "client": [CLIENT],
             "server": [SERVER],
+            "cause_share": [1.0],
         }
     )
     seg_end = int(w["t_reply_ns"].iloc[stall_after])
@@ -259,10 +363,12 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
             "bytes": [BLOCK * (stall_after + 1), BLOCK * (len(w) - stall_after - 1)],
             "writes": [stall_after + 1, len(w) - stall_after - 1],
             "mbit_s": [259.99, 133.85],
+            "client": [CLIENT, CLIENT],
+            "server": [SERVER, SERVER],
         }
     )
-    terms = {"2·T_prop": 192.68e-6, "T_ser": 65.536e-6, "T_B": 175.98e-6, "T_op": 61.87e-6}
-    model = SimpleNamespace(
+    model = replace(
+        base.model,
         parameters=pd.DataFrame(
             {
                 "name": ["T_prop", "T_ser", "T_B", "T_op"],
@@ -273,10 +379,11 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
                 "note": ["", "given: 1 Gbit/s", "", ""],
             }
         ),
-        terms=terms,
+        terms={"2·T_prop": 192.68e-6, "T_ser": 65.536e-6, "T_B": 175.98e-6, "T_op": 61.87e-6},
         predictions=pd.DataFrame(
             {
                 "scenario": ["sequential", "observed concurrency"],
+                "outstanding": [1.0, 1.04],
                 "predicted_mbit_s": [132.11, 136.88],
                 "measured_mbit_s": [128.08, 137.58],
                 "error_pct": [3.1, -0.5],
@@ -285,41 +392,41 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
         what_if=pd.DataFrame(
             {
                 "change": ["rtt=+5ms", "disk=2x", "outstanding=16"],
+                "outstanding": [1.0, 1.0, 16.0],
+                "t_cycle_us": [5320.0, 408.1, 69.6],
                 "predicted_mbit_s": [12.3, 160.2, 941.0],
                 "dominant": ["2·T_prop", "2·T_prop", "link"],
             }
         ),
     )
-    workload = SimpleNamespace(
+    workload = replace(
+        base.workload,
         op_mix=pd.DataFrame(
             {
-                "category": ["WRITE", "LOOKUP", "READ", "other"],
+                "category": ["WRITE", "LOOKUP", "READ", "other: COMMIT"],
                 "calls": [len(w), 1, 0, 1],
                 "share": [0.98, 0.01, 0.0, 0.01],
                 "laddis_share": [0.15, 0.34, 0.22, 0.29],
+                "ops": ["WRITE", "LOOKUP", "", "COMMIT"],
             }
         ),
         windows=pd.DataFrame(
             {
                 "start_ns": START_NS + np.arange(5) * 10**9,
+                "calls": [100, 500, 1000, 2000, 2500],
                 "ops_per_s": [100.0, 500.0, 1000.0, 2000.0, 2500.0],
                 "mbit_s": [6.5, 32.8, 65.5, 131.0, 163.8],
                 "mean_latency_ms": [0.30, 0.32, 0.35, 0.40, 0.45],
-                "calls": [100, 500, 1000, 2000, 2500],
             }
         ),
         base_ms=0.3,
         slope=6e-5,
     )
-    resent = tx[tx["n_calls"] > 1]
     budget = study_budget(tx)
     row = budget.pairs.iloc[0]
     said = f"COMMITs held the writes for {row['commit_ns'] / row['elapsed_ns']:.0%} of the time"
-    verdict = SimpleNamespace(  # Diagnosis.verdict, duck-typed
-        primary="commit",
-        text=said,
-        pairs=[SimpleNamespace(client=CLIENT, server=SERVER, primary="commit")],
-    )
+    pair = PairVerdict(CLIENT, SERVER, "commit", said, float(row["mbit_s"]), budget.shares())
+    verdict = Verdict("commit", said, pairs=[pair])
     findings = [
         Finding(kind="verdict", title=said, severity="problem"),  # repeats the verdict
         Finding(
@@ -342,25 +449,24 @@ def full_diagnosis(tx: pd.DataFrame, stall_after: int) -> SimpleNamespace:
             "t_ns": [int(commit["t_reply_ns"])],
             "client": [CLIENT],
             "server": [SERVER],
-            "old": ["0102030405060708"],
+            "xid": [int(commit["xid"])],
+            "op": ["COMMIT"],
+            "old": [VERIFIER],
             "new": ["1112131415161718"],
             "uncommitted_bytes": [BLOCK * 4],
         }
     )
-    no_events = pd.DataFrame(columns=list(EVENT_DTYPES))
-    return SimpleNamespace(
+    stalls_result = replace(base.stalls, stalls=stalls, segments=segments)
+    return replace(
+        base,
         findings=findings,
         verdict=verdict,
         budget=budget,
-        quality=SimpleNamespace(capture_point="client"),
-        progress=write_progress(tx),
-        stalls=SimpleNamespace(stalls=stalls, segments=segments),
-        writes=SimpleNamespace(commits=commit_table(tx), verifier_changes=verifier_changes),
-        pace=SimpleNamespace(outstanding=outstanding_steps(tx)),
-        repeats=SimpleNamespace(retransmissions=resent),
+        stalls=stalls_result,
+        writes=replace(base.writes, verifier_changes=verifier_changes),
         model=model,
         workload=workload,
-        timeline=timeline(tx, no_events, stalls, resent, verifier_changes),
+        timeline=timeline(tx, trace.events, stalls, base.repeats.retransmissions, verifier_changes),
     )
 
 
@@ -390,9 +496,9 @@ def test_thin_keeps_ends_and_spikes_within_budget() -> None:
 
 
 @pytest.fixture(scope="module")
-def study() -> tuple[pd.DataFrame, SimpleNamespace]:
+def study() -> tuple[pd.DataFrame, Diagnosis]:
     tx = write_trace(600, stall_after=299, resent=450)
-    return tx, full_diagnosis(tx, stall_after=299)
+    return tx, full_diagnosis(synthetic_trace(tx), stall_after=299)
 
 
 def test_cumulative_transfer_marks_everything(study) -> None:
@@ -516,6 +622,23 @@ def test_model_figure_stacks_the_study_terms(study) -> None:
 def test_model_figure_without_model() -> None:
     fig = fg.model_figure(None)
     assert "could not be fitted" in fig.layout.annotations[0].text
+
+
+def test_model_figure_without_any_term_leaves_t_cycle_out(study) -> None:
+    """No term estimated (a capture without NULL calls, COMMITs or a link rate:
+    write_trace's): no T_cycle to stack.  Its empty panel made the browser fail
+    on its axis ("rotate(0,NaN,...)"): it is left out, and the note says why."""
+    _, d = study
+    unknown = dict.fromkeys(d.model.terms, math.nan)
+    fig = fg.model_figure(unknown, d.model.predictions, d.model.what_if)
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:2] == ["predicted vs measured (Mbit/s)", "what if (Mbit/s)"]
+    assert not any("µs" in t for t in titles) and all(t.type == "bar" for t in fig.data)
+    assert "T_cycle" not in {t.offsetgroup for t in fig.data}
+    assert fig.layout.meta["notes"] == [
+        "cannot estimate 2·T_prop, T_ser, T_B, T_op: T_cycle not drawn"
+    ]
+    assert "could not be fitted" in fg.model_figure(unknown).layout.annotations[0].text
 
 
 def test_capture_strings_are_escaped_in_labels() -> None:

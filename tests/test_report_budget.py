@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -26,15 +26,15 @@ from test_figures import (
     CLIENT,
     SERVER,
     START_NS,
-    derived_diagnosis,
     full_diagnosis,
     study_budget,
     synthetic_trace,
     write_trace,
 )
 
-from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS
+from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS, Budget
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.verdict import Verdict, decide
 from nfstrace.reports import figures as fg
 from nfstrace.reports import html as report
 from nfstrace.reports.html import render_report
@@ -225,7 +225,7 @@ def test_shading_of_a_real_capture(round_trip: Trace) -> None:
 
 def test_shading_keeps_the_stall_marking() -> None:
     tx = write_trace(600, stall_after=299)
-    d = full_diagnosis(tx, stall_after=299)
+    d = full_diagnosis(synthetic_trace(tx), stall_after=299)
     fig = fg.cumulative_transfer(
         d.progress, d.stalls.stalls, budget_intervals=d.budget.intervals, t0_ns=START_NS
     )
@@ -383,15 +383,19 @@ def test_report_shades_each_pairs_figure_with_its_own_intervals(
 
 
 def test_report_escapes_the_verdict_and_the_evidence() -> None:
-    tx = write_trace(200, stall_after=99)
-    d = full_diagnosis(tx, stall_after=99)
-    d.verdict.text = f"the writes waited on {XSS}"
-    d.verdict.primary = XSS
-    d.verdict.pairs[0].primary = XSS
-    d.budget.intervals["evidence"] = f"COMMIT of {XSS}"
-    d.findings[0] = Finding(kind="verdict", title=f"The writes waited on {XSS}")
-    d.budget.pairs["client"] = pd.array([f"{CLIENT}{XSS}"], dtype="str")
-    text = render_report(synthetic_trace(tx), d)
+    trace = synthetic_trace(write_trace(200, stall_after=99))
+    d = full_diagnosis(trace, stall_after=99)
+    pair = replace(d.verdict.pairs[0], primary=XSS)
+    d = replace(
+        d,
+        verdict=replace(d.verdict, text=f"the writes waited on {XSS}", primary=XSS, pairs=[pair]),
+        budget=Budget(
+            pairs=d.budget.pairs.assign(client=pd.array([f"{CLIENT}{XSS}"], dtype="str")),
+            intervals=d.budget.intervals.assign(evidence=f"COMMIT of {XSS}"),
+        ),
+        findings=[Finding(kind="verdict", title=f"The writes waited on {XSS}"), *d.findings[1:]],
+    )
+    text = render_report(trace, d)
     assert "<script>alert" not in text and "</script><script>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     diagnosis = section(text, "diagnosis")
@@ -400,17 +404,38 @@ def test_report_escapes_the_verdict_and_the_evidence() -> None:
     assert text.count("<script") == text.count("</script>")
 
 
-def test_report_without_a_budget() -> None:
-    tx = write_trace(50)
-    trace = synthetic_trace(tx)
-    d = full_diagnosis(write_trace(50, stall_after=10), stall_after=10)
-    for budget in (None, SimpleNamespace(pairs=None, intervals=None)):
-        d.budget = budget
-        d.verdict = None
-        text = render_report(trace, d)
-        assert 'id="time-budget"' not in text and 'data-figure="time budget"' not in text
-        assert "Time budget: not computed" in text
-        assert d.findings[0].title in text  # no verdict above: the verdict finding stays
+def test_report_with_an_empty_budget_and_no_stalls() -> None:
+    """Steady writes (no stall found: an empty stall table, one stretch of
+    writes), their budget empty as without WRITE activity and the verdict
+    ``decide`` gives it: no budget figure or table, a note; the verdict, then
+    every finding (none repeats it); no stall or slope drawn."""
+    trace = synthetic_trace(write_trace(600))
+    d = trace.diagnosis
+    assert d.stalls.stalls.empty and len(d.stalls.segments) == 1 and len(d.budget.pairs) == 1
+    empty = Budget(pairs=d.budget.pairs.iloc[:0], intervals=d.budget.intervals.iloc[:0])
+    d = replace(d, budget=empty, verdict=decide(empty))
+    assert d.verdict == Verdict("none", "no WRITE activity to judge")
+    text = render_report(trace, d)
+    assert 'id="time-budget"' not in text and 'data-figure="time budget"' not in text
+    assert "Time budget: no WRITE activity in the capture, nothing to split by cause." in text
+    diagnosis = section(text, "diagnosis")
+    assert '<span class="verdict-text">No WRITE activity to judge</span>' in diagnosis
+    assert ">none</span>" in diagnosis and "Written:" not in diagnosis  # no write activity
+    assert d.findings and all(html.escape(f.title) in diagnosis for f in d.findings)
+    assert 'data-figure="cumulative transfer"' in text  # the writes are still drawn
+    assert "stall: " not in text and "slope between stalls" not in text
+
+
+def test_budget_table_without_verdict_pairs() -> None:
+    """A verdict without per-pair verdicts: the budget table has no verdict column."""
+    trace = synthetic_trace(write_trace(600, stall_after=299))
+    d = full_diagnosis(trace, stall_after=299)
+    d = replace(d, verdict=replace(d.verdict, pairs=[]))
+    table = section(render_report(trace, d), "diagnosis")
+    table = table[table.index('id="time-budget"') :]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table[: table.index("</thead>")])
+    assert headers[:4] == ["client", "server", "elapsed (s)", "Mbit/s"]
+    assert "verdict" not in headers
 
 
 def test_report_of_a_capture_without_writes(tmp_path: Path) -> None:
@@ -433,16 +458,15 @@ def test_report_of_hundreds_of_pairs() -> None:
         tx["client"] = pd.array([f"10.2.{i // 200}.{i % 200}"] * len(tx), dtype="string")
         parts.append(tx)
         budgets.append(study_budget(tx))
-    tx = pd.concat(parts, ignore_index=True)
-    budget = SimpleNamespace(
+    trace = synthetic_trace(pd.concat(parts, ignore_index=True))
+    budget = Budget(
         pairs=pd.concat([b.pairs for b in budgets], ignore_index=True),
         intervals=pd.concat([b.intervals for b in budgets], ignore_index=True),
     )
-    d = derived_diagnosis(tx)
-    d.verdict = SimpleNamespace(primary="server", text="the server took 26% of the time", pairs=[])
-    d.budget = budget
+    d = replace(trace.diagnosis, budget=budget, verdict=decide(budget))
+    assert len(d.verdict.pairs) == n
     start = time.monotonic()
-    text = render_report(synthetic_trace(tx), d)
+    text = render_report(trace, d)
     assert time.monotonic() - start < 60
     assert "210 of 240 pairs left out" in text  # the bars: the 30 busiest
     table = text[

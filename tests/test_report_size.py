@@ -95,7 +95,7 @@ def test_the_figures_draw_only_the_bundles_trace_types() -> None:
     for n in (3_000, 200_000):
         tx = write_trace(n, stall_after=n // 2 - 1, resent=n * 2 // 3)
         trace = synthetic_trace(tx)
-        diagnosis = full_diagnosis(tx, stall_after=n // 2 - 1)
+        diagnosis = full_diagnosis(trace, stall_after=n // 2 - 1)
         figures = [
             f for _, f in _pair_figure_list(trace, _inputs(diagnosis), None, fg.POINT_BUDGET)
         ]

@@ -25,7 +25,8 @@ import nfstrace
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, ExitStatus
-from nfstrace.parsers import capture, pcapng
+from nfstrace.parsers import capture
+from nfstrace.protocol import capture_format
 from nfstrace.trace import AnalysisConfig
 
 try:
@@ -728,7 +729,7 @@ def test_impossible_interface_drop_count_is_left_out(tmp_path: Path) -> None:
         0,
         0,
         (mc.ISB_IFDROP, struct.pack("<Q", 2**64 - 1)),
-        (pcapng.ISB_OSDROP, struct.pack("<Q", 7)),
+        (capture_format.ISB_OSDROP, struct.pack("<Q", 7)),
     )
     path = tmp_path / "drops.pcapng"
     path.write_bytes(blob + isb)

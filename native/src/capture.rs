@@ -1,6 +1,7 @@
-//! Capture files -> raw frames (mirrors `nfstrace/parsers/capture.py`, with its
-//! format readers `pcap.py` and `pcapng.py` and their shared `resync.py`; read
-//! capture.py's docstring for what is done with each kind of damage).
+//! Capture files -> raw frames: the package's one capture reader (`analyze`
+//! reads through `Merge`, Python's `parsers/capture.py` `read_frames` and
+//! `stream_frames` through `frames.rs`; capture.py's docstring says what is
+//! done with each kind of damage, and holds the CaptureInfo this fills in).
 //!
 //! libpcap (both byte orders, micro- and nanosecond timestamps) and pcapng
 //! (several sections and interfaces, per-interface link type, timestamp
@@ -15,7 +16,7 @@ use std::io::Read;
 
 /// Bytes read at a time (at most: see chunk_bytes); all the files read at
 /// once share READ_BUDGET bytes of reading buffers, each at least MIN_CHUNK
-/// (generated from parsers/capture.py and parsers/resync.py).
+/// (generated from parsers/capture.py).
 pub use crate::tables::{CHUNK, MAX_CAPLEN, MIN_CHUNK, READ_BUDGET, RESYNC_WINDOW};
 use crate::tables::{
     IF_TSOFFSET, IF_TSRESOL, ISB_IFDROP, ISB_OSDROP, MAX_BLOCK, MAX_INTERFACES, MAX_WIRE,
@@ -23,8 +24,8 @@ use crate::tables::{
     PCAPNG_PB, PCAPNG_SHB, PCAPNG_SPB, RESYNC_TS_WINDOW_S,
 };
 
-/// Bytes read at a time from each of `files` files read side by side
-/// (capture.py's chunk_bytes): 1,250 files did not hold 4 MiB each.
+/// Bytes read at a time from each of `files` files read side by side: 1,250
+/// files did not hold 4 MiB each.
 pub fn chunk_bytes(files: usize) -> usize {
     (READ_BUDGET / files.max(1)).clamp(MIN_CHUNK, CHUNK)
 }
@@ -248,10 +249,13 @@ fn fmt_thousands(n: u64) -> String {
         .join(",")
 }
 
-/// A chunked reader over one capture (capture.py's Buffer and read_frames).
+/// A chunked reader over one capture.
 pub struct Reader {
     src: Box<dyn Read + Send>,
     chunk: usize,
+    /// a live stream (a pipe): each read takes what has arrived, so that a
+    /// frame is handed out once its record is whole, not once a chunk is full
+    live: bool,
     buf: Vec<u8>,
     pos: usize,
     consumed: u64,
@@ -272,9 +276,21 @@ impl Reader {
         max_drops: u64,
         chunk: usize,
     ) -> Result<Reader, String> {
+        Reader::open_with(src, max_frame, max_drops, chunk, false)
+    }
+
+    /// `open`, of a live stream when `live` (see Reader::live).
+    pub fn open_with(
+        src: Box<dyn Read + Send>,
+        max_frame: usize,
+        max_drops: u64,
+        chunk: usize,
+        live: bool,
+    ) -> Result<Reader, String> {
         let mut r = Reader {
             src,
             chunk,
+            live,
             buf: Vec::new(),
             pos: 0,
             consumed: 0,
@@ -311,6 +327,20 @@ impl Reader {
         while self.buf.len() < n && !self.eof {
             let want = self.chunk.max(n - self.buf.len());
             let old = self.buf.len();
+            if self.live {
+                // one read of at most a chunk: what has arrived (a read error
+                // ends the data)
+                self.buf.resize(old + self.chunk.min(want), 0);
+                let got = loop {
+                    match self.src.read(&mut self.buf[old..]) {
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        r => break r.unwrap_or(0),
+                    }
+                };
+                self.buf.truncate(old + got);
+                self.eof = got == 0;
+                continue;
+            }
             // the buffer grows with what is read, not by `want` ahead of it: a
             // file of 250 bytes holds 250 (read_to_end keeps what came before
             // a read error, which ends the data as the end would)
@@ -340,7 +370,7 @@ impl Reader {
         &self.buf[f.start..f.start + f.len]
     }
 
-    /// A capture file header at pos + at (resync.py's format_at).
+    /// A capture file header at pos + at.
     fn format_at(&mut self, at: usize) -> Option<Fmt> {
         self.fill(at + 4);
         let p = self.pos + at;
@@ -358,7 +388,8 @@ impl Reader {
     }
 
     /// A header met where a record was expected, checked further (version 2.x,
-    /// byte-order magic) (resync.py's header_follows).
+    /// byte-order magic), so that frame bytes that happen to look like a magic
+    /// number are not taken for one.
     fn header_follows(&mut self, at: usize) -> Option<Fmt> {
         let fmt = self.format_at(at);
         self.fill(at + 24);
@@ -567,7 +598,7 @@ impl Reader {
 
     /// Step pos forward (at least one byte) to the first position that is a
     /// candidate and is accepted; the bytes skipped.  At the end of the data
-    /// when nothing is found (resync.py's resync).
+    /// when nothing is found.
     fn resync(&mut self, pcapng: bool) -> u64 {
         let start = self.at();
         self.pos += 1;
@@ -664,7 +695,10 @@ impl Reader {
             }
             let mut sub = sub;
             if sub >= frac_limit {
-                // a fraction of a second of a second or more: clamped (pcap.py)
+                // A fraction of a second of a second or more (ts_usec 0xFFFFFFFF):
+                // the frame is read, its time clamped to its second's last tick
+                // (carried, it would jump 71 minutes ahead and age out every
+                // reassembly); tshark reads it too.  Not damage to search past.
                 let at = self.at();
                 self.info.note("bad_timestamp", at, 0, String::new(), "");
                 sub = frac_limit - 1;
@@ -953,8 +987,8 @@ pub type Opener = Box<dyn FnMut(bool) -> Result<Box<dyn Read + Send>, String> + 
 
 /// Several captures merged in time order (ties: the earlier file first), as
 /// heapq.merge does: each file is trusted to be in time order.  Each file is
-/// opened only when its first frame is due and closed at its end (capture.py's
-/// _merged): thousands of rotated files hold one or two open, not all of them.
+/// opened only when its first frame is due and closed at its end: thousands
+/// of rotated files hold one or two open, not all of them.
 /// Their first frames are read beforehand, one file at a time.
 pub struct Merge {
     openers: Vec<Opener>,

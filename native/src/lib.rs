@@ -72,4 +72,6 @@ pub fn default_settings() -> Settings {
 }
 
 #[cfg(feature = "python")]
+mod frames;
+#[cfg(feature = "python")]
 mod python;

@@ -1,6 +1,7 @@
-//! The Python module `nfstrace._native` (PyO3): one function, `parse`,
-//! returning plain columns (bytes of int arrays, lists of distinct values)
-//! that `nfstrace/parsers/native.py` turns into the parser's DataFrames.
+//! The Python module `nfstrace._native` (PyO3): `parse`, returning plain
+//! columns (bytes of int arrays, lists of distinct values) that
+//! `nfstrace/parsers/native.py` turns into the parser's DataFrames; and the
+//! capture reader alone, `Frames` (frames.rs).
 
 use crate::collector::{Col, Collector};
 use crate::dissector::{Dissector, Settings};
@@ -15,27 +16,62 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A Python callable `read(n) -> bytes` as a Read (decompressing streams:
-/// Python's gzip/bz2/lzma say best what went wrong with a damaged file).
-struct PyRead {
+/// Python's gzip/bz2/lzma say best what went wrong with a damaged file; live
+/// streams, `frames.rs`).
+pub(crate) struct PyRead {
     read: PyObject,
     pending: Vec<u8>,
     at: usize,
+    /// bytes asked of `read` at least (fewer a call would cost more than it reads)
+    min: usize,
+    /// bytes taken from the capture so far: `taken()` when given (the packed
+    /// bytes of a compressed file), else the bytes `read` returned
+    counted: Option<(Option<PyObject>, Arc<AtomicU64>)>,
+}
+
+impl PyRead {
+    pub(crate) fn new(read: PyObject, min: usize) -> PyRead {
+        PyRead {
+            read,
+            pending: Vec::new(),
+            at: 0,
+            min,
+            counted: None,
+        }
+    }
+
+    /// The bytes taken so far kept in `taken` (see PyRead::counted).
+    pub(crate) fn counting(mut self, taken_fn: Option<PyObject>, taken: Arc<AtomicU64>) -> Self {
+        self.counted = Some((taken_fn, taken));
+        self
+    }
 }
 
 impl Read for PyRead {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         if self.at >= self.pending.len() {
-            let want = out.len().max(1 << 20);
-            let chunk: Vec<u8> = Python::with_gil(|py| -> PyResult<Vec<u8>> {
+            let want = out.len().max(self.min);
+            let pending = &mut self.pending;
+            Python::with_gil(|py| -> PyResult<()> {
                 let b = self.read.call1(py, (want,))?;
-                b.extract::<Vec<u8>>(py)
+                pending.clear();
+                pending.extend_from_slice(b.bind(py).downcast::<PyBytes>()?.as_bytes());
+                match &self.counted {
+                    Some((Some(taken_fn), taken)) => {
+                        taken.store(taken_fn.call0(py)?.extract(py)?, Ordering::Relaxed)
+                    }
+                    Some((None, taken)) => {
+                        taken.fetch_add(pending.len() as u64, Ordering::Relaxed);
+                    }
+                    None => {}
+                }
+                Ok(())
             })
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-            if chunk.is_empty() {
+            self.at = 0;
+            if self.pending.is_empty() {
                 return Ok(0);
             }
-            self.pending = chunk;
-            self.at = 0;
         }
         let n = out.len().min(self.pending.len() - self.at);
         out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
@@ -304,35 +340,44 @@ fn stats(py: Python<'_>, d: &Dissector) -> PyResult<PyObject> {
     Ok(out.into_any().unbind())
 }
 
+/// What the reader learned about one file, as a dict (capture.py's
+/// take_facts fills a CaptureInfo with it).
+pub(crate) fn file_info<'py>(
+    py: Python<'py>,
+    f: &capture::FileInfo,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("format", f.format)?;
+    d.set_item(
+        "linktypes",
+        f.linktypes.iter().copied().collect::<Vec<u32>>(),
+    )?;
+    d.set_item("snaplen", f.snaplen)?;
+    d.set_item("frames", f.frames)?;
+    d.set_item("bytes", f.bytes)?;
+    d.set_item("truncated_frames", f.truncated_frames)?;
+    d.set_item("cut_len", f.cut_len)?;
+    d.set_item("cut_headers", f.cut_headers)?;
+    d.set_item("interface_drops", f.interface_drops)?;
+    let damage = PyList::empty(py);
+    for (kind, x) in &f.damage {
+        damage.append((
+            *kind,
+            x.count,
+            x.offset,
+            x.skipped,
+            x.detail.as_str(),
+            x.what,
+        ))?;
+    }
+    d.set_item("damage", damage)?;
+    Ok(d)
+}
+
 fn file_infos(py: Python<'_>, infos: &[capture::FileInfo]) -> PyResult<PyObject> {
     let out = PyList::empty(py);
     for f in infos {
-        let d = PyDict::new(py);
-        d.set_item("format", f.format)?;
-        d.set_item(
-            "linktypes",
-            f.linktypes.iter().copied().collect::<Vec<u32>>(),
-        )?;
-        d.set_item("snaplen", f.snaplen)?;
-        d.set_item("frames", f.frames)?;
-        d.set_item("bytes", f.bytes)?;
-        d.set_item("truncated_frames", f.truncated_frames)?;
-        d.set_item("cut_len", f.cut_len)?;
-        d.set_item("cut_headers", f.cut_headers)?;
-        d.set_item("interface_drops", f.interface_drops)?;
-        let damage = PyList::empty(py);
-        for (kind, x) in &f.damage {
-            damage.append((
-                *kind,
-                x.count,
-                x.offset,
-                x.skipped,
-                x.detail.as_str(),
-                x.what,
-            ))?;
-        }
-        d.set_item("damage", damage)?;
-        out.append(d)?;
+        out.append(file_info(py, f)?)?;
     }
     Ok(out.into_any().unbind())
 }
@@ -362,11 +407,7 @@ fn parse(
             // a compressed file: Python's opener (re)opens it, returning read(n)
             Some(opener) => sources.push(Box::new(move |_| {
                 let read = Python::with_gil(|py| opener.call0(py)).map_err(|e| e.to_string())?;
-                Ok(Box::new(PyRead {
-                    read,
-                    pending: Vec::new(),
-                    at: 0,
-                }) as Box<dyn Read + Send>)
+                Ok(Box::new(PyRead::new(read, 1 << 20)) as Box<dyn Read + Send>)
             })),
             None => {
                 let path = path.clone();
@@ -417,6 +458,7 @@ fn parse(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_class::<crate::frames::Frames>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The generated tables' names (tests/test_rust_tables.py: the extension was
     // built from the current Python definitions)

@@ -33,10 +33,10 @@ pub const DEFAULT_PARTITIONS: i64 = 1;
 pub const DEFAULT_PARTITION: i64 = 0;
 /// config.CHECK_EVERY_FRAMES: the message count is checked this often
 pub const CHECK_EVERY_FRAMES: i64 = 4096;
-/// pcapng.MAX_INTERFACE_DROPS
+/// capture_format.MAX_INTERFACE_DROPS
 pub const MAX_INTERFACE_DROPS: u64 = 281_474_976_710_656;
 
-// ---- Reading capture files (parsers/capture.py, parsers/resync.py) --------------------------
+// ---- Reading capture files (parsers/capture.py, protocol/capture_format.py) -----------------
 /// bytes read at a time (at most)
 pub const CHUNK: usize = 4_194_304;
 /// ... and at least, files read side by side

@@ -1,13 +1,18 @@
 """Capture files -> raw frames.
 
-Reads libpcap (both byte orders, micro- and nanosecond timestamps) and pcapng
+The reader is the Rust core's (``native/src/capture.rs``, the one ``analyze``
+parses with), here as ``read_frames`` (a file) and ``stream_frames`` (a live
+stream); this module opens what it reads (decompression, pipes spooled into
+temporary files, directories of rotated files) and holds what it learns of a
+file (``CaptureInfo``, the damage notes).
+
+It reads libpcap (both byte orders, micro- and nanosecond timestamps) and pcapng
 (several sections and interfaces, per-interface link type and timestamp
 resolution, interface statistics with drop counts), plain or compressed with
 gzip, bzip2 or xz, and merges several files in time order.
 
-Each frame is a tuple ``(ts_ns, linktype, data, orig_len, file_index)``: data
-is a memoryview into a read chunk of several MB; copy it (``bytes(data)``) to
-keep it long without pinning the chunk.  Nothing here knows about IP or RPC.
+Each frame is a tuple ``(ts_ns, linktype, data, orig_len, file_index)``, data
+the frame's captured bytes (``bytes``).  Nothing here knows about IP or RPC.
 
 Damaged files are read as far as they go, and past the damage where a record
 can be found again (wiretap and libpcap stop at the first bad record):
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import io
 import lzma
 import os
 import stat
@@ -49,16 +55,15 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from nfstrace.errors import CaptureError
-from nfstrace.parsers.pcap import read_pcap
+from nfstrace.errors import CaptureError, UsageError
+from nfstrace.parsers import backends
 
 # Re-exported: native.py hands it to the Rust reader as capture.MAX_INTERFACE_DROPS.
-from nfstrace.parsers.pcapng import MAX_INTERFACE_DROPS as MAX_INTERFACE_DROPS
-from nfstrace.parsers.pcapng import read_pcapng
-from nfstrace.parsers.resync import MAX_CAPLEN, PCAP_MAGIC_BYTES, PCAPNG_SHB_BYTES, format_at
+from nfstrace.protocol.capture_format import MAX_CAPLEN, PCAP_MAGIC_BYTES, PCAPNG_SHB_BYTES
+from nfstrace.protocol.capture_format import MAX_INTERFACE_DROPS as MAX_INTERFACE_DROPS
 
-# Bytes as read: the readers hand out memoryviews of their buffers, the
-# backends and the tests bytes; the dissectors take either.
+# Bytes as read: the reader hands out bytes, a caller may slice memoryviews of
+# them; the dissectors take either.
 Bytes = bytes | memoryview
 Frame = tuple[int, int, Bytes, int, int]
 # progress(frames read, bytes read from the capture files on disk, or -1 when
@@ -581,73 +586,48 @@ def read_up_to(stream: BinaryIO, n: int, compressed: bool) -> tuple[bytes, str]:
     return b"".join(parts), ""
 
 
-class Buffer:
-    """Chunked reader: hands out memoryviews of at least n bytes."""
+def take_facts(info: CaptureInfo, facts: dict[str, Any]) -> None:
+    """Put into ``info`` what the Rust reader learned about its file: a dict of
+    ``nfstrace._native`` (``parse``'s files, ``Frames.info()``)."""
+    info.format = facts["format"]
+    info.linktypes.update(facts["linktypes"])
+    info.snaplen = facts["snaplen"]
+    info.frames = facts["frames"]
+    info.bytes = facts["bytes"]
+    info.truncated_frames = facts["truncated_frames"]
+    info.cut_len = facts["cut_len"]
+    info.cut_headers = facts["cut_headers"]
+    info.interface_drops = facts["interface_drops"]
+    info.damage = {
+        kind: Damage(count=count, offset=offset, skipped=skipped, detail=detail, what=what)
+        for kind, count, offset, skipped, detail, what in facts["damage"]
+    }
 
-    __slots__ = (
-        "buf",
-        "chunk",
-        "compressed",
-        "consumed",
-        "eof",
-        "error",
-        "info",
-        "pos",
-        "stream",
-    )
 
-    def __init__(
-        self,
-        stream: BinaryIO,
-        compressed: bool = False,
-        info: CaptureInfo | None = None,
-        chunk: int = CHUNK,
-    ) -> None:
+class _Source:
+    """A capture's bytes as the Rust reader asks for them, ``read(n)``: ``head``
+    (bytes already read from the stream) first, then what ``read_up_to`` gives
+    (at corrupt or cut-off compressed data, or a read that fails, what came
+    before it; then ``error`` is set and the data ends)."""
+
+    def __init__(self, stream: BinaryIO, compressed: bool, head: bytes = b"") -> None:
         self.stream = stream
-        self.chunk = chunk
         self.compressed = compressed
-        self.info = info  # its read_bytes kept current
-        self.buf = b""
-        self.pos = 0
-        self.consumed = 0
-        self.eof = False
+        self.head = head
         self.error = ""
 
-    def _read(self, n: int) -> bytes:
-        """Up to n bytes; at corrupt or cut-off compressed data, what was read
-        before it, with self.error set."""
-        data, error = read_up_to(self.stream, n, self.compressed)
-        if error:
-            self.error = error
+    def read(self, n: int) -> bytes:
+        if self.head:
+            data, self.head = self.head[:n], self.head[n:]
+            return data
+        if self.error:
+            return b""
+        data, self.error = read_up_to(self.stream, n, self.compressed)
         return data
 
-    def fill(self, n: int) -> bool:
-        """Make n bytes available at self.pos; False at end of data."""
-        have = len(self.buf) - self.pos
-        if have >= n:
-            return True
-        parts = [self.buf[self.pos :]]
-        while have < n and not self.eof:
-            chunk = self._read(max(self.chunk, n - have))
-            if chunk:
-                parts.append(chunk)
-                have += len(chunk)
-            if not chunk or self.error:
-                self.eof = True
-                break
-        self.consumed += self.pos
-        self.buf = b"".join(parts)
-        self.pos = 0
-        if self.info is not None:
-            self.info.read_bytes = file_bytes_read(self.stream, self.consumed + len(self.buf))
-        return have >= n
-
-    def at(self) -> int:
-        """File offset (uncompressed) of self.pos."""
-        return self.consumed + self.pos
-
-    def available(self) -> int:
-        return len(self.buf) - self.pos
+    def taken(self) -> int:
+        """Bytes taken from the file on disk so far (packed)."""
+        return file_bytes_read(self.stream, 0)
 
 
 def read_frames(
@@ -657,8 +637,25 @@ def read_frames(
     read ``chunk`` bytes at a time."""
     stream, info.compression = open_stream(path)
     with stream:
-        buf = Buffer(stream, compressed=bool(info.compression), info=info, chunk=chunk)
-        yield from _frames_of(buf, index, info, max_frame, path)
+        if info.compression:
+            source = _Source(stream, compressed=True)
+            yield from _frames(source.read, source, index, info, max_frame, chunk, live=False)
+            return
+        fd = os.dup(stream.fileno())  # the Rust reader's own (it closes it), from the start
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        native = _native_extension()
+    except BaseException:
+        os.close(fd)
+        raise
+    yield from _frames(fd, None, index, info, max_frame, chunk, live=False, native=native)
+
+
+def bytes_frames(data: bytes, info: CaptureInfo) -> Generator[Frame, None, None]:
+    """Frames of a capture held in memory (a file's header and its last bytes:
+    spans.py), read as ``read_frames`` reads a file."""
+    source = _Source(io.BytesIO(data), compressed=False)
+    yield from _frames(source.read, source, 0, info, MAX_CAPLEN, CHUNK, live=False)
 
 
 # Bytes asked of a live stream at a time (``stream_frames``): a read returns
@@ -672,43 +669,71 @@ def stream_frames(
     """Frames of a live stream (``nfstrace watch``: standard input, a FIFO) as
     they arrive: ``stream`` is unbuffered (``open(fd, "rb", buffering=0)``), so
     a frame is handed out once its record is whole, not when a chunk is full.
-    The same pcap/pcapng readers (and damage handling) as ``read_frames``;
-    not decompressed."""
-    buf = Buffer(stream, info=info, chunk=STREAM_CHUNK)
-    buf.fill(len(max(COMPRESSED_MAGIC, key=len)))
+    The same reader (and damage handling) as ``read_frames``; not decompressed."""
+    source = _Source(stream, compressed=False)
+    head = b""
+    while len(head) < len(max(COMPRESSED_MAGIC, key=len)):
+        piece = source.read(STREAM_CHUNK)
+        if not piece:
+            break
+        head += piece
     for magic, kind in COMPRESSED_MAGIC.items():
-        if buf.buf.startswith(magic):
+        if head.startswith(magic):
             raise CaptureError(
                 f"{kind}-compressed: a stream is read as plain pcap or pcapng "
                 f"(decompress it into the pipe: {UNPACK[kind]} FILE | nfstrace watch -)",
                 info.path,
             )
-    yield from _frames_of(buf, 0, info, max_frame, info.path)
+    source.head = head
+    yield from _frames(source.read, source, 0, info, max_frame, STREAM_CHUNK, live=True)
 
 
-def _frames_of(
-    buf: Buffer, index: int, info: CaptureInfo, max_frame: int, path: str
+def _frames(
+    read: int | Callable[[int], bytes],
+    source: _Source | None,
+    index: int,
+    info: CaptureInfo,
+    max_frame: int,
+    chunk: int,
+    live: bool,
+    native: Any = None,
 ) -> Generator[Frame, None, None]:
-    """The frames of the capture file(s) in ``buf``: its header checked, then
-    each section read by its format (files concatenated: one after another)."""
-    if not buf.fill(4):
-        if buf.error:
-            raise CaptureError(f"cannot read {info.compression} data: {buf.error}", path)
-        raise CaptureError("empty file" if not buf.buf else "too short to be a capture file", path)
-    fmt = format_at(buf)
-    if not fmt:
-        raise CaptureError("not a pcap or pcapng capture file", path)
-    info.format = fmt
-    first = True
-    while fmt:
-        if fmt == "pcap":
-            fmt = yield from read_pcap(buf, index, info, max_frame, first)
-        else:
-            fmt = yield from read_pcapng(buf, index, info, max_frame)
-        first = False
-        if fmt:
-            info.note("concatenated", buf.at())
-    if buf.error:
-        info.note("decompression", buf.at(), detail=buf.error)
-    info.bytes = buf.at()
-    info.finish()
+    """The frames of the capture file(s) that ``read`` (a file descriptor, or
+    ``source.read``) gives, read by the Rust reader: its header checked, then
+    each section read by its format (files concatenated: one after another);
+    ``info`` filled in as it goes, and whole at the end."""
+    native = native or _native_extension()
+    taken = source.taken if source is not None and source.compressed else None
+    try:
+        frames = native.Frames(
+            read, index, info, max_frame, MAX_INTERFACE_DROPS, chunk, live, taken
+        )
+    except ValueError as e:  # not a capture (the reader's words)
+        why = str(e)
+        if source is not None and source.error and why in _TOO_SHORT:
+            why = f"cannot read {info.compression} data: {source.error}"
+        raise CaptureError(why, info.path) from None
+    ended = False
+    try:
+        yield from frames
+        ended = True
+    finally:
+        frames.close()
+        take_facts(info, frames.info())
+        if ended:
+            if source is not None and source.error:
+                info.note("decompression", info.bytes, detail=source.error)
+            info.finish()
+
+
+def _native_extension() -> Any:
+    """The Rust extension (its reader); UsageError when it is not built."""
+    try:
+        return backends.native_extension()
+    except ImportError as e:
+        raise UsageError(str(e)) from None
+
+
+# What the reader says of data that ends before a capture file's first four
+# bytes (said instead: why reading stopped, when it failed)
+_TOO_SHORT = ("empty file", "too short to be a capture file")

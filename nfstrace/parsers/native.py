@@ -30,7 +30,7 @@ from nfstrace.nfs_fields import (
     DECODE_TRUNCATED,
 )
 from nfstrace.parsers import backends, capture
-from nfstrace.parsers.capture import CaptureInfo, Damage
+from nfstrace.parsers.capture import CaptureInfo
 from nfstrace.parsers.stats import DirectionFacts, ParseStats
 from nfstrace.parsers.tables import addr_text, events_frame, messages_frame
 from nfstrace.protocol.nfs4 import cb_compound_names, compound_names
@@ -371,23 +371,8 @@ def _stats(
     for path, compression, f, reader in zip(
         paths, compressions, out["files"], readers, strict=True
     ):
-        info = CaptureInfo(
-            path=path,
-            format=f["format"],
-            compression=compression,
-            linktypes=set(f["linktypes"]),
-            snaplen=f["snaplen"],
-            frames=f["frames"],
-            bytes=f["bytes"],
-            truncated_frames=f["truncated_frames"],
-            cut_len=f["cut_len"],
-            cut_headers=f["cut_headers"],
-            interface_drops=f["interface_drops"],
-            damage={
-                kind: Damage(count=count, offset=offset, skipped=skipped, detail=detail, what=what)
-                for kind, count, offset, skipped, detail, what in f["damage"]
-            },
-        )
+        info = CaptureInfo(path=path, compression=compression)
+        capture.take_facts(info, f)
         if reader is not None and reader.error:  # as capture.read_frames notes it
             info.note("decompression", info.bytes, detail=reader.error)
         info.finish()

@@ -8,7 +8,7 @@ server's capture of the same run), whose merge reads as one run with gaps.
 host pairs (the two IP addresses of a frame, either way) of its first frames
 and its last ones, cheaply: the first ``HEAD_FRAMES`` frames, and the frames
 of its last ``TAIL_BYTES`` (a pcap or pcapng reader started there finds its
-first whole record as it does past damage: ``resync``).  A compressed file is
+first whole record as it does past damage).  A compressed file is
 unpacked to its end for that (no frame is dissected); a file whose end cannot
 be read that way is read whole.
 
@@ -24,7 +24,6 @@ capture.  The command line refuses to merge more than one unless told to
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 from collections.abc import Sequence
@@ -33,9 +32,7 @@ from dataclasses import dataclass
 from nfstrace.errors import CaptureError
 from nfstrace.parsers import capture
 from nfstrace.parsers.link import locate_ip
-from nfstrace.parsers.pcap import read_pcap
-from nfstrace.parsers.pcapng import read_pcapng
-from nfstrace.parsers.resync import MAX_CAPLEN, PCAPNG_SHB
+from nfstrace.protocol.capture_format import PCAPNG_SHB
 
 HEAD_FRAMES = 2_000  # frames read from a file's start
 TAIL_BYTES = 1 << 20  # bytes read at a file's end (uncompressed)
@@ -121,15 +118,9 @@ def _tail(path: str, fmt: str) -> list[tuple[int, Pair | None]]:
     if not header:
         return []
     info = capture.CaptureInfo(path)
-    buf = capture.Buffer(io.BytesIO(header + tail), info=info)
-    reader = (
-        read_pcap(buf, 0, info, MAX_CAPLEN, True)
-        if fmt == "pcap"
-        else read_pcapng(buf, 0, info, MAX_CAPLEN)
-    )
     out = []
     try:
-        for ts, linktype, data, _, _ in reader:
+        for ts, linktype, data, _, _ in capture.bytes_frames(header + tail, info):
             out.append((ts, _pair(linktype, data)))
     except CaptureError:
         return []

@@ -84,9 +84,7 @@ def summary(trace: Trace) -> dict:
             ],
             # the write throughput the verdict states: bytes over the write activity
             # (overview.write_activity; its span says what the seconds measure)
-            "write_throughput": write_activity(
-                trace.diagnosis.budget.pairs if trace.diagnosis.budget is not None else None
-            ),
+            "write_throughput": write_activity(trace.diagnosis.budget.pairs),
             "overview": trace.overview,
             "diagnosis": diagnosis_summary(trace),
             "latency": trace.latency,

@@ -267,8 +267,8 @@ def cumulative_transfer(
     progress: t_ns, client, server, bytes (cumulated here per client/server in
     time order); stalls: start_ns, end_ns, duration_ns, cause, detail (shaded,
     one legend entry per cause); segments: start_ns, end_ns, mbit_s (slope of
-    each stretch between stalls, written on the curve); retransmissions: rows
-    with t_call_ns / call_times_ns (each re-send marked); commits: t_call_ns,
+    each stretch between stalls, written on the curve); retransmissions: the
+    re-sent calls (``repeats.RETRANSMISSION_COLUMNS``: each re-send marked); commits: t_call_ns,
     t_reply_ns, duration_ns (COMMIT calls marked); budget_intervals: the time
     budget's intervals (``budget.INTERVAL_COLUMNS``: start_ns, end_ns,
     duration_ns, cause, evidence; one pair's, or several pairs' shaded over each
@@ -403,16 +403,16 @@ def cumulative_transfer(
 
 
 def _resend_times(retransmissions: pd.DataFrame) -> np.ndarray:
-    """Every re-send time: call_times_ns after the first, else t_call_ns."""
-    times: list[float] = []
-    lists = retransmissions.get("call_times_ns")
-    firsts = retransmissions["t_call_ns"]
-    for i, first in enumerate(firsts):
-        sends = lists.iloc[i] if lists is not None else None
-        if isinstance(sends, list | tuple | np.ndarray) and len(sends) > 1:
-            times.extend(float(t) for t in sends[1:])
-        elif not pd.isna(first):
-            times.append(float(first))
+    """Every re-send time (ns): each call's first send, then the times between
+    its sends added up (``repeats.RETRANSMISSION_COLUMNS``: t_call_ns,
+    intervals_ms)."""
+    times = [
+        float(first) + float(after_ms) * 1e6
+        for first, intervals in zip(
+            retransmissions["t_call_ns"], retransmissions["intervals_ms"], strict=True
+        )
+        for after_ms in np.cumsum(intervals)
+    ]
     return np.asarray(times, dtype="float64")
 
 
@@ -918,6 +918,11 @@ def model_figure(
     predictions: scenario, predicted_mbit_s, measured_mbit_s, error_pct;
     what_if: change, predicted_mbit_s, dominant."""
     title = "The transactional model: T_cycle = 2·T_prop + T_ser + T_B + T_op"
+    notes: list[str] = []
+    if terms and not np.isfinite([np.nan if v is None else float(v) for v in terms.values()]).any():
+        # no term known: no T_cycle to stack (an empty panel left its axis unplottable)
+        notes.append(f"cannot estimate {', '.join(terms)}: T_cycle not drawn")
+        terms = None
     panels: list[tuple[str, Any]] = [
         (name, data)
         for name, data in (
@@ -930,7 +935,6 @@ def model_figure(
     if not panels:
         return _empty(title, "the model could not be fitted on this capture")
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
-    notes: list[str] = []
     for col, (name, data) in enumerate(panels, start=1):
         if name.startswith("T_cycle"):
             known = {k: float(v) * 1e6 for k, v in data.items() if v is not None}

@@ -10,10 +10,11 @@ when there are several; the cumulative transfer shaded by the budget's causes),
 tables.
 
 The report only renders: every table it draws comes from the diagnosis
-(``analysis/diagnosis.py``), none is computed here.  A diagnosis without a
-verdict or a time budget (or a budget without WRITE activity: metadata-only
-captures) shows the findings alone; an optional result that is missing (the
-model, the workload) leaves its figure out with a note saying why.  Every
+(``analysis/diagnosis.py``: every result, typed; only the mounts may be
+absent), none is computed here.  A budget without WRITE activity
+(metadata-only captures) leaves the budget's figure and table out with a note;
+an empty table (no stall, no model term estimated) leaves its marks out, and a
+figure with nothing to draw says why.  Every
 string that comes from the capture (file names, hosts, paths, details, the
 budget's evidence) is HTML-escaped.
 
@@ -83,57 +84,34 @@ def _e(value: object, newlines: bool = False) -> str:
 # ---- what the report is drawn from -------------------------------------------------
 
 
-def _attr(obj: Any, *names: str) -> Any:
-    """obj.a.b..., None where any step is missing."""
-    for name in names:
-        if obj is None:
-            return None
-        obj = getattr(obj, name, None)
-    return obj
-
-
-def _frame(obj: Any, *names: str) -> pd.DataFrame | None:
-    value = _attr(obj, *names)
-    return value if isinstance(value, pd.DataFrame) else None
-
-
-@dataclass
+@dataclass(frozen=True)
 class _Inputs:
-    """The tables the report draws, from the diagnosis or derived; notes say which."""
+    """The diagnosis's tables the time figures draw, each with client and server
+    columns (one pair's rows are drawn in its section)."""
 
     progress: pd.DataFrame
     outstanding: pd.DataFrame
     commits: pd.DataFrame
     retransmissions: pd.DataFrame
-    stalls: pd.DataFrame | None
-    segments: pd.DataFrame | None
-    verifier_changes: pd.DataFrame | None
-    budget_intervals: pd.DataFrame | None = None  # the time budget's (shaded by cause)
-    notes: list[str] = field(default_factory=list)
+    stalls: pd.DataFrame
+    segments: pd.DataFrame
+    budget_intervals: pd.DataFrame  # the time budget's (shaded by cause)
 
 
 def _inputs(diagnosis: Diagnosis) -> _Inputs:
     """The diagnosis's tables the figures draw (the report computes none itself)."""
-    notes: list[str] = []
-    stalls = _frame(diagnosis, "stalls", "stalls")
-    if stalls is None:
-        notes.append("commit stalls and segment slopes: the stalls module did not run")
     return _Inputs(
         progress=diagnosis.progress,
         outstanding=diagnosis.pace.outstanding,
         commits=diagnosis.writes.commits,
         retransmissions=diagnosis.repeats.retransmissions,
-        stalls=stalls,
-        segments=_frame(diagnosis, "stalls", "segments"),
-        verifier_changes=_frame(diagnosis, "writes", "verifier_changes"),
-        budget_intervals=_frame(diagnosis, "budget", "intervals"),
-        notes=notes,
+        stalls=diagnosis.stalls.stalls,
+        segments=diagnosis.stalls.segments,
+        budget_intervals=diagnosis.budget.intervals,
     )
 
 
-def _of_pair(table: pd.DataFrame | None, pair: tuple[str, str]) -> pd.DataFrame | None:
-    if table is None or not {"client", "server"} <= set(table.columns):
-        return table
+def _of_pair(table: pd.DataFrame, pair: tuple[str, str]) -> pd.DataFrame:
     # compared in their own dtype (no per-row Python strings); missing is no match
     client = table["client"].eq(pair[0]).fillna(False).to_numpy(dtype=bool)
     return table[client & table["server"].eq(pair[1]).fillna(False).to_numpy(dtype=bool)]
@@ -245,19 +223,17 @@ def _verdict_html(verdict: Verdict) -> str:
     )
 
 
-def _is_verdict(finding: Finding, verdict: Verdict | None) -> bool:
+def _is_verdict(finding: Finding, verdict: Verdict) -> bool:
     """The finding that repeats the verdict shown above the findings."""
-    return (
-        verdict is not None
-        and finding.kind == "verdict"
-        and finding.title.strip().lower() == verdict.text.strip().lower()
+    return finding.kind == "verdict" and (
+        finding.title.strip().lower() == verdict.text.strip().lower()
     )
 
 
-def _budget_table(pairs: pd.DataFrame, verdict: Verdict | None) -> str:
+def _budget_table(pairs: pd.DataFrame, verdict: Verdict) -> str:
     """Per pair (longest activity first): elapsed seconds, Mbit/s, the pair's
     verdict and the share (%) of every cause that took time in any pair."""
-    causes = [c for c in CAUSES if f"{c}_ns" in pairs and (pairs[f"{c}_ns"].fillna(0) > 0).any()]
+    causes = [c for c in CAUSES if (pairs[f"{c}_ns"].fillna(0) > 0).any()]
     rows = pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
     elapsed = rows["elapsed_ns"].astype("float64")
     table = pd.DataFrame(
@@ -269,8 +245,7 @@ def _budget_table(pairs: pd.DataFrame, verdict: Verdict | None) -> str:
         }
     )
     columns = ["client", "server"]
-    verdicts = verdict.pairs if verdict is not None else []
-    by_pair = {(str(v.client), str(v.server)): str(v.primary) for v in verdicts}
+    by_pair = {(str(v.client), str(v.server)): str(v.primary) for v in verdict.pairs}
     if by_pair:
         table["verdict"] = [
             by_pair.get((str(c), str(s)), "")
@@ -301,10 +276,7 @@ def _budget_table(pairs: pd.DataFrame, verdict: Verdict | None) -> str:
 
 def _budget_html(diagnosis: Diagnosis, figs: _Figures) -> str:
     """The time-budget figure and table, or a note saying why there are none."""
-    budget = _attr(diagnosis, "budget")
-    pairs = _frame(budget, "pairs")
-    if budget is None or pairs is None:
-        return '<p class="note">Time budget: not computed for this capture.</p>'
+    pairs = diagnosis.budget.pairs
     if pairs.empty:
         return (
             '<p class="note">Time budget: no WRITE activity in the capture, '
@@ -318,25 +290,21 @@ def _budget_html(diagnosis: Diagnosis, figs: _Figures) -> str:
         "reply) cut into intervals, each attributed to one cause; the shares add up to "
         "100%.</p>"
     )
-    out.append(_budget_table(pairs, _attr(diagnosis, "verdict")))
+    out.append(_budget_table(pairs, diagnosis.verdict))
     return "".join(out)
 
 
 def _diagnosis_section(trace: Trace, diagnosis: Diagnosis, figs: _Figures) -> str:
     out = ['<section id="diagnosis"><h2>Diagnosis</h2>']
-    verdict = _attr(diagnosis, "verdict")
-    if verdict is not None:
-        out.append(_verdict_html(verdict))
-    budget = _attr(diagnosis, "budget")
-    write = write_activity(budget.pairs if budget is not None else None)
+    verdict = diagnosis.verdict
+    out.append(_verdict_html(verdict))
+    write = write_activity(diagnosis.budget.pairs)
     if write is not None:  # the figure the verdict gives, said with what it measures
         headline = f"Written: {throughput_text(write, 'WRITE')}."
         out.append(f'<p class="headline">{_e(headline)}</p>')
     findings = [f for f in diagnosis.findings if not _is_verdict(f, verdict)]
     if findings:
         out.append('<ol class="findings">' + "".join(map(_finding_html, findings)) + "</ol>")
-    elif verdict is None:
-        out.append("<p>Nothing abnormal found in this capture.</p>")
     out.append(_budget_html(diagnosis, figs))
     out.append("</section>")
     return "".join(out)
@@ -380,9 +348,7 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         )
     if not files:
         files = [(p, "") for p in trace.paths]
-    point = _attr(diagnosis, "quality", "capture_point")
-    budget = _attr(diagnosis, "budget")
-    activity = write_activity(budget.pairs if budget is not None else None)
+    activity = write_activity(diagnosis.budget.pairs)
     throughput = []
     if activity is not None:
         throughput.append(("written", throughput_text(activity, "WRITE")))
@@ -399,7 +365,7 @@ def _capture_section(trace: Trace, diagnosis: Diagnosis) -> str:
         ("servers", ", ".join(ov.servers) or "-"),
         ("versions", ", ".join(f"NFSv{v}" for v in ov.nfs_versions) or "no NFS"),
         ("transports", "/".join(ov.transports).upper() or "-"),
-        ("capture point", str(point) if point else "unknown"),
+        ("capture point", diagnosis.quality.capture_point),
         ("transactions", ov.counts_text()),
         ("repeats", ov.repeats_text()),
         *throughput,
@@ -414,7 +380,7 @@ def _mounts_section(diagnosis: Diagnosis) -> str:
     mountstats beside them when given (analysis.mounts, analysis.kernel_stats)."""
     from nfstrace.reports.mounts_view import mount_name
 
-    mounts = _attr(diagnosis, "mounts")
+    mounts = diagnosis.mounts
     if mounts is None or mounts.mounts.empty:
         return ""
     out = ['<section id="mounts"><h2>Mounts, as the client counts them</h2>']
@@ -512,10 +478,6 @@ class _Figures:
         for note in meta.get("notes", []) if isinstance(meta, dict) else []:
             self.notes.append(f"{name}: {note}")
 
-    def skip(self, name: str, why: str) -> None:
-        self.html.append(f'<p class="note">{_e(name)}: {_e(why)}</p>')
-        self.notes.append(f"{name} not drawn: {why}")
-
 
 def _pair_figures(
     figs: _Figures, trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
@@ -532,7 +494,7 @@ def _pair_figure_list(
     time axis."""
     t0 = trace.overview.start_ns
 
-    def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
+    def sel(table: pd.DataFrame) -> pd.DataFrame:
         return table if pair is None else _of_pair(table, pair)
 
     tx = sel(trace.transactions)  # once: two figures draw the pair's transactions
@@ -545,9 +507,6 @@ def _pair_figure_list(
         )
         tcp_resends = tcp_resends[mine.to_numpy(dtype=bool)]
 
-    segments = data.segments
-    if pair is not None and segments is not None and "client" not in segments:
-        segments = None  # slopes of the whole trace: not one pair's
     span_s = (trace.overview.end_ns - t0) / 1e9
     zoom: list[float] | None = None
     out: list[tuple[str, go.Figure]] = []
@@ -557,7 +516,7 @@ def _pair_figure_list(
             fg.cumulative_transfer(
                 sel(data.progress),
                 sel(data.stalls),
-                sel(segments),
+                sel(data.segments),
                 sel(data.retransmissions),
                 sel(data.commits),
                 t0_ns=t0,
@@ -616,35 +575,13 @@ def _figures_section(
             figs.html = []
     parts.append("<h3>Whole capture</h3>")
     figs.add("latency CDF", fg.latency_cdf(trace.transactions, point_budget=budget))
-    op_mix = _frame(diagnosis, "workload", "op_mix")
-    if op_mix is not None:
-        figs.add("operation mix", fg.operation_mix(op_mix))
-    else:
-        figs.skip("operation mix vs LADDIS", "the workload module did not run")
-    windows = _frame(diagnosis, "workload", "windows")
-    if windows is not None:
-        figs.add(
-            "response time vs throughput",
-            fg.response_vs_throughput(
-                windows,
-                _attr(diagnosis, "workload", "base_ms"),
-                _attr(diagnosis, "workload", "slope"),
-            ),
-        )
-    else:
-        figs.skip("response time vs throughput", "the workload module did not run")
-    model = _attr(diagnosis, "model")
-    if model is not None:
-        figs.add(
-            "model",
-            fg.model_figure(
-                _attr(model, "terms"),
-                _frame(model, "predictions"),
-                _frame(model, "what_if"),
-            ),
-        )
-    else:
-        figs.skip("the transactional model", "the model module did not run")
+    workload, model = diagnosis.workload, diagnosis.model
+    figs.add("operation mix", fg.operation_mix(workload.op_mix))
+    figs.add(
+        "response time vs throughput",
+        fg.response_vs_throughput(workload.windows, workload.base_ms, workload.slope),
+    )
+    figs.add("model", fg.model_figure(model.terms, model.predictions, model.what_if))
     parts += figs.html
     figs.html = []
     parts.append("</section>")
@@ -700,12 +637,12 @@ def _expert_html(trace: Trace, diagnosis: Diagnosis) -> str:
     """TCP's expert info as tshark gives it, each kind linked to the RPCs in
     progress on its connection meanwhile (``transport.expert``); the
     out-of-order segments, counted only."""
-    expert = _frame(diagnosis, "transport", "expert")
+    expert = diagnosis.transport.expert
     out_of_order = trace.stats.tcp.get("out_of_order", 0)
-    if (expert is None or expert.empty) and not out_of_order:
+    if expert.empty and not out_of_order:
         return ""
     out = ["<h3>TCP expert info (linked to the RPCs in progress on the connection)</h3>"]
-    if expert is not None and len(expert):
+    if len(expert):
         shown = expert.assign(  # (instants have no length: '-')
             duration_ms=expert["duration_ns"].where(expert["duration_ns"] > 0) / 1e6,
             rpc_latency_ms=expert["rpc_latency_ns"] / 1e6,
@@ -734,7 +671,7 @@ def _expert_html(trace: Trace, diagnosis: Diagnosis) -> str:
     return "".join(out)
 
 
-def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
+def _tables_section(trace: Trace, diagnosis: Diagnosis) -> str:
     out = ['<section id="tables"><h2>Tables</h2>']
     lat_tips = dict(LATENCY_COLUMNS)
     lat_cols = list(LATENCY_COLUMNS)
@@ -769,30 +706,27 @@ def _tables_section(trace: Trace, diagnosis: Diagnosis, data: _Inputs) -> str:
         out += [f'<p class="note">{_e(n)}</p>' for n in notes]
     else:
         out.append("<p>No stalls, re-sent calls, verifier changes, errors or TCP events.</p>")
-    model = _attr(diagnosis, "model")
-    params = _frame(model, "parameters")
-    if params is not None:
-        out.append("<h3>Model parameters (each with the method that estimated it)</h3>")
-        shown = params.assign(
-            value=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["value_s"]],
-            spread=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["spread_s"]],
-        )
-        cols = [c for c in ("name", "value", "method", "samples", "spread", "note") if c in shown]
-        out.append(_table(shown, cols, table_id="model-parameters"))
-        for name, title in (
-            (
-                "predictions",
-                "Predicted vs measured (the WRITE calls over their own span: first call to "
-                "last WRITE reply)",
-            ),
-            ("what_if", "What if"),
-        ):
-            table = _frame(model, name)
-            if table is not None and len(table):
-                out.append(f"<h3>{_e(title)}</h3>")
-                out.append(_table(table, list(table.columns), table_id=f"model-{name}"))
-    else:
-        out.append('<p class="note">Model parameters: the model module did not run.</p>')
+    model = diagnosis.model
+    params = model.parameters
+    out.append("<h3>Model parameters (each with the method that estimated it)</h3>")
+    shown = params.assign(
+        value=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["value_s"]],
+        spread=[_fmt_duration(float(v)) if not pd.isna(v) else "-" for v in params["spread_s"]],
+    )
+    cols = ["name", "value", "method", "samples", "spread", "note"]
+    out.append(_table(shown, cols, table_id="model-parameters"))
+    for name, title, table in (
+        (
+            "predictions",
+            "Predicted vs measured (the WRITE calls over their own span: first call to "
+            "last WRITE reply)",
+            model.predictions,
+        ),
+        ("what_if", "What if", model.what_if),
+    ):
+        if len(table):
+            out.append(f"<h3>{_e(title)}</h3>")
+            out.append(_table(table, list(table.columns), table_id=f"model-{name}"))
     out.append("</section>")
     return "".join(out)
 
@@ -877,9 +811,9 @@ def render_report(
         _capture_section(trace, diagnosis),
         _mounts_section(diagnosis),
         figures_html,
-        _tables_section(trace, diagnosis, data),
+        _tables_section(trace, diagnosis),
     ]
-    return _page(title, when, body, data.notes + figs.notes)
+    return _page(title, when, body, figs.notes)
 
 
 def _page(title: str, subtitle: str, body: list[str], notes: list[str]) -> str:

@@ -44,8 +44,7 @@ def _row(cells: list[str]) -> str:
 def rate_lines_of(trace: Trace) -> list[tuple[str, str]]:
     """The write throughput the verdict gives, with what it measures (else the
     WRITE calls' own), and the reads'."""
-    budget = trace.diagnosis.budget
-    activity = write_activity(budget.pairs if budget is not None else None)
+    activity = write_activity(trace.diagnosis.budget.pairs)
     ov = trace.overview
     out = []
     if activity is not None:
@@ -69,8 +68,7 @@ def render_markdown(trace: Trace) -> str:
         f"{md(versions)} over {md('/'.join(ov.transports).upper() or '-')}",
         "",
     ]
-    if d.verdict is not None:
-        out += [f"**Verdict (`{d.verdict.primary}`):** {md(d.verdict.text)}", ""]
+    out += [f"**Verdict (`{d.verdict.primary}`):** {md(d.verdict.text)}", ""]
     for label, t in rate_lines_of(trace):
         out += [f"**{label}:** {md(t)}", ""]
     out += ["### Diagnosis", ""]
@@ -79,7 +77,7 @@ def render_markdown(trace: Trace) -> str:
         for i, f in enumerate(d.findings, 1)
     ] or ["Nothing notable."]
     out.append("")
-    if d.budget is not None and not d.budget.pairs.empty:
+    if not d.budget.pairs.empty:
         pairs = d.budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
         used = [c for c in CAUSES if pairs[f"{c}_ns"].sum() > 0]
         out += ["### Time budget of the writes (share of each pair's write activity)", ""]

@@ -50,8 +50,7 @@ def _when(ns: int) -> str:
 
 def write_throughput(trace: Trace) -> Throughput | None:
     """The write throughput the verdict states (``overview.write_activity``)."""
-    budget = trace.diagnosis.budget
-    return write_activity(budget.pairs if budget is not None else None)
+    return write_activity(trace.diagnosis.budget.pairs)
 
 
 def rate_lines(trace: Trace, full: bool = False) -> list[str]:
@@ -134,10 +133,9 @@ def render_budget(diagnosis: Diagnosis, console: Console) -> None:
     """Where each pair's write time went: a line per client/server pair (the
     busiest MAX_PAIR_TABLES), its causes by share of its elapsed time, largest
     first; causes that cost nothing are left out."""
-    budget = diagnosis.budget
-    if budget is None or budget.pairs.empty:
+    if diagnosis.budget.pairs.empty:
         return
-    pairs = budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
+    pairs = diagnosis.budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
     console.print("[bold]Time budget of the writes[/bold] (share of each pair's write activity)")
     for r in pairs.head(MAX_PAIR_TABLES).itertuples(index=False):
         elapsed = r.elapsed_ns
@@ -162,7 +160,7 @@ def render_stalls(diagnosis: Diagnosis, console: Console, t0_ns: int) -> None:
     """The stalls, their start in seconds since ``t0_ns`` (the first RPC
     message: the origin the report's time axes use)."""
     stalls = diagnosis.stalls
-    if stalls is None or stalls.stalls.empty:
+    if stalls.stalls.empty:
         return
     limit = f"{stalls.threshold_ns / 1e6:,.1f} ms"
     table = FittedTable(
@@ -215,7 +213,7 @@ def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
     nfs = latency["program"].astype(str).eq("nfs")
     for r in latency.head(MAX_OPERATION_ROWS).itertuples(index=False):
         name = str(r.op) if nfs.all() else f"{r.program} {r.op}"
-        errors = str(getattr(r, "error_names", "") or "") or (f"{r.errors:,}" if r.errors else "")
+        errors = str(r.error_names or "") or (f"{r.errors:,}" if r.errors else "")
         table.add_row(
             escape_plain(name),
             f"{r.calls:,}",
@@ -223,7 +221,7 @@ def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
             _ms(r.p50_ms),
             _ms(r.p99_ms),
             _ms(r.sum_ms),
-            _ms(getattr(r, "server_p50_ms", float("nan"))),
+            _ms(r.server_p50_ms),
             f"{r.no_reply:,}" if r.no_reply else "",
             f"{r.retransmitted:,}" if r.retransmitted else "",
             escape_plain(errors),
@@ -417,7 +415,7 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
     say()
     render_diagnosis(trace.diagnosis, console, full)
     say()
-    if trace.diagnosis.budget is not None and not trace.diagnosis.budget.pairs.empty:
+    if not trace.diagnosis.budget.pairs.empty:
         render_budget(trace.diagnosis, console)
         say()
     render_transactions(trace, console, full)
@@ -450,14 +448,12 @@ def render_summary(trace: Trace, console: Console, full: bool = False) -> None:
 
 def render_diagnosis_sections(diagnosis: Diagnosis, console: Console, t0_ns: int) -> None:
     """The figures behind the findings: stalls, the model, the workload."""
-    if diagnosis.stalls is not None and not diagnosis.stalls.stalls.empty:
+    if not diagnosis.stalls.stalls.empty:
         render_stalls(diagnosis, console, t0_ns)
         console.print()
-    if diagnosis.model is not None:
-        render_model(diagnosis.model, console)
-        console.print()
-    if diagnosis.workload is not None:
-        render_workload(diagnosis.workload, console)
+    render_model(diagnosis.model, console)
+    console.print()
+    render_workload(diagnosis.workload, console)
 
 
 def _two(before: float, after: float, fmt: str) -> str:
