@@ -114,27 +114,28 @@ def test_partitions_on_samples(capture: Path) -> None:
 
 
 def test_partition_of_is_the_same_both_ways() -> None:
-    """Both directions and both address orders fall in one partition; non-IP in 0."""
-    from nfstrace.parsers.link import partition_of
+    """Both directions and both address orders fall in one partition, behind
+    any link layer; the CRC is zlib's of the lower address first; non-IP in 0."""
+    from nfstrace.parsers.backends import native_extension
+    from nfstrace.protocol.link import ETHERTYPE_IPV4, LINKTYPE_ETHERNET, LINKTYPE_RAW
 
+    n = native_extension()
     a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
-    ip = bytes(12) + a + b
-    back = bytes(12) + b + a
-    assert all(partition_of(4, ip, 0, n) == partition_of(4, back, 0, n) for n in range(1, 9))
-    assert {partition_of(4, bytes(12) + bytes([10, 0, 0, k]) + b, 0, 4) for k in range(40)} == {
-        0,
-        1,
-        2,
-        3,
-    }
-    assert partition_of(0, b"\x00" * 60, 0, 5) == 0
-    assert partition_of(4, b"\x00" * 19, 0, 5) == 0  # addresses not captured
-    # with buckets: the CRC modulo their number, looked up
-    crc = zlib.crc32(a + b)
-    buckets = (2, 0, 1, 1, 0)
-    assert partition_of(4, ip, 0, 3, buckets) == buckets[crc % 5]
-    assert partition_of(4, back, 0, 3, buckets) == buckets[crc % 5]
-    assert partition_of(0, b"", 0, 3, buckets) == buckets[0]
+    ip = bytes([0x45]) + bytes(11) + a + b
+    back = bytes([0x45]) + bytes(11) + b + a
+    ether = bytes(12) + ETHERTYPE_IPV4.to_bytes(2, "big")
+    for k in range(1, 9):
+        assert n.frame_partition(LINKTYPE_RAW, ip, k) == zlib.crc32(a + b) % k
+        assert n.frame_partition(LINKTYPE_RAW, back, k) == zlib.crc32(a + b) % k
+        assert n.frame_partition(LINKTYPE_ETHERNET, ether + back, k) == zlib.crc32(a + b) % k
+    hosts = [ip[:12] + bytes([10, 0, 0, k]) + b for k in range(40)]
+    spread = {n.frame_partition(LINKTYPE_RAW, h, 4) for h in hosts}
+    assert spread == {0, 1, 2, 3}
+    assert n.frame_partition(LINKTYPE_ETHERNET, b"\x00" * 60, 5) == 0  # not IP
+    assert n.frame_partition(LINKTYPE_RAW, ip[:19], 5) == 0  # addresses not captured
+    assert n.frame_host_pair(LINKTYPE_RAW, back) == (a, b)
+    assert n.frame_host_pair(LINKTYPE_ETHERNET, ether + ip) == (a, b)
+    assert n.frame_host_pair(LINKTYPE_RAW, ip[:19]) is None
 
 
 def test_buckets_balanced_by_the_sample() -> None:

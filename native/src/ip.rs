@@ -62,10 +62,24 @@ const EMPTY_FACTS: [i64; 10] = [0, 0, 0, NO_TTL, -1, 0, 0, 0, 0, 0];
 
 /// Does the TCP or UDP segment (all of it, header first) carry a right
 /// checksum (ip.checksum_ok)?
-/// fast/ip.partition_of: the partition of a frame whose IP header (version
-/// `ver`) is at `off`: zlib's CRC-32 of the two addresses, the lower first,
-/// modulo `partitions`, or with `buckets` modulo their number and looked up in
-/// them; the CRC counts as 0 when not IP or the addresses were not captured.
+/// The two addresses of the IP header (version `ver`) at `off`, the lower
+/// first (both directions of a host pair alike); None when not IP or the
+/// addresses were not captured.
+pub fn host_pair(ver: u8, data: &[u8], off: usize) -> Option<(&[u8], &[u8])> {
+    let (a, b) = match ver {
+        4 if data.len() >= off + 20 => (&data[off + 12..off + 16], &data[off + 16..off + 20]),
+        6 if data.len() >= off + 40 => (&data[off + 8..off + 24], &data[off + 24..off + 40]),
+        _ => return None,
+    };
+    Some(if a <= b { (a, b) } else { (b, a) })
+}
+
+/// The partition of a frame whose IP header (version `ver`) is at `off`
+/// (`ParseLimits.partitions`): zlib's CRC-32 of the two addresses, the lower
+/// first, modulo `partitions`, or with `buckets` (`ParseLimits.buckets`)
+/// modulo their number and looked up in them; the CRC counts as 0 when not IP
+/// or the addresses were not captured.  Both directions of a host pair, and
+/// every fragment of a datagram, fall in the same partition.
 pub fn partition_of(
     ver: u8,
     data: &[u8],
@@ -73,25 +87,12 @@ pub fn partition_of(
     partitions: usize,
     buckets: &[usize],
 ) -> usize {
-    let crc = match ver {
-        4 if data.len() >= off + 20 => {
-            pair_crc(&data[off + 12..off + 16], &data[off + 16..off + 20])
-        }
-        6 if data.len() >= off + 40 => {
-            pair_crc(&data[off + 8..off + 24], &data[off + 24..off + 40])
-        }
-        _ => 0,
-    } as usize;
+    let crc = host_pair(ver, data, off).map_or(0, |(lo, hi)| crc32(&[lo, hi])) as usize;
     if buckets.is_empty() {
         crc % partitions
     } else {
         buckets[crc % buckets.len()]
     }
-}
-
-fn pair_crc(a: &[u8], b: &[u8]) -> u32 {
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    crc32(&[lo, hi])
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib.crc32) of the pieces in a row.

@@ -1,4 +1,5 @@
-//! Link layer: find the IP header inside a frame (mirrors `parsers/link.py`).
+//! Link layer: find the IP header inside a frame (the link-type numbers,
+//! EtherTypes and address families: `nfstrace/protocol/link.py`, generated).
 
 // Link types, EtherTypes, VLAN tags and address families: generated.
 use crate::tables::{is_af_inet6, is_vlan, AF_INET, ETHERTYPE_IPV4, ETHERTYPE_IPV6};

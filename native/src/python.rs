@@ -455,9 +455,32 @@ fn parse(
     Ok(out.into_any().unbind())
 }
 
+/// frame_partition(linktype, data, partitions) -> int: the partition of a
+/// frame by its host pair (`ip::partition_of`; the parallel parse's sample).
+#[pyfunction]
+fn frame_partition(linktype: u32, data: &[u8], partitions: usize) -> usize {
+    let (ver, off) = crate::link::locate_ip(linktype, data);
+    crate::ip::partition_of(ver, data, off, partitions.max(1), &[])
+}
+
+/// frame_host_pair(linktype, data) -> (bytes, bytes) | None: a frame's two IP
+/// addresses, the lower first; None when it is not IP or they were not
+/// captured (the grouping of captures by their frames).
+#[pyfunction]
+fn frame_host_pair<'py>(
+    py: Python<'py>,
+    linktype: u32,
+    data: &[u8],
+) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let (ver, off) = crate::link::locate_ip(linktype, data);
+    crate::ip::host_pair(ver, data, off).map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_function(wrap_pyfunction!(frame_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(frame_host_pair, m)?)?;
     m.add_class::<crate::frames::Frames>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The generated tables' names (tests/test_rust_tables.py: the extension was

@@ -3,7 +3,7 @@
 A capture is split by **host pair**, not by file or by time: partition ``p`` of
 ``n`` reads every frame of every file (in the merged order, so frame numbers
 are the same) but dissects only the frames whose address pair falls in ``p``
-(``ip.partition_of``, set by ``ParseLimits.partitions``/``partition``).  Every
+(Rust's ``ip::partition_of``, set by ``ParseLimits.partitions``/``partition``).  Every
 TCP connection, UDP flow and fragmented datagram is thereby read whole, from
 its first frame to its last, by one parse: the state that a split by file or
 by time would have to hand across a boundary (reassembly, the RPC framing, the
@@ -55,7 +55,6 @@ from nfstrace.config import ParseLimits, memory_available
 from nfstrace.errors import CaptureError, UsageError
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
-from nfstrace.parsers.link import locate_ip, partition_of
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import EVENT_DTYPES, MESSAGE_DTYPES
 
@@ -218,7 +217,7 @@ def auto_workers(paths: Sequence[str], parser: str) -> int:
 class Sample:
     """The first file's first ESTIMATE_BYTES (compressed files: packed bytes):
     ``frames`` whole frames in ``taken`` bytes, and how many of them fell in
-    each of BUCKETS CRC buckets of their host pair (``ip.partition_of``)."""
+    each of BUCKETS CRC buckets of their host pair (Rust's ``ip::partition_of``)."""
 
     frames: int = 0
     taken: int = 0
@@ -231,6 +230,7 @@ def sample(paths: Sequence[str]) -> Sample:
     info = capture.CaptureInfo(paths[0])
     crcs: list[int] = []
     counted = taken = 0
+    partition = backends.native_extension().frame_partition
     try:
         for _, linktype, data, _, _ in capture.read_frames(paths[0], 0, info):
             if info.read_bytes != taken:  # a chunk read: the frames before took the last ones
@@ -238,8 +238,7 @@ def sample(paths: Sequence[str]) -> Sample:
                 if taken >= ESTIMATE_BYTES:
                     break
                 taken = info.read_bytes
-            version, off = locate_ip(linktype, data)
-            crcs.append(partition_of(version, data, off, BUCKETS))
+            crcs.append(partition(linktype, data, BUCKETS))
         else:  # the whole file
             counted, taken = len(crcs), files_size(paths[:1])
     except CaptureError:

@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import capture
-from nfstrace.parsers.link import locate_ip
+from nfstrace.parsers import backends, capture
 from nfstrace.protocol.capture_format import PCAPNG_SHB
 
 HEAD_FRAMES = 2_000  # frames read from a file's start
@@ -56,14 +55,8 @@ class FileSpan:
 
 
 def _pair(linktype: int, data: capture.Bytes) -> Pair | None:
-    version, off = locate_ip(linktype, data)
-    if version == 4 and len(data) >= off + 20:
-        a, b = bytes(data[off + 12 : off + 16]), bytes(data[off + 16 : off + 20])
-    elif version == 6 and len(data) >= off + 40:
-        a, b = bytes(data[off + 8 : off + 24]), bytes(data[off + 24 : off + 40])
-    else:
-        return None
-    return (a, b) if a <= b else (b, a)
+    pair: Pair | None = backends.native_extension().frame_host_pair(linktype, bytes(data))
+    return pair
 
 
 def _head(path: str) -> tuple[list[tuple[int, Pair | None]], bool, str]:
