@@ -1060,7 +1060,7 @@ def watch(
     the clock (--clock-grace late) when nothing arrives, so a hung server's stall is said.
     End of input, Ctrl-C or SIGTERM: tcpdump stopped and waited for, a summary.
     """
-    choices = _Choices(client, server, port, parser, None, None, None, None, None, None)
+    choices = _choices(locals())
     options = {
         "interval": interval, "keep": keep, "keep_bytes": keep_bytes, "stall": stall,
         "commit": commit, "alert_after": alert_after, "evidence_dir": evidence_dir,
