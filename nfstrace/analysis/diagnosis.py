@@ -210,7 +210,7 @@ def _pair_models(
     ).indices
     ev_of = (
         events.groupby([events["src"].astype(object), events["dst"].astype(object)]).indices
-        if events is not None and len(events) and "src" in events
+        if len(events) and "src" in events
         else {}
     )
     out = {}
@@ -229,23 +229,23 @@ def _pair_models(
 
 
 def _context(
-    model: Any,
-    pace: Any,
-    writes: Any,
-    repeats: Any,
-    quality: Any,
+    model: ModelResult,
+    pace: PaceResult,
+    writes: WritesResult,
+    repeats: RepeatsResult,
+    quality: CaptureQuality,
     transactions: pd.DataFrame,
-    events: pd.DataFrame | None,
+    events: pd.DataFrame,
 ) -> Context:
     rtt, _ = _round_trip_ns(model)
-    commits = writes.commits["duration_ns"].dropna() if writes is not None else pd.Series()
+    commits = writes.commits["duration_ns"].dropna()
     udp = is_value(transactions["transport"], "udp")
     return Context(
         rtt_ns=rtt,
         writes_in_flight_max=int(pace.outstanding_writes_max),
         writes_in_flight_mean=float(pace.outstanding_writes_mean),
         write_size=pace.write_size,
-        commits=len(writes.commits) if writes is not None else 0,
+        commits=len(writes.commits),
         commit_max_ns=float(commits.max()) if len(commits) else math.nan,
         rpc_resent_calls=int(repeats.retransmitted_calls),
         rpc_first_timeout_ms=repeats.first_timeout_ms_median,
@@ -254,11 +254,11 @@ def _context(
             int(d)
             for d in events.loc[events["kind"].astype(object) == "tcp_resend_gap", "duration_ns"]
         )
-        if events is not None and len(events)
+        if len(events)
         else (),
         udp=bool(len(udp) and udp.mean() > 0.5),
         capture_point=quality.capture_point,
-        stable_asked=dict(writes.stable_asked) if writes is not None else {},
+        stable_asked=dict(writes.stable_asked),
         snaplen_needed=int(quality.snaplen_needed),
     )
 
@@ -338,7 +338,7 @@ def diagnose(
     findings = rank(findings)
     if budget.elapsed_ns:
         findings.insert(0, verdict_finding(verdict, budget))
-    elif (writes is not None and writes.writes) or unanswered_at_end(transactions):
+    elif writes.writes or unanswered_at_end(transactions):
         # WRITEs were sent but none answered: say what the capture cannot tell
         text = (
             f"no WRITE was answered in the capture ({count(writes.writes, 'WRITE call')} "
