@@ -19,10 +19,11 @@ The evidence, strongest first:
   unread, but their bytes are still known (events ``rpc_unframed``) and, when
   they are records as long as the last one read (a client's WRITEs of one
   size), where each one began and ended (``rpc_unframed_record``).  A
-  connection's client numbers its calls one by one (the Linux client and
-  libnfs do), so the k records between two calls read with xids a and b are
-  the calls a+1 .. b-1 when b - a - 1 = k (else the replies without call
-  whose xids lie between a and b, when there are k of them).  A reply
+  connection's client numbers its calls one by one (libnfs and the Linux
+  client do, the kernel little-endian: ``protocol.xids``), so the k records
+  between two calls read with xids a and b are the calls a+1 .. b-1 when
+  b - a - 1 = k (else the replies without call whose xids lie between a and
+  b, when there are k of them).  A reply
   without its call gets its call back from its record (the times of its
   first and last segment, its length; ``call_frame`` stays unknown); a record
   whose reply was not read either becomes a row of its own, answered by the
@@ -52,6 +53,8 @@ import pandas as pd
 
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
+from nfstrace.protocol.tcp import SEQ_MOD
+from nfstrace.protocol.xids import XID_MOD, counting, counts_little_endian, swapped_one
 from nfstrace.schema import INFERENCES
 
 # An NFSv4 COMMIT reply is this much shorter than a WRITE reply of the same
@@ -81,7 +84,6 @@ WRITE_HEADER = {
 # wcc_data.  The two sets of lengths do not meet.
 _NFS3_WRITE_OK = frozenset(4 + 4 + pre + 4 + post + 16 for pre in (0, 24) for post in (0, 84))
 _NFS3_WRITE_FAIL = frozenset(4 + 4 + pre + 4 + post for pre in (0, 24) for post in (0, 84))
-SEQ_MOD = 1 << 32
 # The column of infer()'s table with the bytes it inferred (match takes it away).
 WRITE_BYTES = "_write_bytes_inferred"
 
@@ -468,13 +470,19 @@ class _Stretch:
     messages read before (xid ``before``, -1 none) and after it (``after``);
     ``records``: its rpc_unframed_record (ts, frame, length, duration, the
     receiver's ACK of it: rpc_unframed_acked, -1 none) in order, or None (not
-    split)."""
+    split); ``little``: the connection's client counts its xids little-endian
+    (``protocol.xids``)."""
 
-    __slots__ = ("conn", "length", "before", "after", "records")
+    __slots__ = ("conn", "length", "before", "after", "records", "little")
 
-    def __init__(self, conn: int, length: int, before: int, after: int) -> None:
+    def __init__(self, conn: int, length: int, before: int, after: int, little: bool) -> None:
         self.conn, self.length, self.before, self.after = conn, length, before, after
         self.records: list[tuple[int, int, int, int, int]] | None = None
+        self.little = little
+
+    def counted(self, xid: int) -> int:
+        """An xid of the connection as its client counts (and back: -1 stays)."""
+        return swapped_one(xid) if self.little and xid >= 0 else xid
 
 
 def _stretches(
@@ -500,6 +508,7 @@ def _stretches(
     conn_m = m["conn"].to_numpy("int64")
     src_m = m["src"].astype(object).to_numpy()
     clients = dict(zip(conn_m[is_call].tolist(), src_m[is_call], strict=True))
+    little = _little_endian_clients(m, is_call)
     e_src = ev["src"].astype(object).to_numpy()
     e_conn = ev["conn"].to_numpy("int64").tolist()
     from_client = np.array([clients.get(k, "") == s for k, s in zip(e_conn, e_src, strict=True)])
@@ -509,16 +518,35 @@ def _stretches(
         if not mine.any():
             continue
         sent = is_call if side else ~is_call
-        out.extend(_side_stretches(ev[mine], m, sent, acked))
+        out.extend(_side_stretches(ev[mine], m, sent, acked, little))
     return calls_out, replies_out
 
 
+def _little_endian_clients(m: pd.DataFrame, is_call: np.ndarray) -> set[int]:
+    """The connections whose client counts its xids little-endian (the Linux
+    kernel on x86: ``protocol.xids``), from its calls in the order sent."""
+    conn = m["conn"].to_numpy("int64")[is_call]
+    order = np.lexsort((m["frame_first"].to_numpy("int64")[is_call], conn))
+    conn, xid = conn[order], m["xid"].to_numpy("int64")[is_call][order]
+    bounds = np.flatnonzero(np.diff(conn)) + 1
+    return {
+        int(k[0])
+        for k, x in zip(np.split(conn, bounds), np.split(xid, bounds), strict=True)
+        if len(k) and counts_little_endian(x)
+    }
+
+
 def _side_stretches(
-    ev: pd.DataFrame, m: pd.DataFrame, sent: np.ndarray, acked: dict[tuple[int, int], int]
+    ev: pd.DataFrame,
+    m: pd.DataFrame,
+    sent: np.ndarray,
+    acked: dict[tuple[int, int], int],
+    little: set[int],
 ) -> list[_Stretch]:
     """The stretches of one direction (its events ``ev``), between the messages
     read that way (``sent``: the messages of that direction; ``acked``: the
-    time of the receiver's ACK of a record by (connection, where it begins))."""
+    time of the receiver's ACK of a record by (connection, where it begins);
+    ``little``: the connections whose client counts little-endian)."""
     out: list[_Stretch] = []
     conn_m = m["conn"].to_numpy("int64")[sent]
     frame_m = m["frame_first"].to_numpy("int64")[sent]
@@ -540,7 +568,7 @@ def _side_stretches(
         at = lo + int(np.searchsorted(frame_m[lo:hi], frame[j], "right"))
         before = int(xid_m[at - 1]) if at > lo else -1
         after = int(xid_m[at]) if at < hi else -1
-        st = _Stretch(k, int(length[j]), before, after)
+        st = _Stretch(k, int(length[j]), before, after, k in little)
         starts.setdefault(k, []).append((int(ts[j]), int(seq[j]), st))
         out.append(st)
     held: dict[int, list[tuple[int, tuple[int, int, int, int, int]]]] = {}
@@ -582,13 +610,13 @@ class _Orphans:
     def between(self, st: _Stretch) -> list[int]:
         """Rows on the stretch's connection whose xids lie strictly between those
         of the calls read before and after it, in xid order from the first."""
-        a, b = st.before, st.after
+        a, b = st.counted(st.before), st.counted(st.after)
         if a < 0 or b < 0:
             return []
         lo = np.searchsorted(self.conn, st.conn, "left")
         hi = np.searchsorted(self.conn, st.conn, "right")
-        rel = (self.xid[lo:hi] - a) % SEQ_MOD
-        inside = (rel > 0) & (rel < (b - a) % SEQ_MOD)
+        rel = (counting(self.xid[lo:hi], st.little) - a) % XID_MOD
+        inside = (rel > 0) & (rel < (b - a) % XID_MOD)
         order = np.argsort(rel[inside], kind="stable")
         return self.rows[lo:hi][inside][order].tolist()
 
@@ -599,11 +627,11 @@ def _record_xids(st: _Stretch, orphans: _Orphans) -> tuple[list[int], bool]:
     count, or a record's xid is that of a reply without call)."""
     assert st.records is not None
     k = len(st.records)
-    a, b = st.before, st.after
-    if a >= 0 and (b < 0 or (b - a - 1) % SEQ_MOD == k):
-        xids = [(a + 1 + i) % SEQ_MOD for i in range(k)]
+    a, b = st.counted(st.before), st.counted(st.after)  # (counted as the client counts)
+    if a >= 0 and (b < 0 or (b - a - 1) % XID_MOD == k):
+        xids = [st.counted((a + 1 + i) % XID_MOD) for i in range(k)]
     elif b >= 0 and a < 0:
-        xids = [(b - k + i) % SEQ_MOD for i in range(k)]
+        xids = [st.counted((b - k + i) % XID_MOD) for i in range(k)]
     else:
         rows = orphans.between(st)
         if len(rows) != k:

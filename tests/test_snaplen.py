@@ -27,6 +27,7 @@ from nfstrace.analysis.quality import snaplen_needed
 from nfstrace.analysis.writes import analyze_writes, write_sizes
 from nfstrace.cli import app
 from nfstrace.errors import ExitStatus
+from nfstrace.parsers.mountstats import parse_mountstats
 from nfstrace.schema import INFERENCES
 
 try:
@@ -325,3 +326,44 @@ def test_write_size_from_the_records_when_counts_are_cut() -> None:
     rows = [t.diagnosis.budget.pairs.iloc[0] for t in (full, short)]
     assert abs(int(rows[1]["write_size"]) - int(rows[0]["write_size"])) <= 64
     assert short.diagnosis.verdict.primary == full.diagnosis.verdict.primary == "server"
+
+
+def test_the_kernel_clients_xids_count_little_endian() -> None:
+    """The Linux client numbers its calls little-endian (protocol.xids): its
+    1 MiB NFSv4.1 WRITEs leave in 64 KiB TSO segments, so -s 256 cut 63 of 64
+    call headers, and the records between the calls read are those xids read
+    with their bytes reversed.  The kernel's own mountstats count 64 WRITEs;
+    the full capture's rate (the lab's figure) and verdict hold (before: 1 WRITE
+    counted, 3.5 Mbit/s, 'the client sent nothing 62% of the time')."""
+    capture = SAMPLES / "snaplen" / "kvm-v41-knfsd-d0-l0.s256.pcap"
+    truth = json.loads(capture.with_suffix(".json").read_text())
+    kernel = parse_mountstats(truth["client"]["mountstats"]["raw_after"])
+    before = parse_mountstats(truth["client"]["mountstats"]["raw_before"])
+    writes = sum(m.ops["WRITE"].ops for m in kernel if "WRITE" in m.ops)
+    writes -= sum(m.ops["WRITE"].ops for m in before if "WRITE" in m.ops)
+    t = load_sample(capture)
+    recorded = _writes(t)["inferred"].astype(str).str.contains("call_record")
+    assert len(_writes(t)) == writes == 64 and recorded.sum() == 63
+    # (to the byte but one WRITE, whose reply was cut too: its record's length
+    # less a typical NFSv4.1 WRITE header, 8 bytes off)
+    assert abs(analyze_writes(t.transactions).bytes_written - (64 << 20)) <= 64
+    assert _rate(t) == pytest.approx(truth["cause"]["measured"]["throughput_mbit_s"], rel=0.1)
+    assert t.diagnosis.verdict.primary == truth["cause"]["primary"] == "none"
+
+
+@pytest.mark.parametrize("little", [False, True])
+def test_xid_numbering_read_either_way(little: bool) -> None:
+    """Successive xids as a big-endian counter (libnfs) or the kernel's
+    little-endian one (0x1496c5d1, 0x1596c5d1, ...) are found as such, and
+    counting() turns them into 1, 2, 3 steps and back."""
+    import numpy as np
+
+    from nfstrace.protocol.xids import counting, counts_little_endian, swapped_one
+
+    start = 0xD1C59614
+    counted = np.arange(start, start + 300, dtype="int64") % (1 << 32)
+    sent = np.array([swapped_one(int(x)) for x in counted]) if little else counted
+    assert hex(int(sent[0])) == ("0x1496c5d1" if little else "0xd1c59614")
+    assert counts_little_endian(sent) is little
+    assert (counting(sent, little) == counted).all()
+    assert (counting(counting(sent, little), little) == sent).all()

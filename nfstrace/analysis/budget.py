@@ -89,6 +89,7 @@ from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
+from nfstrace.protocol.xids import counts_little_endian, swapped
 from nfstrace.text import seconds_text
 
 # The causes an instant of the write activity can have, in the order the
@@ -621,6 +622,9 @@ def _xid_skips(c: _PairCalls, client_xids: np.ndarray, a: np.ndarray, b: np.ndar
         if len(mine) < XID_RUN_MIN:
             continue
         xids, t = c.xid[mine], c.cs[mine]
+        known = client_xids
+        if counts_little_endian(xids):  # (the Linux kernel's numbering: protocol.xids)
+            xids, known = swapped(xids), np.sort(swapped(client_xids))
         if (np.diff(xids) == 1).mean() < XID_SEQUENTIAL_SHARE:
             continue  # xids not numbered one by one: a skip says nothing
         before = np.searchsorted(t, a, side="right") - 1
@@ -628,7 +632,7 @@ def _xid_skips(c: _PairCalls, client_xids: np.ndarray, a: np.ndarray, b: np.ndar
         ok = (before >= 0) & (after < len(t))
         x0, x1 = xids[before[ok]], xids[after[ok]]
         step = x1 - x0
-        seen = np.searchsorted(client_xids, x1) - np.searchsorted(client_xids, x0 + 1)
+        seen = np.searchsorted(known, x1) - np.searchsorted(known, x0 + 1)
         add = np.where((step > 1) & (step <= XID_SKIP_MAX), np.maximum(step - 1 - seen, 0), 0)
         missing[np.flatnonzero(ok)] += add
     return missing
