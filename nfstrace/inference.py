@@ -454,7 +454,7 @@ def _bytes_from_stretches(c: _Columns, stretches: list[_Stretch]) -> None:
         writes = [i for i in rows if open_[i]]
         if not writes:
             continue
-        rest = st.length - (len(rows) - len(writes)) * int(usual.get(st.conn, 0))
+        rest = st.length - st.taken - (len(rows) - len(writes)) * int(usual.get(st.conn, 0))
         if rest > 0:
             share[writes] = rest // len(writes)
     mask = share > 0
@@ -470,14 +470,19 @@ class _Stretch:
     messages read before (xid ``before``, -1 none) and after it (``after``);
     ``records``: its rpc_unframed_record (ts, frame, length, duration, the
     receiver's ACK of it: rpc_unframed_acked, -1 none) in order, or None (not
-    split); ``little``: the connection's client counts its xids little-endian
-    (``protocol.xids``)."""
+    split); ``prefix``: when the stretch is not a whole number of them, the
+    records as long as the message before it that fit from its start (None:
+    none), predicted, not read: taken only as far as the replies confirm them,
+    ``taken`` their bytes; ``little``: the connection's client counts its xids
+    little-endian (``protocol.xids``)."""
 
-    __slots__ = ("conn", "length", "before", "after", "records", "little")
+    __slots__ = ("conn", "length", "before", "after", "records", "prefix", "taken", "little")
 
     def __init__(self, conn: int, length: int, before: int, after: int, little: bool) -> None:
         self.conn, self.length, self.before, self.after = conn, length, before, after
         self.records: list[tuple[int, int, int, int, int]] | None = None
+        self.prefix: list[tuple[int, int, int, int, int]] | None = None
+        self.taken = 0
         self.little = little
 
     def counted(self, xid: int) -> int:
@@ -586,12 +591,12 @@ def _side_stretches(
         record = (int(ts[j]), int(frame[j]), n, int(dur[j]), acked.get((k, where), -1))
         held.setdefault(id(st), []).append((offset, record))
     for st in out:
-        mine = held.get(id(st))
-        if mine:
-            st.records = [r for _, r in sorted(mine, key=lambda x: x[0])]
-    for st in out:
-        if st.records is not None and sum(r[2] for r in st.records) != st.length:
-            st.records = None
+        mine = sorted(held.get(id(st), []), key=lambda x: x[0])
+        ends = np.cumsum([r[2] for _, r in mine])
+        if len(mine) and ends[-1] == st.length:
+            st.records = [r for _, r in mine]
+        elif len(mine) and [o for o, _ in mine] == [0, *ends[:-1].tolist()]:
+            st.prefix = [r for _, r in mine]  # (records one after the other from its start)
     return out
 
 
@@ -714,6 +719,7 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
             i = orphans.by_xid.pop((st.conn, x), -1) if x >= 0 else -1
             if i >= 0:
                 pairs.append((i, record))
+    pairs += _confirmed_prefixes(c, stretches, orphans)
     if not pairs:
         return
     mask = np.zeros(c.n, bool)
@@ -741,6 +747,43 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
         c.set("t_call_acked_ns", mask & (ack >= 0), ack)
     _latencies(c, mask & (c.int("t_reply_ns") >= 0))
     c.flag("call_record", mask)
+
+
+def _confirmed_prefixes(
+    c: _Columns, stretches: list[_Stretch], orphans: _Orphans
+) -> list[tuple[int, tuple[int, int, int, int, int]]]:
+    """Replies without call paired with the records a stretch's prefix predicts
+    (``_Stretch.prefix``), one by one from the call read before it (xid a), as
+    far as the next xid the client counted, a+1, a+2 ..., is a reply without
+    call to a WRITE of the count the connection's calls of that record length
+    carry: a call of another length (a shorter WRITE, a GETATTR) ends
+    the prefix, and what follows stays to the stretch's share
+    (``_bytes_from_stretches``)."""
+    conn, writes = c.int("conn"), c.is_write()
+    count = np.where(c.int("count") >= 0, c.int("count"), c.int("reply_count"))
+    # (a call read whose operations the snaplen cut is named a WRITE by a later
+    # step: its length and its reply's count are enough here)
+    sized = (c.int("n_calls") > 0) & ~c.flagged("call_record") & (count >= 0)
+    count_of = {  # (connection, record length) -> a WRITE's count
+        (int(k), int(n) + 4): int(x)
+        for k, n, x in zip(conn[sized], c.int("call_bytes")[sized], count[sized], strict=True)
+    }
+    reply_count = c.int("reply_count")
+    out = []
+    for st in stretches:
+        if not st.prefix or st.before < 0:
+            continue
+        want = count_of.get((st.conn, st.prefix[0][2]), -1)
+        a = st.counted(st.before)
+        for k, record in enumerate(st.prefix):
+            x = st.counted((a + 1 + k) % XID_MOD)
+            i = orphans.by_xid.get((st.conn, x), -1)
+            if want < 0 or i < 0 or not writes[i] or reply_count[i] != want:
+                break
+            del orphans.by_xid[(st.conn, x)]
+            out.append((i, record))
+            st.taken += record[2]
+    return out
 
 
 def _latencies(c: _Columns, rows: np.ndarray) -> None:

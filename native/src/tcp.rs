@@ -1098,8 +1098,9 @@ impl TcpReassembler {
 
     /// Close the unframed stretch open since `framing.lost_at` at sequence
     /// number `end` (a record found, or where the stream's bytes ended): one
-    /// rpc_unframed event, and one rpc_unframed_record per record when the
-    /// stretch is a whole number of records of the last length framed.
+    /// rpc_unframed event, and one rpc_unframed_record per record of the last
+    /// length framed that the stretch holds from its start (all of it when it
+    /// is a whole number of them).
     fn unframed<S: Sink>(&mut self, hs: &mut HalfStream, end: i64, sink: &mut S) {
         let fr = &mut hs.framing;
         let length = (end - fr.lost_at).rem_euclid(SEQ_MOD);
@@ -1119,8 +1120,12 @@ impl TcpReassembler {
                 length,
                 duration,
             );
-            if n > 0 && length % n == 0 && pred.len() as i64 == length / n {
-                for &(off, ts0, frame0, ts1, first, last) in &pred {
+            // (a stretch that is not a whole number of records: the ones that fit
+            // from its start, predicted; inference keeps those its replies confirm)
+            if n > 0 {
+                for &(off, ts0, frame0, ts1, first, last) in
+                    pred.iter().filter(|p| p.0 + n <= length)
+                {
                     let seq = (lost_at + off).rem_euclid(SEQ_MOD);
                     let duration = match (first, last) {
                         (true, true) => ts1 - ts0,

@@ -1461,13 +1461,15 @@ def _pair_budget(
     ev: pd.DataFrame,
     orphans: np.ndarray,
     orphan_xids: np.ndarray,
+    orphan_bytes: np.ndarray,
     client_xids: np.ndarray,
     client: str,
     server: str,
     options: BudgetOptions,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """One pair's row of ``PAIR_COLUMNS`` and its intervals (``INTERVAL_COLUMNS``);
-    None when it has no answered WRITE."""
+    None when it has no answered WRITE.  ``orphans``: the reply times of its
+    replies without call, with their xids and the bytes they acknowledged."""
     is_write = c.op == WRITE_OP
     wc = is_write | (c.op == COMMIT_OP)
     done = wc & c.answered
@@ -1488,7 +1490,16 @@ def _pair_budget(
         pieces.label, weights=pieces.hi - pieces.lo, minlength=len(cause_of)
     ).astype("int64")
     row = _pair_row(p, by_label, cause_of, times, stops, path, options)
+    # WRITEs whose calls the capture did not show (a snaplen that cut their
+    # headers, a capture point that missed them) answered after the first
+    # captured WRITE's reply: their bytes moved in the window too (those
+    # answered before it may have been sent before the capture began)
+    first = int(c.rl[is_write & c.answered].min()) if (is_write & c.answered).any() else end
+    unseen = int(orphan_bytes[(orphans > first) & (orphans <= end)].sum())
     row.update(client=client, server=server)
+    if unseen:
+        nbytes = row["bytes"] + unseen
+        row.update(bytes=nbytes, mbit_s=nbytes * 8e3 / (end - start))
     return row, _intervals(pieces, cause_of[pieces.label], client, server)
 
 
@@ -1723,6 +1734,12 @@ def time_budget(
     by_pair = _indices(calls, "client", "server") if pairs else {}
     orphans_of = _indices(orphan, "client", "server")
     orphan_t = _int(orphan["t_reply_ns"]) if len(orphan) else np.array([], "int64")
+    orphan_b = (
+        orphan["write_bytes"].fillna(0).to_numpy("int64")
+        * np.asarray(is_value(orphan["op"], WRITE_OP), bool)
+        if len(orphan)
+        else np.array([], "int64")
+    )
     orphan_x = orphan["xid"].to_numpy("int64") if len(orphan) else np.array([], "int64")
     writing = {client for client, _ in pairs}
     xids_of = {
@@ -1754,6 +1771,7 @@ def time_budget(
             pair_ev,
             orphans,
             orphan_x[mine_orphans],
+            orphan_b[mine_orphans],
             xids_of.get(client, np.array([], "int64")),
             client,
             server,
