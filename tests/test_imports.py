@@ -60,6 +60,20 @@ def test_analysis_without_report_imports_no_plotly() -> None:
     assert not {"nfstrace.reports.html", "nfstrace.reports.figures", "nfstrace.reports.png"} & mods
 
 
+def test_the_html_report_imports_no_plotly(tmp_path: Path) -> None:
+    """The report's figures are plotly.js specs built as dicts (reports/figures.py):
+    no plotly.py (0.3 s to import, more to validate each figure)."""
+    report = tmp_path / "report.html"
+    code = (
+        "from nfstrace.cli import app\n"
+        f"app(['analyze', {str(SAMPLE)!r}, '-o', {str(report)!r}, '--quiet'], "
+        "standalone_mode=False)"
+    )
+    mods = _imported_after(code)
+    assert report.stat().st_size > 100_000 and "nfstrace.reports.figures" in mods
+    assert not {m for m in mods if m == "plotly" or m.startswith(("plotly.", "_plotly_utils"))}
+
+
 # Imported by an analysis only for what it does not do here: the pyshark parser
 # (with asyncio and lxml), Dask, a process pool, the progress bar (not a
 # terminal), the version stamp (no file written), plotly, the Parquet writer.
