@@ -1,6 +1,7 @@
 """Only what a command needs is imported (checked in a fresh process each): the
 package without pandas, the command line without the analysis and the
-reports, an analysis without the HTML report's plotly or Parquet's writer."""
+reports, an analysis without the HTML report (nor Parquet's writer), the
+report without plotly.py."""
 
 from __future__ import annotations
 

@@ -73,7 +73,8 @@ def test_the_bundle_is_vendored_with_its_licence_and_version() -> None:
     import hashlib
 
     assert hashlib.sha256(js.encode()).hexdigest() in readme
-    # the plotly.js the Python package makes its figures for: the same major version
+    # the plotly.js of the Python package whose template the figures carry and which
+    # validates them (tests/test_figures.py): the same major version
     from plotly.offline import get_plotlyjs_version
 
     assert version.split(".")[0] == get_plotlyjs_version().split(".")[0], (
