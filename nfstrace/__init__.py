@@ -59,7 +59,7 @@ __all__ = [
 
 def report(trace: Trace, path: str | os.PathLike[str]) -> None:
     """Write the HTML report of ``trace`` to ``path`` (whole or not at all)."""
-    from nfstrace.reports.html import write_report  # plotly only when a report is written
+    from nfstrace.reports.html import write_report  # only when a report is written
 
     write_report(path, trace, trace.diagnosis)
 

@@ -686,7 +686,7 @@ def _compare(
     if json_out is not None:
         _write(json_out, lambda _t, path: write_comparison_json(cmp, path), traces[1])
     if report is not None:
-        from nfstrace.reports.html import write_comparison  # plotly only for the report
+        from nfstrace.reports.html import write_comparison  # only for the report
 
         _write_report(lambda path: write_comparison(path, cmp), report, explicit, out)
     for t in traces:
@@ -826,7 +826,7 @@ def _analyze(
     read = files + [str(p) for p in choices.mountstats or ()]
     check_outputs(read, named, _strict(named, outputs.report_explicit))
     if outputs.png is not None:
-        from nfstrace.reports.png import require_browser  # (no plotly yet)
+        from nfstrace.reports.png import require_browser  # (not the report's modules yet)
 
         require_browser(outputs.png)  # before reading, not after the analysis
     config = choices.config()
@@ -843,11 +843,11 @@ def _analyze(
         if path is not None:
             _write(path, writer, trace)
     if outputs.png is not None:
-        from nfstrace.reports.png import write_png  # plotly only for a figure
+        from nfstrace.reports.png import write_png  # only for a figure
 
         _write(outputs.png, write_png, trace)
     if outputs.report is not None:
-        # imported here: plotly is needed only for the report
+        # imported here: the report's modules are needed only for the report
         from nfstrace.reports.html import write_report
 
         _write_report(
@@ -1210,7 +1210,7 @@ def _watch(
         screen_options = {}
 
     def reporter(trace: Trace, path: Path) -> None:
-        from nfstrace.reports.html import write_report  # plotly: only on an alert
+        from nfstrace.reports.html import write_report  # only on an alert
 
         write_report(path, trace, trace.diagnosis)
 

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import pytest
 from conftest import SAMPLES, ground_truth, load_sample
 
@@ -470,8 +469,8 @@ def full_diagnosis(trace: Trace, stall_after: int) -> Diagnosis:
     )
 
 
-def points(fig: go.Figure) -> int:
-    return sum(len(t.x) for t in fig.data if t.x is not None)
+def points(fig: fg.Figure) -> int:
+    return sum(len(t["x"]) for t in fig["data"] if "x" in t)
 
 
 # ---- thinning ---------------------------------------------------------------------------
@@ -511,36 +510,36 @@ def test_cumulative_transfer_marks_everything(study) -> None:
         d.writes.commits,
         t0_ns=START_NS,
     )
-    curve = fig.data[0]
-    assert curve.y[-1] == pytest.approx(600 * BLOCK / 1e6)  # every WRITE acknowledged
-    assert curve.y[0] == 0 and curve.x[0] == 0  # starts at the time origin
-    names = [t.name for t in fig.data]
+    curve = fig["data"][0]
+    assert curve["y"][-1] == pytest.approx(600 * BLOCK / 1e6)  # every WRITE acknowledged
+    assert curve["y"][0] == 0 and curve["x"][0] == 0  # starts at the time origin
+    names = [t["name"] for t in fig["data"]]
     assert any(n.startswith("stall: commit (1, 2.266 s)") for n in names)
-    resends = next(t for t in fig.data if t.name.startswith("RPC re-sends"))
-    assert len(resends.x) == 2  # two re-sends of one WRITE (call_times_ns after the first)
+    resends = next(t for t in fig["data"] if t["name"].startswith("RPC re-sends"))
+    assert len(resends["x"]) == 2  # two re-sends of one WRITE (call_times_ns after the first)
     t_first = int(tx.loc[450, "t_call_ns"])
-    assert resends.x[0] == pytest.approx((t_first + 369_000_000 - START_NS) / 1e9)
-    commits = next(t for t in fig.data if t.name.startswith("COMMIT"))
-    assert len(commits.x) == 1 and commits.customdata[0] == pytest.approx(STALL_NS / 1e6)
-    slopes = next(t for t in fig.data if t.name == "slope between stalls")
-    assert set(slopes.text) == {"260.0 Mbit/s", "133.8 Mbit/s"}
-    stall = next(t for t in fig.data if t.name.startswith("stall"))
-    x = [v for v in stall.x if v is not None and not np.isnan(v)]
+    assert resends["x"][0] == pytest.approx((t_first + 369_000_000 - START_NS) / 1e9)
+    commits = next(t for t in fig["data"] if t["name"].startswith("COMMIT"))
+    assert len(commits["x"]) == 1 and commits["customdata"][0] == pytest.approx(STALL_NS / 1e6)
+    slopes = next(t for t in fig["data"] if t["name"] == "slope between stalls")
+    assert set(slopes["text"]) == {"260.0 Mbit/s", "133.8 Mbit/s"}
+    stall = next(t for t in fig["data"] if t["name"].startswith("stall"))
+    x = [v for v in stall["x"] if v is not None and not np.isnan(v)]
     assert max(x) - min(x) == pytest.approx(STALL_NS / 1e9)
 
 
 def test_cumulative_transfer_without_writes_says_so() -> None:
     fig = fg.cumulative_transfer(pd.DataFrame(columns=["t_ns", "client", "server", "bytes"]))
-    assert "no successful WRITE" in fig.layout.annotations[0].text
+    assert "no successful WRITE" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_cumulative_transfer_thins_a_million_acks() -> None:
     tx = write_trace(1_000_000)
     fig = fg.cumulative_transfer(write_progress(tx), t0_ns=START_NS)
     assert points(fig) <= fg.POINT_BUDGET
-    assert fig.data[0].type == "scatter"  # SVG: the report's plotly.js bundle has no WebGL
-    assert fig.data[0].y[-1] == pytest.approx(1_000_000 * BLOCK / 1e6)
-    assert "points drawn" in fig.layout.title.text and fig.layout.meta["notes"]
+    assert fig["data"][0]["type"] == "scatter"  # SVG: the report's plotly.js bundle has no WebGL
+    assert fig["data"][0]["y"][-1] == pytest.approx(1_000_000 * BLOCK / 1e6)
+    assert "points drawn" in fig["layout"]["title"]["text"] and fig["layout"]["meta"]["notes"]
 
 
 # ---- 2-4 ---------------------------------------------------------------------------
@@ -549,19 +548,19 @@ def test_cumulative_transfer_thins_a_million_acks() -> None:
 def test_transaction_throughput_is_block_over_latency(study) -> None:
     tx, _ = study
     fig = fg.transaction_throughput(tx, t0_ns=START_NS)
-    (trace,) = fig.data
+    (trace,) = fig["data"]
     expected = BLOCK * 8 / (LATENCY_NS / 1e9) / 1e6  # 182.04 Mbit/s
-    assert np.median(trace.y) == pytest.approx(expected)
-    assert min(trace.y) == pytest.approx(BLOCK * 8 / 2.266 / 1e6)  # the re-sent one
+    assert np.median(trace["y"]) == pytest.approx(expected)
+    assert min(trace["y"]) == pytest.approx(BLOCK * 8 / 2.266 / 1e6)  # the re-sent one
 
 
 def test_write_latency_marks_resent_writes_on_a_log_axis(study) -> None:
     tx, _ = study
     fig = fg.write_latency(tx, t0_ns=START_NS)
-    assert fig.layout.yaxis.type == "log"
-    normal, resent = fig.data
-    assert len(normal.x) == 599 and set(normal.y) == {LATENCY_NS / 1e6}
-    assert list(resent.y) == [2266.0] and list(resent.customdata) == [3]
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    normal, resent = fig["data"]
+    assert len(normal["x"]) == 599 and set(normal["y"]) == {LATENCY_NS / 1e6}
+    assert list(resent["y"]) == [2266.0] and list(resent["customdata"]) == [3]
 
 
 def test_outstanding_steps(study) -> None:
@@ -569,8 +568,8 @@ def test_outstanding_steps(study) -> None:
     fig = fg.outstanding_rpcs(d.pace.outstanding, t0_ns=START_NS)
     # one WRITE at a time (the COMMIT is alone in flight during the stall), except
     # while the re-sent WRITE waits 2.266 s: each following WRITE is a second one
-    assert max(fig.data[0].y) == 2 and min(fig.data[0].y) == 0
-    assert fig.layout.yaxis.title.text == "RPCs in flight"
+    assert max(fig["data"][0]["y"]) == 2 and min(fig["data"][0]["y"]) == 0
+    assert fig["layout"]["yaxis"]["title"]["text"] == "RPCs in flight"
 
 
 # ---- 5-8 ------------------------------------------------------------------------------
@@ -579,49 +578,49 @@ def test_outstanding_steps(study) -> None:
 def test_latency_cdf_per_operation(study) -> None:
     tx, _ = study
     fig = fg.latency_cdf(tx)
-    write = next(t for t in fig.data if t.name.startswith("nfsv3 WRITE"))
-    assert write.y[0] == 0 and write.y[-1] == 1
-    assert write.x[-1] == pytest.approx(2266.0)  # slowest WRITE
-    assert fig.layout.xaxis.type == "log"
+    write = next(t for t in fig["data"] if t["name"].startswith("nfsv3 WRITE"))
+    assert write["y"][0] == 0 and write["y"][-1] == 1
+    assert write["x"][-1] == pytest.approx(2266.0)  # slowest WRITE
+    assert fig["layout"]["xaxis"]["type"] == "log"
 
 
 def test_latency_cdf_thins_by_quantile() -> None:
     tx = write_trace(200_000)
     fig = fg.latency_cdf(tx, point_budget=1_000)
-    assert points(fig) <= 1_001 and fig.data[0].y[-1] == 1
+    assert points(fig) <= 1_001 and fig["data"][0]["y"][-1] == 1
 
 
 def test_operation_mix_in_percent(study) -> None:
     _, d = study
     fig = fg.operation_mix(d.workload.op_mix)
-    mine, laddis = fig.data
-    assert list(mine.y) == pytest.approx([98, 1, 0, 1])
-    assert list(laddis.y) == pytest.approx([15, 34, 22, 29])
+    mine, laddis = fig["data"]
+    assert list(mine["y"]) == pytest.approx([98, 1, 0, 1])
+    assert list(laddis["y"]) == pytest.approx([15, 34, 22, 29])
 
 
 def test_response_vs_throughput_fit_line(study) -> None:
     _, d = study
     fig = fg.response_vs_throughput(d.workload.windows, d.workload.base_ms, d.workload.slope)
-    fit = fig.data[1]
-    assert fit.y[0] == pytest.approx(0.3) and fit.y[-1] == pytest.approx(0.3 + 6e-5 * 2500)
+    fit = fig["data"][1]
+    assert fit["y"][0] == pytest.approx(0.3) and fit["y"][-1] == pytest.approx(0.3 + 6e-5 * 2500)
 
 
 def test_model_figure_stacks_the_study_terms(study) -> None:
     _, d = study
     fig = fg.model_figure(d.model.terms, d.model.predictions, d.model.what_if)
-    bars = [t for t in fig.data if t.offsetgroup == "T_cycle"]
-    assert [b.name for b in bars] == ["2·T_prop", "T_ser", "T_B", "T_op"]
-    top = bars[-1].base[0] + bars[-1].y[0]
+    bars = [t for t in fig["data"] if t.get("offsetgroup") == "T_cycle"]
+    assert [b["name"] for b in bars] == ["2·T_prop", "T_ser", "T_B", "T_op"]
+    top = bars[-1]["base"][0] + bars[-1]["y"][0]
     assert top == pytest.approx(496.066)  # µs: 8 KiB at 132.11 Mbit/s
     assert 8192 * 8 / (top * 1e-6) / 1e6 == pytest.approx(132.11, abs=0.01)
-    assert any(a.text == "496.1 µs" for a in fig.layout.annotations)
-    predicted = next(t for t in fig.data if t.name == "predicted")
-    assert list(predicted.y) == [132.11, 136.88]
+    assert any(a["text"] == "496.1 µs" for a in fig["layout"]["annotations"])
+    predicted = next(t for t in fig["data"] if t["name"] == "predicted")
+    assert list(predicted["y"]) == [132.11, 136.88]
 
 
 def test_model_figure_without_model() -> None:
     fig = fg.model_figure(None)
-    assert "could not be fitted" in fig.layout.annotations[0].text
+    assert "could not be fitted" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_model_figure_without_any_term_leaves_t_cycle_out(study) -> None:
@@ -631,21 +630,21 @@ def test_model_figure_without_any_term_leaves_t_cycle_out(study) -> None:
     _, d = study
     unknown = dict.fromkeys(d.model.terms, math.nan)
     fig = fg.model_figure(unknown, d.model.predictions, d.model.what_if)
-    titles = [a.text for a in fig.layout.annotations]
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles[:2] == ["predicted vs measured (Mbit/s)", "what if (Mbit/s)"]
-    assert not any("µs" in t for t in titles) and all(t.type == "bar" for t in fig.data)
-    assert "T_cycle" not in {t.offsetgroup for t in fig.data}
-    assert fig.layout.meta["notes"] == [
+    assert not any("µs" in t for t in titles) and all(t["type"] == "bar" for t in fig["data"])
+    assert "T_cycle" not in {t.get("offsetgroup") for t in fig["data"]}
+    assert fig["layout"]["meta"]["notes"] == [
         "cannot estimate 2·T_prop, T_ser, T_B, T_op: T_cycle not drawn"
     ]
-    assert "could not be fitted" in fg.model_figure(unknown).layout.annotations[0].text
+    assert "could not be fitted" in fg.model_figure(unknown)["layout"]["annotations"][0]["text"]
 
 
 def test_capture_strings_are_escaped_in_labels() -> None:
     tx = write_trace(3)
     tx["op"] = pd.array(["<script>alert(1)</script>"] * 3, dtype="string")
     fig = fg.latency_cdf(tx)
-    assert "<script>" not in fig.data[0].name and "&lt;script&gt;" in fig.data[0].name
+    assert "<script>" not in fig["data"][0]["name"] and "&lt;script&gt;" in fig["data"][0]["name"]
 
 
 # ---- a real capture ----------------------------------------------------------------
@@ -658,14 +657,14 @@ def test_sample_capture_figures_match_ground_truth() -> None:
     tx = t.transactions
     progress = write_progress(tx)
     fig = fg.cumulative_transfer(progress, commits=commit_table(tx), t0_ns=t.overview.start_ns)
-    assert fig.data[0].y[-1] * 1e6 == pytest.approx(truth["workload"]["bytes"])
-    commits = next(tr for tr in fig.data if tr.name.startswith("COMMIT"))
-    assert len(commits.x) == truth["client"]["expected_commit_rpcs"]
+    assert fig["data"][0]["y"][-1] * 1e6 == pytest.approx(truth["workload"]["bytes"])
+    commits = next(tr for tr in fig["data"] if tr["name"].startswith("COMMIT"))
+    assert len(commits["x"]) == truth["client"]["expected_commit_rpcs"]
     w = fg.write_latency(tx)
-    assert len(w.data[0].x) == truth["client"]["expected_write_rpcs"]
+    assert len(w["data"][0]["x"]) == truth["client"]["expected_write_rpcs"]
     thr = fg.transaction_throughput(tx)
     # one 1 MiB WRITE: its throughput is the overview's write rate
-    assert thr.data[0].y[0] == pytest.approx(t.overview.write.mbits_per_s)
+    assert thr["data"][0]["y"][0] == pytest.approx(t.overview.write.mbits_per_s)
 
 
 @pytest.mark.parametrize(
@@ -674,14 +673,14 @@ def test_sample_capture_figures_match_ground_truth() -> None:
 def test_point_budget_holds_per_figure(draw) -> None:
     tx = write_trace(200_000, resent=1)
     fig = draw(tx, point_budget=10_000)
-    assert points(fig) <= 10_000 + len(fig.data)  # the CDF adds its 0 point per operation
-    assert fig.layout.meta["notes"]  # and says what it thinned
+    assert points(fig) <= 10_000 + len(fig["data"])  # the CDF adds its 0 point per operation
+    assert fig["layout"]["meta"]["notes"]  # and says what it thinned
 
 
 def test_point_budget_holds_for_outstanding() -> None:
     tx = write_trace(200_000)
     fig = fg.outstanding_rpcs(outstanding_steps(tx), point_budget=10_000)
-    assert points(fig) <= 10_000 and max(fig.data[0].y) == 1
+    assert points(fig) <= 10_000 and max(fig["data"][0]["y"]) == 1
 
 
 # ---- legibility (issue 18) -----------------------------------------------------------------
@@ -698,7 +697,7 @@ def test_log_axes_are_labelled_in_full() -> None:
     wide = fg.log_axis(np.array([1e-3, 1e6]), "ms")  # 9 decades: the powers of ten
     assert wide["ticktext"][:3] == ["0.001", "0.01", "0.1"] and "1,000,000" in wide["ticktext"]
     fig = fg.write_latency(write_trace(50))
-    assert fig.layout.yaxis.ticktext and fig.layout.yaxis.exponentformat == "none"
+    assert fig["layout"]["yaxis"]["ticktext"] and fig["layout"]["yaxis"]["exponentformat"] == "none"
 
 
 @pytest.mark.parametrize(
@@ -735,7 +734,7 @@ def test_latency_cdf_draws_the_busiest_operations_and_the_rest_as_one() -> None:
         n,
     )  # fmt: skip
     fig = fg.latency_cdf(tx)
-    names = [t.name for t in fig.data]
+    names = [t["name"] for t in fig["data"]]
     assert len(names) == fg.MAX_CDF_LINES
     assert names[0].startswith("nfsv3 OP00 (18)") and names[-2].startswith("nfsv3 OP06 (12)")
     assert names[-1] == f"other (11 operations) ({int(counts[7:].sum())})"
@@ -748,10 +747,10 @@ def test_response_fit_line_never_goes_below_zero() -> None:
          "calls": [10, 100]}
     )  # fmt: skip
     fig = fg.response_vs_throughput(windows, base_ms=50.0, slope=-0.1)
-    fit = fig.data[1]
-    assert min(fit.y) == pytest.approx(0) and list(fit.x) == pytest.approx([0, 500])
+    fit = fig["data"][1]
+    assert min(fit["y"]) == pytest.approx(0) and list(fit["x"]) == pytest.approx([0, 500])
     fig = fg.response_vs_throughput(windows, base_ms=-5.0, slope=0.01)
-    assert list(fig.data[1].x) == pytest.approx([500, 1000]) and min(fig.data[1].y) >= 0
+    assert list(fig["data"][1]["x"]) == pytest.approx([500, 1000]) and min(fig["data"][1]["y"]) >= 0
 
 
 def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
@@ -760,11 +759,11 @@ def test_a_burst_after_a_long_silence_is_zoomed_to() -> None:
     t = START_NS + 99_000_000_000 + np.arange(100) * 10_000_000
     progress = pd.DataFrame({"t_ns": t, "client": "c", "server": "s", "bytes": 65_536})
     fig = fg.cumulative_transfer(progress, t0_ns=START_NS)
-    lo, hi = fig.layout.xaxis.range
+    lo, hi = fig["layout"]["xaxis"]["range"]
     assert 98.9 < lo < 99.0 and 99.99 < hi < 100.1
-    assert "zoomed to the write activity, 99.000-99.990 s" in fig.layout.meta["notes"][0]
+    assert "zoomed to the write activity, 99.000-99.990 s" in fig["layout"]["meta"]["notes"][0]
     steady = progress.assign(t_ns=START_NS + np.arange(100) * 10_000_000)
-    assert fg.cumulative_transfer(steady, t0_ns=START_NS).layout.xaxis.range is None
+    assert "range" not in fg.cumulative_transfer(steady, t0_ns=START_NS)["layout"]["xaxis"]
 
 
 def test_tcp_retransmissions_are_marked_on_the_transfer() -> None:
@@ -778,12 +777,12 @@ def test_tcp_retransmissions_are_marked_on_the_transfer() -> None:
     fig = fg.cumulative_transfer(
         write_progress(t.transactions), tcp_resends=ev, t0_ns=t.overview.start_ns
     )
-    (marks,) = [d for d in fig.data if d.name.startswith("TCP retransmissions")]
-    assert marks.name == "TCP retransmissions (4)" and len(marks.x) == 4
+    (marks,) = [d for d in fig["data"] if d["name"].startswith("TCP retransmissions")]
+    assert marks["name"] == "TCP retransmissions (4)" and len(marks["x"]) == 4
     expect = (np.sort(ev["ts_ns"].to_numpy("float64")) - t.overview.start_ns) / 1e9
-    assert list(marks.x) == pytest.approx(list(expect))
-    curve = fig.data[0]
-    assert all(0 <= y <= max(curve.y) for y in marks.y)
+    assert list(marks["x"]) == pytest.approx(list(expect))
+    curve = fig["data"][0]
+    assert all(0 <= y <= max(curve["y"]) for y in marks["y"])
 
 
 def test_close_stall_labels_do_not_print_over_each_other() -> None:
@@ -803,5 +802,102 @@ def test_close_stall_labels_do_not_print_over_each_other() -> None:
          "bytes": 65_536}
     )  # fmt: skip
     fig = fg.cumulative_transfer(progress, stalls, t0_ns=START_NS)
-    shifts = [(a.x, a.yshift) for a in fig.layout.annotations if "s" in a.text]
+    shifts = [(a["x"], a["yshift"]) for a in fig["layout"]["annotations"] if "s" in a["text"]]
     assert [y for _, y in sorted(shifts)] == [0, -14, -28, 0]
+
+
+# ---- the figure specs, as plotly.py would write them ---------------------------------
+
+
+def _every_figure(tx: pd.DataFrame, d: Diagnosis) -> list[fg.Figure]:
+    return [
+        fg.cumulative_transfer(
+            d.progress,
+            d.stalls.stalls,
+            d.stalls.segments,
+            d.repeats.retransmissions,
+            d.writes.commits,
+            t0_ns=START_NS,
+            budget_intervals=d.budget.intervals,
+        ),
+        fg.transaction_throughput(tx, t0_ns=START_NS),
+        fg.write_latency(tx, t0_ns=START_NS),
+        fg.outstanding_rpcs(d.pace.outstanding, t0_ns=START_NS),
+        fg.latency_cdf(tx),
+        fg.operation_mix(d.workload.op_mix),
+        fg.response_vs_throughput(d.workload.windows, d.workload.base_ms, d.workload.slope),
+        fg.model_figure(d.model.terms, d.model.predictions, d.model.what_if),
+        fg.time_budget(d.budget.pairs),
+        fg.model_figure(None),  # an empty one
+    ]
+
+
+def test_the_specs_are_what_plotly_py_writes(study) -> None:
+    """Each figure spec, read by plotly.py (which validates every property: a
+    misspelt one raises) and written by it, is the JSON ``to_json`` writes
+    itself: the same properties, the same typed arrays (int64 narrowed as
+    plotly narrows it), NaN as null."""
+    import json
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    tx, d = study
+    figures = _every_figure(tx, d)
+    assert {t["type"] for f in figures for t in f["data"]} == {"scatter", "bar"}
+    for fig in figures:
+        ours = json.loads(fg.to_json(fig))
+        theirs = json.loads(pio.to_json(go.Figure(fig), validate=True))
+        assert ours == theirs, fig["layout"]["title"]["text"]
+    big = fg.scatter(x=np.array([3, 300, 70_000, 2**40], dtype="int64"), y=np.array([3]))
+    ours = json.loads(fg.to_json(big))
+    assert ours == json.loads(pio.to_json(go.Figure(fg.figure(big))))["data"][0]
+    assert ours["y"] == {"dtype": "i1", "bdata": "Aw=="}  # int64 narrowed as plotly does
+    assert ours["x"] == [3, 300, 70_000, 2**40]  # too big for plotly.js's typed arrays
+
+
+def test_to_json_is_safe_in_a_script() -> None:
+    fig = fg.figure(fg.scatter(x=np.array([1.0, np.nan]), y=[np.inf, 2], name="</script>é"))
+    text = fg.to_json(fig)
+    assert "</" not in text and "é" not in text and "NaN" not in text and "Infinity" not in text
+    assert (
+        '"y":[null,2]' in text and '"x":{"dtype":"f8","bdata":"AAAAAAAA8D8AAAAAAAD4fw=="}' in text
+    )
+
+
+def test_the_template_asset_is_plotlys() -> None:
+    """assets/plotly_white.json is plotly.py's "plotly_white" template
+    (assets/plotly_white.README.md says how to regenerate it)."""
+    import json
+
+    import plotly.io as pio
+
+    expected = json.loads(json.dumps(pio.templates["plotly_white"].to_plotly_json()))
+    assert fg.template() == expected
+    assert fg.template() is not fg.template()  # each figure its own copy
+
+
+def test_subplots_lay_out_as_make_subplots() -> None:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    for n in (1, 2, 3):
+        titles = [f"panel {i}" for i in range(n)]
+        ours = fg.subplots(titles)
+        fg.add_trace(ours, fg.bar(x=["a"], y=[1.0]), row=1, col=n)
+        fg.add_annotation(ours, x="a", y=1.0, text="top", row=1, col=n)
+        theirs = make_subplots(rows=1, cols=n, subplot_titles=titles)
+        theirs.add_trace(go.Bar(x=["a"], y=[1.0]), row=1, col=n)
+        theirs.add_annotation(x="a", y=1.0, text="top", row=1, col=n)
+        expected = theirs.to_plotly_json()
+        expected["layout"].pop("template")
+        assert ours["data"] == expected["data"]
+        assert ours["layout"].keys() == expected["layout"].keys()
+        for key, value in expected["layout"].items():
+            if "axis" in key:
+                assert ours["layout"][key]["anchor"] == value["anchor"]
+                assert ours["layout"][key]["domain"] == pytest.approx(value["domain"])
+        for mine, plotlys in zip(
+            ours["layout"]["annotations"], expected["layout"]["annotations"], strict=True
+        ):
+            assert mine == {**plotlys, "x": pytest.approx(plotlys["x"])}

@@ -1,6 +1,7 @@
 """Only what a command needs is imported (checked in a fresh process each): the
 package without pandas, the command line without the analysis and the
-reports, an analysis without the HTML report's plotly or Parquet's writer."""
+reports, an analysis without the HTML report (nor Parquet's writer), the
+report without plotly.py."""
 
 from __future__ import annotations
 
@@ -58,6 +59,20 @@ def test_analysis_without_report_imports_no_plotly() -> None:
     assert "nfstrace.analysis.diagnosis" in mods
     assert not {m for m in mods if m.startswith(("plotly", "pyarrow.parquet"))}
     assert not {"nfstrace.reports.html", "nfstrace.reports.figures", "nfstrace.reports.png"} & mods
+
+
+def test_the_html_report_imports_no_plotly(tmp_path: Path) -> None:
+    """The report's figures are plotly.js specs built as dicts (reports/figures.py):
+    no plotly.py (0.3 s to import, more to validate each figure)."""
+    report = tmp_path / "report.html"
+    code = (
+        "from nfstrace.cli import app\n"
+        f"app(['analyze', {str(SAMPLE)!r}, '-o', {str(report)!r}, '--quiet'], "
+        "standalone_mode=False)"
+    )
+    mods = _imported_after(code)
+    assert report.stat().st_size > 100_000 and "nfstrace.reports.figures" in mods
+    assert not {m for m in mods if m == "plotly" or m.startswith(("plotly.", "_plotly_utils"))}
 
 
 # Imported by an analysis only for what it does not do here: the pyshark parser

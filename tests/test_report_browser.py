@@ -548,7 +548,7 @@ def test_png_shows_the_whole_figure_with_its_legend(tmp_path: Path) -> None:
     from nfstrace.reports.png import write_png
 
     trace = nfstrace.load(READ_WELL[1])
-    notes = " ".join(transfer_figure(trace).layout.meta["notes"])
+    notes = " ".join(transfer_figure(trace)["layout"]["meta"]["notes"])
     assert "click" not in notes
     png = tmp_path / "lossy.png"
     write_png(trace, png)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import pytest
 from conftest import SAMPLES, load_sample
 from report_page import plotly_copies
@@ -64,8 +63,8 @@ def two_mounts(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     return trace
 
 
-def bar_x(trace: go.Bar) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in trace.x], dtype="float64")
+def bar_x(trace: fg.Trace) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in trace["x"]], dtype="float64")
 
 
 def intervals(rows: list[tuple[int, int, str]], evidence: str = "") -> pd.DataFrame:
@@ -114,44 +113,44 @@ def test_budget_bars_of_a_real_capture(round_trip: Trace) -> None:
     pairs = round_trip.diagnosis.budget.pairs
     fig = fg.time_budget(pairs)
     present = [c for c in CAUSES if pairs[f"{c}_ns"].iloc[0] > 0]
-    assert [t.name for t in fig.data] == present  # one trace per cause present, in order
+    assert [t["name"] for t in fig["data"]] == present  # one trace per cause present, in order
     assert {"transfer", "round_trip", "commit"} <= set(present)
-    assert fig.layout.barmode == "stack"
+    assert fig["layout"]["barmode"] == "stack"
     seconds = round_trip.diagnosis.budget.seconds()
-    for t in fig.data:
-        assert isinstance(t, go.Bar) and t.orientation == "h"
-        assert list(t.y) == ["169.254.77.1 → 169.254.77.2"]  # one bar: one pair
-        assert bar_x(t)[0] == pytest.approx(seconds[t.name] / 1e9)
-        assert t.marker.color == fg.CAUSE_COLOURS[t.name]
-        assert t.customdata[0] == pytest.approx(seconds[t.name] / pairs["elapsed_ns"].iloc[0])
-        assert t.name in t.hovertemplate and "elapsed" in t.hovertemplate
+    for t in fig["data"]:
+        assert t["type"] == "bar" and t["orientation"] == "h"
+        assert list(t["y"]) == ["169.254.77.1 → 169.254.77.2"]  # one bar: one pair
+        assert bar_x(t)[0] == pytest.approx(seconds[t["name"]] / 1e9)
+        assert t["marker"]["color"] == fg.CAUSE_COLOURS[t["name"]]
+        assert t["customdata"][0] == pytest.approx(seconds[t["name"]] / pairs["elapsed_ns"].iloc[0])
+        assert t["name"] in t["hovertemplate"] and "elapsed" in t["hovertemplate"]
     # the bar is the pair's whole write activity; the verdict's cause is its longest segment
-    assert sum(bar_x(t)[0] for t in fig.data) == pytest.approx(pairs["elapsed_ns"][0] / 1e9)
-    assert max(fig.data, key=lambda t: bar_x(t)[0]).name == "round_trip"
+    assert sum(bar_x(t)[0] for t in fig["data"]) == pytest.approx(pairs["elapsed_ns"][0] / 1e9)
+    assert max(fig["data"], key=lambda t: bar_x(t)[0])["name"] == "round_trip"
 
 
 def test_budget_bars_of_two_pairs(two_mounts: Trace) -> None:
     pairs = two_mounts.diagnosis.budget.pairs
     fig = fg.time_budget(pairs)
     present = [c for c in CAUSES if (pairs[f"{c}_ns"] > 0).any()]
-    assert [t.name for t in fig.data] == present
+    assert [t["name"] for t in fig["data"]] == present
     longest = pairs.sort_values("elapsed_ns", ascending=False)
     labels = [f"{c} → {s}" for c, s in zip(longest["client"], longest["server"], strict=True)]
-    assert fig.layout.yaxis.autorange == "reversed"  # the longest activity on top
-    for t in fig.data:
-        assert list(t.y) == labels  # one bar per pair, every segment on its pair's bar
-        expected = longest[f"{t.name}_ns"].to_numpy("float64") / 1e9
+    assert fig["layout"]["yaxis"]["autorange"] == "reversed"  # the longest activity on top
+    for t in fig["data"]:
+        assert list(t["y"]) == labels  # one bar per pair, every segment on its pair's bar
+        expected = longest[f"{t['name']}_ns"].to_numpy("float64") / 1e9
         x = bar_x(t)
         assert np.allclose(x[expected > 0], expected[expected > 0])
         assert np.isnan(x[expected == 0]).all()  # no segment where the cause took nothing
-    totals = np.nansum([bar_x(t) for t in fig.data], axis=0)
+    totals = np.nansum([bar_x(t) for t in fig["data"]], axis=0)
     assert totals == pytest.approx(longest["elapsed_ns"].to_numpy("float64") / 1e9)
 
 
 def test_budget_bars_without_writes_say_so() -> None:
     for pairs in (None, pd.DataFrame(columns=["client", "server", "elapsed_ns", "mbit_s"])):
         fig = fg.time_budget(pairs)
-        assert not fig.data and "no WRITE activity" in fig.layout.annotations[0].text
+        assert not fig["data"] and "no WRITE activity" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_budget_bars_of_hundreds_of_pairs() -> None:
@@ -168,13 +167,15 @@ def test_budget_bars_of_hundreds_of_pairs() -> None:
         }
     )
     fig = fg.time_budget(pairs)
-    assert [t.name for t in fig.data] == ["transfer", "server"]
-    shown = list(fig.data[0].y)
+    assert [t["name"] for t in fig["data"]] == ["transfer", "server"]
+    shown = list(fig["data"][0]["y"])
     assert len(shown) == fg.MAX_BUDGET_PAIRS == 30
     assert shown[0] == f"10.1.1.49 → {SERVER}"  # the longest activity (pair 299) first
-    assert bar_x(fig.data[1])[0] == pytest.approx(0.3 - 0.075)
+    assert bar_x(fig["data"][1])[0] == pytest.approx(0.3 - 0.075)
     note = "270 of 300 pairs left out"
-    assert note in fig.layout.title.text and any(note in s for s in fig.layout.meta["notes"])
+    assert note in fig["layout"]["title"]["text"] and any(
+        note in s for s in fig["layout"]["meta"]["notes"]
+    )
 
 
 def test_budget_bar_labels_are_escaped() -> None:
@@ -182,7 +183,7 @@ def test_budget_bar_labels_are_escaped() -> None:
         {"client": [XSS], "server": [SERVER], "elapsed_ns": [10], "mbit_s": [1.0], "server_ns": 10}
     )
     fig = fg.time_budget(pairs)
-    assert "<script>" not in fig.data[0].y[0] and "&lt;script&gt;" in fig.data[0].y[0]
+    assert "<script>" not in fig["data"][0]["y"][0] and "&lt;script&gt;" in fig["data"][0]["y"][0]
 
 
 # ---- 1. the cumulative transfer shaded by cause -----------------------------------------------
@@ -193,34 +194,36 @@ def test_shading_of_a_real_capture(round_trip: Trace) -> None:
     t0 = round_trip.overview.start_ns
     iv = d.budget.intervals
     fig = fg.cumulative_transfer(d.progress, d.stalls.stalls, budget_intervals=iv, t0_ns=t0)
-    shapes = fig.layout.shapes
+    shapes = fig["layout"]["shapes"]
     assert shapes
     colour_of = {v: k for k, v in fg.CAUSE_COLOURS.items()}
-    drawn = {colour_of[s.fillcolor] for s in shapes}  # every shape in a cause's colour
+    drawn = {colour_of[s["fillcolor"]] for s in shapes}  # every shape in a cause's colour
     slow = iv[iv["cause"] != "transfer"]
     assert drawn == set(iv["cause"])  # transfer too, green as in the budget's bar
     for s in shapes:
-        assert s.legendgroup == f"budget-{colour_of[s.fillcolor]}" and not s.showlegend
-        assert s.yref == "paper" and (s.y0, s.y1) == (0, 1) and s.opacity < 1
+        assert s["legendgroup"] == f"budget-{colour_of[s['fillcolor']]}" and not s["showlegend"]
+        assert s["yref"] == "paper" and (s["y0"], s["y1"]) == (0, 1) and s["opacity"] < 1
     # the legend: one entry per cause present, its square marks along the time axis
-    rugs = [t for t in fig.data if (t.name or "").startswith("time budget: ")]
-    assert [t.legendgroup for t in rugs] == [f"budget-{c}" for c in CAUSES if c in drawn]
-    assert all(t.marker.color == fg.CAUSE_COLOURS[t.legendgroup[7:]] for t in rugs)
-    assert any(t.name.startswith("time budget: round_trip (0.063 s, ") for t in rugs)
+    rugs = [t for t in fig["data"] if (t["name"] or "").startswith("time budget: ")]
+    assert [t["legendgroup"] for t in rugs] == [f"budget-{c}" for c in CAUSES if c in drawn]
+    assert all(t["marker"]["color"] == fg.CAUSE_COLOURS[t["legendgroup"][7:]] for t in rugs)
+    assert any(t["name"].startswith("time budget: round_trip (0.063 s, ") for t in rugs)
     # x in seconds since t0, as the curve; each stretch covers its intervals
-    assert min(s.x0 for s in shapes) == pytest.approx((iv["start_ns"].min() - t0) / 1e9)
-    assert max(s.x1 for s in shapes) == pytest.approx((iv["end_ns"].max() - t0) / 1e9)
+    assert min(s["x0"] for s in shapes) == pytest.approx((iv["start_ns"].min() - t0) / 1e9)
+    assert max(s["x1"] for s in shapes) == pytest.approx((iv["end_ns"].max() - t0) / 1e9)
     # the round trips between a call's 5 µs bursts are one stretch, not 52 shapes
-    assert len([s for s in shapes if s.fillcolor != fg.CAUSE_COLOURS["transfer"]]) < len(slow) / 2
+    assert (
+        len([s for s in shapes if s["fillcolor"] != fg.CAUSE_COLOURS["transfer"]]) < len(slow) / 2
+    )
     # no cap hit: nothing to say but the zoom to the writes (after 0.19 s of mounting)
-    (note,) = fig.layout.meta["notes"]
+    (note,) = fig["layout"]["meta"]["notes"]
     assert note.startswith("zoomed to the write activity, 0.190-0.289 s (the RPC traffic: 0.000-")
     assert "click" not in note  # a static image cannot be clicked
-    lo, hi = fig.layout.xaxis.range
+    lo, hi = fig["layout"]["xaxis"]["range"]
     assert lo < (slow["start_ns"].min() - t0) / 1e9 and hi > (iv["end_ns"].max() - t0) / 1e9
     # the stretches' evidence is in the hover of the marks under the plot, escaped
-    assert sum(len(t.x) for t in rugs) == len(shapes)
-    assert any("client waited for ACKs" in h for t in rugs for h in t.hovertext)
+    assert sum(len(t["x"]) for t in rugs) == len(shapes)
+    assert any("client waited for ACKs" in h for t in rugs for h in t["hovertext"])
 
 
 def test_shading_keeps_the_stall_marking() -> None:
@@ -229,15 +232,17 @@ def test_shading_keeps_the_stall_marking() -> None:
     fig = fg.cumulative_transfer(
         d.progress, d.stalls.stalls, budget_intervals=d.budget.intervals, t0_ns=START_NS
     )
-    stall = next(t for t in fig.data if t.name.startswith("stall: commit (1, 2.266 s)"))
-    assert stall.fillcolor == fg.STALL_COLOURS["commit"]
-    assert any(a.text == "commit 2.266 s" for a in fig.layout.annotations)
-    commit = [s for s in fig.layout.shapes if s.fillcolor == fg.CAUSE_COLOURS["commit"]]
-    assert len(commit) == 1 and commit[0].x1 - commit[0].x0 == pytest.approx(2.266)
+    stall = next(t for t in fig["data"] if t["name"].startswith("stall: commit (1, 2.266 s)"))
+    assert stall["fillcolor"] == fg.STALL_COLOURS["commit"]
+    assert any(a["text"] == "commit 2.266 s" for a in fig["layout"]["annotations"])
+    commit = [s for s in fig["layout"]["shapes"] if s["fillcolor"] == fg.CAUSE_COLOURS["commit"]]
+    assert len(commit) == 1 and commit[0]["x1"] - commit[0]["x0"] == pytest.approx(2.266)
     # the same figure without the budget: as before, no shapes, no cause marks
     plain = fg.cumulative_transfer(d.progress, d.stalls.stalls, t0_ns=START_NS)
     causes = set(d.budget.intervals["cause"])
-    assert not plain.layout.shapes and len(plain.data) == len(fig.data) - len(causes)
+    assert not plain["layout"].get("shapes") and len(plain["data"]) == len(fig["data"]) - len(
+        causes
+    )
 
 
 def test_shading_merges_close_neighbours_of_one_cause() -> None:
@@ -252,13 +257,13 @@ def test_shading_merges_close_neighbours_of_one_cause() -> None:
             (a + 1_000_000 + gap_ns, a + 2_000_000 + gap_ns, "server"),
         ]
         fig = fg.cumulative_transfer(progress, budget_intervals=intervals(rows), t0_ns=START_NS)
-        return fig.layout.shapes
+        return fig["layout"]["shapes"]
 
     def server(gap_ns: int) -> list:
-        return [s for s in shapes(gap_ns) if s.fillcolor == fg.CAUSE_COLOURS["server"]]
+        return [s for s in shapes(gap_ns) if s["fillcolor"] == fg.CAUSE_COLOURS["server"]]
 
     (merged,) = server(900_000)  # closer than 0.1% of the span: one stretch
-    assert (merged.x0, merged.x1) == pytest.approx((0.4, 0.4029))
+    assert (merged["x0"], merged["x1"]) == pytest.approx((0.4, 0.4029))
     assert len(server(1_100_000)) == 2  # farther: two
 
 
@@ -280,20 +285,23 @@ def test_shading_draws_at_most_the_cap_with_a_note() -> None:
     t = time.monotonic()
     fig = fg.cumulative_transfer(progress, budget_intervals=iv, t0_ns=START_NS)
     assert time.monotonic() - t < 5
-    shapes = fig.layout.shapes
+    shapes = fig["layout"]["shapes"]
     assert len(shapes) == fg.MAX_BUDGET_SHAPES == 300
     # transfer's intervals are 1 ms apart (below 0.1% of the span): one stretch
     # under all the others (drawn first); then the longest of the others
-    transfer = [s for s in shapes if s.fillcolor == fg.CAUSE_COLOURS["transfer"]]
+    transfer = [s for s in shapes if s["fillcolor"] == fg.CAUSE_COLOURS["transfer"]]
     assert len(transfer) == 1 and shapes[0] is transfer[0]
-    assert transfer[0].x1 - transfer[0].x0 == pytest.approx((n * step - 1_500_000) / 1e9)
-    long_ones = sum(1 for s in shapes[1:] if s.x1 - s.x0 > 0.0014)
+    assert transfer[0]["x1"] - transfer[0]["x0"] == pytest.approx((n * step - 1_500_000) / 1e9)
+    long_ones = sum(1 for s in shapes[1:] if s["x1"] - s["x0"] > 0.0014)
     assert long_ones == len(range(0, n, 97))  # the longest are among those drawn
-    assert sum(1 for s in shapes if s.showlegend) == 0
-    rugs = [t for t in fig.data if (t.name or "").startswith("time budget: ")]
-    assert [t.legendgroup for t in rugs] == [f"budget-{c}" for c in ["transfer", *causes]]
+    assert sum(1 for s in shapes if s["showlegend"]) == 0
+    rugs = [t for t in fig["data"] if (t["name"] or "").startswith("time budget: ")]
+    assert [t["legendgroup"] for t in rugs] == [f"budget-{c}" for c in ["transfer", *causes]]
     note = "300 of 2,401 stretches shaded"
-    assert any(note in s for s in fig.layout.meta["notes"]) and note in fig.layout.title.text
+    assert (
+        any(note in s for s in fig["layout"]["meta"]["notes"])
+        and note in fig["layout"]["title"]["text"]
+    )
 
 
 def test_shading_of_transfer_only_is_green_and_named() -> None:
@@ -302,9 +310,9 @@ def test_shading_of_transfer_only_is_green_and_named() -> None:
     progress = progress_over(START_NS, START_NS + 10**9)
     iv = intervals([(START_NS, START_NS + 10**9, "transfer")])
     fig = fg.cumulative_transfer(progress, budget_intervals=iv, t0_ns=START_NS)
-    (shape,) = fig.layout.shapes
-    assert shape.fillcolor == fg.CAUSE_COLOURS["transfer"]
-    assert [t.name for t in fig.data] == [
+    (shape,) = fig["layout"]["shapes"]
+    assert shape["fillcolor"] == fg.CAUSE_COLOURS["transfer"]
+    assert [t["name"] for t in fig["data"]] == [
         "MB acknowledged", "time budget: transfer (1.000 s, 100%)"
     ]  # fmt: skip
 
@@ -313,7 +321,9 @@ def test_shading_evidence_is_escaped() -> None:
     progress = progress_over(START_NS, START_NS + 10**9)
     iv = intervals([(START_NS, START_NS + 10**8, "commit")], evidence=f"COMMIT of {XSS}")
     fig = fg.cumulative_transfer(progress, budget_intervals=iv, t0_ns=START_NS)
-    (hover,) = next(t for t in fig.data if t.name.startswith("time budget: commit")).hovertext
+    (hover,) = next(t for t in fig["data"] if t["name"].startswith("time budget: commit"))[
+        "hovertext"
+    ]
     assert XSS not in hover and "&lt;script&gt;alert(1)&lt;/script&gt;" in hover
 
 
@@ -365,7 +375,7 @@ def test_report_shades_each_pairs_figure_with_its_own_intervals(
     seen: list[tuple[set, int]] = []
     original = fg.cumulative_transfer
 
-    def spy(*args: object, budget_intervals: pd.DataFrame | None = None, **kw: object) -> go.Figure:
+    def spy(*args: object, budget_intervals: pd.DataFrame | None = None, **kw: object) -> fg.Figure:
         assert budget_intervals is not None
         pair = set(zip(budget_intervals["client"], budget_intervals["server"], strict=True))
         seen.append((pair, len(budget_intervals)))

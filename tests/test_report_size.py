@@ -13,7 +13,6 @@ import re
 from importlib import resources
 from pathlib import Path
 
-import plotly.graph_objects as go
 import pytest
 from conftest import SAMPLES, load_sample
 from report_page import plotly_copies
@@ -74,7 +73,8 @@ def test_the_bundle_is_vendored_with_its_licence_and_version() -> None:
     import hashlib
 
     assert hashlib.sha256(js.encode()).hexdigest() in readme
-    # the plotly.js the Python package makes its figures for: the same major version
+    # the plotly.js of the Python package whose template the figures carry and which
+    # validates them (tests/test_figures.py): the same major version
     from plotly.offline import get_plotlyjs_version
 
     assert version.split(".")[0] == get_plotlyjs_version().split(".")[0], (
@@ -83,8 +83,8 @@ def test_the_bundle_is_vendored_with_its_licence_and_version() -> None:
     )
 
 
-def _types(figures: list[go.Figure]) -> set[str]:
-    return {trace.type for fig in figures for trace in fig.data}
+def _types(figures: list[fg.Figure]) -> set[str]:
+    return {trace["type"] for fig in figures for trace in fig["data"]}
 
 
 def test_the_figures_draw_only_the_bundles_trace_types() -> None:
@@ -112,5 +112,5 @@ def test_the_figures_draw_only_the_bundles_trace_types() -> None:
             ),
         ]
         assert _types(figures) <= set(fg.TRACE_TYPES), _types(figures)
-        points = max(len(t.x) for f in figures for t in f.data if t.type == "scatter")
+        points = max(len(t["x"]) for f in figures for t in f["data"] if t["type"] == "scatter")
         assert points <= fg.POINT_BUDGET + 2  # thinned: SVG draws them in time

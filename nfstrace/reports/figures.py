@@ -1,4 +1,6 @@
-"""The report's figures: one function per figure, each returning a plotly ``go.Figure``.
+"""The report's figures: one function per figure, each returning a ``Figure``,
+the plain figure spec plotly.js draws (``{"data": [...], "layout": {...}}``,
+built without plotly.py: see "the figure specs" below).
 
 1. ``cumulative_transfer``: bytes acknowledged by WRITE replies vs time, with
    stalls, segment slopes, re-sends and COMMITs marked, and optionally the time
@@ -21,8 +23,8 @@ the tables of the analysis results: ``Diagnosis.progress``,
 
     fig = cumulative_transfer(diagnosis.progress, diagnosis.stalls.stalls,
                               budget_intervals=diagnosis.budget.intervals)
-    fig.show()
-    time_budget(diagnosis.budget.pairs).show()
+    plotly.graph_objects.Figure(fig).show()  # plotly.py reads the spec as it is
+    json_text = to_json(time_budget(diagnosis.budget.pairs))  # what the report inlines
 
 Time axes are seconds since ``t0_ns`` (default: the first time in the data),
 named on the axis by ``origin`` (the report: ``TIME_ORIGIN``, the first RPC
@@ -48,14 +50,18 @@ the decimation to POINT_BUDGET points and the colours above.
 
 from __future__ import annotations
 
+import base64
+import functools
 import html
+import json
+import math
+import re
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from nfstrace.analysis.budget import CAUSES
 
@@ -114,6 +120,187 @@ STALL_COLOURS = {
 }
 
 
+# ---- the figure specs ---------------------------------------------------------------
+# A figure is what plotly.js draws, as a dict: {"data": [trace, ...], "layout": {...}}
+# (https://plotly.com/javascript/reference/), built here without plotly.py, whose
+# validation of every property cost more than the analysis of a small capture.
+# Arrays stay numpy arrays until ``to_json`` writes them as plotly.js typed
+# arrays, as plotly.py 6 and later does.
+
+Figure = dict[str, Any]  # {"data": [trace dict, ...], "layout": {...}}
+Trace = dict[str, Any]  # {"type": "scatter" | "bar", ...} (TRACE_TYPES)
+
+TEMPLATE_ASSET = "plotly_white.json"  # plotly.py's "plotly_white" template, as JSON
+
+
+@functools.cache
+def _template() -> dict[str, Any]:
+    text = resources.files("nfstrace.reports").joinpath("assets", TEMPLATE_ASSET).read_text("utf-8")
+    template: dict[str, Any] = json.loads(text)
+    return template
+
+
+def template() -> dict[str, Any]:
+    """plotly.py's "plotly_white" template as plotly.js reads it in
+    ``layout.template`` (vendored: assets/plotly_white.json; a test checks it
+    is still plotly's): a copy, for one figure to hold."""
+    return json.loads(json.dumps(_template()))
+
+
+def figure(*traces: Trace) -> Figure:
+    return {"data": list(traces), "layout": {}}
+
+
+def scatter(**props: Any) -> Trace:
+    """A scatter trace (SVG): its properties as plotly.js names them."""
+    return {"type": "scatter", **props}
+
+
+def bar(**props: Any) -> Trace:
+    return {"type": "bar", **props}
+
+
+def _merge(target: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``update`` merged into ``target`` as plotly's ``update`` does: a dict
+    into the dict it replaces, key by key; anything else replaced whole."""
+    for key, value in update.items():
+        if isinstance(value, Mapping):
+            old = target.get(key)
+            target[key] = _merge(old if isinstance(old, dict) else {}, value)
+        else:
+            target[key] = value
+    return target
+
+
+def update_layout(fig: Figure, update: Mapping[str, Any]) -> Figure:
+    _merge(fig["layout"], update)
+    return fig
+
+
+_AXIS = {"x": re.compile(r"xaxis\d*"), "y": re.compile(r"yaxis\d*")}
+
+
+def update_axes(fig: Figure, axis: str, **props: Any) -> Figure:
+    """``props`` set on every x (or y) axis of the figure (``xaxis``,
+    ``xaxis2``, ... of subplots; ``xaxis`` when there is none yet)."""
+    layout = fig["layout"]
+    keys = [k for k in layout if _AXIS[axis].fullmatch(k)] or [f"{axis}axis"]
+    for key in keys:
+        layout[key] = _merge(layout.get(key, {}), props)
+    return fig
+
+
+def axis_title(text: str) -> dict[str, Any]:
+    return {"title": {"text": text}}
+
+
+def _axis_refs(row: int | None, col: int | None) -> dict[str, str]:
+    """The axes of subplot (1, col) (``subplots`` has one row)."""
+    if row is None or col is None:
+        return {}
+    n = "" if col == 1 else str(col)
+    return {"xaxis": f"x{n}", "yaxis": f"y{n}"}
+
+
+def add_trace(fig: Figure, trace: Trace, row: int | None = None, col: int | None = None) -> Figure:
+    fig["data"].append({**trace, **_axis_refs(row, col)})
+    return fig
+
+
+def add_annotation(
+    fig: Figure, row: int | None = None, col: int | None = None, **props: Any
+) -> Figure:
+    """A text at (x, y), in the axes of subplot (row, col) if given."""
+    refs = {k[0] + "ref": v for k, v in _axis_refs(row, col).items()}
+    fig["layout"].setdefault("annotations", []).append({**props, **refs})
+    return fig
+
+
+def subplots(titles: list[str]) -> Figure:
+    """One row of ``len(titles)`` subplots side by side, each titled, as
+    plotly's ``make_subplots(rows=1, cols=n, subplot_titles=titles)`` lays
+    them out: columns 0.2/n apart, axes ``xaxisN``/``yaxisN`` anchored to each
+    other, the titles centred above each column."""
+    cols = len(titles)
+    spacing = 0.2 / cols
+    width = (1.0 - spacing * (cols - 1)) / cols
+    fig = figure()
+    layout = fig["layout"]
+    annotations = []
+    for c in range(cols):
+        start = width * c + c * spacing
+        end = start + width
+        n = "" if c == 0 else str(c + 1)
+        layout[f"xaxis{n}"] = {"anchor": f"y{n}", "domain": [max(0.0, start), min(1.0, end)]}
+        layout[f"yaxis{n}"] = {"anchor": f"x{n}", "domain": [0.0, 1.0]}
+        annotations.append(
+            {"font": {"size": 16}, "showarrow": False, "text": titles[c], "x": (start + end) / 2,
+             "xanchor": "center", "xref": "paper", "y": 1.0, "yanchor": "bottom", "yref": "paper"}
+        )  # fmt: skip
+    layout["annotations"] = annotations
+    return fig
+
+
+# ---- a figure as JSON ---------------------------------------------------------------
+
+# numpy dtypes plotly.js reads as typed arrays ({"dtype": "f8", "bdata": base64})
+_TYPED = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
+          "uint32": "u4", "float32": "f4", "float64": "f8"}  # fmt: skip
+_NARROW = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", "uint32")}
+_UNTYPED_KEYS = frozenset({"geojson", "layer", "layers", "range"})  # plotly.py: lists
+
+
+def _typed_array(v: np.ndarray) -> Any:
+    """A numpy array as plotly.py 6 writes it: a typed array (64-bit integers
+    narrowed to the smallest type that holds them; plotly.js has none), or a
+    list when it is empty or of another dtype."""
+    if v.size and str(v.dtype) in _NARROW:
+        for dtype in _NARROW[str(v.dtype)]:
+            info = np.iinfo(dtype)
+            if v.min() >= info.min and v.max() <= info.max:
+                v = v.astype(dtype)
+                break
+    short = _TYPED.get(str(v.dtype))
+    if not v.size or short is None:
+        return _plain(v.tolist())
+    spec = {
+        "dtype": short,
+        "bdata": base64.b64encode(np.ascontiguousarray(v).tobytes()).decode("ascii"),
+    }
+    if v.ndim > 1:
+        spec["shape"] = str(v.shape)[1:-1]
+    return spec
+
+
+def _plain(value: Any, key: str | None = None) -> Any:
+    """The figure with only JSON values: arrays as typed arrays (``range`` and
+    the like as lists, as plotly.py leaves them), NaN and infinities as null."""
+    if isinstance(value, dict):
+        return {k: _plain(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, pd.Series | pd.Index):
+        value = value.to_numpy()
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist()) if key in _UNTYPED_KEYS else _typed_array(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# characters a JSON string may hold that would end or open a tag in a <script>
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "/": "\\u002f"})
+
+
+def to_json(value: Any) -> str:
+    """A figure (or its data, or its layout) as the JSON plotly.js reads,
+    safe inside an HTML ``<script>``: as plotly.py's ``to_json`` writes it
+    (compact, ASCII, ``<``, ``>`` and ``/`` escaped)."""
+    return json.dumps(_plain(value), separators=(",", ":"), allow_nan=False).translate(_SCRIPT_SAFE)
+
+
 # ---- helpers ------------------------------------------------------------------------
 
 
@@ -154,14 +341,9 @@ def _t0(*columns: pd.Series) -> int:
     return min(firsts) if firsts else 0
 
 
-def _scatter(n_points: int, **kw: object) -> go.Scatter:
-    """A scatter trace of ``n_points`` (at most ``POINT_BUDGET``: thinned before)."""
-    return go.Scatter(**kw)
-
-
-def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Figure:
+def _layout(fig: Figure, title: str, notes: list[str], **kw: object) -> Figure:
     """Title with the thinning notes as a subtitle; the notes are also kept in
-    ``fig.layout.meta['notes']`` for the HTML report."""
+    ``fig["layout"]["meta"]["notes"]`` for the HTML report."""
     text = esc(title)
     if notes:
         text += "<br><sup>" + esc("; ".join(notes)) + "</sup>"
@@ -169,15 +351,15 @@ def _layout(fig: go.Figure, title: str, notes: list[str], **kw: object) -> go.Fi
         "title": {"text": text, "x": 0.01},
         "height": HEIGHT,
         "margin": {"l": 70, "r": 30, "t": 90 if notes else 70, "b": 55},
-        "template": "plotly_white",
+        "template": template(),
         "legend": _LEGEND_ABOVE,
         "showlegend": True,  # even for one trace: every mark named
         "meta": {"notes": notes},
     }
-    fig.update_layout({**layout, **kw})
+    update_layout(fig, {**layout, **kw})
     # numbers in full: an axis of 12e-6 MB reads "12µ" with plotly's SI prefixes
-    fig.update_xaxes(exponentformat="none")
-    fig.update_yaxes(exponentformat="none")
+    update_axes(fig, "x", exponentformat="none")
+    update_axes(fig, "y", exponentformat="none")
     return fig
 
 
@@ -216,11 +398,11 @@ def _thinned_note(what: str, shown: int, total: int) -> str:
     return f"{what}: {shown:,} of {total:,} points drawn (min and max of each time bucket)"
 
 
-def _empty(title: str, why: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=esc(why), showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
+def _empty(title: str, why: str) -> Figure:
+    fig = figure()
+    add_annotation(fig, text=esc(why), showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    update_axes(fig, "x", visible=False)
+    update_axes(fig, "y", visible=False)
     return _layout(fig, title, [])
 
 
@@ -261,7 +443,7 @@ def cumulative_transfer(
     budget_intervals: pd.DataFrame | None = None,
     tcp_resends: pd.DataFrame | None = None,
     origin: str | None = None,
-) -> go.Figure:
+) -> Figure:
     """Bytes acknowledged by WRITE replies vs time (the study's main plot).
 
     progress: t_ns, client, server, bytes (cumulated here per client/server in
@@ -285,7 +467,7 @@ def cumulative_transfer(
     if progress is None or progress.empty:
         return _empty(title, "no successful WRITE reply in the capture")
     t0 = int(t0_ns) if t0_ns is not None else _t0(progress["t_ns"])
-    fig = go.Figure()
+    fig = figure()
     notes: list[str] = []
     groups = _pairs(progress)
     per_line = max(2, point_budget // max(1, len(groups)) - 2 * MAX_LABELLED)
@@ -302,16 +484,16 @@ def cumulative_transfer(
             notes.append(_thinned_note(f"transfer {_pair_label(pair)}".strip(), len(keep), len(mb)))
         curve_x_ns.append(t_ns)
         curve_mb.append(mb)
-        fig.add_trace(
-            _scatter(
-                len(keep),
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(t_ns[keep], t0),
                 y=mb[keep],
                 mode="lines",
                 line={"shape": "hv", "width": 2},
                 name=esc("MB acknowledged" + (f" {_pair_label(pair)}" if len(groups) > 1 else "")),
                 hovertemplate="%{x:.6f} s<br>%{y:,.3f} MB<extra></extra>",
-            )
+            ),
         )
     all_x = np.concatenate(curve_x_ns)
     order = np.argsort(all_x, kind="stable")
@@ -327,15 +509,16 @@ def cumulative_transfer(
 
     def mark(times_ns: np.ndarray, marker: dict, name: str, what: str) -> None:
         """Events at their times, on the curve (its height then)."""
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(times_ns, t0),
                 y=_interp(times_ns, all_x, all_mb),
                 mode="markers",
                 marker=marker,
                 name=name,
                 hovertemplate=f"{what} at %{{x:.6f}} s<extra></extra>",
-            )
+            ),
         )
 
     if retransmissions is not None and not retransmissions.empty:
@@ -353,8 +536,9 @@ def cumulative_transfer(
         c = commits.dropna(subset=["t_call_ns"])
         call_ns = c["t_call_ns"].to_numpy(dtype="float64")
         ms = c["duration_ns"].astype("Float64").fillna(np.nan).to_numpy(dtype="float64") / 1e6
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(call_ns, t0),
                 y=_interp(call_ns, all_x, all_mb),
                 mode="markers",
@@ -362,7 +546,7 @@ def cumulative_transfer(
                 name=f"COMMIT calls ({len(c):,})",
                 customdata=ms,
                 hovertemplate="COMMIT at %{x:.6f} s, %{customdata:.3f} ms<extra></extra>",
-            )
+            ),
         )
     xaxis: dict[str, object] = {"title": {"text": time_title(origin, t0_ns is not None)}}
     # the write activity: the budget's span (first WRITE call to last WRITE or
@@ -389,7 +573,7 @@ def cumulative_transfer(
         title,
         notes,
         xaxis=xaxis,
-        yaxis_title="MB acknowledged (10^6 bytes)",
+        yaxis=axis_title("MB acknowledged (10^6 bytes)"),
         **(
             {
                 "legend": {**below, "yanchor": "bottom"},
@@ -464,7 +648,7 @@ def _budget_stretches(intervals: pd.DataFrame, merge_ns: float) -> pd.DataFrame:
 
 
 def _add_budget_shading(
-    fig: go.Figure, intervals: pd.DataFrame, t0: int, curve_x: np.ndarray, notes: list[str]
+    fig: Figure, intervals: pd.DataFrame, t0: int, curve_x: np.ndarray, notes: list[str]
 ) -> bool:
     """The budget's intervals as translucent rectangles the plot's height (layout
     shapes below the traces, one legend entry per cause), and a rug of markers
@@ -497,7 +681,7 @@ def _add_budget_shading(
     causes = stretches["cause"].to_numpy(dtype=object)
     all_causes = intervals["cause"].astype(str).to_numpy(dtype=object)
     seconds = pd.Series(np.maximum(ends - starts, 0.0)).groupby(all_causes).sum() / 1e9
-    shapes = list(fig.layout.shapes or ())
+    shapes = list(fig["layout"].get("shapes", ()))
     for a, b, cause in zip(x0, x1, causes, strict=True):
         colour = CAUSE_COLOURS.get(cause, CAUSE_COLOURS["unknown"])
         shapes.append(
@@ -518,7 +702,7 @@ def _add_budget_shading(
                 "showlegend": False,  # the cause's marks carry its legend entry
             }
         )
-    fig.update_layout(shapes=shapes)  # at once: add_shape is slow
+    fig["layout"]["shapes"] = shapes
     hover = [
         esc(f"{c}: {a:.6f} to {b:.6f} s ({s:.6f} s in {n:,} interval{'s' if n > 1 else ''})")
         + "<br>"
@@ -539,8 +723,9 @@ def _add_budget_shading(
     for cause in order:  # one trace (and legend entry) per cause, in the budget's order
         mine = causes == cause
         share = float(seconds.get(cause, 0.0)) / all_seconds if all_seconds > 0 else 0.0
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=((x0 + x1) / 2)[mine],
                 y=np.zeros(int(mine.sum())),
                 mode="markers",
@@ -555,12 +740,12 @@ def _add_budget_shading(
                 legendgroup=f"budget-{cause}",
                 hovertext=list(hover_of[mine]),
                 hoverinfo="text",
-            )
+            ),
         )
     return True
 
 
-def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> None:
+def _add_stalls(fig: Figure, stalls: pd.DataFrame, t0: int, top: float) -> None:
     """Each cause one filled trace (a legend entry), the longest stalls labelled."""
     for cause, part in stalls.groupby(stalls["cause"].astype(str), sort=True):
         s = _seconds(part["start_ns"], t0)
@@ -569,8 +754,9 @@ def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> No
         xs = np.column_stack([s, s, e, e, s, np.full(len(s), np.nan)]).ravel()
         ys = np.tile([0.0, top, top, 0.0, 0.0, np.nan], len(s))
         lost = part["duration_ns"].sum() / 1e9
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=xs,
                 y=ys,
                 fill="toself",
@@ -579,7 +765,7 @@ def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> No
                 fillcolor=STALL_COLOURS.get(cause, STALL_COLOURS["unknown"]),
                 name=esc(f"stall: {cause} ({len(part):,}, {lost:.3f} s)"),
                 hoverinfo="name",
-            )
+            ),
         )
     longest = stalls.nlargest(MAX_LABELLED, "duration_ns").sort_values("start_ns")
     mid = _seconds(longest["start_ns"] + longest["duration_ns"] / 2, t0)
@@ -589,7 +775,8 @@ def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> No
         # labels closer than 4% of the labelled span step down (three levels, then
         # back up): side by side they would print over each other
         level = (level + 1) % 3 if i and mid[i] - mid[i - 1] < 0.04 * span else 0
-        fig.add_annotation(
+        add_annotation(
+            fig,
             x=float(mid[i]),
             y=top,
             yanchor="bottom",
@@ -603,12 +790,13 @@ def _add_stalls(fig: go.Figure, stalls: pd.DataFrame, t0: int, top: float) -> No
 
 
 def _add_segment_slopes(
-    fig: go.Figure, segments: pd.DataFrame, t0: int, curve_x: np.ndarray, curve_mb: np.ndarray
+    fig: Figure, segments: pd.DataFrame, t0: int, curve_x: np.ndarray, curve_mb: np.ndarray
 ) -> None:
     longest = segments.nlargest(MAX_LABELLED, "duration_ns")
     mid_ns = (longest["start_ns"].to_numpy("float64") + longest["end_ns"].to_numpy("float64")) / 2
-    fig.add_trace(
-        go.Scatter(
+    add_trace(
+        fig,
+        scatter(
             x=_seconds(mid_ns, t0),
             y=_interp(mid_ns, curve_x, curve_mb),
             mode="text",
@@ -617,7 +805,7 @@ def _add_segment_slopes(
             name="slope between stalls",
             hoverinfo="skip",
             showlegend=False,  # the text says what it is
-        )
+        ),
     )
 
 
@@ -630,7 +818,7 @@ def transaction_throughput(
     t0_ns: int | None = None,
     point_budget: int = POINT_BUDGET,
     origin: str | None = None,
-) -> go.Figure:
+) -> Figure:
     """Block / latency of every answered WRITE and READ vs its call time (Mbit/s)."""
     title = "Per-transaction throughput: block / call→reply time"
     tx = transactions
@@ -639,7 +827,7 @@ def transaction_throughput(
     if not ok.any():
         return _empty(title, "no answered READ or WRITE carrying data")
     t0 = int(t0_ns) if t0_ns is not None else _t0(tx.loc[ok, "t_call_ns"])
-    fig = go.Figure()
+    fig = figure()
     notes: list[str] = []
     ops = tx.loc[ok, "op"].astype(str)
     per_op = max(2, point_budget // max(1, ops.nunique()))
@@ -650,9 +838,9 @@ def transaction_throughput(
         keep = thin_indices(mbit_s, per_op)
         if len(keep) < len(mbit_s):
             notes.append(_thinned_note(op, len(keep), len(mbit_s)))
-        fig.add_trace(
-            _scatter(
-                len(keep),
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(part["t_call_ns"].to_numpy("float64")[keep], t0),
                 y=mbit_s[keep],
                 mode="markers",
@@ -661,14 +849,14 @@ def transaction_throughput(
                 customdata=np.column_stack([b[keep] / 1024, mbit_s[keep]]),
                 hovertemplate="%{x:.6f} s<br>%{customdata[0]:,.0f} KiB: "
                 "%{customdata[1]:,.1f} Mbit/s<extra></extra>",
-            )
+            ),
         )
     return _layout(
         fig,
         title,
         notes,
-        xaxis_title=time_title(origin, t0_ns is not None, "call time"),
-        yaxis_title="Mbit/s (bytes of the transaction / its latency)",
+        xaxis=axis_title(time_title(origin, t0_ns is not None, "call time")),
+        yaxis=axis_title("Mbit/s (bytes of the transaction / its latency)"),
     )
 
 
@@ -681,7 +869,7 @@ def write_latency(
     t0_ns: int | None = None,
     point_budget: int = POINT_BUDGET,
     origin: str | None = None,
-) -> go.Figure:
+) -> Figure:
     """Call→reply time of each WRITE (first packet of the first call to the
     reply, log scale) vs call time; re-sent WRITEs (n_calls > 1) marked."""
     title = "Call→reply time of each WRITE (from the first packet of the first call)"
@@ -691,7 +879,7 @@ def write_latency(
         return _empty(title, "no answered WRITE in the capture")
     t0 = int(t0_ns) if t0_ns is not None else _t0(w["t_call_ns"])
     resent = (w["n_calls"] > 1).to_numpy()
-    fig = go.Figure()
+    fig = figure()
     notes: list[str] = []
     for label, mask, marker in (
         ("WRITE", ~resent, {"size": 5, "color": "#1f77b4"}),
@@ -704,9 +892,9 @@ def write_latency(
         keep = thin_indices(ms, point_budget if label == "WRITE" else point_budget // 5)
         if len(keep) < len(ms):
             notes.append(_thinned_note(label, len(keep), len(ms)))
-        fig.add_trace(
-            _scatter(
-                len(keep),
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(part["t_call_ns"].to_numpy("float64")[keep], t0),
                 y=ms[keep],
                 mode="markers",
@@ -714,13 +902,13 @@ def write_latency(
                 name=f"{label} ({len(part):,})",
                 customdata=part["n_calls"].to_numpy()[keep],
                 hovertemplate="%{x:.6f} s: %{y:.3f} ms, sent %{customdata}×<extra></extra>",
-            )
+            ),
         )
     return _layout(
         fig,
         title,
         notes,
-        xaxis_title=time_title(origin, t0_ns is not None, "call time"),
+        xaxis=axis_title(time_title(origin, t0_ns is not None, "call time")),
         yaxis=log_axis(w["latency_ns"].to_numpy("float64") / 1e6, "call→reply (ms, log)"),
     )
 
@@ -734,14 +922,14 @@ def outstanding_rpcs(
     t0_ns: int | None = None,
     point_budget: int = POINT_BUDGET,
     origin: str | None = None,
-) -> go.Figure:
+) -> Figure:
     """RPCs in flight vs time (a step per change; one line per client/server)."""
     title = "Outstanding RPCs (calls sent, reply not yet seen)"
     if outstanding is None or outstanding.empty:
         return _empty(title, "no RPC in flight in the capture")
     t0 = int(t0_ns) if t0_ns is not None else _t0(outstanding["t_ns"])
     groups = _pairs(outstanding)
-    fig = go.Figure()
+    fig = figure()
     notes: list[str] = []
     for pair, part in groups:
         part = part.sort_values("t_ns", kind="stable")
@@ -751,30 +939,30 @@ def outstanding_rpcs(
             notes.append(
                 _thinned_note(f"outstanding {_pair_label(pair)}".strip(), len(keep), len(n))
             )
-        fig.add_trace(
-            _scatter(
-                len(keep),
+        add_trace(
+            fig,
+            scatter(
                 x=_seconds(part["t_ns"].to_numpy("float64")[keep], t0),
                 y=n[keep],
                 mode="lines",
                 line={"shape": "hv"},
                 name=esc(_pair_label(pair) or "RPCs in flight"),
                 hovertemplate="%{x:.6f} s: %{y} in flight<extra></extra>",
-            )
+            ),
         )
     return _layout(
         fig,
         title,
         notes,
-        xaxis_title=time_title(origin, t0_ns is not None),
-        yaxis_title="RPCs in flight",
+        xaxis=axis_title(time_title(origin, t0_ns is not None)),
+        yaxis=axis_title("RPCs in flight"),
     )
 
 
 # ---- 5. latency CDF ---------------------------------------------------------------------
 
 
-def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET) -> go.Figure:
+def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET) -> Figure:
     """Distribution of call→reply time per operation (program, version, op)."""
     title = "Latency distribution per operation (first call to reply)"
     tx = transactions[transactions["latency_ns"].notna() & (transactions["n_calls"] > 0)]
@@ -789,7 +977,7 @@ def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET)
         groups = labels.groupby(labels, sort=False).size()
         groups = pd.concat([groups.drop(other).sort_values(ascending=False), groups[[other]]])
     per_op = max(50, point_budget // len(groups))
-    fig = go.Figure()
+    fig = figure()
     notes: list[str] = []
     for label, n in groups.items():
         ms = np.sort(tx.loc[labels == label, "latency_ns"].to_numpy("float64")) / 1e6
@@ -798,15 +986,16 @@ def latency_cdf(transactions: pd.DataFrame, *, point_budget: int = POINT_BUDGET)
         keep = np.unique(np.linspace(0, n - 1, min(n, per_op)).round().astype(int))
         if len(keep) < n:
             notes.append(f"{label}: {len(keep):,} of {n:,} quantiles drawn")
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=np.r_[ms[0], ms[keep]],  # rises from 0 at the fastest call
                 y=np.r_[0.0, rank[keep]],
                 mode="lines",
                 line={"shape": "hv"},
                 name=esc(f"{label} ({n:,})"),
                 hovertemplate="%{x:.3f} ms: %{y:.1%}<extra></extra>",
-            )
+            ),
         )
     return _layout(
         fig,
@@ -827,7 +1016,7 @@ def _as_percent(share: pd.Series) -> np.ndarray:
     return v if v.sum() > 1.5 else v * 100
 
 
-def operation_mix(op_mix: pd.DataFrame) -> go.Figure:
+def operation_mix(op_mix: pd.DataFrame) -> Figure:
     """Share of calls per operation category beside the LADDIS reference mix.
 
     op_mix: category, calls, share, laddis_share (workload.op_mix)."""
@@ -835,24 +1024,22 @@ def operation_mix(op_mix: pd.DataFrame) -> go.Figure:
     if op_mix is None or op_mix.empty:
         return _empty(title, "no operations to compare")
     cats = [esc(c) for c in op_mix["category"]]
-    fig = go.Figure(
-        [
-            go.Bar(
-                x=cats,
-                y=_as_percent(op_mix["share"]),
-                name="this capture",
-                customdata=op_mix["calls"],
-                hovertemplate="%{x}: %{y:.1f}% (%{customdata:,} calls)<extra></extra>",
-            ),
-            go.Bar(
-                x=cats,
-                y=_as_percent(op_mix["laddis_share"]),
-                name="LADDIS",
-                hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
-            ),
-        ]
+    fig = figure(
+        bar(
+            x=cats,
+            y=_as_percent(op_mix["share"]),
+            name="this capture",
+            customdata=op_mix["calls"].to_numpy(),
+            hovertemplate="%{x}: %{y:.1f}% (%{customdata:,} calls)<extra></extra>",
+        ),
+        bar(
+            x=cats,
+            y=_as_percent(op_mix["laddis_share"]),
+            name="LADDIS",
+            hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+        ),
     )
-    return _layout(fig, title, [], barmode="group", yaxis_title="% of calls")
+    return _layout(fig, title, [], barmode="group", yaxis=axis_title("% of calls"))
 
 
 # ---- 7. response time vs throughput ------------------------------------------------------
@@ -860,7 +1047,7 @@ def operation_mix(op_mix: pd.DataFrame) -> go.Figure:
 
 def response_vs_throughput(
     windows: pd.DataFrame, base_ms: float | None = None, slope: float | None = None
-) -> go.Figure:
+) -> Figure:
     """Mean response time vs throughput (ops/s) per time window, SFS-style,
     with the fitted line mean_latency_ms = base_ms + slope · ops_per_s.
 
@@ -869,8 +1056,8 @@ def response_vs_throughput(
     if windows is None or windows.empty:
         return _empty(title, "too few time windows")
     x = windows["ops_per_s"].to_numpy("float64")
-    fig = go.Figure(
-        go.Scatter(
+    fig = figure(
+        scatter(
             x=x,
             y=windows["mean_latency_ms"].to_numpy("float64"),
             mode="markers",
@@ -889,17 +1076,22 @@ def response_vs_throughput(
             lo, hi = (max(0.0, zero), line_x[1]) if slope > 0 else (0.0, min(line_x[1], zero))
             line_x = np.array([lo, hi]) if lo < hi else np.zeros(0)
         line_y = base_ms + slope * line_x
-        fig.add_trace(
-            go.Scatter(
+        add_trace(
+            fig,
+            scatter(
                 x=line_x,
                 y=line_y,
                 mode="lines",
                 line={"dash": "dash"},
                 name=f"fit: {base_ms:.3f} ms + {slope:.3g} ms per op/s",
-            )
+            ),
         )
     return _layout(
-        fig, title, [], xaxis_title="throughput (operations/s)", yaxis_title="mean response (ms)"
+        fig,
+        title,
+        [],
+        xaxis=axis_title("throughput (operations/s)"),
+        yaxis=axis_title("mean response (ms)"),
     )
 
 
@@ -910,7 +1102,7 @@ def model_figure(
     terms: Mapping[str, float] | None,
     predictions: pd.DataFrame | None = None,
     what_if: pd.DataFrame | None = None,
-) -> go.Figure:
+) -> Figure:
     """The transactional model: T_cycle split into its terms (µs, stacked),
     predicted vs measured throughput per scenario, and the what-if answers.
 
@@ -934,7 +1126,7 @@ def model_figure(
     ]
     if not panels:
         return _empty(title, "the model could not be fitted on this capture")
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
+    fig = subplots([p[0] for p in panels])
     for col, (name, data) in enumerate(panels, start=1):
         if name.startswith("T_cycle"):
             known = {k: float(v) * 1e6 for k, v in data.items() if v is not None}
@@ -945,8 +1137,9 @@ def model_figure(
             for term, us in known.items():
                 if not np.isfinite(us):
                     continue
-                fig.add_trace(
-                    go.Bar(
+                add_trace(
+                    fig,
+                    bar(
                         x=["T_cycle"],
                         y=[us],
                         base=[base],
@@ -960,7 +1153,8 @@ def model_figure(
                     col=col,
                 )
                 base += us
-            fig.add_annotation(
+            add_annotation(
+                fig,
                 x="T_cycle",
                 y=base,
                 text=f"{base:,.1f} µs" + (" (incomplete)" if unknown else ""),
@@ -975,10 +1169,11 @@ def model_figure(
                 ("predicted_mbit_s", "predicted"),
                 ("measured_mbit_s", "measured"),
             ):
-                fig.add_trace(
-                    go.Bar(
+                add_trace(
+                    fig,
+                    bar(
                         x=scen,
-                        y=data[column].astype("float64"),
+                        y=data[column].to_numpy(dtype="float64"),
                         name=label,
                         hovertemplate="%{x}: %{y:,.2f} Mbit/s<extra>" + label + "</extra>",
                     ),
@@ -986,10 +1181,11 @@ def model_figure(
                     col=col,
                 )
         else:
-            fig.add_trace(
-                go.Bar(
+            add_trace(
+                fig,
+                bar(
                     x=[esc(c) for c in data["change"]],
-                    y=data["predicted_mbit_s"].astype("float64"),
+                    y=data["predicted_mbit_s"].to_numpy(dtype="float64"),
                     name="what if",
                     text=[esc(f"dominant: {d}") for d in data["dominant"]],
                     textposition="auto",
@@ -1013,7 +1209,7 @@ def model_figure(
 # ---- 9. the time budget ------------------------------------------------------------------
 
 
-def time_budget(pairs: pd.DataFrame) -> go.Figure:
+def time_budget(pairs: pd.DataFrame) -> Figure:
     """Where each client→server pair's write activity went: one horizontal bar
     per pair (the busiest on top), one segment per cause that took time, in
     ``CAUSES`` order and ``CAUSE_COLOURS``; a segment's length is the cause's
@@ -1039,7 +1235,7 @@ def time_budget(pairs: pd.DataFrame) -> go.Figure:
         for c, s in zip(shown["client"], shown["server"], strict=True)
     ]
     elapsed = shown["elapsed_ns"].to_numpy(dtype="float64")
-    fig = go.Figure()
+    fig = figure()
     for cause in CAUSES:
         column = f"{cause}_ns"
         if column not in shown:
@@ -1048,8 +1244,9 @@ def time_budget(pairs: pd.DataFrame) -> go.Figure:
         if not (ns > 0).any():
             continue
         share = np.divide(ns, elapsed, out=np.zeros(len(ns)), where=elapsed > 0)
-        fig.add_trace(
-            go.Bar(
+        add_trace(
+            fig,
+            bar(
                 x=np.where(ns > 0, ns / 1e9, np.nan),  # no segment where the cause took none
                 y=labels,
                 orientation="h",
@@ -1058,13 +1255,14 @@ def time_budget(pairs: pd.DataFrame) -> go.Figure:
                 customdata=share,
                 hovertemplate="%{y}<br>" + cause + ": %{x:.6f} s, "
                 "%{customdata:.1%} of the pair's elapsed time<extra></extra>",
-            )
+            ),
         )
     rates = shown["mbit_s"] if "mbit_s" in shown else pd.Series(np.nan, index=shown.index)
     for label, seconds, rate in zip(
         labels, elapsed / 1e9, rates.to_numpy(dtype="float64"), strict=True
     ):
-        fig.add_annotation(
+        add_annotation(
+            fig,
             x=seconds,
             y=label,
             text=f"{seconds:,.3f} s" + (f", {rate:,.1f} Mbit/s" if np.isfinite(rate) else ""),

@@ -37,15 +37,13 @@ import html
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import plotly.io as pio
 
 from nfstrace.analysis.budget import CAUSES, PAIR_COLUMNS
 from nfstrace.analysis.kernel_stats import KERNEL_COLUMNS, TRANSPORT_COLUMNS, mountstats_text
@@ -459,24 +457,53 @@ class _Figures:
     notes: list[str] = field(default_factory=list)
     count: int = 0
 
-    def add(self, name: str, fig: go.Figure) -> None:
+    def add(self, name: str, fig: fg.Figure) -> None:
         self.count += 1
-        div = pio.to_html(
-            fig,
-            include_plotlyjs=False,
-            full_html=False,
-            div_id=f"fig-{self.count}",
-            config=PLOT_CONFIG,
-            default_height=f"{fig.layout.height or fg.HEIGHT}px",
-        )
         # run once plotly.js is unpacked (see _UNPACK_SCRIPT), in document order
-        div = _FIGURE_SCRIPT.sub(f'<script type="{DEFERRED}">', div)
+        div = figure_div(fig, f"fig-{self.count}", PLOT_CONFIG, script_type=DEFERRED)
         caption = CAPTIONS.get(name)
         caption_html = f'<p class="caption">{_e(caption)}</p>' if caption else ""
         self.html.append(f'<div class="figure" data-figure="{_e(name)}">{div}{caption_html}</div>')
-        meta = fig.layout.meta
+        meta = fig["layout"].get("meta")
         for note in meta.get("notes", []) if isinstance(meta, dict) else []:
             self.notes.append(f"{name}: {note}")
+
+
+def _css_size(value: object, default: str) -> str:
+    """A figure's width or height for its div's style: pixels when a number."""
+    if value is None:
+        return default
+    return f"{value}px" if isinstance(value, int | float) else str(value)
+
+
+def figure_div(
+    fig: fg.Figure,
+    div_id: str,
+    config: Mapping[str, object],
+    *,
+    script_type: str | None = None,
+    height: str = f"{fg.HEIGHT}px",
+) -> str:
+    """The figure's ``<div>`` and the script that draws it into it, as plotly.py's
+    ``to_html(fig, include_plotlyjs=False, full_html=False, div_id=...,
+    config=...)`` writes them: a div sized by the layout's width and height
+    (else 100% and ``height``), the plot's div inside, and a script calling
+    ``Plotly.newPlot(id, data, layout, config)`` (of type ``script_type`` when
+    given: a script the page runs later)."""
+    layout = fig["layout"]
+    width = _css_size(layout.get("width"), "100%")
+    tall = _css_size(layout.get("height"), height)
+    config = {**config}
+    config.setdefault("responsive", True)
+    typed = f' type="{script_type}"' if script_type else ""
+    return (
+        f'<div style="height:{tall}; width:{width};">'
+        f'<div id="{div_id}" class="plotly-graph-div" style="height:100%; width:100%;"></div>'
+        f"<script{typed}>window.PLOTLYENV=window.PLOTLYENV || {{}};"
+        f'if (document.getElementById("{div_id}")) {{Plotly.newPlot("{div_id}", '
+        f"{fg.to_json(fig['data'])}, {fg.to_json(layout)}, {json.dumps(config)})}};"
+        "</script></div>"
+    )
 
 
 def _pair_figures(
@@ -489,7 +516,7 @@ def _pair_figures(
 
 def _pair_figure_list(
     trace: Trace, data: _Inputs, pair: tuple[str, str] | None, budget: int
-) -> list[tuple[str, go.Figure]]:
+) -> list[tuple[str, fg.Figure]]:
     """Figures 1-4 for one client/server pair (None: the whole trace), on one
     time axis."""
     t0 = trace.overview.start_ns
@@ -509,7 +536,7 @@ def _pair_figure_list(
 
     span_s = (trace.overview.end_ns - t0) / 1e9
     zoom: list[float] | None = None
-    out: list[tuple[str, go.Figure]] = []
+    out: list[tuple[str, fg.Figure]] = []
     for name, fig in (
         (
             "cumulative transfer",
@@ -543,10 +570,10 @@ def _pair_figure_list(
     ):
         if zoom is None and name == "cumulative transfer":
             # a short burst in a long capture: the transfer plot zooms to the writes
-            zoom = fig.layout.xaxis.range
+            zoom = fig["layout"].get("xaxis", {}).get("range")
             zoom = list(zoom) if zoom else [-0.01 * span_s, 1.01 * span_s]
-        if span_s > 0 and fig.data:  # one time axis for all: the writes', or the capture's
-            fig.update_xaxes(range=zoom)
+        if span_s > 0 and fig["data"]:  # one time axis for all: the writes', or the capture's
+            fg.update_axes(fig, "x", range=zoom)
         out.append((name, fig))
     return out
 
@@ -755,7 +782,6 @@ _ERROR_RECORDER = _asset("errors.js")
 # document order.
 PACKED_PLOTLY_ID = "nfstrace-plotly"
 DEFERRED = "text/x-nfstrace-figure"
-_FIGURE_SCRIPT = re.compile(r'<script(?: type="text/javascript")?>')
 _UNPACK_SCRIPT = (
     _asset("unpack.js").replace("PACKED_PLOTLY_ID", PACKED_PLOTLY_ID).replace("DEFERRED", DEFERRED)
 )
@@ -786,7 +812,7 @@ def packed_plotly() -> tuple[str, str]:
 _PAGE_SCRIPT = _asset("page.js")
 
 
-def transfer_figure(trace: Trace, point_budget: int = fg.POINT_BUDGET) -> go.Figure:
+def transfer_figure(trace: Trace, point_budget: int = fg.POINT_BUDGET) -> fg.Figure:
     """The whole capture's cumulative transfer as the report draws it (the
     budget's shading, stalls, re-sends, COMMITs, TCP retransmissions)."""
     figures = _pair_figure_list(trace, _inputs(trace.diagnosis), None, point_budget)

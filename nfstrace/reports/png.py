@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from nfstrace.errors import OutputError
 from nfstrace.reports.files import write_atomically
 
-if TYPE_CHECKING:  # (plotly and the report: only when a PNG is drawn)
+if TYPE_CHECKING:  # (the report: only when a PNG is drawn)
     from nfstrace.trace import Trace
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -92,21 +92,22 @@ def require_browser(path: Path) -> str:
 def write_png(trace: Trace, path: Path) -> None:
     """Draw the whole capture's cumulative transfer into ``path`` (whole or not
     at all); an OutputError when no browser is found or it draws nothing."""
-    import plotly.io as pio
-
-    from nfstrace.reports.html import plotly_js, transfer_figure
+    from nfstrace.reports.html import figure_div, plotly_js, transfer_figure
 
     exe = require_browser(path)
     fig = transfer_figure(trace)
-    fig.update_layout(width=WIDTH, height=HEIGHT)
+    fig["layout"] |= {"width": WIDTH, "height": HEIGHT}
     tmp = Path(tempfile.mkdtemp(prefix="nfstrace-png-"))
     try:
         page, shot = tmp / "figure.html", tmp / "figure.png"
-        plot = pio.to_html(fig, include_plotlyjs=False, full_html=True, config={"staticPlot": True})
         # the report's own plotly.js bundle, before the figure's script
         library = f"<script>{plotly_js()[0]}</script>"
+        plot = figure_div(fig, "figure", {"staticPlot": True})
         page.write_text(
-            plot.replace("<body>", '<body style="margin:0">' + library, 1), encoding="utf-8"
+            '<!doctype html>\n<html>\n<head>\n<meta charset="utf-8" />\n'
+            "<style>html, body {height: 100%;}</style>\n</head>\n"
+            f'<body style="margin:0">{library}\n{plot}\n</body>\n</html>',
+            encoding="utf-8",
         )
         cmd = [
             exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
