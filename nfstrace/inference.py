@@ -61,6 +61,13 @@ from nfstrace.schema import INFERENCES
 # COMPOUND shape: COMMIT4resok is the verifier (8 bytes), WRITE4resok the
 # count, the committed level and the verifier (16) (RFC 8881 §18.3, §18.32).
 NFS4_COMMIT_SHORTER = 8
+# ... and exactly this long when it is the COMPOUND of a COMMIT alone (no
+# GETATTR after it, as the Linux client sends it while its WRITEs carry one):
+# the accepted reply's header with an AUTH_NONE verifier (24 bytes, RFC 5531
+# §9), COMPOUND4res with an empty tag (12), SEQUENCE4resok (44, NFSv4.1+,
+# RFC 8881 §18.46), PUTFH4res (8), COMMIT4resok (16); by minor version (-1:
+# unknown, either).
+NFS4_COMMIT_REPLY_BYTES = {1: 24 + 12 + 44 + 8 + 16, 0: 24 + 12 + 8 + 16}
 # An NFSv4 COMPOUND call at least this long whose operations were not captured
 # is a WRITE: the data of no other operation a client sends comes near it
 # (names, ACLs and symlink targets stay below a page).
@@ -278,8 +285,11 @@ def _ops_from_length(c: _Columns) -> None:
     prog, vers, proc = c.int("prog"), c.int("vers"), c.int("proc")
     call_bytes = c.int("call_bytes")
     nfs4 = (prog == NFS_PROGRAM) & (vers == 4) & (proc == 1)
-    # a whole reply names its operations: only a reply cut (or none) leaves them open
-    unnamed = nfs4 & (c.text("call_decode") == "truncated") & (c.reply_decode != "ok")
+    # a whole reply names its operations: only a reply cut (or none) leaves them
+    # open, of a call cut or unread (a record: its reply's first operation,
+    # SEQUENCE, names nothing)
+    cut_call = (c.text("call_decode") == "truncated") | c.flagged("call_record")
+    unnamed = nfs4 & cut_call & (c.reply_decode != "ok")
     unnamed &= ~c.flagged("op_reply")
     ops = c.text("ops")
     for i in np.flatnonzero(unnamed):  # (a call that names a WRITE is named)
@@ -322,12 +332,14 @@ def _ops_from_length(c: _Columns) -> None:
 
 def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
     """NFSv4 COMMITs whose operations the snaplen hid (``unnamed``: small
-    COMPOUNDs whose call and reply were both cut in their operation lists):
-    a reply exactly NFS4_COMMIT_SHORTER bytes shorter than the connection's
-    WRITE replies (the same operations before it, COMMIT4resok's verifier
-    instead of WRITE4resok's count, committed and verifier) to a call sent
-    after its first WRITE."""
+    COMPOUNDs whose call and reply were both cut in their operation lists),
+    to a call sent after the connection's first WRITE: a reply exactly as
+    long as a lone COMMIT's COMPOUND (NFS4_COMMIT_REPLY_BYTES), else, where
+    the connection has none, NFS4_COMMIT_SHORTER bytes shorter than its WRITE
+    replies (the same operations before it, COMMIT4resok's verifier instead
+    of WRITE4resok's count, committed and verifier)."""
     reply_bytes, conn, t_call = c.int("reply_bytes"), c.int("conn"), c.int("t_call_ns")
+    minor = c.int("minor")
     unnamed = unnamed & (reply_bytes >= 0)
     if not unnamed.any():
         return
@@ -339,8 +351,12 @@ def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
             continue
         usual = _most_common(reply_bytes[same])
         first = t_call[same & (t_call >= 0)].min(initial=np.iinfo("int64").max)
-        take |= unnamed & (conn == k) & (reply_bytes == usual - NFS4_COMMIT_SHORTER)
-        take &= ~((conn == k) & (t_call < first))
+        mine = unnamed & (conn == k) & (t_call >= first)
+        alone = mine & (
+            ((minor != 0) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[1]))
+            | ((minor != 1) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[0]))
+        )
+        take |= alone if alone.any() else mine & (reply_bytes == usual - NFS4_COMMIT_SHORTER)
     c.set("op", take, COMMIT_OP)
     c.flag("op_length", take)
 

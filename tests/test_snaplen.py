@@ -386,3 +386,23 @@ def test_kernel_writeback_of_mixed_sizes_at_minus_s_200() -> None:
     assert w["inferred"].astype(str).str.contains("call_record").sum() >= 30
     assert _rate(t) == pytest.approx(truth["cause"]["measured"]["throughput_mbit_s"], rel=0.05)
     assert t.diagnosis.verdict.primary == truth["cause"]["primary"] == "none"
+
+
+@pytest.mark.parametrize("snaplen", [96, 128])
+def test_kernel_nfs41_cut_before_its_operations(snaplen: int, tmp_path: Path) -> None:
+    """The kernel client's NFSv4.1 run cut to 96 or 128 bytes a frame: no call's
+    operations and no reply's past SEQUENCE.  The unread call records are
+    WRITEs by their length (before: named SEQUENCE after their cut replies, 1
+    WRITE counted), and its COMMIT by the exact length of a lone COMMIT's
+    COMPOUND reply, 104 bytes (before: the CLOSE after it, whose reply is 8
+    bytes shorter than the kernel's WRITE replies that carry a GETATTR, was
+    taken for the COMMIT and the COMMIT's wait for the server's)."""
+    src = SAMPLES / "snaplen" / "kvm-v41-knfsd-d0-l0.s256.pcap"
+    truth = json.loads(src.with_suffix(".json").read_text())
+    t = load_sample(cut(src, tmp_path / f"s{snaplen}.pcap", snaplen))
+    tx = t.transactions
+    assert len(_writes(t)) == 64
+    (commit,) = tx.index[tx["op"].eq("COMMIT")]
+    assert tx.loc[commit, "reply_bytes"] == 104 and tx.loc[commit, "call_bytes"] == 172
+    assert _rate(t) == pytest.approx(truth["cause"]["measured"]["throughput_mbit_s"], rel=0.1)
+    assert t.diagnosis.verdict.primary == "none"
