@@ -65,8 +65,8 @@ NFS4_COMMIT_SHORTER = 8
 # GETATTR after it, as the Linux client sends it while its WRITEs carry one):
 # the accepted reply's header with an AUTH_NONE verifier (24 bytes, RFC 5531
 # §9), COMPOUND4res with an empty tag (12), SEQUENCE4resok (44, NFSv4.1+,
-# RFC 8881 §18.46), PUTFH4res (8), COMMIT4resok (16); by minor version (-1:
-# unknown, either).
+# RFC 8881 §18.46), PUTFH4res (8), COMMIT4resok (16); by minor version (an
+# unknown one: 4.1's only -- 60 bytes answer other NFSv4.1 COMPOUNDs, lab: nfs-rs).
 NFS4_COMMIT_REPLY_BYTES = {1: 24 + 12 + 44 + 8 + 16, 0: 24 + 12 + 8 + 16}
 # An NFSv4 COMPOUND call at least this long whose operations were not captured
 # is a WRITE: the data of no other operation a client sends comes near it
@@ -354,7 +354,7 @@ def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
         mine = unnamed & (conn == k) & (t_call >= first)
         alone = mine & (
             ((minor != 0) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[1]))
-            | ((minor != 1) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[0]))
+            | ((minor == 0) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[0]))
         )
         take |= alone if alone.any() else mine & (reply_bytes == usual - NFS4_COMMIT_SHORTER)
     c.set("op", take, COMMIT_OP)
