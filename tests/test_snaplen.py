@@ -385,6 +385,9 @@ def test_kernel_writeback_of_mixed_sizes_at_minus_s_200() -> None:
     assert (w["n_calls"] > 0).sum() >= 45
     assert w["inferred"].astype(str).str.contains("call_record").sum() >= 30
     assert _rate(t) == pytest.approx(truth["cause"]["measured"]["throughput_mbit_s"], rel=0.05)
+    # the write rate's WRITEs: the calls found and the replies alone (budget writes_unseen)
+    assert t.overview.write is not None and t.overview.write.transactions == 65
+    assert t.overview.write.bytes == 64 << 20  # dd wrote 64 MiB
     assert t.diagnosis.verdict.primary == truth["cause"]["primary"] == "none"
 
 

@@ -157,6 +157,9 @@ PAIR_COLUMNS: dict[str, str] = {
     "bytes": "int64: bytes acknowledged by its successful WRITE replies",
     "mbit_s": "float: bytes over the elapsed time (10^6 bit/s)",
     "writes": "int64: WRITE calls",
+    "writes_unseen": "int64: WRITE replies in its activity whose calls the capture did not "
+    "show (a snaplen that cut their headers, a capture point that missed them): their bytes "
+    "are in bytes",
     "write_size": "int64: most common WRITE size (bytes: the call's count, else the bytes "
     "its record carried; -1 unknown)",
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
@@ -1495,8 +1498,9 @@ def _pair_budget(
     # captured WRITE's reply: their bytes moved in the window too (those
     # answered before it may have been sent before the capture began)
     first = int(c.rl[is_write & c.answered].min()) if (is_write & c.answered).any() else end
-    unseen = int(orphan_bytes[(orphans > first) & (orphans <= end)].sum())
-    row.update(client=client, server=server)
+    late = (orphans > first) & (orphans <= end) & (orphan_bytes > 0)
+    unseen = int(orphan_bytes[late].sum())
+    row.update(client=client, server=server, writes_unseen=int(late.sum()))
     if unseen:
         nbytes = row["bytes"] + unseen
         row.update(bytes=nbytes, mbit_s=nbytes * 8e3 / (end - start))

@@ -116,7 +116,8 @@ def write_activity(pairs: pd.DataFrame | None) -> Throughput | None:
     over the write activity, from the time budget's pairs (``budget.pairs``:
     bytes, writes, elapsed_ns per client/server pair; several pairs: their bytes
     and their times summed, as the verdict states it).  None without WRITE
-    activity."""
+    activity.  Its WRITEs: the calls and the replies whose calls were not
+    captured (``writes_unseen``), whose bytes ``bytes`` holds."""
     if pairs is None or pairs.empty:
         return None
     total = int(pairs["bytes"].sum())
@@ -127,7 +128,8 @@ def write_activity(pairs: pd.DataFrame | None) -> Throughput | None:
         if len(pairs) == 1
         else WRITE_ACTIVITY_PAIRS_SPAN.format(pairs=f"{len(pairs):,}")
     )
-    return Throughput(total, int(pairs["writes"].sum()), seconds, rate / 1e6, rate * 8 / 1e6, span)
+    writes = int(pairs["writes"].sum() + pairs["writes_unseen"].sum())
+    return Throughput(total, writes, seconds, rate / 1e6, rate * 8 / 1e6, span)
 
 
 def _nfs_versions(tx: pd.DataFrame) -> list[str]:
