@@ -492,10 +492,14 @@ class _Stretch:
     ``taken`` their bytes; ``little``: the connection's client counts its xids
     little-endian (``protocol.xids``)."""
 
-    __slots__ = ("conn", "length", "before", "after", "records", "prefix", "taken", "little")
+    __slots__ = (
+        *("conn", "length", "before", "after", "after_frame"),
+        *("records", "prefix", "taken", "little"),
+    )
 
     def __init__(self, conn: int, length: int, before: int, after: int, little: bool) -> None:
         self.conn, self.length, self.before, self.after = conn, length, before, after
+        self.after_frame = -1  # the first frame of the message read after it
         self.records: list[tuple[int, int, int, int, int]] | None = None
         self.prefix: list[tuple[int, int, int, int, int]] | None = None
         self.taken = 0
@@ -590,6 +594,7 @@ def _side_stretches(
         before = int(xid_m[at - 1]) if at > lo else -1
         after = int(xid_m[at]) if at < hi else -1
         st = _Stretch(k, int(length[j]), before, after, k in little)
+        st.after_frame = int(frame_m[at]) if at < hi else -1
         starts.setdefault(k, []).append((int(ts[j]), int(seq[j]), st))
         out.append(st)
     held: dict[int, list[tuple[int, tuple[int, int, int, int, int]]]] = {}
@@ -649,7 +654,11 @@ def _record_xids(st: _Stretch, orphans: _Orphans) -> tuple[list[int], bool]:
     assert st.records is not None
     k = len(st.records)
     a, b = st.counted(st.before), st.counted(st.after)  # (counted as the client counts)
-    if a >= 0 and (b < 0 or (b - a - 1) % XID_MOD == k):
+    if a >= 0 and b >= 0 and (b - a) % XID_MOD == k and st.after_frame > st.records[-1][1]:
+        # the last record is the next call's own, its mark read later in a
+        # re-send that began with it (a loss): the records before it are a+1 ..
+        xids = [st.counted((a + 1 + i) % XID_MOD) for i in range(k - 1)] + [-1]
+    elif a >= 0 and (b < 0 or (b - a - 1) % XID_MOD == k):
         xids = [st.counted((a + 1 + i) % XID_MOD) for i in range(k)]
     elif b >= 0 and a < 0:
         xids = [st.counted((b - k + i) % XID_MOD) for i in range(k)]
