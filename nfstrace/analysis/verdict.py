@@ -48,7 +48,9 @@ server and says that the capture cannot rule out a slow path.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,6 +66,9 @@ from nfstrace.analysis.counterfactual import (
 from nfstrace.analysis.findings import Finding, Severity
 from nfstrace.text import seconds_text
 
+# A pair's row of the budget (budget.PAIR_COLUMNS) by column name: a dict (or a
+# pandas Series); read many times a pair, so decide() hands out dicts.
+Row = Mapping[str, Any]
 # Share of a pair's elapsed time a cause must cost to be named (see the docstring).
 SIGNIFICANT: dict[str, float] = {
     "capture_gap": 0.05,
@@ -167,7 +172,7 @@ def rate_text(bps: float) -> str:
     return f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
 
 
-def gains(row: pd.Series) -> dict[str, Removal]:
+def gains(row: Row) -> dict[str, Removal]:
     """The predicted removal of every cause that took time on the pair's critical
     path (``counterfactual.py``), and of its ceiling at the next link rate."""
     out = {}
@@ -189,7 +194,7 @@ def next_link(mbit_s: float) -> float | None:
     return next((r for r in LINK_RATES if r > mbit_s * 1e6 / LINK_SHARE), None)
 
 
-def is_significant(cause: str, row: pd.Series, removals: dict[str, Removal] | None = None) -> bool:
+def is_significant(cause: str, row: Row, removals: dict[str, Removal] | None = None) -> bool:
     """Whether a cause cost a pair (a budget pairs row) enough to be named: the
     writes would be at least ``SPEEDUP_MIN`` times faster without it (a capture
     gap: it hides ``SIGNIFICANT`` of the time), and at least
@@ -210,7 +215,7 @@ def is_significant(cause: str, row: pd.Series, removals: dict[str, Removal] | No
     return True
 
 
-def _rank_key(cause: str, row: pd.Series, removals: dict[str, Removal]) -> float:
+def _rank_key(cause: str, row: Row, removals: dict[str, Removal]) -> float:
     """What orders the causes: the predicted speed-up (a capture gap: as if the
     time it hides were all lost)."""
     if cause == "capture_gap":
@@ -225,7 +230,7 @@ def _rank_key(cause: str, row: pd.Series, removals: dict[str, Removal]) -> float
 GAIN_TIE = 1.1
 
 
-def _significant(row: pd.Series, leave_out: str = "") -> list[str]:
+def _significant(row: Row, leave_out: str = "") -> list[str]:
     """Causes beyond transfer that cost a significant share, largest gain first
     (gains within GAIN_TIE of the largest: the one that took more time first)."""
     removals = gains(row)
@@ -239,7 +244,7 @@ def _significant(row: pd.Series, leave_out: str = "") -> list[str]:
     return named
 
 
-def _hop_clocked(row: pd.Series) -> bool:
+def _hop_clocked(row: Row) -> bool:
     """Whether the pair's UDP replies came back on the clock of a hop its calls
     queued at (the budget's ``clock_mbit_s``), at about the rate the writes ran."""
     clock = float(row.get("clock_mbit_s", math.nan))
@@ -247,7 +252,7 @@ def _hop_clocked(row: pd.Series) -> bool:
     return math.isfinite(clock) and rate > 0 and clock <= STEADY_RATIO * rate
 
 
-def _steady_ceiling(row: pd.Series, shares: dict[str, float]) -> bool:
+def _steady_ceiling(row: Row, shares: dict[str, float]) -> bool:
     if float(row.get("loss_recovery_also_ns", 0) or 0) >= LOSS_PACED * float(row["elapsed_ns"]):
         return False  # paced by a window the losses kept small, not by the path
     if float(row.get("resent_segment_share", 0) or 0) >= LOSS_PACED_SHARE:
@@ -263,7 +268,7 @@ LOSS_PACED = 0.05
 LOSS_PACED_SHARE = 0.0075
 
 
-def _paced(row: pd.Series, shares: dict[str, float]) -> bool:
+def _paced(row: Row, shares: dict[str, float]) -> bool:
     send = float(row["send_mbit_s"])
     rate = float(row["mbit_s"])
     spread = float(row.get("send_spread", math.nan))
@@ -276,7 +281,7 @@ def _paced(row: pd.Series, shares: dict[str, float]) -> bool:
     return shares.get("transfer", 0.0) >= TRANSFER_DOMINANT and (paced or _hop_clocked(row))
 
 
-def pair_primary(row: pd.Series) -> tuple[str, dict[str, float]]:
+def pair_primary(row: Row) -> tuple[str, dict[str, float]]:
     """A budget pair row's primary cause, and its shares."""
     elapsed = float(row["elapsed_ns"])
     shares = {c: float(row[f"{c}_ns"]) / elapsed for c in CAUSES} if elapsed > 0 else {}
@@ -300,7 +305,7 @@ def pair_primary(row: pd.Series) -> tuple[str, dict[str, float]]:
 TOGETHER_MIN = 1.25
 
 
-def overlapping(row: pd.Series) -> tuple[str, str, Removal] | None:
+def overlapping(row: Row) -> tuple[str, str, Removal] | None:
     """When no cause alone is worth naming but the two that took the most time
     on the critical path did together (a slow server and a round trip: WRITEs
     queue at the server while round trips go on), those two (the one with the
@@ -323,7 +328,7 @@ def overlapping(row: pd.Series) -> tuple[str, str, Removal] | None:
     return a, b, joint
 
 
-def ceiling(row: pd.Series, shares: dict[str, float] | None = None) -> bool:
+def ceiling(row: Row, shares: dict[str, float] | None = None) -> bool:
     """Whether the pair's data moved at a steady ceiling that is not a standard
     link at work (``bandwidth``)."""
     if shares is None:
@@ -371,7 +376,7 @@ _HEADLINE = {
 }
 
 
-def pair_text(row: pd.Series, primary: str, shares: dict[str, float]) -> str:
+def pair_text(row: Row, primary: str, shares: dict[str, float]) -> str:
     """The verdict in words for one pair (or all pairs summed)."""
     rate = float(row["mbit_s"])
     head = f"writes ran at {rate:,.1f} Mbit/s"
@@ -471,7 +476,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     if budget.pairs.empty:
         return Verdict("none", "no WRITE activity to judge", limits=limits)
     pairs = []
-    for _, row in budget.pairs.iterrows():
+    for row in budget.pairs.to_dict("records"):  # (dicts: read ~200 times a pair)
         primary, shares = pair_primary(row)
         got = gains(row).get(primary)
         pairs.append(
@@ -488,31 +493,29 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
     total = budget.pairs[[c for c in budget.pairs.columns if c.endswith("_ns")]].sum()
     elapsed = float(total["elapsed_ns"])
     nbytes = float(budget.pairs["bytes"].sum())
-    whole = pd.Series(
-        {
-            **total.to_dict(),
-            "bytes": nbytes,
-            "writes": int(budget.pairs["writes"].sum()),
-            "path_server_waits": int(budget.pairs["path_server_waits"].sum()),
-            "write_size": float(budget.pairs["write_size"].median()),
-            "transport": "+".join(sorted(set("+".join(budget.pairs["transport"]).split("+")))),
-            "capture_point": _one(budget.pairs["capture_point"]),
-            "rtt_ns": float(np.nanmedian(budget.pairs["rtt_ns"].to_numpy(float)))
-            if budget.pairs["rtt_ns"].notna().any()
-            else math.nan,
-            "mbit_s": nbytes * 8e3 / elapsed if elapsed else math.nan,
-            # several pairs: the slowest-sending pair's rate (a ceiling shows in each)
-            "send_mbit_s": float(np.nanmin(budget.pairs["send_mbit_s"].to_numpy(float)))
-            if budget.pairs["send_mbit_s"].notna().any()
-            else math.nan,
-            "clock_mbit_s": float(np.nanmin(budget.pairs["clock_mbit_s"].to_numpy(float)))
-            if budget.pairs["clock_mbit_s"].notna().any()
-            else math.nan,
-            "send_spread": float(np.nanmax(budget.pairs["send_spread"].to_numpy(float)))
-            if budget.pairs["send_spread"].notna().any()
-            else math.nan,
-        }
-    )
+    whole: Row = {
+        **total.to_dict(),
+        "bytes": nbytes,
+        "writes": int(budget.pairs["writes"].sum()),
+        "path_server_waits": int(budget.pairs["path_server_waits"].sum()),
+        "write_size": float(budget.pairs["write_size"].median()),
+        "transport": "+".join(sorted(set("+".join(budget.pairs["transport"]).split("+")))),
+        "capture_point": _one(budget.pairs["capture_point"]),
+        "rtt_ns": float(np.nanmedian(budget.pairs["rtt_ns"].to_numpy(float)))
+        if budget.pairs["rtt_ns"].notna().any()
+        else math.nan,
+        "mbit_s": nbytes * 8e3 / elapsed if elapsed else math.nan,
+        # several pairs: the slowest-sending pair's rate (a ceiling shows in each)
+        "send_mbit_s": float(np.nanmin(budget.pairs["send_mbit_s"].to_numpy(float)))
+        if budget.pairs["send_mbit_s"].notna().any()
+        else math.nan,
+        "clock_mbit_s": float(np.nanmin(budget.pairs["clock_mbit_s"].to_numpy(float)))
+        if budget.pairs["clock_mbit_s"].notna().any()
+        else math.nan,
+        "send_spread": float(np.nanmax(budget.pairs["send_spread"].to_numpy(float)))
+        if budget.pairs["send_spread"].notna().any()
+        else math.nan,
+    }
     if len(pairs) == 1:
         primary, text = pairs[0].primary, pairs[0].text
     else:
@@ -551,7 +554,7 @@ class Context:
     snaplen_needed: int = 0  # a snaplen that keeps what the analysis reads (quality; 0: ?)
 
 
-def _cut_window_ns(row: pd.Series) -> int:
+def _cut_window_ns(row: Row) -> int:
     """Time on the critical path the round trip owns that the losses made too
     (ACK waits of a window they cut: budget ``loss_recovery_also_ns``)."""
     return int(row.get("loss_recovery_also_ns", 0) or 0)
@@ -743,7 +746,7 @@ def _synced_text(ctx: Context) -> str:
 
 
 def _scope_findings(
-    row: pd.Series,
+    row: Row,
     iv_all: pd.DataFrame,
     primaries: set[str],
     ctx: Context,
@@ -827,7 +830,7 @@ def _scope_findings(
     return out
 
 
-def share_of(row: pd.Series, cause: str) -> float:
+def share_of(row: Row, cause: str) -> float:
     elapsed = float(row["elapsed_ns"])
     return float(row[f"{cause}_ns"]) / elapsed if elapsed else 0.0
 
@@ -880,7 +883,7 @@ def budget_findings(
     several = len(pairs) > 1
     out: list[Finding] = []
     busiest = pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
-    for _, row in busiest.head(MAX_PAIRS_IN_FINDINGS).iterrows():
+    for row in busiest.head(MAX_PAIRS_IN_FINDINGS).to_dict("records"):
         key = (str(row["client"]), str(row["server"]))
         iv = budget.intervals
         if several:
