@@ -16,6 +16,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import load_sample
@@ -27,7 +28,9 @@ from nfstrace.analysis.quality import snaplen_needed
 from nfstrace.analysis.writes import analyze_writes, write_sizes
 from nfstrace.cli import app
 from nfstrace.errors import ExitStatus
+from nfstrace.inference import _Orphans, _record_xids, _Stretch
 from nfstrace.parsers.mountstats import parse_mountstats
+from nfstrace.protocol.xids import counting, counts_little_endian, swapped_one
 from nfstrace.schema import INFERENCES
 
 try:
@@ -356,10 +359,6 @@ def test_xid_numbering_read_either_way(little: bool) -> None:
     """Successive xids as a big-endian counter (libnfs) or the kernel's
     little-endian one (0x1496c5d1, 0x1596c5d1, ...) are found as such, and
     counting() turns them into 1, 2, 3 steps and back."""
-    import numpy as np
-
-    from nfstrace.protocol.xids import counting, counts_little_endian, swapped_one
-
     start = 0xD1C59614
     counted = np.arange(start, start + 300, dtype="int64") % (1 << 32)
     sent = np.array([swapped_one(int(x)) for x in counted]) if little else counted
@@ -420,10 +419,6 @@ def test_a_stretch_that_holds_the_next_calls_own_record() -> None:
     a+1 .. b-1 (before: the xids did not fit and none of the 45 calls of the
     lab's stretch was found: 18 of 64 WRITEs, 24.5 Mbit/s, 'client_idle'; the
     full capture: loss, 87.2 Mbit/s; now 85.9)."""
-    import numpy as np
-
-    from nfstrace.inference import _Orphans, _record_xids, _Stretch
-
     a = 0x1000
     st = _Stretch(conn=1, length=4 * 8320, before=a, after=a + 4, little=False)
     st.records = [(10 * i, 100 + i, 8320, 5, -1) for i in range(4)]

@@ -1434,9 +1434,11 @@ def _pair_row(
     stops: Stops,
     path: CriticalPath,
     options: BudgetOptions,
+    unseen: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
     """The pair's row of ``PAIR_COLUMNS`` but client and server: ``by_label``
-    the time each label of the pieces took (``cause_of`` its cause), ``path``
+    the time each label of the pieces took (``cause_of`` its cause), ``unseen``
+    the WRITE replies without their calls in its activity and their bytes, ``path``
     the critical path (critical_path.py)."""
     c, start, end = p.c, p.start, p.end
     is_write = c.op == WRITE_OP
@@ -1460,7 +1462,7 @@ def _pair_row(
     row["write_latency_ns"] = latency
     row["max_outstanding"] = int(path.window)
     row["path_server_waits"] = path.server_waits
-    nbytes = int(c.write_bytes.sum())
+    nbytes = int(c.write_bytes.sum()) + unseen[1]
     sizes = np.where(c.count > 0, c.count, c.write_bytes)
     row.update(
         start_ns=start,
@@ -1469,6 +1471,7 @@ def _pair_row(
         bytes=nbytes,
         mbit_s=nbytes * 8e3 / (end - start),
         writes=int(is_write.sum()),
+        writes_unseen=unseen[0],
         send_mbit_s=_sending_rate_bps(c) / 1e6,
         send_spread=_sending_rate_spread(c),
         clock_mbit_s=p.waits.clock / 1e6,
@@ -1518,18 +1521,15 @@ def _pair_budget(
     by_label = np.bincount(
         pieces.label, weights=pieces.hi - pieces.lo, minlength=len(cause_of)
     ).astype("int64")
-    row = _pair_row(p, by_label, cause_of, times, stops, path, options)
     # WRITEs whose calls the capture did not show (a snaplen that cut their
     # headers, a capture point that missed them) answered after the first
     # captured WRITE's reply: their bytes moved in the window too (those
     # answered before it may have been sent before the capture began)
     first = int(c.rl[is_write & c.answered].min()) if (is_write & c.answered).any() else end
     late = (orphans > first) & (orphans <= end) & (orphan_bytes > 0)
-    unseen = int(orphan_bytes[late].sum())
-    row.update(client=client, server=server, writes_unseen=int(late.sum()))
-    if unseen:
-        nbytes = row["bytes"] + unseen
-        row.update(bytes=nbytes, mbit_s=nbytes * 8e3 / (end - start))
+    unseen = (int(late.sum()), int(orphan_bytes[late].sum()))
+    row = _pair_row(p, by_label, cause_of, times, stops, path, options, unseen)
+    row.update(client=client, server=server)
     return row, _intervals(pieces, cause_of[pieces.label], client, server)
 
 

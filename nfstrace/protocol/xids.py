@@ -25,7 +25,8 @@ def swapped(xids: np.ndarray) -> np.ndarray:
 
 
 def swapped_one(xid: int) -> int:
-    return int.from_bytes((xid % XID_MOD).to_bytes(4, "big"), "little")
+    """One xid with its bytes reversed (``swapped``)."""
+    return int(swapped(np.array([xid % XID_MOD], "int64"))[0])
 
 
 def counts_little_endian(xids_in_order: np.ndarray) -> bool:
