@@ -593,6 +593,94 @@ def test_a_loss_seen_at_the_server_is_a_hole_filled() -> None:
     assert (filled["duration_ns"] > 0).all()  # each waited since the hole opened
 
 
+def test_a_window_the_losses_kept_small_sets_the_pace() -> None:
+    """The kernel client through 5 ms and 1% loss (4 x 1 MiB, 22.8 Mbit/s; the
+    same mount through the same bridge without either: 179 Mbit/s): its calls
+    queue in its socket, so TCP's window, which the losses keep small, sets the
+    pace (Mathis), not the RPC round trip.  Its ACK waits hold about what the
+    path carries in a round trip at that rate: the cut window's (round trip,
+    made by the loss too), not a queue in the path (transfer).  Before: the
+    round trip, "7.8x faster with a LAN's round trips" beside the loss's 2.1x.
+    The loss's gain is bounded by the fastest the capture shows the path
+    carried its bytes; the round trip's by the same (the window it would still
+    run in is the loss's)."""
+    truth = json.loads((SAMPLES / "kernel/kvm-v41-ganesha-d5-l1.json").read_text())["cause"]
+    measured = 1 / (1 - truth["vs_twin"]["excess_share"])  # without the loss and the delay
+    d = trace(SAMPLES / "kernel/kvm-v41-ganesha-d5-l1.pcap").diagnosis
+    assert d.verdict.primary == "loss_recovery", d.verdict.text
+    row = d.budget.pairs.iloc[0]
+    assert row["stream_bound"]
+    assert row["peak_mbit_s"] >= 2 * row["mbit_s"]  # the window regrew between losses
+    assert row["transfer_ns"] <= 0.2 * row["elapsed_ns"]
+    assert row["loss_recovery_also_ns"] >= 0.5 * row["elapsed_ns"]
+    gains = {
+        f.kind: f.details["speedup_if_removed"]
+        for f in d.findings
+        if "speedup_if_removed" in f.details
+    }
+    bound = row["elapsed_ns"] / row["peak_floor_ns"]
+    assert 1.5 <= gains["loss_recovery"] <= bound * 1.001  # (the details are rounded)
+    assert gains.get("round_trip", 1.0) <= gains["loss_recovery"]
+    assert gains["loss_recovery"] < measured  # removing both gains more than the loss alone
+
+
+def _row(**values: float) -> dict:
+    """A budget pairs row of 10 s whose causes are given in seconds."""
+    row = {"elapsed_ns": 10_000_000_000, "rtt_ns": 10e6, "writes": 16, "write_size": 1 << 20}
+    for key, value in values.items():
+        row[key] = int(value * 1e9) if key.endswith("_ns") else value
+    return row
+
+
+def test_a_loss_limited_window_regrows_only_as_far_as_the_path_carried() -> None:
+    """Removing the losses of a window they cut (loss_recovery_also_ns) leaves the
+    data no faster than the fastest the capture shows (peak_floor_ns); the round
+    trip's removal too when the calls queued in the client's socket
+    (stream_bound), not when the client waited for each reply.  A loss that cut
+    no window (UDP: re-send timeouts) is not bounded so."""
+    from nfstrace.analysis.counterfactual import removal
+
+    lossy = _row(
+        loss_recovery_path_ns=0.5,
+        loss_recovery_also_ns=8,
+        round_trip_path_ns=8,
+        transfer_ns=0.5,
+        transfer_path_ns=0.5,
+        peak_floor_ns=4,
+    )
+    assert removal(lossy, "loss_recovery").predicted_ns == 4_000_000_000
+    assert removal({**lossy, "peak_floor_ns": 0}, "loss_recovery").predicted_ns == 1_500_000_000
+    rt = 10e9 - 8e9 * (1 - 0.2 / 10)  # each wait at a LAN's round trip
+    assert removal(lossy, "round_trip").predicted_ns == pytest.approx(rt, abs=1)
+    bound = removal({**lossy, "stream_bound": True}, "round_trip")
+    assert bound.predicted_ns == 4_000_000_000
+    uncut = {**lossy, "loss_recovery_also_ns": 0, "loss_recovery_path_ns": 7_000_000_000}
+    assert removal(uncut, "loss_recovery").predicted_ns == 3_000_000_000  # 10 - 7 s
+
+
+@pytest.mark.parametrize(("peak", "ceiling"), [(57.0, True), (120.0, False)])
+def test_a_steady_rate_under_losses_is_a_ceiling(peak: float, ceiling: bool) -> None:
+    """A rate limit before the capture point with 0.5% loss, seen at the server:
+    its calls arrive at one rate even at their fastest (peak within STEADY_RATIO of
+    the mean): the path's ceiling, though the losses' ACK waits took 10% of the
+    time.  A window the losses cut regrows between them: faster than its mean at
+    times, not a ceiling."""
+    from nfstrace.analysis.verdict import ceiling as is_ceiling
+
+    row = _row(transfer_ns=9.5, loss_recovery_ns=0.5, loss_recovery_also_ns=1)
+    row.update(
+        mbit_s=55.0,
+        send_mbit_s=57.0,
+        send_spread=0.001,
+        peak_mbit_s=peak,
+        resent_segment_share=0.005,
+        clock_mbit_s=math.nan,
+    )
+    for cause in CAUSES:
+        row.setdefault(f"{cause}_ns", 0)
+    assert is_ceiling(row) is ceiling
+
+
 @pytest.mark.parametrize("side", ["server", "client"])
 def test_a_tail_lost_before_the_server_is_a_timeout(side: str) -> None:
     """Two 512 KiB WRITEs stop before their last segment for 210 ms with every

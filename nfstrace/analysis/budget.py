@@ -110,6 +110,13 @@ XID_SEQUENTIAL_SHARE = 0.5
 XID_SKIP_MAX = 1 << 20
 # Calls at least this big time the pair's sending rate (bytes over first->last packet).
 RATE_MIN_BYTES = 8192
+# Calls sent at one rate: their rates' interquartile range at most this share of
+# their median (_sending_rate_spread).  Lab: rate limits of 50 and 60 Mbit/s
+# 0.2-1.9% (seen at the server with 0.5% loss: 0.02%); the kernel client through
+# the CPU-bound impair.py bridge of the emulated guests (120-280 Mbit/s, not a
+# ceiling of the path but of whatever CPU was free) 24-40%; a healthy bridge 38%;
+# a window 1% loss kept small 24-48%.
+STEADY_SPREAD = 0.1
 # A UDP sender is not clocked by ACKs: its calls leave at its own rate and, behind a
 # slower hop, wait in that hop's queue, which looks like server time from before
 # the hop.  The hop sends a call on when the one ahead has crossed: the replies to
@@ -164,6 +171,12 @@ PAIR_COLUMNS: dict[str, str] = {
     "its record carried; -1 unknown)",
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
     "send_spread": "float: their rates' interquartile range over that median (NaN: < 4 calls)",
+    "peak_mbit_s": "float: the fastest its WRITE calls' bytes crossed over PEAK_WINDOW_NS "
+    "(or PEAK_WINDOW_RTTS round trips): what the path was seen to carry (NaN: none)",
+    "peak_floor_ns": "int64: its bytes at peak_mbit_s (0: unknown): how fast the writes can be "
+    "without a faster path than the capture shows",
+    "stream_bound": "bool: its WRITE calls went back to back in their TCP streams (queued in "
+    "the client's socket: TCP's window, not the RPC round trip, set their pace)",
     "clock_mbit_s": "float: UDP, captured before a slower hop: the rate (call bytes) of the "
     "clock its replies came back on, the hop its calls queued at (NaN: none found)",
     "queued_ns": "int64: of transfer_ns, the time its data sat in a queue in the path (ACKs "
@@ -851,10 +864,20 @@ def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str)
     if not client_seen:
         rest = s[e.dur[s] < RTO_MIN_NS]
         cut = rest[np.isin(e.conn[rest], _loss_limited(resent, e.conn, c))]
+    # A connection the losses limit moves at about its window per round trip
+    # (Mathis): its ACK waits hold about what the path carried in a round trip
+    # at that rate, the window swinging to twice its mean between losses; only
+    # well beyond that is a queue in the path (_loss_limited).  But calls sent
+    # at one steady rate are a ceiling's, whatever the losses (a limit before the
+    # capture point with its queue out of sight, as at the server).
+    queued = e.length[gaps] >= path_bytes
+    if not _sending_rate_spread(c) <= STEADY_SPREAD:
+        lossy = np.isin(e.conn[gaps], _loss_limited(resent, e.conn, c))
+        queued &= ~lossy | (e.length[gaps] >= LOSS_WINDOW_SWING * path_bytes)
     return _TcpStops(
         resent_by_client=resent,
         send_gaps=gaps,
-        queued=e.length[gaps] >= path_bytes,
+        queued=queued,
         path_bytes=path_bytes,
         window_held=w_held,
         window_small=w[e.length[w] < path_bytes],
@@ -1463,6 +1486,7 @@ def _pair_row(
     row["max_outstanding"] = int(path.window)
     row["path_server_waits"] = path.server_waits
     nbytes = int(c.write_bytes.sum()) + unseen[1]
+    peak = _peak_rate_bps(c, p.rtt)
     sizes = np.where(c.count > 0, c.count, c.write_bytes)
     row.update(
         start_ns=start,
@@ -1474,6 +1498,9 @@ def _pair_row(
         writes_unseen=unseen[0],
         send_mbit_s=_sending_rate_bps(c) / 1e6,
         send_spread=_sending_rate_spread(c),
+        peak_mbit_s=peak / 1e6,
+        peak_floor_ns=int(nbytes * 8e9 / peak) if peak > 0 else 0,
+        stream_bound=_stream_bound(c, p.rtt),
         clock_mbit_s=p.waits.clock / 1e6,
         rtt_ns=options.rtt_ns,
         capture_point=options.capture_point,
@@ -1572,6 +1599,15 @@ LOSS_LIMITED_SHARE = 0.002
 # start waited on slow start, not on a window the losses kept small).
 LOSS_LIMITED_MIN = 20
 SEGMENT_BYTES = 1448  # a full TCP segment of a 1500-byte path: counts segments from bytes
+# An ACK wait of a loss-limited connection with less than this many times the
+# bytes the path holds in a round trip (_path_bytes, at the pair's own rate) in
+# flight is its window, not a queue in the path.  A window the losses limit swings
+# between half and all of its peak, so its waits hold up to about twice the
+# mean; a bottleneck's queue holds far more (lab, the kernel client through 1%
+# loss and 5 ms: 0.5-2x at 97% of its waits' time, 18.7 Mbit/s where its
+# loss-free twin ran 225 Mbit/s; rate limits of 40-60 Mbit/s, with 0.5% loss or
+# none: more than 4x at every wait).
+LOSS_WINDOW_SWING = 4.0
 
 
 def _loss_limited(retx: np.ndarray, conn: np.ndarray, c: _PairCalls) -> np.ndarray:
@@ -1627,6 +1663,63 @@ def _regrowing(
                 continue
             out[g] = True
     return out
+
+
+# The fastest rate a pair's calls crossed the capture point at is taken over
+# windows of at least this long (and PEAK_WINDOW_RTTS round trips): long enough
+# to hold many round trips of a window's flights, short enough to find a stretch
+# between losses (lab: the kernel client through 1% loss at 5 ms, 18.7 Mbit/s on
+# average, 103 Mbit/s at its fastest; its loss-free twin 225 Mbit/s).
+PEAK_WINDOW_NS = 50_000_000
+PEAK_WINDOW_RTTS = 10
+
+
+def _peak_rate_bps(c: _PairCalls, rtt: float) -> float:
+    """The fastest the pair's WRITE calls' bytes crossed the capture point over a
+    window (PEAK_WINDOW_NS or PEAK_WINDOW_RTTS round trips; the whole span when
+    shorter): each call's bytes spread evenly from its last send's first packet
+    to its last (NaN: no WRITE bytes)."""
+    w = np.flatnonzero((c.op == WRITE_OP) & (c.call_bytes > 0))
+    if not len(w):
+        return math.nan
+    t0 = int(c.ls[w].min())  # (relative: ns since the epoch lose their units in a float)
+    a = (c.ls[w] - t0).astype("float64")
+    b = np.maximum((c.le[w] - t0).astype("float64"), a + 1)
+    slope = c.call_bytes[w] / (b - a)
+    t = np.r_[a, b]
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    rate = np.cumsum(np.r_[slope, -slope][order])  # bytes/ns from each point on
+    sent = np.r_[0.0, np.cumsum(rate[:-1] * np.diff(t))]  # bytes by each point
+    window = min(max(PEAK_WINDOW_NS, PEAK_WINDOW_RTTS * rtt if rtt > 0 else 0), t[-1] - t[0])
+    if window <= 0:
+        return math.nan
+    ahead = np.interp(t + window, t, sent)
+    return float((ahead - sent).max()) * 8e9 / window
+
+
+# A connection's WRITE calls follow one another in its stream (the next one's
+# first packet within STREAM_GAP_NS, or half a round trip, of the last one's
+# last packet) at least this share of the time: the client queues calls in its
+# socket and TCP's window, not the RPC round trip, sets their pace (the Linux
+# client: every call; a client that waits for each reply before the next: none).
+STREAM_BOUND_SHARE = 0.75
+STREAM_GAP_NS = 1_000_000
+STREAM_BOUND_MIN = 3  # successive calls at least (4 MiB of the kernel's 1 MiB WRITEs)
+
+
+def _stream_bound(c: _PairCalls, rtt: float) -> bool:
+    """Whether the pair's WRITE calls went back to back in their connections'
+    streams (STREAM_BOUND_SHARE of its successive calls)."""
+    gap = max(STREAM_GAP_NS, rtt / 2 if rtt > 0 else 0)
+    close = total = 0
+    writes = c.op == WRITE_OP
+    for conn in np.unique(c.conn[writes]):
+        mine = np.flatnonzero((c.conn == conn) & writes)
+        mine = mine[np.argsort(c.cs[mine], kind="stable")]
+        close += int((c.cs[mine][1:] - c.le[mine][:-1] <= gap).sum())
+        total += len(mine) - 1
+    return total >= STREAM_BOUND_MIN and close >= STREAM_BOUND_SHARE * total
 
 
 # Linux's smallest TCP retransmission timeout (TCP_RTO_MIN, 200 ms; other

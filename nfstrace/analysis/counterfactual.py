@@ -30,7 +30,14 @@ Floors: the server's busy time (at least one WRITE with it) bounds every
 removal but the server's own; the data's own moving time (``transfer``)
 bounds every removal but the bandwidth's; a sender that waits for each call's
 ACK before the next (``ack_chain_ns``) needs that chain whatever the server
-or its flushes do.
+or its flushes do.  Without the losses, and without the round trip of a
+loss-limited window whose calls queue in the client's socket (``stream_bound``:
+TCP's window, not the RPC round trip, sets their pace; Mathis: the window's
+rate scales with 1/RTT), the data moves no faster than the fastest the capture
+shows the path carried it (``peak_floor_ns``): how far the window grows back
+is up to the path, which a capture of the limited run does not show beyond
+that (lab, the kernel client through 1% loss: predicted 1.5-1.9x where its
+twins measure 1.45-3x; a 60 Mbit/s limit with 0.5% loss: 1.03x, measured 1.01x).
 
 Measured in the lab (``../shared/lab``, counterfactual twins: the same run
 with one cause removed): see the README's table and ``tests/test_diagnosis.py``.
@@ -147,6 +154,14 @@ def removal_of(row: Any, causes: tuple[str, ...], lan_rtt_ns: float = LAN_RTT_NS
             shorter = rtt - min(lan_rtt_ns, rtt) if math.isfinite(rtt) else 0.0
             chain -= int(int(row.get("ack_chain_calls", 0) or 0) * shorter)
         floors.append(chain)
+    peak = int(row.get("peak_floor_ns", 0) or 0)
+    lossy = int(row.get("loss_recovery_also_ns", 0) or 0) > 0
+    if (
+        peak
+        and lossy
+        and ("loss_recovery" in causes or ("round_trip" in causes and row.get("stream_bound")))
+    ):  # a window the losses cut regrows only as far as the path carries
+        floors.append(peak)
     floor = min(max(floors), elapsed)
     predicted = max(predicted, floor, 1)
     return Removal(

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.budget import CAUSES, CUT_WINDOW_EVIDENCE, Budget
+from nfstrace.analysis.budget import CAUSES, CUT_WINDOW_EVIDENCE, STEADY_SPREAD, Budget
 from nfstrace.analysis.counterfactual import (
     REMOVABLE,
     Removal,
@@ -118,11 +118,8 @@ GAIN_NOTABLE = 1.02
 TRANSFER_DOMINANT = 0.9
 # ... with its big calls leaving at most this many times faster than the overall rate.
 STEADY_RATIO = 1.25
-# ... and at one rate: their rates' interquartile range at most this share of their
-# median.  Lab: rate limits of 50 and 60 Mbit/s 0.2-1.9%; the kernel client through
-# the CPU-bound impair.py bridge of the emulated guests (120-280 Mbit/s, not a
-# ceiling of the path but of whatever CPU was free) 24-40%; a healthy bridge 38%.
-STEADY_SPREAD = 0.1
+# ... and at one rate: their rates' interquartile range at most budget.STEADY_SPREAD
+# of their median.
 # ... or, over UDP with the replies on a hop's clock, its calls sat in that hop's
 # queue at least this share of the time (the budget's ``queued_ns``).
 QUEUED_DOMINANT = 0.5
@@ -226,7 +223,8 @@ def _rank_key(cause: str, row: Row, removals: dict[str, Removal]) -> float:
 
 
 # Two predicted gains this close (ratio) are a tie: the prediction cannot tell
-# them apart; the cause that took more of the time then leads.
+# them apart; the cause that took (or made: ``_made_ns``) more of the time then
+# leads.
 GAIN_TIE = 1.1
 
 
@@ -239,9 +237,15 @@ def _significant(row: Row, leave_out: str = "") -> list[str]:
     if len(named) > 1:
         top = _rank_key(named[0], row, removals)
         tied = [c for c in named if _rank_key(c, row, removals) * GAIN_TIE >= top]
-        tied.sort(key=lambda c: -float(row[f"{c}_ns"]))
+        tied.sort(key=lambda c: -_made_ns(row, c))
         named = tied + [c for c in named if c not in tied]
     return named
+
+
+def _made_ns(row: Row, cause: str) -> float:
+    """The time a cause took and the time it made that another owns (the losses:
+    the ACK waits of the window they cut, counted under the round trip)."""
+    return float(row[f"{cause}_ns"]) + float(row.get(f"{cause}_also_ns", 0) or 0)
 
 
 def _hop_clocked(row: Row) -> bool:
@@ -253,8 +257,13 @@ def _hop_clocked(row: Row) -> bool:
 
 
 def _steady_ceiling(row: Row, shares: dict[str, float]) -> bool:
-    if float(row.get("loss_recovery_also_ns", 0) or 0) >= LOSS_PACED * float(row["elapsed_ns"]):
-        return False  # paced by a window the losses kept small, not by the path
+    cut = float(row.get("loss_recovery_also_ns", 0) or 0) >= LOSS_PACED * float(row["elapsed_ns"])
+    peak = float(row.get("peak_mbit_s", math.nan))
+    if cut and not (math.isfinite(peak) and peak <= STEADY_RATIO * float(row["mbit_s"])):
+        # paced by a window the losses kept small, not by the path (a window
+        # that regrew between losses ran faster than its mean; a ceiling
+        # holds even at its fastest)
+        return False
     if float(row.get("resent_segment_share", 0) or 0) >= LOSS_PACED_SHARE:
         return False  # a steady rate under steady loss: the losses set it (Mathis)
     return _paced(row, shares)
@@ -515,6 +524,7 @@ def decide(budget: Budget, limits: list[str] | None = None) -> Verdict:
         "send_spread": float(np.nanmax(budget.pairs["send_spread"].to_numpy(float)))
         if budget.pairs["send_spread"].notna().any()
         else math.nan,
+        "stream_bound": bool(budget.pairs["stream_bound"].all()),
     }
     if len(pairs) == 1:
         primary, text = pairs[0].primary, pairs[0].text
