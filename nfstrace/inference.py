@@ -23,7 +23,10 @@ The evidence, strongest first:
   client do, the kernel little-endian: ``protocol.xids``), so the k records
   between two calls read with xids a and b are the calls a+1 .. b-1 when
   b - a - 1 = k (else the replies without call whose xids lie between a and
-  b, when there are k of them).  A reply
+  b, when there are k of them); the Linux client numbers a call when it
+  starts and sends it when it gets a slot, so a reply without call to an xid
+  before a, answered after the stretch began, is one of its records (the
+  records then take the replies' order: ``_reordered``).  A reply
   without its call gets its call back from its record (the times of its
   first and last segment, its length; ``call_frame`` stays unknown); a record
   whose reply was not read either becomes a row of its own, answered by the
@@ -625,7 +628,13 @@ class _Orphans:
     """Rows without a call by (connection, xid), and per connection their xids
     sorted, for the xids between two calls."""
 
-    def __init__(self, conn: np.ndarray, xid: np.ndarray, rows: np.ndarray) -> None:
+    def __init__(
+        self, conn: np.ndarray, xid: np.ndarray, rows: np.ndarray, reply: np.ndarray | None = None
+    ) -> None:
+        # (reply: each row's reply time, -1 none: the order the server answered in)
+        self.reply_at = (
+            {} if reply is None else dict(zip(rows.tolist(), reply[rows].tolist(), strict=True))
+        )
         conn, xid = conn[rows], xid[rows]
         self.xid_at = dict(zip(rows.tolist(), xid.tolist(), strict=True))
         keys = zip(conn.tolist(), xid.tolist(), strict=True)
@@ -646,6 +655,43 @@ class _Orphans:
         order = np.argsort(rel[inside], kind="stable")
         return self.rows[lo:hi][inside][order].tolist()
 
+    def late(self, st: _Stretch, a: int, k: int) -> list[int]:
+        """Replies without call on the stretch's connection to xids the client
+        counted before a (at most k before) answered after the stretch began:
+        calls numbered before a but sent after it (the Linux client numbers a
+        call when it starts and sends it when it gets a slot: two racing
+        calls can leave in the other order)."""
+        if not st.records or not self.reply_at:
+            return []
+        first = st.records[0][0]
+        out = []
+        for d in range(1, k + 1):
+            x = st.counted((a - d) % XID_MOD)
+            i = self.by_xid.get((st.conn, x), -1)
+            if i >= 0 and self.reply_at.get(i, -1) > first:
+                out.append(x)
+        return out
+
+
+def _reordered(st: _Stretch, orphans: _Orphans, xids: list[int], a: int) -> list[int]:
+    """``xids`` (a stretch's records numbered from a, as the client counts) with
+    the calls numbered before a but sent in the stretch (``_Orphans.late``) in
+    their places: the records take the replies' order, each reply the answer to
+    one of them (a server answers one connection's calls in the order they
+    came).  ``xids`` unchanged unless every such call has its reply."""
+    k = len(xids)
+    late = orphans.late(st, a, k)
+    if not late:
+        return xids
+    chosen = late + [x for x in xids if x >= 0][: k - len(late)]
+    rows = [orphans.by_xid.get((st.conn, x), -1) for x in chosen]
+    if len(chosen) != k or min(rows) < 0:
+        return xids
+    when = [orphans.reply_at.get(i, -1) for i in rows]
+    if min(when) < 0:
+        return xids
+    return [x for _, x in sorted(zip(when, chosen, strict=True))]
+
 
 def _record_xids(st: _Stretch, orphans: _Orphans) -> tuple[list[int], bool]:
     """The xids of a call stretch's records, in order (-1: unknown), and whether
@@ -657,9 +703,13 @@ def _record_xids(st: _Stretch, orphans: _Orphans) -> tuple[list[int], bool]:
     if a >= 0 and b >= 0 and (b - a) % XID_MOD == k and st.after_frame > st.records[-1][1]:
         # the last record is the next call's own, its mark read later in a
         # re-send that began with it (a loss): the records before it are a+1 ..
+        # (or one numbered before a but sent after it: _reordered)
         xids = [st.counted((a + 1 + i) % XID_MOD) for i in range(k - 1)] + [-1]
+        xids = _reordered(st, orphans, xids, a)
     elif a >= 0 and (b < 0 or (b - a - 1) % XID_MOD == k):
         xids = [st.counted((a + 1 + i) % XID_MOD) for i in range(k)]
+        if b < 0:
+            xids = _reordered(st, orphans, xids, a)
     elif b >= 0 and a < 0:
         xids = [st.counted((b - k + i) % XID_MOD) for i in range(k)]
     else:
@@ -686,7 +736,8 @@ def _record_rows(
     n_calls = tx["n_calls"].to_numpy("int64")
     conn = tx["conn"].astype("Int64").fillna(-1).to_numpy("int64")
     xid = tx["xid"].to_numpy("int64")
-    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0))
+    reply = tx["t_reply_ns"].astype("Int64").fillna(-1).to_numpy("int64")
+    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0), reply)
     called = {(k, x): i for i, (k, x) in enumerate(zip(conn.tolist(), xid.tolist(), strict=True))
               if n_calls[i] > 0}  # fmt: skip
     template, new_xids = [], []
@@ -732,7 +783,7 @@ def _calls_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
     """Rows without a call paired with the unread records of their connection's
     calls (the module's docstring): the call's times and length from the record."""
     n_calls, conn, xid = c.int("n_calls"), c.int("conn"), c.int("xid")
-    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0))
+    orphans = _Orphans(conn, xid, np.flatnonzero(n_calls == 0), c.int("t_reply_ns"))
     if not orphans.by_xid:
         return
     pairs: list[tuple[int, tuple[int, int, int, int, int]]] = []
