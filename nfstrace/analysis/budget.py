@@ -6,7 +6,8 @@ call to the last packet of its last WRITE or COMMIT reply.  It is cut into
 exclusive intervals that add up to it exactly, each labelled with one cause:
 
 ``transfer``
-    bytes of a call (or a reply) are crossing the capture point: data moving.
+    bytes of a call (or a reply) are crossing the capture point: data moving
+    (also of calls a short snaplen left unread: rpc_unframed stretches).
 ``round_trip``
     waiting on the network's propagation: a call fully sent waits for its
     reply while the round trip runs (the first 2·T_prop of the wait, as far
@@ -847,13 +848,13 @@ class _TcpStops:
 def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str) -> _TcpStops:
     resent = np.sort(np.r_[e.of("tcp_retransmission", True), e.of("tcp_hole_filled", True)])
     gaps = e.of("tcp_send_gap")
-    gaps = gaps[~e.from_client[gaps] | _sending_at(c, e.ts[gaps])]
+    gaps = gaps[~e.from_client[gaps] | _sending_at(c, e.ts[gaps], e)]
     path_bytes = _path_bytes(c, rtt)
     w = e.of("tcp_window_full", True)
     held = _held_by_loss(w, e.ts, e.dur, e.conn, resent, _loaded_rtt(c, rtt))
     w, w_held = w[~held], w[held]
     s = e.of("tcp_send_idle", True)
-    s = s[_sending_at(c, e.ts[s])]
+    s = s[_sending_at(c, e.ts[s], e)]
     client_seen = point not in ("server", "between")
     # Seen downstream on a connection the losses limit (as at the client its ACK
     # waits are the window the loss cut: _path_inputs), a shorter stop with
@@ -1111,12 +1112,16 @@ def _ack_wait(p: _Pair) -> tuple[_Block, ...]:
 
 def _sending(p: _Pair) -> tuple[_Block, ...]:
     """Bytes of a call, of its re-send or of a reply crossing the capture point."""
-    c, w = p.c, p.words
+    c, w, e = p.c, p.words, p.e
     resent = np.flatnonzero(c.n_calls > 1)
+    words = lambda j: (  # noqa: E731
+        f"sending calls the snaplen left unread ({e.length[j]:,} bytes, frame {e.frame[j]})"
+    )
     return (
         _block(c.cs, c.ce, lambda i: f"sending {w(i)}", c.frame_first),
         _block(c.ls[resent], c.le[resent], lambda k: f"re-sending {w(resent[k])}"),
         _block(p.waits.rf, p.waits.rl, lambda i: f"reply to {w(i)}", c.reply_frame),
+        _event_block(e, _unread(e), words),
     )
 
 
@@ -1542,7 +1547,17 @@ def _pair_budget(
     layers = [_Layer(cause, rule(p)) for cause, rule in PRECEDENCE]
     times, stops = _path_inputs(p)
     last = int(np.flatnonzero(done)[np.argmax(c.rl[done])])
-    path = critical_path(times, stops, (p.gap_starts, p.gap_ends), start, end, last, int(p.hidden))
+    u = _unread(p.e)
+    path = critical_path(
+        times,
+        stops,
+        (p.gap_starts, p.gap_ends),
+        start,
+        end,
+        last,
+        int(p.hidden),
+        (p.e.ts[u], p.e.ts[u] + p.e.dur[u]),
+    )
     pieces = _pieces(p, layers)
     cause_of = np.array([cause for cause, _ in PRECEDENCE] + [u for u, _ in _UNCLAIMED])
     by_label = np.bincount(
@@ -1731,14 +1746,25 @@ RTO_MIN_NS = 200_000_000
 CUT_WINDOW_EVIDENCE = "on a connection whose window the losses cut"
 
 
-def _sending_at(c: _PairCalls, t: np.ndarray) -> np.ndarray:
+def _sending_at(c: _PairCalls, t: np.ndarray, e: _Events | None = None) -> np.ndarray:
     """Whether some call of the pair was being sent at each instant of ``t``
-    (from a call's first packet to before its last)."""
-    order = np.argsort(c.cs, kind="stable")
-    first = c.cs[order]
-    last = np.maximum.accumulate(c.le[order]) if len(order) else c.le
+    (from a call's first packet to before its last; with ``e``, also within the
+    client's calls the capture could not read: ``_unread``)."""
+    starts, ends = c.cs, c.le
+    if e is not None:
+        u = _unread(e)
+        starts, ends = np.r_[starts, e.ts[u]], np.r_[ends, e.ts[u] + e.dur[u]]
+    order = np.argsort(starts, kind="stable")
+    first = starts[order]
+    last = np.maximum.accumulate(ends[order]) if len(order) else ends
     k = np.searchsorted(first, t, side="right") - 1
     return (k >= 0) & (last[np.maximum(k, 0)] > t)
+
+
+def _unread(e: _Events) -> np.ndarray:
+    """The client's stretches of calls whose record marks the snaplen cut
+    (rpc_unframed): bytes of calls moving that the capture could not read."""
+    return e.of("rpc_unframed", True)
 
 
 def _held_by_loss(

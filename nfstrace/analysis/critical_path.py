@@ -284,9 +284,13 @@ def critical_path(
     end: int,
     last: int,
     hidden: int = 0,
+    unread: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Path:
     """The critical path from ``start`` to ``end`` of a pair whose last
-    WRITE/COMMIT reply is call ``last``'s (see the module docstring)."""
+    WRITE/COMMIT reply is call ``last``'s (see the module docstring).
+    ``unread``: spans in which the client sent calls the capture holds but could
+    not read (a short snaplen's unread records): the client's turnaround there
+    was its sending (``transfer``)."""
     n = len(t.cs)
     order = np.argsort(t.cs, kind="stable")
     rank = np.empty(n, "int64")
@@ -353,6 +357,8 @@ def critical_path(
     e = np.asarray(seg.end, "int64")
     cause = np.asarray(seg.cause, "int64")
     also = np.asarray(seg.also, "int64")
+    if unread is not None:
+        s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
     s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
     ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
     two = also >= 0
@@ -375,13 +381,20 @@ def _gaps_over(
     also: np.ndarray,
     gs: np.ndarray,
     ge: np.ndarray,
+    only: int = -1,
+    to: str = "capture_gap",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Segments cut where capture gaps lie; those parts are ``capture_gap``."""
+    """Segments cut where capture gaps lie; those parts are ``capture_gap``
+    (spans [gs, ge) given another cause ``to``; ``only``: in segments of that
+    cause alone)."""
     if not len(gs) or not len(s):
         return s, e, cause, also
     out: list[tuple[int, int, int, int]] = []
-    gap = _CODE["capture_gap"]
+    gap = _CODE[to]
     for a, b, c, x in zip(s, e, cause, also, strict=True):
+        if only >= 0 and c != only:
+            out.append((int(a), int(b), int(c), int(x)))
+            continue
         cur = int(a)
         for g in np.flatnonzero((gs < b) & (ge > a))[np.argsort(gs[(gs < b) & (ge > a)])]:
             lo, hi = max(int(gs[g]), int(a)), min(int(ge[g]), int(b))
