@@ -306,7 +306,9 @@ def _ops_from_length(c: _Columns) -> None:
     # the capture cut the message that would have named it (a whole NFSv3 or
     # NFSv4 reply without call is decoded as far as it can be: parsers/decoders)
     cut = c.reply_cut | ((c.int("n_calls") > 0) & (c.int("prog") < 0))
-    orphan = (op == "?") & cut
+    # (an NFSv4.1 reply cut after its first operation names nothing: SEQUENCE
+    # opens every COMPOUND; a SEQUENCE alone is no WRITE reply's length)
+    orphan = ((op == "?") | ((op == "SEQUENCE") & (c.reply_decode == "truncated"))) & cut
     if not orphan.any():
         return
     reply_bytes, conn, minor = c.int("reply_bytes"), c.int("conn"), c.int("minor")
@@ -337,16 +339,21 @@ def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
     """NFSv4 COMMITs whose operations the snaplen hid (``unnamed``: small
     COMPOUNDs whose call and reply were both cut in their operation lists),
     to a call sent after the connection's first WRITE: a reply exactly as
-    long as a lone COMMIT's COMPOUND (NFS4_COMMIT_REPLY_BYTES), else, where
-    the connection has none, NFS4_COMMIT_SHORTER bytes shorter than its WRITE
-    replies (the same operations before it, COMMIT4resok's verifier instead
-    of WRITE4resok's count, committed and verifier)."""
+    long as a COMMIT reply the connection's replies named, else as a lone
+    COMMIT's COMPOUND (NFS4_COMMIT_REPLY_BYTES), else, where the connection
+    has none, NFS4_COMMIT_SHORTER bytes shorter than its WRITE replies (the
+    same operations before it, COMMIT4resok's verifier instead of
+    WRITE4resok's count, committed and verifier)."""
     reply_bytes, conn, t_call = c.int("reply_bytes"), c.int("conn"), c.int("t_call_ns")
     minor = c.int("minor")
     unnamed = unnamed & (reply_bytes >= 0)
     if not unnamed.any():
         return
     write = c.is_write() & (reply_bytes >= 0) & (c.int("vers") == 4)
+    # COMMITs whose reply named them: where a connection has one, a COMMIT
+    # reply's length there is known (a CLOSE's reply may be the other rule's
+    # length: the kernel's, -s 200)
+    named = (c.text("op") == COMMIT_OP) & ~unnamed & (reply_bytes >= 0)
     take = np.zeros(c.n, bool)
     for k in np.unique(conn[unnamed]):
         same = write & (conn == k)
@@ -355,6 +362,10 @@ def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
         usual = _most_common(reply_bytes[same])
         first = t_call[same & (t_call >= 0)].min(initial=np.iinfo("int64").max)
         mine = unnamed & (conn == k) & (t_call >= first)
+        seen = named & (conn == k)
+        if seen.any():
+            take |= mine & np.isin(reply_bytes, reply_bytes[seen])
+            continue
         alone = mine & (
             ((minor != 0) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[1]))
             | ((minor == 0) & (reply_bytes == NFS4_COMMIT_REPLY_BYTES[0]))
