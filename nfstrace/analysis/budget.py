@@ -849,7 +849,9 @@ def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str)
     resent = np.sort(np.r_[e.of("tcp_retransmission", True), e.of("tcp_hole_filled", True)])
     gaps = e.of("tcp_send_gap")
     gaps = gaps[~e.from_client[gaps] | _sending_at(c, e.ts[gaps], e)]
-    path_bytes = _path_bytes(c, rtt)
+    # a connection's share of what the path holds: the calls of an nconnect mount
+    # go over its connections at once, each with its part of the path in flight
+    path_bytes = _path_bytes(c, rtt) / max(len(np.unique(c.conn[c.op == WRITE_OP])), 1)
     w = e.of("tcp_window_full", True)
     held = _held_by_loss(w, e.ts, e.dur, e.conn, resent, _loaded_rtt(c, rtt))
     w, w_held = w[~held], w[held]
@@ -1090,7 +1092,7 @@ def _client_pause(p: _Pair) -> tuple[_Block, ...]:
     if not tcp.client_seen:
         return ()
     label = "the client paused part-way through a call, its data acknowledged"
-    return (_event_block(p.e, tcp.pauses, label, starts=tcp.head),)
+    return (_stop_block(p, tcp.pauses, label, starts=tcp.head),)
 
 
 def _ack_wait(p: _Pair) -> tuple[_Block, ...]:
@@ -1099,7 +1101,7 @@ def _ack_wait(p: _Pair) -> tuple[_Block, ...]:
     client's pause travelling back to it."""
     e, tcp = p.e, p.tcp
     travel = (
-        (_event_block(e, tcp.pauses, "the ACK travelling back to the client", ends=tcp.head),)
+        (_stop_block(p, tcp.pauses, "the ACK travelling back to the client", ends=tcp.head),)
         if tcp.client_seen
         else ()
     )
@@ -1107,7 +1109,105 @@ def _ack_wait(p: _Pair) -> tuple[_Block, ...]:
         f"{'client' if e.from_client[j] else 'server'} waited for ACKs with "
         f"{e.length[j]:,} bytes in flight (frame {e.frame[j]})"
     )
-    return (*travel, _event_block(e, tcp.send_gaps[~tcp.queued], words))
+    return (*travel, _stop_block(p, tcp.send_gaps[~tcp.queued], words))
+
+
+def _stop_block(
+    p: _Pair,
+    idx: np.ndarray,
+    text: str | Callable[[int], str],
+    ends: np.ndarray | None = None,
+    starts: np.ndarray | None = None,
+) -> _Block:
+    """``_event_block`` of a connection's stops, where the pair's calls went over
+    several connections (nconnect) only where none of its other connections
+    moved data: while one waits for its ACKs another sends, and the pair's data
+    is moving (``_moving``)."""
+    e = p.e
+    conns = np.unique(p.c.conn[p.c.op == WRITE_OP])
+    mine = idx[e.from_client[idx]] if len(idx) else idx
+    if len(conns) < 2 or not len(mine):
+        return _event_block(e, idx, text, ends, starts)
+    a = e.ts[idx] if starts is None else starts
+    b = e.ts[idx] + e.dur[idx] if ends is None else ends
+    if isinstance(text, str):
+        label = text
+        words: Callable[[int], str] = lambda j: f"{label} (frame {e.frame[j]})"  # noqa: E731
+    else:
+        words = text
+    moving = _moving(p)
+    out_s, out_e, out_j = [], [], []
+    for k in range(len(idx)):
+        j = int(idx[k])
+        if not e.from_client[j]:
+            pieces = [(int(a[k]), int(b[k]))]
+        else:
+            os_, oe = moving.get(int(e.conn[j]), (np.array([], "int64"),) * 2)
+            pieces = _minus(int(a[k]), int(b[k]), os_, oe)
+        for lo, hi in pieces:
+            out_s.append(lo)
+            out_e.append(hi)
+            out_j.append(j)
+    which = np.array(out_j, "int64")
+    return _block(
+        np.array(out_s, "int64"),
+        np.array(out_e, "int64"),
+        lambda i: words(int(which[i])),
+        e.frame[which] if len(which) else which,
+    )
+
+
+def _moving(p: _Pair) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per connection of the pair's client, when its other connections moved
+    data: their calls being sent less their own ACK waits and pauses (sorted,
+    disjoint intervals)."""
+    c, e, tcp = p.c, p.e, p.tcp
+    stops = np.r_[tcp.send_gaps[~tcp.queued], tcp.pauses]
+    stops = stops[e.from_client[stops]] if len(stops) else stops
+    own: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k in np.unique(c.conn[c.op == WRITE_OP]).tolist():
+        m = c.conn == k
+        s_, e_ = _union(np.r_[c.cs[m], c.ls[m]], np.r_[c.ce[m], c.le[m]])
+        g = stops[e.conn[stops] == k]
+        gs, ge = _union(e.ts[g], e.ts[g] + e.dur[g])
+        pieces = [piece for lo, hi in zip(s_.tolist(), e_.tolist(), strict=True)
+                  for piece in _minus(lo, hi, gs, ge)]  # fmt: skip
+        arr = np.array(pieces, "int64").reshape(-1, 2)
+        own[k] = (arr[:, 0], arr[:, 1])
+    out = {}
+    for k in own:
+        others = [own[j] for j in own if j != k]
+        out[k] = _union(
+            np.concatenate([o[0] for o in others]), np.concatenate([o[1] for o in others])
+        )
+    return out
+
+
+def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals [s, e) as sorted, disjoint intervals."""
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if not len(s):
+        return s.astype("int64"), e.astype("int64")
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])
+    first = np.flatnonzero(np.r_[True, s[1:] > e[:-1]])
+    return s[first], np.maximum.reduceat(e, first)
+
+
+def _minus(a: int, b: int, os_: np.ndarray, oe: np.ndarray) -> list[tuple[int, int]]:
+    """The parts of [a, b) outside the sorted, disjoint intervals [os_, oe)."""
+    out = []
+    k = int(np.searchsorted(oe, a, side="right"))
+    cur = a
+    while k < len(os_) and os_[k] < b:
+        if os_[k] > cur:
+            out.append((cur, int(os_[k])))
+        cur = max(cur, int(oe[k]))
+        k += 1
+    if cur < b:
+        out.append((cur, b))
+    return out
 
 
 def _sending(p: _Pair) -> tuple[_Block, ...]:
