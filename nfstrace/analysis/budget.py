@@ -1922,16 +1922,7 @@ def _loss_delays(
 
 def _union_ns(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> int:
     """Nanoseconds covered by the union of [s, e) within [lo, hi)."""
-    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
-    keep = e > s
-    s, e = s[keep], e[keep]
-    if not len(s):
-        return 0
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], np.maximum.accumulate(e[order])
-    first = np.r_[True, s[1:] > e[:-1]]
-    starts = s[first]
-    ends = np.maximum.reduceat(e, np.flatnonzero(first))
+    starts, ends = _union(np.clip(s, lo, hi), np.clip(e, lo, hi))
     return int((ends - starts).sum())
 
 
