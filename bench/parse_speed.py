@@ -51,7 +51,11 @@ PARSE_ALONE = """
 import resource, sys, time
 from nfstrace.config import ParseLimits
 from nfstrace.parsers import native
-settings = native._settings(ParseLimits())
+try:  # (a base commit before nfstrace.parsers.ahead: native's own)
+    from nfstrace.parsers.ahead import native_settings
+except ImportError:
+    native_settings = native._settings
+settings = native_settings(ParseLimits())
 c0, t0 = time.process_time(), time.perf_counter()
 out = native._native.parse([sys.argv[1]], [None], settings, None)
 c1, t1 = time.process_time(), time.perf_counter()

@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{prof['wall']:.1f} s, CPU {prof['cpu']:.1f} s, peak {mb(prof['peak'])} MiB = "
             f"{prof['peak'] / frames[n]:.0f} B/packet, exit {prof['exit']}; "
             f"{sum(r['stage'].startswith('parse') for r in prof['rows'])} partition(s), "
-            "chosen by the memory available: `parallel.auto_partitions`)",
+            "chosen by the memory available: `partitioning.auto_partitions`)",
             "",
             "| stage | wall s | CPU s | RSS before MiB | peak MiB | RSS after MiB |",
             "|---|---:|---:|---:|---:|---:|",

@@ -25,6 +25,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
+from nfstrace.config import ParseLimits
 from nfstrace.errors import (
     CaptureError,
     ExitStatus,
@@ -368,8 +369,24 @@ class _Choices:
     merge: bool = False  # several files of different traffic analysed as one
     mountstats: list[Path] | None = None
 
-    def config(self) -> AnalysisConfig:
-        """Options -> AnalysisConfig; a malformed value is a usage error, not a traceback."""
+    def _workers(self) -> int:
+        return self.workers if self.workers is not None else (0 if self.dask else 1)
+
+    def parse_ahead(self, files: list[str]) -> ParseLimits:
+        """Begin the parse of ``files`` while the analysis imports, where the
+        load will parse them whole here (``nfstrace.parsers.ahead``); the
+        limits it read with, for ``config`` (their default message bound
+        depends on the memory available at the time)."""
+        from nfstrace.parsers import ahead
+
+        limits = ParseLimits()
+        if self.dask is None and self._workers() >= 0:
+            ahead.start(files, limits, self.parser, self._workers(), self.partitions or 0)
+        return limits
+
+    def config(self, limits: ParseLimits | None = None) -> AnalysisConfig:
+        """Options -> AnalysisConfig (with ``limits``, else the default ones); a
+        malformed value is a usage error, not a traceback."""
         from nfstrace.analysis.diagnosis import DiagnosisOptions
         from nfstrace.analysis.model_inputs import overrides_from_options, parse_what_if
         from nfstrace.trace import AnalysisConfig
@@ -395,7 +412,7 @@ class _Choices:
             raise UsageError(str(e)) from None
         if self.parser not in PARSERS:
             raise UsageError(f"unknown parser {self.parser!r}: choose one of {', '.join(PARSERS)}")
-        workers = self.workers if self.workers is not None else (0 if self.dask else 1)
+        workers = self._workers()
         if workers < 0:
             raise UsageError(f"--workers {self.workers}: give 1 or more (0: one per core)")
         if self.partitions is not None and self.partitions < 1:
@@ -404,6 +421,7 @@ class _Choices:
             if not 0 <= port <= 65535:
                 raise UsageError(f"--port {port}: a port is 0 to 65535")
         return AnalysisConfig(
+            limits=limits or ParseLimits(),
             clients=_addresses("--client", self.client),
             servers=_addresses("--server", self.server),
             ports=tuple(self.port or ()),
@@ -791,14 +809,15 @@ def _damaged_exit(trace: Trace) -> None:
 
 @_errors_handled
 def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path | None) -> None:
-    from nfstrace.reports.export import write_model_json
-    from nfstrace.reports.model_view import render_model
-
     outputs = {"--json": json_out}
     files = _files_read(captures)
     check_outputs(files, outputs)
-    config = choices.config()
     _one_capture(files, choices.merge)
+    limits = choices.parse_ahead(files)
+    from nfstrace.reports.export import write_model_json
+    from nfstrace.reports.model_view import render_model
+
+    config = choices.config(limits)
     trace = _loaded(captures, config, quiet)
     render_model(trace.diagnosis.model, _stdout(outputs))
     if json_out is not None:
@@ -810,10 +829,6 @@ def _model(captures: list[Path], choices: _Choices, quiet: bool, json_out: Path 
 def _analyze(
     captures: list[Path], choices: _Choices, quiet: bool, outputs: _Outputs, full: bool
 ) -> None:
-    from nfstrace.reports.export import write_csv, write_json, write_parquet
-    from nfstrace.reports.markdown import write_markdown
-    from nfstrace.reports.terminal import render_summary
-
     named = {
         "-o" if outputs.report_explicit else "the report": outputs.report,
         "--json": outputs.json,
@@ -829,8 +844,13 @@ def _analyze(
         from nfstrace.reports.png import require_browser  # (not the report's modules yet)
 
         require_browser(outputs.png)  # before reading, not after the analysis
-    config = choices.config()
     _one_capture(files, choices.merge)
+    limits = choices.parse_ahead(files)  # before pandas and the analysis are imported
+    from nfstrace.reports.export import write_csv, write_json, write_parquet
+    from nfstrace.reports.markdown import write_markdown
+    from nfstrace.reports.terminal import render_summary
+
+    config = choices.config(limits)
     trace = _loaded(captures, config, quiet)
     out = _stdout(named)
     render_summary(trace, out, full)

@@ -184,7 +184,7 @@ class ParseLimits:
     partitions: int = 1
     partition: int = 0
     # With ``buckets`` (a partition number per bucket), a frame goes to partition
-    # ``buckets[crc32 % len(buckets)]`` instead: ``parallel.balanced_buckets``
+    # ``buckets[crc32 % len(buckets)]`` instead: ``partitioning.balanced_buckets``
     # spreads the host pairs so that the partitions get about equal traffic.
     buckets: tuple[int, ...] = ()
 

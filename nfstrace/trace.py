@@ -20,7 +20,7 @@ from nfstrace.errors import CaptureError, UsageError
 from nfstrace.match import MatchConfig, match
 from nfstrace.match import combine as combine_transactions
 from nfstrace.memory import map_big_blocks, release_freed
-from nfstrace.parsers import backends, capture, parallel
+from nfstrace.parsers import backends, capture, parallel, partitioning
 from nfstrace.parsers.capture import Progress
 from nfstrace.parsers.stats import ParseStats
 from nfstrace.schema import MESSAGE_FACTS
@@ -41,7 +41,7 @@ class AnalysisConfig:
     parser: str = backends.DEFAULT
     diagnosis: DiagnosisOptions = field(default_factory=DiagnosisOptions)
     # Processes that parse, split by host pair (nfstrace.parsers.parallel):
-    # 1 = this one only; 0 = parallel.auto_workers (one per core for big inputs).
+    # 1 = this one only; 0 = partitioning.auto_workers (one per core for big inputs).
     workers: int = 1
     # Parse on a dask.distributed cluster: its scheduler's address, or "local"
     # for a local cluster of ``workers`` processes (None: no Dask).
@@ -50,7 +50,7 @@ class AnalysisConfig:
     # time), each reading every frame: the parser's state and the messages of
     # one partition are held at a time, for captures too big for memory.
     # 0: as many as ``workers``, more when one would not fit in memory
-    # (``parallel.auto_partitions``); with Dask, one per thread of the cluster.
+    # (``partitioning.auto_partitions``); with Dask, one per thread of the cluster.
     partitions: int = 0
     # False: Trace.messages keeps only ``schema.MESSAGE_FACTS``, the columns
     # the analysis reads (the command line's choice: a quarter of the bytes).
@@ -203,18 +203,18 @@ def _matched(paths: list[str], config: AnalysisConfig, progress: Progress | None
     if config.dask is not None:  # (the files at the same paths on every worker)
         paths = [os.path.abspath(p) for p in paths]
         with parallel.dask_client(config.dask, config.workers) as (client, threads):
-            wanted, limits = parallel.plan(
+            wanted, limits = partitioning.plan(
                 paths, config.limits, config.parser, threads, config.partitions or threads
             )
             work = functools.partial(match_partition, paths, replace(config, limits=limits))
             parts = parallel.run_on_dask(work, wanted, client)
     else:
-        workers = config.workers or parallel.auto_workers(paths, config.parser)
-        wanted, limits = parallel.plan(
+        workers = config.workers or partitioning.auto_workers(paths, config.parser)
+        wanted, limits = partitioning.plan(
             paths, config.limits, config.parser, workers, config.partitions
         )
         work = functools.partial(match_partition, paths, replace(config, limits=limits))
-        parts = parallel.run(work, wanted, workers, progress, parallel.files_size(paths))
+        parts = parallel.run(work, wanted, workers, progress, partitioning.files_size(paths))
     if len(parts) == 1:
         return parts[0]
     ids = parallel.connection_ids([p[2] for p in parts])

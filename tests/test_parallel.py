@@ -20,7 +20,7 @@ from conftest import SAMPLES, bench_module
 from nfstrace.cli import app
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
-from nfstrace.parsers import backends, capture, native, parallel
+from nfstrace.parsers import backends, capture, native, parallel, partitioning
 from nfstrace.trace import AnalysisConfig, load
 
 try:
@@ -141,16 +141,16 @@ def test_partition_of_is_the_same_both_ways() -> None:
 def test_buckets_balanced_by_the_sample() -> None:
     """The busiest bucket first to the least loaded partition; unseen buckets
     round the partitions; nothing to balance without a sample or partitions."""
-    counts = np.zeros(parallel.BUCKETS, "int64")
+    counts = np.zeros(partitioning.BUCKETS, "int64")
     counts[[3, 7, 11, 19]] = [50, 30, 20, 10]
-    buckets = parallel.balanced_buckets(counts, 2)
-    assert len(buckets) == parallel.BUCKETS and set(buckets) == {0, 1}
+    buckets = partitioning.balanced_buckets(counts, 2)
+    assert len(buckets) == partitioning.BUCKETS and set(buckets) == {0, 1}
     load = np.bincount(buckets, weights=counts)
     assert sorted(load) == [50, 60]  # [50 10] [30 20]
     assert [buckets[b] for b in (3, 7, 11, 19)] == [0, 1, 1, 0]
     assert buckets[0] == 0 and buckets[1] == 1 and buckets[2] == 0
-    assert parallel.balanced_buckets(counts, 1) == ()
-    assert parallel.balanced_buckets(np.zeros(parallel.BUCKETS, "int64"), 4) == ()
+    assert partitioning.balanced_buckets(counts, 1) == ()
+    assert partitioning.balanced_buckets(np.zeros(partitioning.BUCKETS, "int64"), 4) == ()
 
 
 def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
@@ -163,13 +163,13 @@ def test_partitions_balanced_on_uneven_pairs(tmp_path: Path) -> None:
     capture = tmp_path / "meta.pcap"
     bench.replicate_small_rpcs(bench.METADATA_SOURCE, capture, 3000)
     parser = "native"
-    wanted, limits = parallel.plan([str(capture)], ParseLimits(), parser, 1, 4)
+    wanted, limits = partitioning.plan([str(capture)], ParseLimits(), parser, 1, 4)
     assert wanted == 4 and limits.buckets
     # one worker, nothing asked, a small input: one partition, nothing sampled
-    assert parallel.plan([str(capture)], ParseLimits(), parser, 1) == (1, ParseLimits())
-    assert parallel.plan([str(capture)], ParseLimits(), parser, 2)[1].buckets
-    first = parallel.sample([str(capture)])
-    plain = np.bincount(np.arange(parallel.BUCKETS) % 4, weights=first.buckets, minlength=4)
+    assert partitioning.plan([str(capture)], ParseLimits(), parser, 1) == (1, ParseLimits())
+    assert partitioning.plan([str(capture)], ParseLimits(), parser, 2)[1].buckets
+    first = partitioning.sample([str(capture)])
+    plain = np.bincount(np.arange(partitioning.BUCKETS) % 4, weights=first.buckets, minlength=4)
     balanced = np.bincount(limits.buckets, weights=first.buckets, minlength=4)
     assert plain.max() / plain.sum() > 0.4  # what the plain CRC does with these clients
     assert balanced.max() / balanced.sum() <= 0.3
@@ -269,15 +269,15 @@ def test_partitions_progress_moves_once_through_the_passes(tmp_path: Path) -> No
 def test_frames_estimated_from_the_first_bytes(metadata: Path, tmp_path: Path) -> None:
     """estimated_frames: within 10% of the frames (one file, several; compressed)."""
     frames = _bench().count_packets(metadata)
-    assert parallel.estimated_frames([str(metadata)]) == frames  # (read whole: exact)
+    assert partitioning.estimated_frames([str(metadata)]) == frames  # (read whole: exact)
     big = tmp_path / "big.pcap"
     many = _bench().replicate_small_rpcs(_bench().METADATA_SOURCE, big, 200_000)
-    assert abs(parallel.estimated_frames([str(big)]) - many) < many * 0.1
-    assert abs(parallel.estimated_frames([str(big), str(big)]) - 2 * many) < many * 0.2
+    assert abs(partitioning.estimated_frames([str(big)]) - many) < many * 0.1
+    assert abs(partitioning.estimated_frames([str(big), str(big)]) - 2 * many) < many * 0.2
     packed = tmp_path / "big.pcap.gz"
     subprocess.run(["gzip", "-k", "-1", str(big)], check=True)
-    assert abs(parallel.estimated_frames([str(packed)]) - many) < many * 0.1
-    assert parallel.estimated_frames([str(tmp_path / "missing.pcap")]) == 0
+    assert abs(partitioning.estimated_frames([str(packed)]) - many) < many * 0.1
+    assert partitioning.estimated_frames([str(tmp_path / "missing.pcap")]) == 0
 
 
 def test_partitions_cut_to_the_memory_available(
@@ -287,16 +287,16 @@ def test_partitions_cut_to_the_memory_available(
     the memory available; never fewer than the workers; small inputs as asked."""
     path = [str(metadata)]
     frames = _bench().count_packets(metadata)
-    assert parallel.auto_partitions(path, "native", 3) == 3  # (under MIN_ESTIMATED_BYTES)
-    monkeypatch.setattr(parallel, "MIN_ESTIMATED_BYTES", 0)
-    need = frames * parallel.PARSE_BYTES_PER_FRAME
-    room = need / parallel.PARTITION_MEMORY_SHARE  # exactly one partition's worth
-    monkeypatch.setattr(parallel, "memory_available", lambda: room)
-    assert parallel.auto_partitions(path, "native", 1) == 1
-    monkeypatch.setattr(parallel, "memory_available", lambda: room / 5)
-    assert parallel.auto_partitions(path, "native", 1) == 5
-    assert parallel.auto_partitions(path, "native", 8) == 8
-    assert parallel.auto_partitions(path, "pyshark", 1) == 1  # (cannot read a partition)
+    assert partitioning.auto_partitions(path, "native", 3) == 3  # (under MIN_ESTIMATED_BYTES)
+    monkeypatch.setattr(partitioning, "MIN_ESTIMATED_BYTES", 0)
+    need = frames * partitioning.PARSE_BYTES_PER_FRAME
+    room = need / partitioning.PARTITION_MEMORY_SHARE  # exactly one partition's worth
+    monkeypatch.setattr(partitioning, "memory_available", lambda: room)
+    assert partitioning.auto_partitions(path, "native", 1) == 1
+    monkeypatch.setattr(partitioning, "memory_available", lambda: room / 5)
+    assert partitioning.auto_partitions(path, "native", 1) == 5
+    assert partitioning.auto_partitions(path, "native", 8) == 8
+    assert partitioning.auto_partitions(path, "pyshark", 1) == 1  # (cannot read a partition)
     got = load(metadata, AnalysisConfig(keep_messages=False))  # 5 partitions, as one
     assert_same_trace(got, load(metadata))
 
@@ -306,7 +306,7 @@ def test_worker_processes_give_one_parse(metadata: Path) -> None:
     one = backends.get(parser)([str(metadata)], ParseLimits(), None)
     assert_same(parallel.parse([str(metadata)], ParseLimits(), parser, 3), one)
     # a backend that cannot read a partition is run once, whole
-    assert parallel.auto_workers([str(metadata)], "pyshark") == 1
+    assert partitioning.auto_workers([str(metadata)], "pyshark") == 1
 
 
 def test_worker_errors_name_the_file(tmp_path: Path) -> None:

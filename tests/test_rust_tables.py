@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nfstrace.config import ParseLimits
-from nfstrace.parsers import native, stats
+from nfstrace.parsers import ahead, stats
 from nfstrace.protocol import nfs4 as nfs4_protocol
 from nfstrace.protocol import nfs4_steps as nfs4
 from nfstrace.schema import EVENT_KINDS
@@ -67,7 +67,7 @@ BEFORE_THE_PARSER = {"max_spool_bytes", "max_pending_call_bytes"}
 
 def test_every_parse_limit_is_handed_to_rust():
     names = {f.name for f in dataclasses.fields(ParseLimits)} - BEFORE_THE_PARSER
-    assert names <= set(native._settings(ParseLimits()))
+    assert names <= set(ahead.native_settings(ParseLimits()))
 
 
 STEPS = ROOT / "native" / "src" / "nfs4_steps.rs"

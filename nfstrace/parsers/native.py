@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
-from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
+from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.nfs_fields import (
     DECODE_ENCRYPTED,
@@ -29,7 +29,7 @@ from nfstrace.nfs_fields import (
     DECODE_PARTIAL,
     DECODE_TRUNCATED,
 )
-from nfstrace.parsers import backends, capture
+from nfstrace.parsers import ahead, backends, capture
 from nfstrace.parsers.capture import CaptureInfo
 from nfstrace.parsers.stats import DirectionFacts, ParseStats
 from nfstrace.parsers.tables import addr_text, events_frame, messages_frame
@@ -49,37 +49,6 @@ _DECODE = np.array(
     [DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED, DECODE_ENCRYPTED], dtype=object
 )
 KIND_NAME, KIND_COMPOUND, KIND_CB_COMPOUND = 0, 1, 2
-
-
-def _settings(limits: ParseLimits) -> dict[str, int | list[int]]:
-    return {
-        "head_bytes": limits.head_bytes,
-        "max_record_bytes": limits.max_record_bytes,
-        "max_pending_segments": limits.max_pending_segments,
-        "max_pending_bytes": limits.max_pending_bytes,
-        "max_pending_bytes_total": limits.max_pending_bytes_total,
-        "max_hole_age_ns": limits.max_hole_age_ns,
-        "max_unsynced_bytes": limits.max_unsynced_bytes,
-        "max_frame_bytes": limits.max_frame_bytes,
-        "max_interface_drops": capture.MAX_INTERFACE_DROPS,
-        "max_messages": limits.max_messages,
-        "check_every_frames": CHECK_EVERY_FRAMES,
-        "ip_reassembly_timeout_ns": limits.ip_reassembly_timeout_ns,
-        "max_ip_reassemblies": limits.max_ip_reassemblies,
-        "max_ip_reassembly_bytes": limits.max_ip_reassembly_bytes,
-        "max_fragments_per_datagram": limits.max_fragments_per_datagram,
-        "max_pending_calls": limits.pending_calls,  # (max_pending_call_bytes folded in)
-        "max_connections": limits.max_connections,
-        "max_directions": limits.max_directions,
-        "max_events_per_kind": limits.max_events_per_kind,
-        "duplicate_window_ns": limits.duplicate_window_ns,
-        "send_gap_ns": limits.send_gap_ns,
-        "max_ack_waiting": limits.max_ack_waiting,
-        "max_unframed_records": limits.max_unframed_records,
-        "partitions": limits.partitions,
-        "partition": limits.partition,
-        "buckets": list(limits.buckets),
-    }
 
 
 class _Decompressed:
@@ -406,7 +375,10 @@ def parse(
             progress(frames, plain + sum(r.taken() for r in packed))
 
         try:
-            out = _native.parse(paths, readers, _settings(limits), progress and tick)
+            settings = ahead.native_settings(limits)
+            out = ahead.take(paths, readers, settings, progress)  # begun before the imports
+            if out is None:
+                out = _native.parse(paths, readers, settings, progress and tick)
         except ValueError as e:  # "<file index>:<why>": not readable as a capture
             index, _, why = str(e).partition(":")
             raise CaptureError(why, paths[int(index)] if index.isdigit() else None) from None
