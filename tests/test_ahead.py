@@ -127,6 +127,8 @@ def test_not_begun_for_what_python_reads_or_several_workers(
     assert not ahead.start([path], limits, "native", 2, 0)  # worker processes
     assert not ahead.start([path], limits, "native", 1, 3)  # partitions asked for
     assert not ahead.start([path], limits, "pyshark", 1, 0)
+    many = [_copy(tmp_path, f"part{i}.pcap") for i in range(ahead.MAX_FILES + 1)]
+    assert not ahead.start(many, limits, "native", 1, 0)  # (their files open at once)
     assert not ahead._started and not calls
 
 

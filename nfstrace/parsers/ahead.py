@@ -13,7 +13,8 @@ arguments.  2.2 GB of NFSv3 1 MiB WRITEs (bench/results): the parse's
 ~0.5 s ran beside the imports instead of after them.
 
 Not started for compressed files, standard input or pipes (read through
-Python), several worker processes, Dask, or a plan of several partitions.
+Python), more than MAX_FILES files, several worker processes, Dask, or a plan
+of several partitions.
 The thread is not a daemon: like the parse in the main thread (which runs to
 the end of the files once begun, ``native/src/python.rs``), a command that
 fails after ``start`` exits when the parse is done.
@@ -64,6 +65,12 @@ def native_settings(limits: ParseLimits) -> dict[str, int | list[int]]:
         "buckets": list(limits.buckets),
     }
 
+
+# At most this many files: files whose frames overlap in time are open at once,
+# and the imports beside the parse open theirs too (300 rotated copies under a
+# limit of 200 open files: pandas' import failed instead of the parse naming
+# the file it could not open).
+MAX_FILES = 8
 
 Key = tuple[Any, ...]
 
@@ -117,6 +124,8 @@ def start(
     it (``take``), whether it was for that parse or not."""
     paths = list(paths)
     if _started or parser != "native" or not paths or partitions > 1 or workers > 1:
+        return False
+    if len(paths) > MAX_FILES:
         return False
     if not all(_plain(p) for p in paths):
         return False
