@@ -118,6 +118,10 @@ RATE_MIN_BYTES = 8192
 # ceiling of the path but of whatever CPU was free) 24-40%; a healthy bridge 38%;
 # a window 1% loss kept small 24-48%.
 STEADY_SPREAD = 0.1
+# ... of at least this many calls: a few 1 MiB WRITEs through a window 1% loss
+# keeps small each average out to the same rate (the kernel client through 10 ms
+# and 1% loss, 4 WRITEs: 2.2% apart, "transfer 65%"; 32 of them: 24-48%).
+STEADY_MIN_CALLS = 8
 # A UDP sender is not clocked by ACKs: its calls leave at its own rate and, behind a
 # slower hop, wait in that hop's queue, which looks like server time from before
 # the hop.  The hop sends a call on when the one ahead has crossed: the replies to
@@ -520,9 +524,9 @@ def _sending_rate_bps(c: _PairCalls) -> float:
 
 def _sending_rate_spread(c: _PairCalls) -> float:
     """How much the big calls' rates differ: interquartile range over median
-    (NaN: fewer than 4)."""
+    (NaN: fewer than STEADY_MIN_CALLS)."""
     rates = _call_rates_bps(c)
-    if len(rates) < 4:
+    if len(rates) < STEADY_MIN_CALLS:
         return math.nan
     q1, q2, q3 = np.percentile(rates, [25, 50, 75])
     return float((q3 - q1) / q2) if q2 > 0 else math.nan

@@ -244,8 +244,15 @@ def _significant(row: Row, leave_out: str = "") -> list[str]:
 
 def _made_ns(row: Row, cause: str) -> float:
     """The time a cause took and the time it made that another owns (the losses:
-    the ACK waits of the window they cut, counted under the round trip)."""
-    return float(row[f"{cause}_ns"]) + float(row.get(f"{cause}_also_ns", 0) or 0)
+    the ACK waits of the window they cut, counted under the round trip -- the
+    losses' alone here: without them the window would not have been cut, and
+    the kernel client hides a 10 ms round trip with a whole window in flight;
+    kernel NFSv4.2 through 10 ms and 1% loss, 27x slower than its twin: 27.3 s
+    of round-trip waits, 26.3 s of them in the window the losses kept small)."""
+    took = float(row[f"{cause}_ns"])
+    if cause == "round_trip":
+        took -= float(row.get("loss_recovery_also_ns", 0) or 0)
+    return took + float(row.get(f"{cause}_also_ns", 0) or 0)
 
 
 def _hop_clocked(row: Row) -> bool:
@@ -862,12 +869,19 @@ def gain_text(cause: str, got: Removal) -> str:
     fix = _FIX_WORDS[cause].format(how=got.how)
     if got.speedup < 1.05:
         return f"fixing it alone would gain little ({fix}: {got.speedup:.2f}x): other limits remain"
+    if got.at_least:  # (the fastest stretch the capture shows: counterfactual.Removal)
+        return (
+            f"fixing it would make the writes at least {got.speedup:.1f}x faster ({fix}; the "
+            "fastest stretch this capture shows, and the window the losses cut could grow "
+            "beyond it)"
+        )
     return f"fixing it would make the writes about {got.speedup:.1f}x faster ({fix})"
 
 
-def _gain_details(got: Removal) -> dict[str, float | str]:
+def _gain_details(got: Removal) -> dict[str, float | str | bool]:
     return {
         "speedup_if_removed": round(got.speedup, 3),
+        "speedup_is_lower_bound": got.at_least,
         "predicted_s": got.predicted_ns / 1e9,
         "saved_s": got.saved_ns / 1e9,
         "floor_s": got.floor_ns / 1e9,
