@@ -33,7 +33,8 @@ field by field with one parse on every sample and crafted capture.
 Costs: each partition reads (and checks for copies) every frame, so n
 partitions read the files n times; the dissection, which dominates, is split.
 One host pair cannot be split: a capture of one client and one server gains
-nothing (``auto_workers`` keeps it to one process).
+nothing.  How many processes and partitions a capture gets is
+``nfstrace.parsers.partitioning``'s (``auto_workers``, ``plan``).
 """
 
 from __future__ import annotations
