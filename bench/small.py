@@ -16,9 +16,11 @@ file; the median (and the least) wall time of the runs is reported:
   checkout's built Rust extension is copied in when native/ is the same);
 - ``tshark -n -q -r FILE -d tcp.port==2049,rpc -d udp.port==2049,rpc -z rpc,srt,100003,V``;
 - the floors: ``python -c pass``, ``python -c "import numpy, pandas"`` (what any
-  pandas tool pays before its first line), ``python -c "import nfstrace.cli"``
-  (with typer's pydantic, which a command imports to check its options) and the
-  parse alone (``nfstrace.parsers.native.parse``, with its imports);
+  pandas tool pays before its first line), ``python -c "import nfstrace.cli"``,
+  the imports of an analysis (the command line, ``nfstrace.trace`` and the
+  terminal report: all ``analyze --no-report`` imports before it reads a
+  frame) and the parse alone (``nfstrace.parsers.native.parse``, with its
+  imports);
 - nfstrace ``--no-report`` without a bytecode cache (``PYTHONDONTWRITEBYTECODE=1``
   on a tree with no ``__pycache__``, as in a sandbox or a read-only checkout):
   every module of nfstrace compiled from source on each run.
@@ -112,9 +114,9 @@ def commands(cap: Path, sources: dict[str, Path], tmp: Path) -> list[tuple[str, 
         ("floor: python -c pass", [py, "-c", "pass"], base_env),
         ("floor: import numpy, pandas", [py, "-c", "import numpy, pandas"], base_env),
         ("floor: import nfstrace.cli", [py, "-c", "import nfstrace.cli"], work_env),
-        (  # typer validates each option with pydantic: imported when a command runs
-            "floor: import nfstrace.cli and typer's pydantic",
-            [py, "-c", "import nfstrace.cli, typer._adapters"],
+        (  # everything ``analyze --no-report`` imports before it reads a frame
+            "floor: the imports of an analysis",
+            [py, "-c", "import nfstrace.cli, nfstrace.trace, nfstrace.reports.terminal"],
             work_env,
         ),
         (

@@ -30,6 +30,7 @@ from typing import Any
 
 from nfstrace.config import CHECK_EVERY_FRAMES, ParseLimits
 from nfstrace.errors import CaptureError
+from nfstrace.memory import one_arena
 from nfstrace.parsers import backends, capture
 from nfstrace.parsers.capture import Progress
 
@@ -152,6 +153,7 @@ def start(
         except BaseException as e:  # (raised where the load takes it)
             started.error = e
 
+    one_arena()  # (its freed memory reused by the analysis after it)
     started.thread = threading.Thread(target=parse, name="nfstrace-parse-ahead")
     _started.append(started)
     started.thread.start()
