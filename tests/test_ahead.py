@@ -171,3 +171,30 @@ def test_the_command_line_parses_ahead_with_the_loads_limits(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "parses ['nfstrace-parse-ahead']"
+
+
+def test_the_loads_progress_follows_the_parse_ahead(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """While the load waits for the parse begun ahead, that parse's progress
+    reaches the load's callback (the progress bar on a terminal)."""
+    import threading
+
+    native = backends.native_extension()
+    real = native.parse
+    go = threading.Event()
+
+    def slow(paths, readers, settings, progress):  # type: ignore[no-untyped-def]
+        progress(100, 1000)  # as Rust reports every CHECK_EVERY_FRAMES frames
+        go.wait(30)
+        return real(paths, readers, settings, None)
+
+    monkeypatch.setattr(native, "parse", slow)
+    path = _copy(tmp_path)
+    limits = ParseLimits()
+    assert ahead.start([path], limits, "native", 1, 0)
+    seen: list[tuple[int, int]] = []
+    threading.Timer(0.5, go.set).start()
+    got = load(path, AnalysisConfig(limits=limits), progress=lambda f, b: seen.append((f, b)))
+    assert (100, 1000) in seen
+    assert len(got.transactions)
