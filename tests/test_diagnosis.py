@@ -622,6 +622,10 @@ def test_a_window_the_losses_kept_small_sets_the_pace() -> None:
     assert 1.5 <= gains["loss_recovery"] <= bound * 1.001  # (the details are rounded)
     assert gains.get("round_trip", 1.0) <= gains["loss_recovery"]
     assert gains["loss_recovery"] < measured  # removing both gains more than the loss alone
+    # its round trip's remedy is the loss, not more RPC slots (the window is TCP's)
+    rt = next(f for f in d.findings if f.kind == "round_trip")
+    assert "the TCP window the losses kept small" in rt.title
+    assert "tcp_max_slot_table_entries" not in rt.title
 
 
 def test_a_window_losses_keep_small_through_a_round_trip_the_kernel_hides() -> None:

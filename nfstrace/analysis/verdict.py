@@ -800,6 +800,15 @@ def _scope_findings(
                 "loss's too)"
             )
         remedy = _remedy(cause, ctx) if significant else ""
+        if remedy and cause == "round_trip" and cut >= 0.5 * lost:
+            # most of its waits are the window the losses cut: more RPC slots
+            # queue behind the same window (the kernel client queues its calls
+            # in the socket already); the loss is the fix
+            remedy = (
+                "most of these waits are the TCP window the losses kept small, not too few "
+                "WRITEs in flight: find the loss first (its finding); nconnect spreads the writes "
+                "over several windows, a server closer to the client shortens each wait"
+            )
         if remedy and got is not None:
             remedy += "; " + gain_text(cause, got)
         text = f"{title}. {remedy[0].upper()}{remedy[1:]}" if remedy else title
