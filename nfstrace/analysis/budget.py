@@ -118,6 +118,9 @@ RATE_MIN_BYTES = 8192
 # ceiling of the path but of whatever CPU was free) 24-40%; a healthy bridge 38%;
 # a window 1% loss kept small 24-48%.
 STEADY_SPREAD = 0.1
+# ... and leaving at most this many times faster than the pair's overall rate (the
+# path clocked the sender: verdict's steady ceiling).
+STEADY_RATIO = 1.25
 # ... of at least this many calls: a few 1 MiB WRITEs through a window 1% loss
 # keeps small each average out to the same rate (the kernel client through 10 ms
 # and 1% loss, 4 WRITEs: 2.2% apart, "transfer 65%"; 32 of them: 24-48%).
@@ -184,6 +187,9 @@ PAIR_COLUMNS: dict[str, str] = {
     "(or PEAK_WINDOW_RTTS round trips): what the path was seen to carry (NaN: none)",
     "peak_floor_ns": "int64: its bytes at peak_mbit_s (0: unknown): how fast the writes can be "
     "without a faster path than the capture shows",
+    "delivery_floor_ns": "int64: its bytes at the fastest rate a WRITE call alone on the wire "
+    "was acknowledged, less a round trip (client side; 0: unknown): how fast the path moves "
+    "the data, whatever the client's bursts",
     "stream_bound": "bool: its WRITE calls went back to back in their TCP streams (queued in "
     "the client's socket: TCP's window, not the RPC round trip, set their pace)",
     "clock_mbit_s": "float: UDP, captured before a slower hop: the rate (call bytes) of the "
@@ -524,6 +530,18 @@ def _sending_rate_bps(c: _PairCalls) -> float:
     """Median rate of the pair's big calls (NaN: none)."""
     rates = _call_rates_bps(c)
     return float(np.median(rates)) if len(rates) else math.nan
+
+
+def _sent_at_pair_rate(c: _PairCalls) -> bool:
+    """Whether the big calls left at most STEADY_RATIO times faster than the pair's
+    WRITE bytes moved over its whole write activity (back to back: the path, not
+    the calls' turns, set the pace)."""
+    w = np.flatnonzero(c.op == WRITE_OP)
+    send = _sending_rate_bps(c)
+    if not len(w) or not send > 0:
+        return False
+    span = float(c.rl[w].max() - c.cs[w].min())
+    return span > 0 and send <= STEADY_RATIO * float(c.call_bytes[w].sum()) * 8e9 / span
 
 
 def _sending_rate_spread(c: _PairCalls) -> float:
@@ -892,6 +910,9 @@ def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str)
     # loss measured 1.00x): its sending (below, ``queued``).
     cut = s[:0]
     steady = _sending_rate_spread(c) <= STEADY_SPREAD
+    # (and at the pair's own rate: calls one after another, not a round trip's
+    # flights that each arrive at one rate, as 1 MiB WRITEs through 20 ms do)
+    ceiling = steady and not client_seen and _sent_at_pair_rate(c)
     if not client_seen and not steady:
         rest = s[e.dur[s] < RTO_MIN_NS]
         cut = rest[np.isin(e.conn[rest], _loss_limited(resent, e.conn, c))]
@@ -902,7 +923,7 @@ def _tcp_stops(c: _PairCalls, e: _Events, rtt: float, hidden: float, point: str)
     # at one steady rate are a ceiling's, whatever the losses (a limit before the
     # capture point with its queue out of sight, as at the server).
     queued = e.length[gaps] >= path_bytes
-    if steady and not client_seen:
+    if ceiling:
         # downstream of such a ceiling the bytes in flight are in its queue, out
         # of sight: the client's stops are its pacing (60 Mbit/s, 0.5% loss,
         # 64 KiB WRITEs at the server: 47% 'round trip' of 0.2 ms)
@@ -1625,6 +1646,7 @@ def _pair_row(
     row["path_server_waits"] = path.server_waits
     nbytes = int(c.write_bytes.sum()) + unseen[1]
     peak = _peak_rate_bps(c, p.rtt)
+    delivery = _delivery_rate_bps(c, p.rtt, options.capture_point)
     sizes = np.where(c.count > 0, c.count, c.write_bytes)
     row.update(
         start_ns=start,
@@ -1638,6 +1660,7 @@ def _pair_row(
         send_spread=_sending_rate_spread(c),
         peak_mbit_s=peak / 1e6,
         peak_floor_ns=int(nbytes * 8e9 / peak) if peak > 0 else 0,
+        delivery_floor_ns=int(nbytes * 8e9 / delivery) if delivery > 0 else 0,
         stream_bound=_stream_bound(c, p.rtt),
         clock_mbit_s=p.waits.clock / 1e6,
         rtt_ns=options.rtt_ns,
@@ -1844,6 +1867,45 @@ def _peak_rate_bps(c: _PairCalls, rtt: float) -> float:
         return math.nan
     ahead = np.interp(t + window, t, sent)
     return float((ahead - sent).max()) * 8e9 / window
+
+
+def _delivery_rate_bps(c: _PairCalls, rtt: float, point: str) -> float:
+    """The fastest a WRITE call alone on the wire (no other of the pair's WRITEs
+    between its first packet and the ACK of its last byte) crossed the path, seen
+    at the client: its bytes over that time less one round trip (NaN: none such,
+    or not a client-side capture).  A client that hands a whole call to a window
+    that holds it sends it at its own speed; the ACKs come back at the path's
+    (nfs-cp's 1 MiB WRITEs through 20 ms: sent in 2 ms, acknowledged over 11 ms
+    after the round trip: the path, not the 4 Gbit/s burst, is how fast the
+    data would move without the round trip; its twin: 0.46 Gbit/s)."""
+    if point not in ("client", "unknown") or not rtt > 0:
+        return math.nan
+    # (an ACK that came with the reply, or a delayed one, times the server or the
+    # receiver's timer: big calls acknowledged before their replies only)
+    w = np.flatnonzero(
+        (c.op == WRITE_OP)
+        & ~c.udp
+        & (c.acked > c.cs)
+        & (c.acked < c.rf)
+        & (c.call_bytes >= DELIVERY_MIN_BYTES)
+    )
+    if len(w) < 2:
+        return math.nan
+    w = w[np.argsort(c.cs[w], kind="stable")]
+    a, b = c.cs[w], c.acked[w]
+    before = np.r_[np.iinfo("int64").min, np.maximum.accumulate(b)[:-1]]  # the calls ahead's ends
+    alone = (before < a) & (np.r_[a[1:], np.iinfo("int64").max] > b)
+    span = (b - a - rtt)[alone]
+    nbytes = c.call_bytes[w][alone]
+    ok = span > 0
+    if not ok.any():
+        return math.nan
+    return float((nbytes[ok] * 8e9 / span[ok]).max())
+
+
+# Calls this big at least time the path's delivery: at a gigabit their bytes
+# take 4 ms, well beyond the round trip's jitter (a few tenths of a millisecond).
+DELIVERY_MIN_BYTES = 512 * 1024
 
 
 # A connection's WRITE calls follow one another in its stream (the next one's

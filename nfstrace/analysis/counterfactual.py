@@ -27,8 +27,11 @@ writes still needs (a floor):
     link must be named, so the gain is "with a 1 Gbit/s path".
 
 Floors: the server's busy time (at least one WRITE with it) bounds every
-removal but the server's own; the data's own moving time (``transfer``)
-bounds every removal but the bandwidth's; a sender that waits for each call's
+removal but the server's own; the data's own moving time (``transfer``), and
+its bytes at the rate the path acknowledged a call alone on the wire
+(``delivery_floor_ns``: a client that bursts a whole call into an open window
+sends faster than the path carries it), bound every removal but the
+bandwidth's; a sender that waits for each call's
 ACK before the next (``ack_chain_ns``) needs that chain whatever the server
 or its flushes do.  Without the losses, and without the round trip of a
 loss-limited window whose calls queue in the client's socket (``stream_bound``:
@@ -143,7 +146,7 @@ def removal_of(row: Any, causes: tuple[str, ...], lan_rtt_ns: float = LAN_RTT_NS
     if window >= 2 and latency >= WINDOW_FULL * window * elapsed:
         rest = sum(int(row.get(f"{c}_path_ns", 0) or 0) for c in BARRIERS if c not in causes)
         predicted = min(predicted, int((latency - calls_saved) / window) + rest)
-    floors = [int(row.get("transfer_ns", 0) or 0)]
+    floors = [int(row.get("transfer_ns", 0) or 0), int(row.get("delivery_floor_ns", 0) or 0)]
     if "server" not in causes:
         floors.append(int(row.get("server_work_ns", 0) or 0))
     else:  # a healthy server still answers each WRITE in its time, one after another at worst

@@ -55,7 +55,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.budget import CAUSES, CUT_WINDOW_EVIDENCE, STEADY_SPREAD, Budget
+from nfstrace.analysis.budget import (
+    CAUSES,
+    CUT_WINDOW_EVIDENCE,
+    STEADY_RATIO,
+    STEADY_SPREAD,
+    Budget,
+)
 from nfstrace.analysis.counterfactual import (
     REMOVABLE,
     Removal,
@@ -116,8 +122,8 @@ NOTABLE = 0.1
 GAIN_NOTABLE = 1.02
 # The data moved at least this share of the time ...
 TRANSFER_DOMINANT = 0.9
-# ... with its big calls leaving at most this many times faster than the overall rate.
-STEADY_RATIO = 1.25
+# ... with its big calls leaving at most budget.STEADY_RATIO times faster than the
+# overall rate.
 # ... and at one rate: their rates' interquartile range at most budget.STEADY_SPREAD
 # of their median.
 # ... or, over UDP with the replies on a hop's clock, its calls sat in that hop's
