@@ -597,6 +597,20 @@ def test_a_burst_into_an_open_window_moves_at_the_paths_rate() -> None:
     assert abs(math.log(gain / measured)) <= math.log(1.25), (gain, measured)
 
 
+def test_a_rate_limit_is_seen_in_the_acks_of_a_client_that_bursts() -> None:
+    """One 64 KiB WRITE at a time through a 40 Mbit/s limit: the client sends
+    each call at its own speed (the window holds it), ~20x the pair's rate, so
+    its sending shows no ceiling; the ACKs come back on the limit's clock, at
+    the pair's rate and one steady rate (before: 'no problem found, moving data
+    96%')."""
+    d = trace(COUNTERFACTUAL / "v41-tcp-nfsrs-w64k-rate40mbit-d0-l0.pcap").diagnosis
+    assert d.verdict.primary == "bandwidth", d.verdict.text
+    row = d.budget.pairs.iloc[0]
+    assert float(row["send_mbit_s"]) > 5 * float(row["mbit_s"])
+    assert float(row["ack_spread"]) <= 0.1
+    assert float(row["ack_mbit_s"]) <= 1.25 * float(row["mbit_s"])
+
+
 def test_a_window_held_by_a_lost_segment_is_the_loss() -> None:
     """0.5% loss through 2 ms (1 MiB, 4 segments re-sent): while a lost
     segment's hole held the server's ACKs back the client filled its window;

@@ -183,6 +183,9 @@ PAIR_COLUMNS: dict[str, str] = {
     "send_mbit_s": "float: median rate of its big calls from first to last packet (NaN: none)",
     "send_spread": "float: their rates' interquartile range over their median, small calls "
     "timed in runs of about a MiB (NaN: fewer than 8 calls)",
+    "ack_mbit_s": "float: TCP, seen at the client: the median rate its WRITE calls were "
+    "acknowledged at while they kept the receiver busy, timed as send_spread (NaN: unknown)",
+    "ack_spread": "float: those rates' interquartile range over their median (NaN: unknown)",
     "peak_mbit_s": "float: the fastest its WRITE calls' bytes crossed over PEAK_WINDOW_NS "
     "(or PEAK_WINDOW_RTTS round trips): what the path was seen to carry (NaN: none)",
     "peak_floor_ns": "int64: its bytes at peak_mbit_s (0: unknown): how fast the writes can be "
@@ -552,21 +555,48 @@ def _sending_rate_spread(c: _PairCalls) -> float:
     and where its segments leave within it moves with the ACKs' jitter (lab,
     ``nfs-cp`` 64 KiB WRITEs: one by one 18% apart, by the MiB 2%)."""
     big = np.flatnonzero((c.call_bytes >= RATE_MIN_BYTES) & (c.ce > c.cs))
-    if len(big) < STEADY_MIN_CALLS:
-        return math.nan
     big = big[np.argsort(c.cs[big], kind="stable")]
-    nbytes = c.call_bytes[big].astype("float64")
-    dur = (c.ce[big] - c.cs[big]).astype("float64")
+    return _spread_in_runs(c.call_bytes[big], c.ce[big] - c.cs[big])[1]
+
+
+def _spread_in_runs(nbytes: np.ndarray, dur: np.ndarray) -> tuple[float, float]:
+    """The median rate (bit/s) of calls of ``nbytes`` that took ``dur`` ns each,
+    in order, timed in runs of about SPREAD_RUN_BYTES, and the rates'
+    interquartile range over that median (NaNs: fewer than STEADY_MIN_CALLS)."""
+    if len(nbytes) < STEADY_MIN_CALLS:
+        return math.nan, math.nan
+    nbytes, dur = nbytes.astype("float64"), dur.astype("float64")
     per = int(SPREAD_RUN_BYTES // float(np.median(nbytes)))
-    per = max(1, min(per, len(big) // STEADY_MIN_CALLS))
+    per = max(1, min(per, len(nbytes) // STEADY_MIN_CALLS))
     if per > 1:
-        run = np.arange(len(big)) // per
+        run = np.arange(len(nbytes)) // per
         # a short last run joins the one before it
-        run = np.minimum(run, run[-1] - (len(big) % per != 0))
+        run = np.minimum(run, run[-1] - (len(nbytes) % per != 0))
         nbytes, dur = np.bincount(run, nbytes), np.bincount(run, dur)
     rates = nbytes * 8e9 / dur
     q1, q2, q3 = np.percentile(rates, [25, 50, 75])
-    return float((q3 - q1) / q2) if q2 > 0 else math.nan
+    return float(q2), (float((q3 - q1) / q2) if q2 > 0 else math.nan)
+
+
+def _acked_rate(c: _PairCalls) -> tuple[float, float]:
+    """How fast the receiver acknowledged the pair's WRITE calls over TCP, seen
+    at the client, while they kept it busy: each call's bytes over the time from
+    the ACK of the call before it in its connection (or its own first packet, if
+    later) to the ACK of its last byte; the median (bit/s) and spread as
+    ``_spread_in_runs`` (NaNs: too few).  Behind a rate limit the ACKs come back
+    on its clock however the client hands over its calls: ACK-clocked (sending
+    at that rate), or bursting each call into a window that holds it (sending
+    at its own speed, the bytes waiting in the limit's queue)."""
+    w = np.flatnonzero(
+        (c.op == WRITE_OP) & ~c.udp & (c.acked > c.cs) & (c.call_bytes >= RATE_MIN_BYTES)
+    )
+    if len(w) < STEADY_MIN_CALLS or len(np.unique(c.conn[w])) != 1:
+        return math.nan, math.nan
+    w = w[np.argsort(c.acked[w], kind="stable")]
+    prev = np.r_[c.cs[w[0]], c.acked[w][:-1]]
+    start = np.maximum(prev, c.cs[w])
+    ok = c.acked[w] > start
+    return _spread_in_runs(c.call_bytes[w][ok], (c.acked[w] - start)[ok])
 
 
 def _clocked(c: _PairCalls) -> np.ndarray:
@@ -1647,6 +1677,7 @@ def _pair_row(
     nbytes = int(c.write_bytes.sum()) + unseen[1]
     peak = _peak_rate_bps(c, p.rtt)
     delivery = _delivery_rate_bps(c, p.rtt, options.capture_point)
+    acked = _acked_rate(c) if options.capture_point != "server" else (math.nan, math.nan)
     sizes = np.where(c.count > 0, c.count, c.write_bytes)
     row.update(
         start_ns=start,
@@ -1658,6 +1689,8 @@ def _pair_row(
         writes_unseen=unseen[0],
         send_mbit_s=_sending_rate_bps(c) / 1e6,
         send_spread=_sending_rate_spread(c),
+        ack_mbit_s=acked[0] / 1e6,
+        ack_spread=acked[1],
         peak_mbit_s=peak / 1e6,
         peak_floor_ns=int(nbytes * 8e9 / peak) if peak > 0 else 0,
         delivery_floor_ns=int(nbytes * 8e9 / delivery) if delivery > 0 else 0,

@@ -296,6 +296,19 @@ def _paced(row: Row, shares: dict[str, float]) -> bool:
     spread = float(row.get("send_spread", math.nan))
     steady = not math.isfinite(spread) or spread <= STEADY_SPREAD
     paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate and steady
+    # ... or acknowledged at one steady rate, the pair's own: behind a limit the
+    # ACKs come back on its clock however the client hands its calls over (a
+    # client that bursts each 64 KiB call into an open window sends 14-23x
+    # faster than the 40-100 Mbit/s limit delivers; 1 MiB calls timed one by
+    # one, 14% apart in sending, 3% in their ACKs)
+    ack = float(row.get("ack_mbit_s", math.nan))
+    ack_spread = float(row.get("ack_spread", math.nan))
+    paced = paced or (
+        math.isfinite(ack)
+        and rate > 0
+        and ack <= STEADY_RATIO * rate
+        and ack_spread <= STEADY_SPREAD
+    )
     if _hop_clocked(row):
         queued = float(row.get("queued_ns", 0) or 0) / float(row["elapsed_ns"])
         if queued >= QUEUED_DOMINANT:
