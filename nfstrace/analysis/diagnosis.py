@@ -322,6 +322,9 @@ def diagnose(
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
     notes = [f for r in results for f in r.findings()] + kernel_notes(mounts)
     ctx = _context(model, pace, writes, repeats, quality, transactions, events)
+    loaded = budget.pairs["rtt_loaded_ns"].to_numpy(float) if len(budget.pairs) else []
+    if len(loaded) and np.isfinite(loaded).any():
+        ctx = replace(ctx, rtt_loaded_ns=float(np.nanmax(loaded)))
     pair_contexts = {
         key: replace(ctx, rtt_ns=_round_trip_ns(m)[0]) for key, m in pair_models.items()
     }

@@ -575,6 +575,8 @@ class Context:
     """Facts the findings quote beside the budget (all optional)."""
 
     rtt_ns: float = math.nan
+    # seen downstream, the round trip under the writes' load (budget's rtt_loaded_ns)
+    rtt_loaded_ns: float = math.nan
     writes_in_flight_max: int = 0
     writes_in_flight_mean: float = math.nan
     write_size: int | None = None
@@ -693,6 +695,12 @@ def _title(cause: str, elapsed: int, iv: pd.DataFrame, ctx: Context) -> str:
     spans = _spans(iv)
     if cause == "round_trip":
         rtt = f" of {seconds_text(ctx.rtt_ns)}" if math.isfinite(ctx.rtt_ns) else ""
+        if rtt and math.isfinite(ctx.rtt_loaded_ns) and ctx.rtt_loaded_ns > ctx.rtt_ns:
+            rtt += (
+                f" ({seconds_text(ctx.rtt_loaded_ns)} under the writes' load, from a reply "
+                "to the next call here, the client's quickest turnaround in it: a capture "
+                "at the client tells them apart)"
+            )
         inflight = (
             f": {ctx.writes_in_flight_mean:.1f} WRITEs in flight on average, "
             f"{ctx.writes_in_flight_max} at most"
