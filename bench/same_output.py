@@ -5,7 +5,8 @@
 
 Runs ``nfstrace analyze FILE`` on every capture under sample-pcaps/ (recursive),
 once with the nfstrace of COMMIT (exported with ``git archive``; the built Rust
-extension of this checkout is copied in when native/ is the same at both) and
+extension of this checkout is copied in when native/ is the same at both; when it
+differs, the base needs one built from its own native/, else the script stops) and
 once with this working tree, and compares byte for byte: the terminal text
 (COLUMNS=100, default view and ``--full``), the exit status, the JSON summary
 (``--json``), the Markdown (``--markdown``), the CSV transactions (``--csv``)
@@ -90,6 +91,14 @@ def main() -> int:
     if args.only:
         captures = [c for c in captures if args.only in str(c)]
     base_src, sha = snapshot(args.base, CACHE)
+    if not any((base_src / "nfstrace").glob("_native*.so")):
+        # without its own extension the base would import this checkout's (an
+        # editable install's finder): the tree compared with itself
+        sys.exit(
+            f"same_output: {sha}'s native/ differs from this checkout's and {base_src}/nfstrace "
+            "has no _native extension built from it: build one there (cargo build --release "
+            "in its native/, as bench/parse_speed.py does) and copy it in, then run again"
+        )
     suffix = ("-html" if args.html else "") + _slug(samples)
     base_out = CACHE / f"out-{sha}{suffix}"
     print(f"base {sha}: {base_src}", file=sys.stderr)
