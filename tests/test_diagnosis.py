@@ -642,6 +642,29 @@ def test_seen_at_the_server_a_loaded_round_trip_is_not_the_clients_idleness() ->
     assert "under the writes' load" in title and "a capture at the client" in title
 
 
+@pytest.mark.parametrize(
+    ("name", "point", "says"),
+    [
+        ("v41-tcp-nfsrs-w1m-pause200ms-d0-l0", "client", "look at the writer"),
+        ("v3-udp-py-w32k-pause50ms-d0-l0", "unknown", "a capture at the client tells them apart"),
+    ],
+)
+def test_the_clients_silence_names_the_network_unless_seen_at_the_client(
+    name: str, point: str, says: str
+) -> None:
+    """Only a capture known to be the client's rules the network out of the
+    client's silences: where the capture point is not clear (UDP without a
+    handshake), a reply's way back and the next call's way out may be in them,
+    and the words say which capture tells them apart (before: 'not at NFS or
+    the network' on either)."""
+    d = trace(CAUSE_SAMPLES / f"{name}.pcap").diagnosis
+    assert d.quality.capture_point == point
+    title = next(f.title for f in d.findings if f.kind == "client_idle")
+    assert says in title, title
+    if point != "client":
+        assert "not at NFS or the network" not in title, title
+
+
 def test_a_window_held_by_a_lost_segment_is_the_loss() -> None:
     """0.5% loss through 2 ms (1 MiB, 4 segments re-sent): while a lost
     segment's hole held the server's ACKs back the client filled its window;

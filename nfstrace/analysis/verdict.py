@@ -675,9 +675,17 @@ def _remedy(cause: str, ctx: Context) -> str:
                 "beyond the round trip this capture shows (a slow hop, a queue on the way); "
                 "a capture at the client tells them apart"
             )
+        if ctx.capture_point == "client":
+            return (
+                "the client (the application, or its page cache flushing) sent nothing: look "
+                "at the writer, not at NFS or the network"
+            )
+        # where the capture was taken is not known: a reply's way back and the
+        # client's next call's way out may be in these silences too
         return (
-            "the client (the application, or its page cache flushing) sent nothing: look at "
-            "the writer, not at NFS or the network"
+            "the client sent nothing: its application or page cache, or, if this capture "
+            "was not taken at the client (where it was taken is not clear from it), the "
+            "network beyond the round trip it shows; a capture at the client tells them apart"
         )
     if cause == "capture_gap":
         snaplen = f"-s {ctx.snaplen_needed}" if ctx.snaplen_needed else "such as -s 256"
