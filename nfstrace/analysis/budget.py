@@ -584,8 +584,9 @@ def _spread_in_runs(nbytes: np.ndarray, dur: np.ndarray) -> tuple[float, float]:
 def _acked_rate(c: _PairCalls) -> tuple[float, float]:
     """How fast the receiver acknowledged the pair's WRITE calls over TCP, seen
     at the client, while they kept it busy: each call's bytes over the time from
-    the ACK of the call before it in its connection (or its own first packet, if
-    later) to the ACK of its last byte; the median (bit/s) and spread as
+    the ACK of the call before it (or its own first packet, if later) to the ACK
+    of its last byte, on one connection only (an nconnect mount's ACKs
+    interleave); the median (bit/s) and spread as
     ``_spread_in_runs`` (NaNs: too few).  Behind a rate limit the ACKs come back
     on its clock however the client hands over its calls: ACK-clocked (sending
     at that rate), or bursting each call into a window that holds it (sending
@@ -1629,7 +1630,7 @@ LOADED_GAP_SHARE = 10
 LOADED_EXTRA_NS = 1_000_000
 
 
-def options_visible(options: BudgetOptions) -> float:
+def _visible_rtt(options: BudgetOptions) -> float:
     """The part of the round trip a call->reply holds at the capture point (ns)."""
     rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
     return options.rtt_visible_ns if math.isfinite(options.rtt_visible_ns) else rtt
@@ -1651,6 +1652,13 @@ def _loaded_hidden(c: _PairCalls, hidden: float) -> float:
     return loaded if hidden < loaded <= hidden + LOADED_EXTRA_NS else hidden
 
 
+def _loaded_rtt_ns(p: _Pair, options: BudgetOptions) -> float:
+    """The pair's round trip as its hidden part grew under load (_loaded_hidden),
+    NaN where it did not."""
+    quiet_hidden = max(p.rtt - _visible_rtt(options), 0.0)
+    return p.rtt - quiet_hidden + p.hidden if p.hidden > quiet_hidden + 1 else math.nan
+
+
 def _pair(
     c: _PairCalls,
     e: _Events,
@@ -1663,7 +1671,7 @@ def _pair(
 ) -> _Pair:
     """The evidence of a pair's write activity from ``start`` to ``end``."""
     rtt = options.rtt_ns if math.isfinite(options.rtt_ns) else 0.0
-    visible = options_visible(options)
+    visible = _visible_rtt(options)
     hidden = max(rtt - visible, 0.0)
     if options.capture_point in ("server", "between"):
         hidden = _loaded_hidden(c, hidden)
@@ -1736,10 +1744,7 @@ def _pair_row(
         stream_bound=_stream_bound(c, p.rtt),
         clock_mbit_s=p.waits.clock / 1e6,
         rtt_ns=options.rtt_ns,
-        # (the hidden part grown by the load: _loaded_hidden)
-        rtt_loaded_ns=p.rtt - options_visible(options) + p.hidden
-        if p.hidden > p.rtt - options_visible(options) + 1
-        else math.nan,
+        rtt_loaded_ns=_loaded_rtt_ns(p, options),
         capture_point=options.capture_point,
         transport="+".join(
             t for t, used in (("tcp", (~c.udp).any()), ("udp", c.udp.any())) if used
