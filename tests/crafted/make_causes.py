@@ -23,6 +23,9 @@ tests import.
   which stop before their last segment for 210 ms with every byte seen
   acknowledged: at the server, a tail the network lost, re-sent on the client's
   retransmission timer; at the client, its own pause.
+- ``tail_resent``: 64 KiB WRITEs one at a time seen at the client; one call's
+  short last segment is lost past the capture point and re-sent on the
+  client's retransmission timer (207 ms): the loss's time, not the server's.
 """
 
 from __future__ import annotations
@@ -439,6 +442,45 @@ def build_timeout(out: Path) -> dict[str, Path]:
     return paths
 
 
+TAIL_WRITES = 96  # (a 50 ms stretch of them: the path's pace the loss removal keeps)
+TAIL_COUNT = 64 * 1024
+TAIL_LOST = 4  # the call whose last (short) segment the network lost
+TAIL_RTO_MS = 207  # the client's retransmission timeout (Linux: at least 200 ms)
+TAIL_SEGMENT_US = 500  # between a call's TSO burst and its short tail
+TAIL_SERVER_US = 300  # the server's time for a WRITE, after the ACK of its last byte
+
+
+def build_tail_resent(out: Path) -> dict[str, Path]:
+    """WRITEs of 64 KiB one at a time, seen at the client: a TSO burst and a
+    short tail each.
+    The last, short segment of one call is lost after the capture point: the
+    server acknowledges all of the call but that segment, the client re-sends
+    it on its retransmission timer, then the server answers.  The ACK of all
+    but a call's last segment is what the parser takes for the call's (a
+    receiver may hold the ACK of a short last segment), so the 207 ms looked
+    like the server's time (``tail_resent``)."""
+    cap = mc.Capture(snaplen=SNAPLEN)
+    f = Flow(cap, mc.CLIENT, mc.SERVER, 871, 0)
+    us = 1_000.0
+    for i in range(TAIL_WRITES):
+        payload = mc.record(write_call(0x7000 + i, 1, i * TAIL_COUNT, TAIL_COUNT))
+        pieces_ = [payload[:SEGMENT], payload[SEGMENT:]]
+        assert 0 < len(pieces_[-1]) < 1448
+        t = us
+        for k, piece in enumerate(pieces_):
+            t = us + k * TAIL_SEGMENT_US
+            f._frame(True, "PA", f.cnext, f.snext, piece, t)
+            f.cnext += len(piece)
+        if i == TAIL_LOST:  # all but the last segment arrive; it is re-sent on the timer
+            f.ack(False, t + RTT_US, ack=f.cnext - len(pieces_[-1]))
+            t += TAIL_RTO_MS * 1_000
+            f._frame(True, "PA", f.cnext - len(pieces_[-1]), f.snext, pieces_[-1], t)
+        f.ack(False, t + RTT_US)
+        f.send(False, write_reply(0x7000 + i, TAIL_COUNT), t + RTT_US + TAIL_SERVER_US)
+        us = t + RTT_US + TAIL_SERVER_US + 100
+    return {"tail_resent": cap.write(out / "tail_resent.pcap")}
+
+
 BUILDERS = (
     build_silence_99s,
     build_two_mounts,
@@ -446,6 +488,7 @@ BUILDERS = (
     build_two_clients,
     build_server_and_round_trip,
     build_timeout,
+    build_tail_resent,
 )
 
 
