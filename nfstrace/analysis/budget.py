@@ -226,6 +226,12 @@ PAIR_COLUMNS: dict[str, str] = {
     "round_trip_also_count": "int64: how many segments round_trip_also_ns holds",
     "resent_segment_share": "float: TCP segments of the client's re-sent, over the segments "
     "its calls took (full-size segments: bytes / SEGMENT_BYTES)",
+    "slow_start_ns": "int64: TCP: the round trips (the pair's) a window that starts at "
+    "INITIAL_WINDOW segments and doubles each round trip needs to send its calls' bytes "
+    "over its connections, at least (0: UDP or no round trip)",
+    "loss_bound_mbit_s": "float: the rate its TCP connections' windows could keep at that "
+    "share of losses and its round trip (Mathis: SEGMENT_BYTES / RTT * MATHIS_C / sqrt(share), "
+    "per connection; NaN: nothing re-sent or no round trip)",
     "path_server_waits": "int64: calls whose server (or COMMIT) wait is on the critical path",
     "ack_chain_ns": "int64: a sender that starts each call once the last one's bytes are "
     "acknowledged (ACK-clocked: 90% of its calls): the longest such chain of one connection, "
@@ -1775,6 +1781,9 @@ def _pair_row(
     segments = c.call_bytes.sum() / SEGMENT_BYTES
     resent_segments = len(p.tcp.resent_by_client)
     row["resent_segment_share"] = resent_segments / segments if segments > 0 else 0.0
+    conns = len(np.unique(c.conn[is_write]))
+    row["loss_bound_mbit_s"] = _loss_bound_bps(row["resent_segment_share"], p.rtt, conns) / 1e6
+    row["slow_start_ns"] = _slow_start_ns(segments, p.rtt, conns) if (~c.udp).any() else 0
     mine, latency = call_totals(times, stops, np.flatnonzero(is_write))
     for cause, ns in mine.items():
         row[f"{cause}_calls_ns"] = ns
@@ -1920,6 +1929,33 @@ SEGMENT_BYTES = 1448  # a full TCP segment of a 1500-byte path: counts segments 
 # loss-free twin ran 225 Mbit/s; rate limits of 40-60 Mbit/s, with 0.5% loss or
 # none: more than 4x at every wait).
 LOSS_WINDOW_SWING = 4.0
+
+
+# Mathis et al. (CCR 1997): a TCP flow that loses a share p of its segments
+# keeps a window of about MATHIS_C / sqrt(p) segments: it moves about
+# SEGMENT_BYTES / RTT * MATHIS_C / sqrt(p) (periodic losses, an ACK per segment).
+MATHIS_C = 1.22
+
+
+def _loss_bound_bps(share: float, rtt: float, conns: int) -> float:
+    """The rate (bit/s) ``conns`` TCP connections that re-sent ``share`` of their
+    segments over a round trip of ``rtt`` ns can keep (NaN: no re-sends, no RTT)."""
+    if not (share > 0 and rtt > 0 and conns > 0):
+        return math.nan
+    return conns * SEGMENT_BYTES * 8e9 / rtt * MATHIS_C / math.sqrt(share)
+
+
+# TCP's initial window (RFC 6928; Linux's default): a window growing from it
+# doubles each round trip in slow start.
+INITIAL_WINDOW = 10
+
+
+def _slow_start_ns(segments: float, rtt: float, conns: int) -> int:
+    """The round trips a window starting at INITIAL_WINDOW and doubling each one
+    needs to send ``segments`` over ``conns`` connections at once (0: none)."""
+    if not (segments > 0 and rtt > 0 and conns > 0):
+        return 0
+    return int(rtt * math.log2(segments / conns / INITIAL_WINDOW + 1))
 
 
 def _loss_limited(retx: np.ndarray, conn: np.ndarray, c: _PairCalls) -> np.ndarray:
