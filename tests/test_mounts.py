@@ -53,7 +53,7 @@ def read_mountstats_texts(before: str, after: str):  # (the parser's, without fi
 
 
 def test_the_kernel_samples_are_there() -> None:
-    assert len(CAPTURES) == 8 and all(p.with_suffix(".json").exists() for p in CAPTURES)
+    assert len(CAPTURES) == 9 and all(p.with_suffix(".json").exists() for p in CAPTURES)
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
