@@ -845,6 +845,48 @@ def test_the_losses_pace_decides_whether_the_fastest_stretch_bounds_their_remova
     assert removal(hardly, "loss_recovery").predicted_ns == 4_000_000_000
 
 
+def test_a_turnaround_silent_until_a_resend_is_the_loss_not_the_client() -> None:
+    """Seen at the server, a call whose first segments were lost starts with
+    their re-send: the time from what released it (the last reply) to that
+    re-send is the client's retransmission timer, a TCP silence before re-sent
+    bytes (loss_recovery stop), not the client's own turnaround (lab, nfs-rs
+    through 1.5% loss at the server: four 205 ms timeouts were 'client idle',
+    33% of the path, the verdict client_idle; now loss_recovery, as at the
+    client)."""
+    from nfstrace.analysis.critical_path import CallTimes, Stops, code, critical_path
+
+    ms = 1_000_000
+    arr = lambda *v: np.array(v, "int64")  # noqa: E731
+    times = CallTimes(
+        cs=arr(0, 215 * ms),  # the second call's first packet seen: its re-send
+        tx_from=arr(0, 215 * ms),
+        tx_end=arr(1 * ms, 216 * ms),
+        loss_from=arr(1 * ms, 216 * ms),  # (none held back by a loss)
+        acked=arr(-1, -1),
+        rt_from=arr(1 * ms, 216 * ms),
+        wait_from=arr(1 * ms, 216 * ms),
+        rf=arr(5 * ms, 220 * ms),
+        rl=arr(5 * ms, 220 * ms),
+        wait_cause=arr(code("server"), code("server")),
+        conn=arr(1, 1),
+    )
+    silent = Stops(
+        start=arr(8 * ms),
+        end=arr(215 * ms),
+        cause=arr(code("loss_recovery")),
+        conn=arr(1),
+        also=arr(-1),
+    )
+    none = Stops(*(arr() for _ in range(5)))
+    empty = (arr(), arr())
+    before = critical_path(times, none, empty, 0, 220 * ms, 1)
+    assert before.ns["client_idle"] == 210 * ms
+    path = critical_path(times, silent, empty, 0, 220 * ms, 1)
+    assert path.ns["loss_recovery"] == 207 * ms
+    assert path.ns["client_idle"] == 3 * ms  # the client's own, before the silence
+    assert path.total_ns == 220 * ms
+
+
 def test_one_connections_ack_waits_while_the_others_send_are_no_round_trip() -> None:
     """The kernel client with nconnect=4 through 10 ms (4 x 1 MiB, one WRITE per
     connection): each connection has its share of what the path holds in

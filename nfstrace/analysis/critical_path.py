@@ -359,6 +359,16 @@ def critical_path(
     also = np.asarray(seg.also, "int64")
     if unread is not None:
         s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
+    # a turnaround the client spent silent until it re-sent lost bytes waited on
+    # its retransmission timer, not on itself (seen at the server: a call whose
+    # first segments were lost starts, for the capture, with their re-send; the
+    # lab's nfs-rs through 1.5% loss: four 205 ms timeouts were the client's
+    # turnaround, 'client idle' 33% of the path)
+    lost = stops.cause == _CODE["loss_recovery"]
+    if lost.any():
+        s, e, cause, also = _gaps_over(
+            s, e, cause, also, stops.start[lost], stops.end[lost], only=client, to="loss_recovery"
+        )
     s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
     ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
     two = also >= 0
