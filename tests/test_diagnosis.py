@@ -823,17 +823,7 @@ def test_the_losses_pace_decides_whether_the_fastest_stretch_bounds_their_remova
     pair whose windows the losses hardly cut."""
     from nfstrace.analysis.counterfactual import removal
 
-    lossy = _row(
-        loss_recovery_path_ns=0.5,
-        loss_recovery_also_ns=8,
-        round_trip_path_ns=8,
-        transfer_ns=0.5,
-        transfer_path_ns=0.5,
-        peak_floor_ns=4,
-        slow_start_ns=1.5,
-        peak_mbit_s=40.0,
-        loss_bound_mbit_s=20.0,
-    )
+    lossy = _cut_window_row(slow_start_ns=1.5, peak_mbit_s=40.0, loss_bound_mbit_s=20.0)
     paced = removal(lossy, "loss_recovery")
     assert paced.predicted_ns == 2_000_000_000 and paced.paced and not paced.at_least
     beyond = removal({**lossy, "peak_mbit_s": 70.0}, "loss_recovery")
@@ -947,6 +937,21 @@ def _row(**values: float) -> dict:
     return row
 
 
+def _cut_window_row(**more: float) -> dict:
+    """A pair of 10 s whose losses cut its window: 8 s of that window's ACK
+    waits (the round trip's, made by the loss too), 0.5 s of the loss's own,
+    0.5 s of moving data; at its fastest stretch its bytes take 4 s."""
+    return _row(
+        loss_recovery_path_ns=0.5,
+        loss_recovery_also_ns=8,
+        round_trip_path_ns=8,
+        transfer_ns=0.5,
+        transfer_path_ns=0.5,
+        peak_floor_ns=4,
+        **more,
+    )
+
+
 def test_a_loss_limited_window_regrows_only_as_far_as_the_path_carried() -> None:
     """Removing the losses of a window they cut (loss_recovery_also_ns) leaves the
     data no faster than the fastest the capture shows (peak_floor_ns); the round
@@ -955,14 +960,7 @@ def test_a_loss_limited_window_regrows_only_as_far_as_the_path_carried() -> None
     no window (UDP: re-send timeouts) is not bounded so."""
     from nfstrace.analysis.counterfactual import removal
 
-    lossy = _row(
-        loss_recovery_path_ns=0.5,
-        loss_recovery_also_ns=8,
-        round_trip_path_ns=8,
-        transfer_ns=0.5,
-        transfer_path_ns=0.5,
-        peak_floor_ns=4,
-    )
+    lossy = _cut_window_row()
     assert removal(lossy, "loss_recovery").predicted_ns == 4_000_000_000
     assert removal(lossy, "loss_recovery").at_least  # (the window could regrow further)
     free = removal({**lossy, "peak_floor_ns": 0}, "loss_recovery")
