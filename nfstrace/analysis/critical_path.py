@@ -404,7 +404,13 @@ def _blocked_over(
     lost = np.flatnonzero(stops.cause == _CODE["loss_recovery"])
     if not len(lost) or not len(s):
         return s, e, cause, also
-    held = np.isin(cause, [_CODE[c] for c in _BLOCKABLE])
+    # (only segments some loss stop overlaps: a walk of a million calls has
+    # millions of segments and a handful of stops)
+    order = lost[np.argsort(stops.start[lost], kind="stable")]
+    reach = np.maximum.accumulate(stops.end[order])  # the furthest end of the stops so far
+    before = np.searchsorted(stops.start[order], e, side="left")  # stops starting before e
+    covered = (before > 0) & (reach[np.maximum(before - 1, 0)] > s)
+    held = covered & np.isin(cause, [_CODE[c] for c in _BLOCKABLE])
     keep = ~held
     parts = [(s[keep], e[keep], cause[keep], also[keep])]
     for k in np.flatnonzero(held):
