@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.combining import merged
+from nfstrace.combining import merged, typed
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -158,7 +158,7 @@ def match(
     tx = infer(tx, messages, call, reply, events)
     inferred = tx.pop(WRITE_BYTES).to_numpy("int64")
     tx["write_bytes"] = _write_bytes(tx, inferred)
-    return tx[list(TRANSACTION_DTYPES)].astype(TRANSACTION_DTYPES)
+    return typed(tx, TRANSACTION_DTYPES)
 
 
 def _host_codes(messages: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -609,7 +609,7 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
     tx = pd.DataFrame(
         {c: cols[c] for c in TRANSACTION_DTYPES}, index=pd.RangeIndex(len(order)), copy=False
     )
-    return tx.astype(TRANSACTION_DTYPES), call, reply
+    return typed(tx, TRANSACTION_DTYPES), call, reply
 
 
 def _moved(tx: Any, op_name: str) -> np.ndarray:

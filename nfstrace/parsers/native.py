@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from nfstrace.combining import typed
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError
 from nfstrace.nfs_fields import (
@@ -287,7 +288,7 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         data[name] = _category(data[name], namer)
     # columns as built (views of Rust's buffers where their type is the table's)
     df = pd.DataFrame(data, columns=list(MESSAGE_DTYPES), copy=False)
-    return df.astype(MESSAGE_DTYPES)
+    return typed(df, MESSAGE_DTYPES)
 
 
 # The category columns: how each code is named
@@ -326,7 +327,7 @@ def _events(cols: dict, tables: dict) -> pd.DataFrame:
         else:
             data[name] = col[order]
     df = pd.DataFrame(data, columns=list(EVENT_DTYPES), copy=False)
-    return df.astype(EVENT_DTYPES)
+    return typed(df, EVENT_DTYPES)
 
 
 def _direction(src: bytes, dst: bytes, f: list[int], texts: dict[bytes, str]) -> DirectionFacts:
