@@ -143,14 +143,15 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
             "receiver acknowledged"
         )
     n = int((transactions["n_calls"] > 0).sum())
-    orphans = transactions[transactions["n_calls"] == 0]
-    if len(orphans) and len(orphans) > MISSED_CALLS_SHARE * (n + len(orphans)):
-        writes = orphans[orphans["op"].astype(object).eq("WRITE")]
-        what = f"{len(orphans):,} replies whose call it never saw"
-        if len(writes):
-            nbytes = int(writes["write_bytes"].clip(lower=0).sum())
+    orphan = (transactions["n_calls"] == 0).to_numpy()
+    orphans = int(orphan.sum())
+    if orphans and orphans > MISSED_CALLS_SHARE * (n + orphans):
+        writes = orphan & transactions["op"].astype(object).eq("WRITE").to_numpy(dtype=bool)
+        what = f"{orphans:,} replies whose call it never saw"
+        if writes.any():
+            nbytes = int(transactions["write_bytes"][writes].clip(lower=0).sum())
             what += (
-                f" ({len(writes):,} WRITEs, {bytes_text(nbytes)} written: "
+                f" ({int(writes.sum()):,} WRITEs, {bytes_text(nbytes)} written: "
                 "counted from their replies)"
             )
         out.append("the capture missed calls: " + what)
@@ -181,9 +182,13 @@ def unanswered_at_end(transactions: pd.DataFrame) -> int:
     capture that stopped while the writes went on."""
     replied = transactions["t_reply_ns"].dropna()
     last = -1 if replied.empty else int(replied.max())
-    writes = transactions[is_value(transactions["op"], "WRITE") & (transactions["n_calls"] > 0)]
-    late = writes[(writes["n_replies"] == 0) & (writes["t_call_ns"] > last)]
-    return len(late)
+    late = (
+        is_value(transactions["op"], "WRITE")
+        & (transactions["n_calls"] > 0).to_numpy()
+        & (transactions["n_replies"] == 0).to_numpy()
+        & (transactions["t_call_ns"] > last).fillna(False).to_numpy(dtype=bool)
+    )  # (masks, not the table's rows: each selection of them copies every column)
+    return int(late.sum())
 
 
 def _round_trip_ns(model: Any) -> tuple[float, float]:
@@ -200,9 +205,12 @@ def _pair_models(
     """A model per client/server pair that wrote, when there are several (the
     busiest MAX_PAIR_MODELS by bytes written): pairs with different servers
     have different round trips, disks and concurrency."""
-    writes = transactions[transactions["write_bytes"] > 0]
-    keys = writes[["client", "server"]].astype(object)
-    volume = writes.groupby([keys["client"], keys["server"]])["write_bytes"].sum()
+    wrote = (transactions["write_bytes"] > 0).to_numpy()  # (columns, not the whole rows)
+    volume = (
+        transactions["write_bytes"][wrote]
+        .groupby([transactions[c][wrote].astype(object) for c in ("client", "server")])
+        .sum()
+    )
     if len(volume) < 2:
         return {}
     tx_of = transactions.groupby(

@@ -898,20 +898,20 @@ def fit_model(
     if capture_point not in CAPTURE_POINTS:
         raise ValueError(f"capture_point must be one of {CAPTURE_POINTS}, got {capture_point!r}")
     overrides = overrides or ModelOverrides()
-    nfs = transactions[(transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)]
+    # (rows_where: usually every row kept, no copy of the table's every column)
+    called = rows_where(transactions, transactions["n_calls"] > 0)
+    nfs = rows_where(called, called["prog"] == NFS_PROGRAM)
     writes = nfs[(nfs["op"] == "WRITE") & (nfs["write_bytes"] > 0)]
 
     block, block_method = _block_size(writes, overrides)
     computed_mean, outstanding_max = outstanding(writes)
     seen = computed_mean if outstanding_mean is None else outstanding_mean
-    t_prop, visible = _estimate_rtt(
-        rows_where(transactions, transactions["n_calls"] > 0), events, capture_point, overrides
-    )
+    t_prop, visible = _estimate_rtt(called, events, capture_point, overrides)
     outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible)
     t_ser, link_rate = _estimate_t_ser(writes, messages, block, capture_point, overrides)
     t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides)
     t_op = _estimate_t_op(
-        rows_where(transactions, transactions["n_calls"] > 0),
+        called,
         writes,
         visible,
         capture_point,

@@ -99,16 +99,18 @@ def throughput_text(t: Throughput, what: str = "RPC") -> str:
 def throughput(tx: pd.DataFrame, column: str) -> Throughput | None:
     """``column`` (write_bytes, read_bytes) over the calls' own span: the first
     call of the transactions carrying it to their last reply (``CALLS_SPAN``)."""
-    done = tx[tx[column] > 0]
-    if done.empty:
+    done = (tx[column] > 0).to_numpy()  # (the three columns' rows, not the table's)
+    if not done.any():
         return None
-    total = int(done[column].sum())
+    total = int(tx[column][done].sum())
     # a reply without its call (or a call without reply) still marks the span
-    start = done["t_call_ns"].fillna(done["t_reply_ns"]).min()
-    end = done["t_reply_ns"].fillna(done["t_call_ns"]).max()
+    call, reply = tx["t_call_ns"][done], tx["t_reply_ns"][done]
+    start = call.fillna(reply).min()
+    end = reply.fillna(call).max()
     seconds = (int(end) - int(start)) / 1e9 if pd.notna(start) and pd.notna(end) else 0.0
     rate = total / seconds if seconds > 0 else float("nan")
-    return Throughput(total, len(done), seconds, rate / 1e6, rate * 8 / 1e6, CALLS_SPAN[column])
+    calls = int(done.sum())
+    return Throughput(total, calls, seconds, rate / 1e6, rate * 8 / 1e6, CALLS_SPAN[column])
 
 
 def write_activity(pairs: pd.DataFrame | None) -> Throughput | None:

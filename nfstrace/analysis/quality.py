@@ -674,21 +674,24 @@ def assess_capture(
         if e is not None
     ]
     calls = rows_where(transactions, transactions["n_calls"] > 0)
-    writes = calls[is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False)]
+    # the WRITE calls cut short: their columns' rows, not a copy of every column
+    cut = is_value(calls["op"], "WRITE") & calls["call_truncated"].fillna(False).to_numpy(bool)
     told = transactions.get("inferred")
-    inferred = rows_where(
-        transactions,
-        is_value(transactions["op"], "WRITE") & ~(True if told is None else is_value(told, "")),
-    )
+    inferred = transactions["write_bytes"][
+        np.asarray(
+            is_value(transactions["op"], "WRITE") & ~(True if told is None else is_value(told, "")),
+            dtype=bool,
+        )
+    ]
     return CaptureQuality(
         capture_point=_capture_point(evidence),
         evidence=pd.DataFrame(evidence, columns=list(EVIDENCE_COLUMNS)),
         snaplens=[int(f.snaplen or 0) for f in stats.files],
         truncated_frames=int(stats.truncated_frames),
         truncated_messages=int(stats.truncated_messages),
-        truncated_writes=len(writes),
-        writes_stable_unknown=int((writes["stable"].fillna(-1) < 0).sum()),
-        writes_count_unknown=int((writes["count"].fillna(-1) < 0).sum()),
+        truncated_writes=int(cut.sum()),
+        writes_stable_unknown=int((calls["stable"][cut].fillna(-1) < 0).sum()),
+        writes_count_unknown=int((calls["count"][cut].fillna(-1) < 0).sum()),
         interface_drops=int(stats.interface_drops),
         duplicate_frames=int(getattr(stats, "duplicate_frames", 0)),
         capture_missed_bytes=int(stats.tcp.get("hole_bytes_acked", 0)),
@@ -703,7 +706,7 @@ def assess_capture(
         cut_lengths=[int(f.cut_len) for f in stats.files],
         snaplen_needed=snaplen_needed(transactions, stats),
         writes_inferred=len(inferred),
-        bytes_inferred=int(inferred["write_bytes"].sum()),
+        bytes_inferred=int(inferred.sum()),
     )
 
 

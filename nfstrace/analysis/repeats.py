@@ -171,9 +171,10 @@ def _backoff(intervals: tuple[float, ...]) -> tuple[float, ...]:
 
 
 def _retransmissions(tx: pd.DataFrame) -> pd.DataFrame:
-    resent = tx[tx["n_calls"] > 1]
-    if resent.empty:
+    again = (tx["n_calls"] > 1).to_numpy()
+    if not again.any():  # (the usual case: no selection of every column)
         return pd.DataFrame(columns=list(RETRANSMISSION_COLUMNS))
+    resent = tx[again]
     out = resent[
         [
             "client",

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
+from nfstrace.analysis.grouping import rows_where
 from nfstrace.jsonable import NOT_IN_JSON, json_field, jsonable
 from nfstrace.protocol.rpc import NFS_PROGRAM
 
@@ -90,11 +91,12 @@ def outstanding(
     Counts answered transactions only, each from ``t_call_ns`` to ``t_reply_ns``, over
     [start_ns, end_ns] (default: first call to last reply).  (NaN, 0) when empty.
     """
-    answered = transactions.dropna(subset=["t_call_ns", "t_reply_ns"])
-    if answered.empty:
+    call, reply = transactions["t_call_ns"], transactions["t_reply_ns"]
+    answered = (call.notna() & reply.notna()).to_numpy()  # (two columns, not every one)
+    if not answered.any():
         return math.nan, 0
-    calls = answered["t_call_ns"].to_numpy(dtype="int64")
-    replies = answered["t_reply_ns"].to_numpy(dtype="int64")
+    calls = call[answered].to_numpy(dtype="int64")
+    replies = reply[answered].to_numpy(dtype="int64")
     t0 = int(calls.min()) if start_ns is None else start_ns
     t1 = int(replies.max()) if end_ns is None else end_ns
     if t1 <= t0:
@@ -342,7 +344,9 @@ def analyze_workload(
     from the transactions when None.  window_ns: load-window length (default: the span
     cut in DEFAULT_WINDOWS, at least MIN_WINDOW_NS).
     """
-    nfs = transactions[(transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)]
+    nfs = rows_where(
+        transactions, (transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)
+    )
     mix = op_mix(nfs)
     answered = nfs.dropna(subset=["t_call_ns", "t_reply_ns", "latency_ns"])
     if answered.empty:
