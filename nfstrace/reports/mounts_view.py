@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from nfstrace.analysis.kernel_stats import KernelFigures, mountstats_text
 from nfstrace.analysis.mounts import Mounts
-from nfstrace.reports.style import Column, FittedTable
+from nfstrace.reports.style import Column, FittedTable, rows
 from nfstrace.text import count, printable
 
 MAX_MOUNTS = 4  # mounts shown (the busiest); the rest in the JSON/HTML report
@@ -69,12 +69,14 @@ def mount_lines(mounts: Mounts | None) -> list[str]:
     if mounts is None or mounts.mounts.empty:
         return []
     out = []
-    for r in mounts.mounts.head(MAX_MOUNTS).itertuples(index=False):
+    named = ["client", "server", "vers", "minor", "connections", "transport"]  # (mount_name)
+    for r in rows(mounts.mounts, named, MAX_MOUNTS):
         ops = mounts.operations_of(str(r.client), str(r.server), int(r.vers))
+        used = ["op", "ops", "kb_per_op", "rtt_ms", "exe_ms"]
         parts = [
             f"{o.op} {o.ops:,} x {_num(o.kb_per_op, ',.1f')} kB, RTT {_num(o.rtt_ms, ',.2f')} ms"
             + (f" (exe {_num(o.exe_ms, ',.2f')})" if abs(o.exe_ms - o.rtt_ms) > 0.005 else "")
-            for o in ops[ops["ops"] > 0].head(SHORT_OPS).itertuples(index=False)
+            for o in rows(ops[ops["ops"] > 0], used, SHORT_OPS)
         ]
         line = f"{mount_name(r)} as nfsiostat counts: {'; '.join(parts) or 'no call answered'}"
         k = _kernel_of(mounts, r)

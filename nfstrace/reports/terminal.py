@@ -22,7 +22,7 @@ from nfstrace.parsers.stats import ParseStats
 from nfstrace.protocol.link import LINKTYPE_NAMES
 from nfstrace.reports.model_view import render_model, render_workload
 from nfstrace.reports.mounts_view import mount_lines, render_mounts
-from nfstrace.reports.style import Column, FittedTable, Wrapped
+from nfstrace.reports.style import Column, FittedTable, Wrapped, rows
 from nfstrace.text import count, file_names, printable
 from nfstrace.trace import Trace
 
@@ -137,7 +137,8 @@ def render_budget(diagnosis: Diagnosis, console: Console) -> None:
         return
     pairs = diagnosis.budget.pairs.sort_values("elapsed_ns", ascending=False, kind="stable")
     console.print("[bold]Time budget of the writes[/bold] (share of each pair's write activity)")
-    for r in pairs.head(MAX_PAIR_TABLES).itertuples(index=False):
+    used = ["client", "server", "elapsed_ns", "mbit_s", *(f"{c}_ns" for c in CAUSES)]
+    for r in rows(pairs, used, MAX_PAIR_TABLES):
         elapsed = r.elapsed_ns
         shares = sorted(
             ((getattr(r, f"{c}_ns") / elapsed, c) for c in CAUSES if elapsed),
@@ -211,7 +212,9 @@ def operations_rich_table(latency: pd.DataFrame) -> FittedTable:
     latency = by_time_spent(latency)
     table = FittedTable("Operations by time spent (ms)", OPERATION_COLUMNS)
     nfs = latency["program"].astype(str).eq("nfs")
-    for r in latency.head(MAX_OPERATION_ROWS).itertuples(index=False):
+    used = ["program", "op", "error_names", "errors", "calls", "min_ms", "p50_ms", "p99_ms"]
+    used += ["sum_ms", "server_p50_ms", "no_reply", "retransmitted"]
+    for r in rows(latency, used, MAX_OPERATION_ROWS):
         name = str(r.op) if nfs.all() else f"{r.program} {r.op}"
         errors = str(r.error_names or "") or (f"{r.errors:,}" if r.errors else "")
         table.add_row(
