@@ -251,10 +251,11 @@ def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
     return np.array([_is_trivial(o, s) for o, s in pairs], dtype=bool)[pair]
 
 
-def _clean_answered(tx: pd.DataFrame) -> pd.DataFrame:
-    """Transactions sent once and answered once, with a latency."""
+def _clean_answered(tx: pd.DataFrame, keep: pd.Series | bool = True) -> pd.DataFrame:
+    """Transactions sent once and answered once, with a latency (and ``keep``).
+    Usually every WRITE is: ``rows_where`` then copies no column."""
     ok = (tx["n_calls"] == 1) & (tx["n_replies"] >= 1) & tx["latency_ns"].notna()
-    return tx[ok]
+    return rows_where(tx, ok & keep)
 
 
 def _turnaround_rtts(tx: pd.DataFrame) -> np.ndarray:
@@ -489,7 +490,7 @@ def _commit_server_seconds_per_byte(
     is unknown counts the WRITEs of every file.  Cumulative sums, not a scan of the
     WRITEs per COMMIT.
     """
-    commits = _clean_answered(tx[(tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0)])
+    commits = _clean_answered(tx, (tx["op"] == "COMMIT") & (tx["status"].fillna(-1) == 0))
     commits = commits.sort_values("t_call_ns")
     unstable = writes[writes["committed"].fillna(-1) == UNSTABLE]
     if commits.empty:

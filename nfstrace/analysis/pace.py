@@ -288,28 +288,31 @@ def _stats(gap: str, scope: str, values: np.ndarray) -> dict[str, Any]:
 
 
 def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray:
-    """For each reply, the time to the pair's next call (sent at or after it)."""
+    """For each reply, the time to the pair's next call (sent at or after it);
+    the replies in time order (ties in table order).  A forward as-of match by
+    pair, as integer keys: each time replaced by its rank among all the times,
+    then (pair, rank) as one number, so one sorted search finds every reply's
+    next call."""
     tx = prepared(transactions)
-    tx = rows_where(tx, tx["n_calls"] > 0)
+    call = (tx["n_calls"] > 0).to_numpy()
     if writes_only:
-        tx = tx[tx["op"].eq(WRITE_OP)]
-    answered = rows_where(tx, tx["t_reply_ns"].notna())
-    if answered.empty:
+        call = call & tx["op"].eq(WRITE_OP).to_numpy(dtype=bool)
+    answered = call & tx["t_reply_ns"].notna().to_numpy()
+    if not answered.any():
         return np.array([], dtype="int64")
-    replies = pd.DataFrame(
-        {"t": answered["t_reply_ns"].astype("int64").to_numpy(), "pair": answered["pair"]}
-    ).sort_values("t", kind="stable")
-    calls = pd.DataFrame(
-        {
-            "t": tx["t_call_ns"].astype("int64").to_numpy(),
-            # nullable: an unmatched reply must not turn ns times into floats
-            "next_call": tx["t_call_ns"].astype("Int64").array,
-            "pair": tx["pair"],
-        }
-    ).sort_values("t", kind="stable")
-    linked = pd.merge_asof(replies, calls, on="t", by="pair", direction="forward")
-    linked = linked[linked["next_call"].notna()]
-    return (linked["next_call"].to_numpy("int64") - linked["t"].to_numpy("int64")).astype("int64")
+    pair = tx["pair"].to_numpy("int64")
+    reply_t = tx["t_reply_ns"].to_numpy("int64", na_value=0)[answered]
+    order = np.argsort(reply_t, kind="stable")
+    reply_t, reply_pair = reply_t[order], pair[answered][order]
+    call_t = tx["t_call_ns"].to_numpy("int64", na_value=0)[call]
+    times, rank = np.unique(np.concatenate([call_t, reply_t]), return_inverse=True)
+    n = len(times)
+    calls = np.sort(pair[call] * n + rank[: len(call_t)])
+    wanted = reply_pair * n + rank[len(call_t) :]
+    at = np.searchsorted(calls, wanted, side="left")  # the first call at or after the reply
+    key = calls[np.minimum(at, len(calls) - 1)]  # (answered rows are calls: never empty)
+    found = (at < len(calls)) & (key // n == reply_pair)
+    return (times[key[found] % n] - reply_t[found]).astype("int64")
 
 
 def _latencies(tx: pd.DataFrame, writes_only: bool) -> np.ndarray:

@@ -572,26 +572,29 @@ def analyze_writes(transactions: pd.DataFrame) -> WritesResult:
     is_write = ops.eq(WRITE_OP)
     w = tx[is_write & (tx["n_calls"] > 0)]
     # replies whose call was not captured: counted in the bytes and levels granted
-    orphans = tx[is_write & tx["n_calls"].eq(0) & (tx["n_replies"] > 0)]
-    answered = w[w["n_replies"] > 0]
-    status = _int(answered["status"])
-    failed = answered[status > 0]
+    # (rows selected only when there are some: each selection copies every column)
+    unseen = (is_write & tx["n_calls"].eq(0) & (tx["n_replies"] > 0)).to_numpy(dtype=bool)
+    orphans = tx[unseen] if unseen.any() else tx.iloc[:0]
+    answered = (w["n_replies"] > 0).to_numpy()
+    failing = answered & (_int(w["status"]) > 0)
     failed_by_status: dict[str, int] = {}
-    for (st, vers), n in (
-        failed.groupby([failed["status"].astype("int64"), failed["vers"].astype("int64")])
-        .size()
-        .items()
-    ):
-        name = status_name(int(st), int(vers))
-        failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
+    if failing.any():
+        failed = w[failing]
+        for (st, vers), n in (
+            failed.groupby([failed["status"].astype("int64"), failed["vers"].astype("int64")])
+            .size()
+            .items()
+        ):
+            name = status_name(int(st), int(vers))
+            failed_by_status[name] = failed_by_status.get(name, 0) + int(n)
     ok_writes = tx[is_write & (tx["write_bytes"] > 0)]
     files = _files(w, file_names(tx))
     follow = int((files["writes"] - 1).clip(lower=0).sum()) if len(files) else 0
     seq = int(files["sequential"].sum()) if len(files) else 0
     return WritesResult(
         writes=len(w),
-        answered=len(answered),
-        failed=len(failed),
+        answered=int(answered.sum()),
+        failed=int(failing.sum()),
         failed_by_status=failed_by_status,
         bytes_written=int(ok_writes["write_bytes"].sum()),
         unstable_bytes=int(
