@@ -286,7 +286,8 @@ def analyze_fragments(
 ) -> FragmentsResult:
     """Fragmentation facts (``stats``: the parser's ParseStats; ``events``: its
     events table, to name the incomplete datagrams)."""
-    udp = messages[messages["transport"] == "udp"]
+    # the two columns read, not a selection of every column
+    udp = messages[["ip_frags", "msgtype"]][(messages["transport"] == "udp").to_numpy()]
     by_rpc = _by_rpc(messages)
     fragmented = udp[udp["ip_frags"] > 1]
     directions = pd.DataFrame(

@@ -256,10 +256,10 @@ def analyze_transport(transactions: pd.DataFrame, events: pd.DataFrame) -> Trans
     kinds = linked["kind"].astype(object).to_numpy()
 
     def total(kind: str, col: str) -> int:
-        return int(linked.loc[linked["kind"] == kind, col].sum())
+        return int(linked[col].to_numpy()[kinds == kind].sum())
 
     def count(kind: str) -> int:
-        return int((linked["kind"] == kind).sum())
+        return int((kinds == kind).sum())
 
     def distinct_rpcs(kind: str) -> int:
         return len(np.unique(links.rpc[kinds[links.event] == kind]))
