@@ -180,7 +180,7 @@ class _Columns:
         """Column ``name`` as int64 (-1 where missing), with the values set."""
         got = self._int.get(name)
         if got is None:
-            got = self.tx[name].astype("Int64").fillna(-1).to_numpy("int64", copy=True)
+            got = self.tx[name].to_numpy("int64", na_value=-1, copy=True)
             if name in self.sets:
                 mask, values = self.sets[name]
                 got[mask] = values[mask].astype("int64")
@@ -191,7 +191,7 @@ class _Columns:
         """Column ``name`` as objects ('' where missing), with the values set."""
         got = self._text.get(name)
         if got is None:
-            got = self.tx[name].astype(object).fillna("").to_numpy(object, copy=True)
+            got = self.tx[name].to_numpy(object, na_value="", copy=True)
             if name in self.sets:
                 mask, values = self.sets[name]
                 got[mask] = values[mask]

@@ -485,7 +485,7 @@ def reply_count_bound(tx: Any) -> np.ndarray:
     huge = np.iinfo("int64").max
 
     def known(name: str) -> np.ndarray:
-        values = pd.Series(tx[name]).astype("Int64").fillna(-1).to_numpy("int64")
+        values = pd.Series(tx[name]).to_numpy("int64", na_value=-1)
         return np.where(values >= 0, values, huge)
 
     op = pd.Series(tx["op"])

@@ -232,7 +232,7 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
     addrs = _addr_texts(tables["addrs"])
     prog = _ints(cols, "prog", "i8")
     # vers and proc come unsigned (names are made from the real numbers); the
-    # table's int32 columns wrap them (as numpy's astype does)
+    # table's int32 columns wrap them (numpy's astype, here: a frame's is slower)
     vers = _ints(cols, "vers", "i8")
     proc = _ints(cols, "proc", "i8")
     data: dict[str, Any] = {
@@ -249,8 +249,8 @@ def _messages(cols: dict, tables: dict) -> pd.DataFrame:
         "xid": _ints(cols, "xid", "i8"),
         "msgtype": _ints(cols, "msgtype", "u1"),
         "prog": prog,
-        "vers": vers,
-        "proc": proc,
+        "vers": vers.astype(MESSAGE_DTYPES["vers"]),
+        "proc": proc.astype(MESSAGE_DTYPES["proc"]),
         "auth": _ints(cols, "auth", "i8"),
         "auth_uid": _ints(cols, "auth_uid", "i8"),
         "auth_gid": _ints(cols, "auth_gid", "i8"),
