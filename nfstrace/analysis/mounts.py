@@ -41,7 +41,7 @@ The kernel's definitions (``net/sunrpc/stats.c`` ``rpc_count_iostats_metrics``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -187,11 +187,19 @@ def _mean(group: np.ndarray, n: int, values: np.ndarray, rows: np.ndarray) -> np
     return np.divide(total, count, out=np.full(n, np.nan), where=count > 0)
 
 
-def _mounts(nfs: pd.DataFrame, mount: np.ndarray, keys: pd.DataFrame) -> pd.DataFrame:
-    """MOUNT_COLUMNS but the sums (ops, trans, bytes), per mount code."""
-    by = pd.Series(mount)
-    first = nfs["t_call_ns"].reset_index(drop=True)
-    last = nfs["t_reply_ns"].fillna(nfs["t_call_end_ns"]).reset_index(drop=True)
+def _extreme(at: Any, mount: np.ndarray, n: int, values: np.ndarray, start: Any) -> np.ndarray:
+    """Per mount code the min or max (``at``: np.minimum.at, np.fmax.at ...) of
+    ``values``, from ``start``."""
+    out = np.full(n, start, dtype=values.dtype)
+    at(out, mount, values)
+    return out
+
+
+def _mounts(nfs: pd.DataFrame, mount: np.ndarray, keys: pd.DataFrame) -> dict[str, Any]:
+    """MOUNT_COLUMNS but the sums (ops, trans, bytes), per mount code: the
+    columns, as groupby would give them (min and max leave missing values out)."""
+    first = nfs["t_call_ns"].to_numpy("int64")
+    last = nfs["t_reply_ns"].fillna(nfs["t_call_end_ns"]).to_numpy("int64")
     n = len(keys)
     conn = pd.unique(mount + n * (nfs["conn"].to_numpy("int64", na_value=-1) + 1))
     port = pd.unique(mount + n * (nfs["client_port"].to_numpy("int64", na_value=-1) + 1))
@@ -200,16 +208,18 @@ def _mounts(nfs: pd.DataFrame, mount: np.ndarray, keys: pd.DataFrame) -> pd.Data
         ports.setdefault(int(code % n), []).append(int(code // n) - 1)
     minor = nfs["minor"].to_numpy("float64", na_value=np.nan)
     slot = nfs["slot"].to_numpy("float64", na_value=np.nan)
-    out = keys.copy()
+    out: dict[str, Any] = {c: keys[c].array for c in keys.columns}
     out["transport"] = nfs["transport"].take(first_rows(mount)).astype(str).to_numpy()
     out["connections"] = np.bincount(conn[conn >= n] % n, minlength=n)
-    out["client_ports"] = [" ".join(map(str, sorted(ports.get(m, [])))) for m in range(n)]
-    out["first_ns"] = first.groupby(by).min().to_numpy("int64")
-    out["last_ns"] = last.groupby(by).max().to_numpy("int64")
+    out["client_ports"] = np.array(
+        [" ".join(map(str, sorted(ports.get(m, [])))) for m in range(n)], dtype=object
+    )
+    out["first_ns"] = _extreme(np.minimum.at, mount, n, first, np.iinfo("int64").max)
+    out["last_ns"] = _extreme(np.maximum.at, mount, n, last, np.iinfo("int64").min)
     out["seconds"] = (out["last_ns"] - out["first_ns"]) / 1e9
-    top_minor = pd.Series(minor).groupby(by).max().to_numpy()
-    top_slot = pd.Series(slot).groupby(by).max().to_numpy()
-    v4 = out["vers"].to_numpy() == 4
+    top_minor = _extreme(np.fmax.at, mount, n, minor, np.nan)  # (NaN: none known)
+    top_slot = _extreme(np.fmax.at, mount, n, slot, np.nan)
+    v4 = np.asarray(out["vers"]) == 4
     out["minor"] = pd.array(
         [int(m) if ok and m >= 0 else pd.NA for ok, m in zip(v4, top_minor, strict=True)],
         dtype="Int32",
@@ -253,31 +263,34 @@ def mount_operations(transactions: pd.DataFrame) -> Mounts:
         "bytes_sent": _per(group, n, done * call * sends),
         "bytes_recv": _per(group, n, done * nfs["reply_bytes"].to_numpy("int64", na_value=0)),
     }
-    ops = keys.take(combos // len(names)).reset_index(drop=True)
-    ops["op"] = names[combos % len(names)].astype(str)
-    for name, values in sums.items():
-        ops[name] = values.round().astype("int64")
+    # the operations' columns as arrays, made a table once (in its final order)
+    of_mount = combos // len(names)
+    op_name = names[combos % len(names)].astype(str)
+    ops = {name: values.round().astype("int64") for name, values in sums.items()}
     ops["retrans"] = ops["trans"] - ops["ops"]
     ops["rtt_ms"] = _mean(group, n, _ms(reply - nfs["t_call_last_ns"]), answered)
     ops["rtt_last_ms"] = _mean(group, n, _ms(reply - nfs["t_call_last_end_ns"]), answered)
     ops["exe_ms"] = _mean(group, n, _ms(reply - nfs["t_call_ns"]), answered)
 
     mounts = _mounts(nfs, mount, keys)
-    of_mount = combos // len(names)
     for name in ("ops", "unanswered", "trans", "bytes_sent", "bytes_recv"):
         mounts[name] = np.bincount(of_mount, weights=ops[name], minlength=len(keys)).astype("int64")
-    seconds = mounts["seconds"].to_numpy()[of_mount]
+    seconds = mounts["seconds"][of_mount]
     per_s = np.divide(1.0, seconds, out=np.full(n, np.nan), where=seconds > 0)
-    kb = (ops["bytes_sent"] + ops["bytes_recv"]).to_numpy() / 1024
+    kb = (ops["bytes_sent"] + ops["bytes_recv"]) / 1024
     ops["ops_per_s"] = ops["ops"] * per_s
     ops["kb_per_s"] = kb * per_s
     ops["kb_per_op"] = np.divide(kb, ops["ops"], out=np.full(n, np.nan), where=ops["ops"] > 0)
     # the busiest mount first; in each, the operations by time (ops x exe), then name
-    rank = np.argsort(np.argsort(-mounts["ops"].to_numpy(), kind="stable"), kind="stable")
-    busy = -(ops["exe_ms"].fillna(0) * ops["ops"])
-    ops = ops.assign(_m=rank[of_mount], _b=busy).sort_values(["_m", "_b", "op"], kind="stable")
-    mounts = mounts.assign(_m=rank).sort_values("_m")
+    rank = np.argsort(np.argsort(-mounts["ops"], kind="stable"), kind="stable")
+    busy = -(np.nan_to_num(ops["exe_ms"], nan=0.0) * ops["ops"])
+    order = np.lexsort((op_name, busy, rank[of_mount]))  # (stable, as sort_values)
+    at = of_mount[order]
+    table = {c: keys[c].array.take(at) for c in ("client", "server", "vers")}
+    table["op"] = op_name[order]
+    table.update({c: ops[c][order] for c in OPERATION_COLUMNS if c in ops})
+    first = np.argsort(rank)
     return Mounts(
-        mounts[list(MOUNT_COLUMNS)].reset_index(drop=True),
-        ops[list(OPERATION_COLUMNS)].reset_index(drop=True),
+        pd.DataFrame({c: mounts[c][first] for c in MOUNT_COLUMNS}),
+        pd.DataFrame({c: table[c] for c in OPERATION_COLUMNS}),
     )
