@@ -362,46 +362,46 @@ def _files(writes: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Data
     fh_code, fh_names = pd.factorize(writes["fh"])  # <NA>: -1
     known = (offset >= 0) & (count >= 0) & (fh_code >= 0)
     known &= fh_code != fh_names.get_indexer([""])[0]  # an empty handle is not a file
-    w = pd.DataFrame(
-        {
-            "pair": writes["pair"].to_numpy()[known],
-            "fh": fh_code[known],
-            "t": writes["t_call_ns"].to_numpy(dtype="int64")[known],
-            "offset": offset[known],
-            "end": offset[known] + count[known],
-            "bytes": writes["write_bytes"].to_numpy(dtype="int64")[known],
-            "t_reply": writes["t_reply_ns"].astype("Int64").fillna(-1).to_numpy("int64")[known],
-        }
-    )
-    if w.empty:
+    if not known.any():
         return _empty(FILE_COLUMNS)
-    w = w.sort_values(["pair", "fh", "t"], kind="stable", ignore_index=True)
-    same_file = (w["pair"].eq(w["pair"].shift()) & w["fh"].eq(w["fh"].shift())).to_numpy()
-    w["sequential"] = same_file & (w["offset"].to_numpy() == w["end"].shift().to_numpy())
-    g = w.groupby(["pair", "fh"], sort=True)
+    # per (pair, file), in call order: rows sorted by them (stable), each group's
+    # first row where the pair or the file changes; sums, min and max per group
+    pair, fh = writes["pair"].to_numpy()[known], fh_code[known]
+    t = writes["t_call_ns"].to_numpy(dtype="int64")[known]
+    order = np.lexsort((t, fh, pair))
+    pair, fh, t = pair[order], fh[order], t[order]
+    start, end = offset[known][order], (offset[known] + count[known])[order]
+    nbytes = writes["write_bytes"].to_numpy(dtype="int64")[known][order]
+    t_reply = writes["t_reply_ns"].to_numpy("int64", na_value=-1)[known][order]
+    same_file = np.r_[False, (pair[1:] == pair[:-1]) & (fh[1:] == fh[:-1])]
+    sequential = same_file & (start == np.r_[-1, end[:-1]])  # (offsets are >= 0 here)
+    first = np.flatnonzero(~same_file)
+    writes_n = np.diff(np.r_[first, len(pair)])
+    total = np.add.reduceat(nbytes, first)
+    began = np.minimum.reduceat(t, first)
+    last = np.maximum.reduceat(t_reply, first)
+    spent = np.where(last >= 0, (last - began).astype("float64"), np.nan) / 1e9
+    seconds = np.clip(spent, 0, None)
+    follow = writes_n - 1
+    in_sequence = np.add.reduceat(sequential.astype("int64"), first)
+    labels = writes.groupby("pair", sort=True)[["client", "server"]].first()
+    file_fh = np.asarray(fh_names, dtype=object)[fh[first]]
+    names = names or {}
     out = pd.DataFrame(
         {
-            "writes": g.size(),
-            "bytes": g["bytes"].sum(),
-            "sequential": g["sequential"].sum(),
-            "first": g["t"].min(),
-            "last": g["t_reply"].max(),
+            "pair": pair[first],
+            "writes": writes_n,
+            "bytes": total,
+            "sequential": in_sequence,
+            "seconds": seconds,
+            "mbit_s": total * 8 / 1e6 / np.where(seconds > 0, seconds, np.nan),
+            "client": labels["client"].astype(object).reindex(pair[first]).to_numpy(),
+            "server": labels["server"].astype(object).reindex(pair[first]).to_numpy(),
+            "fh": file_fh,
+            "sequential_share": in_sequence / np.where(follow > 0, follow, np.nan),
+            "name": pd.Series([names.get(f, "") for f in file_fh], dtype=object),
         }
-    ).reset_index()
-    spent = (out["last"] - out["first"]).where(out["last"] >= 0).astype("float64") / 1e9
-    out["seconds"] = spent.clip(lower=0)
-    out["mbit_s"] = (out["bytes"] * 8 / 1e6 / out["seconds"].where(out["seconds"] > 0)).astype(
-        "float64"
     )
-    labels = writes.groupby("pair", sort=True)[["client", "server"]].first()
-    out["client"] = labels["client"].astype(object).reindex(out["pair"]).to_numpy()
-    out["server"] = labels["server"].astype(object).reindex(out["pair"]).to_numpy()
-    out["fh"] = np.asarray(fh_names, dtype=object)[out["fh"].to_numpy()]
-    out["sequential"] = out["sequential"].astype("int64")
-    follow = out["writes"] - 1
-    out["sequential_share"] = (out["sequential"] / follow.where(follow > 0)).astype("float64")
-    names = names or {}
-    out["name"] = pd.Series([names.get(fh, "") for fh in out["fh"]], dtype=object)
     out = out.sort_values(
         ["seconds", "client", "server", "fh"],
         ascending=[False, True, True, True],
