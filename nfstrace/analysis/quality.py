@@ -338,11 +338,13 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
     connections: a capture of many short connections has tens of thousands."""
     if events is None or not len(events) or "kind" not in events:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
-    hs = events.loc[events["kind"].isin(HANDSHAKE_KINDS), ["kind", "conn", "ts_ns"]]
-    kinds = hs["kind"].astype(object)  # events.kind is a category column of its own
-    kind = pd.Categorical(kinds, categories=HANDSHAKE_KINDS).codes.astype("int64")
-    conn, conns = pd.factorize(hs["conn"])  # first-appearance order, as groupby(sort=False)
-    t = hs["ts_ns"].to_numpy("int64")
+    # each event's kind coded among HANDSHAKE_KINDS (-1: another kind), then the
+    # handshake's rows of the columns read (events.kind: a category column of its own)
+    kind = pd.Categorical(events["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
+    hs = kind >= 0
+    kind = kind[hs]
+    conn, conns = pd.factorize(events["conn"].to_numpy()[hs])  # first-appearance order
+    t = events["ts_ns"].to_numpy("int64")[hs]
     last = np.full((len(HANDSHAKE_KINDS), len(conns)), -1, "int64")
     np.maximum.at(last, (kind, conn), t)  # times are >= 0: -1 stays only where none
     is_ack = kind == 2
