@@ -72,9 +72,13 @@ def _short_error_names(t: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def error_mask(tx: pd.DataFrame) -> pd.Series:
-    nfs_error = tx["status"].fillna(0).astype("int64") > 0
-    rpc_error = (tx["reply_stat"] == "denied") | (tx["accept_stat"].fillna(0).astype("int64") != 0)
-    return (nfs_error | rpc_error) & (tx["n_replies"] > 0)
+    """Answered calls whose reply is an error (NFS status or RPC), on tx's index.
+    (The columns' arrays: each Series operation costs more than a small table's work.)"""
+    nfs_error = tx["status"].to_numpy("int64", na_value=0) > 0
+    denied = (tx["reply_stat"] == "denied").to_numpy(dtype=bool)
+    rpc_error = denied | (tx["accept_stat"].to_numpy("int64", na_value=0) != 0)
+    answered = (tx["n_replies"] > 0).to_numpy(dtype=bool)
+    return pd.Series((nfs_error | rpc_error) & answered, index=tx.index)
 
 
 def _rows(column: pd.Series, rows: np.ndarray | None) -> pd.Series:
