@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import MAX_DETAIL_ITEMS, Finding, listed
-from nfstrace.analysis.grouping import rows_where
+from nfstrace.analysis.grouping import group_codes, rows_where
 from nfstrace.jsonable import NOT_IN_JSON
 
 RETRANSMISSION_COLUMNS: dict[str, str] = {
@@ -207,20 +207,26 @@ def _retransmissions(tx: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tcp_retransmissions(events: pd.DataFrame) -> pd.DataFrame:
-    ev = events[events["kind"] == "tcp_retransmission"] if len(events) else events
-    if ev is None or ev.empty:
+    rows = np.flatnonzero((events["kind"] == "tcp_retransmission").to_numpy(dtype=bool))
+    if not len(rows):
         return pd.DataFrame(columns=list(TCP_RETRANSMISSION_COLUMNS))
+    # per direction, in groupby(keys, sort=True)'s order: integer group codes
+    # (grouping.group_codes), sums, min and max by ufunc.at, keys from a first row
     keys = ["conn", "src", "sport", "dst", "dport"]
-    g = ev.astype({"src": object, "dst": object}).groupby(keys, sort=True)
-    out = pd.DataFrame(
-        {
-            "segments": g.size(),
-            "bytes": g["length"].sum(),
-            "first_ns": g["ts_ns"].min(),
-            "last_ns": g["ts_ns"].max(),
-        }
-    ).reset_index()
-    return out[list(TCP_RETRANSMISSION_COLUMNS)]
+    group, _ = group_codes([events[k].take(rows) for k in keys])
+    n = int(group.max()) + 1
+    first = np.unique(group, return_index=True)[1]
+    out = {k: events[k].to_numpy()[rows][first] for k in keys}
+    out["segments"] = np.bincount(group, minlength=n)
+    length, ts = (events[c].to_numpy("int64")[rows] for c in ("length", "ts_ns"))
+    for name, at, values, start in (
+        ("bytes", np.add.at, length, 0),
+        ("first_ns", np.minimum.at, ts, np.iinfo("int64").max),
+        ("last_ns", np.maximum.at, ts, np.iinfo("int64").min),
+    ):
+        out[name] = np.full(n, start, "int64")
+        at(out[name], group, values)
+    return pd.DataFrame(out)[list(TCP_RETRANSMISSION_COLUMNS)]
 
 
 def _wall_clock_lost(rt: pd.DataFrame) -> int:
