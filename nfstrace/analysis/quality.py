@@ -340,7 +340,7 @@ def handshake_times(events: pd.DataFrame | None) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype="int64") for c in HANDSHAKE_TIME_COLUMNS})
     # each event's kind coded among HANDSHAKE_KINDS (-1: another kind), then the
     # handshake's rows of the columns read (events.kind: a category column of its own)
-    kind = pd.Categorical(events["kind"], categories=HANDSHAKE_KINDS).codes.astype("int64")
+    kind = pd.Index(HANDSHAKE_KINDS).get_indexer(events["kind"]).astype("int64")
     hs = kind >= 0
     kind = kind[hs]
     conn, conns = pd.factorize(events["conn"].to_numpy()[hs])  # first-appearance order
