@@ -172,20 +172,21 @@ def write_progress(transactions: pd.DataFrame) -> pd.DataFrame:
 
 def progress_with_pairs(tx: pd.DataFrame) -> pd.DataFrame:
     """write_progress with the pair code kept (``tx`` prepared)."""
-    done = tx[(tx["write_bytes"] > 0) & tx["t_reply_ns"].notna()]
-    t = done["t_reply_ns"].to_numpy(dtype="int64")
+    # the rows' positions in reply order, then each column taken once (not the table twice)
+    rows = np.flatnonzero(((tx["write_bytes"] > 0) & tx["t_reply_ns"].notna()).to_numpy())
+    t = tx["t_reply_ns"].to_numpy("int64", na_value=0)[rows]
     order = np.argsort(t, kind="stable")
-    done = done.iloc[order]
-    nbytes = done["write_bytes"].to_numpy(dtype="int64")
+    rows = rows[order]
+    nbytes = tx["write_bytes"].to_numpy(dtype="int64")[rows]
     return pd.DataFrame(
         {
             "t_ns": t[order],
-            "client": done["client"].astype(object).to_numpy(),
-            "server": done["server"].astype(object).to_numpy(),
-            "xid": done["xid"].to_numpy(dtype="int64"),
+            "client": tx["client"].take(rows).astype(object).to_numpy(),
+            "server": tx["server"].take(rows).astype(object).to_numpy(),
+            "xid": tx["xid"].to_numpy(dtype="int64")[rows],
             "bytes": nbytes,
             "cum_bytes": np.cumsum(nbytes),
-            "pair": done["pair"].to_numpy(),
+            "pair": tx["pair"].to_numpy()[rows],
         }
     )
 
