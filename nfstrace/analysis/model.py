@@ -254,8 +254,9 @@ def _trivial_mask(tx: pd.DataFrame) -> np.ndarray:
 def _clean_answered(tx: pd.DataFrame, keep: pd.Series | bool = True) -> pd.DataFrame:
     """Transactions sent once and answered once, with a latency (and ``keep``).
     Usually every WRITE is: ``rows_where`` then copies no column."""
-    ok = (tx["n_calls"] == 1) & (tx["n_replies"] >= 1) & tx["latency_ns"].notna()
-    return rows_where(tx, ok & keep)
+    ok = (tx["n_calls"] == 1).to_numpy() & (tx["n_replies"] >= 1).to_numpy()
+    ok &= tx["latency_ns"].notna().to_numpy()
+    return rows_where(tx, ok & np.asarray(keep, dtype=bool))
 
 
 def _turnaround_rtts(tx: pd.DataFrame) -> np.ndarray:
@@ -423,16 +424,20 @@ def _estimate_rtt(
 def _call_rates(tx: pd.DataFrame, messages: pd.DataFrame | None) -> tuple[np.ndarray, str]:
     """Bits per second of large calls from the spacing of their first and last packets."""
     if messages is not None and not messages.empty:
-        big = messages[
-            (messages["msgtype"] == "call")
-            & (messages["rpc_len"] >= DISPERSION_MIN_BYTES)
-            & (messages["frames"] >= DISPERSION_MIN_FRAMES)
-            & (messages["ts_last_ns"] > messages["ts_first_ns"])
-        ]
-        frames = big["frames"].to_numpy(dtype="float64")
+        # the four columns' arrays (a selection of the messages copies all 49)
+        length, frames, first, last = (
+            messages[c].to_numpy() for c in ("rpc_len", "frames", "ts_first_ns", "ts_last_ns")
+        )
+        big = (
+            (messages["msgtype"] == "call").to_numpy(dtype=bool)
+            & (length >= DISPERSION_MIN_BYTES)
+            & (frames >= DISPERSION_MIN_FRAMES)
+            & (last > first)
+        )
+        frames = frames[big].astype("float64")
         # first->last packet time covers the serialization of frames-1 packets
-        bits = big["rpc_len"].to_numpy(dtype="float64") * 8 * (frames - 1) / frames
-        seconds = (big["ts_last_ns"] - big["ts_first_ns"]).to_numpy(dtype="float64") / 1e9
+        bits = length[big].astype("float64") * 8 * (frames - 1) / frames
+        seconds = (last[big] - first[big]).astype("float64") / 1e9
         return bits / seconds, ""
     calls = tx.dropna(subset=["t_call_ns", "t_call_end_ns", "call_bytes"])
     calls = calls[

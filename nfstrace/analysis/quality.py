@@ -372,16 +372,19 @@ ACK_RTT_COLUMNS: dict[str, str] = {
 def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> pd.DataFrame:
     """Per RPC connection, the smallest data->ACK round trip of each direction
     (``ACK_RTT_COLUMNS``), told apart by which side sent the calls."""
-    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
+
+    def empty() -> pd.DataFrame:  # (made only when returned: a frame of Series costs)
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in ACK_RTT_COLUMNS})
+
     if events is None or not len(events) or "kind" not in events or "conn" not in transactions:
-        return empty
+        return empty()
     # in numpy: a few columns, a few rows (a merge and a drop_duplicates cost more)
     is_rtt = (events["kind"] == "tcp_ack_rtt").to_numpy(dtype=bool)
     tx = transactions
     keep = (tx["n_calls"] > 0).to_numpy(dtype=bool) & tx["conn"].notna().to_numpy(dtype=bool)
     keep = keep & tx["client"].notna().to_numpy(dtype=bool)
     if not is_rtt.any() or not keep.any():
-        return empty
+        return empty()
     # each connection's client: that of its first call
     tx_conns, first = np.unique(tx["conn"].to_numpy(dtype=object)[keep].astype("int64"), True)
     client_of = tx["client"].to_numpy(dtype=object)[keep][first]
@@ -389,7 +392,7 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
     called = tx_conns[at] == ev_conn  # connections that carried calls
     if not called.any():
-        return empty
+        return empty()
     src = events["src"].to_numpy(dtype=object)[is_rtt][called]
     server_data = src != client_of[at[called]]
     duration = events["duration_ns"].to_numpy(dtype=object)[is_rtt][called].astype("int64")
