@@ -470,8 +470,8 @@ def analyze_pace(transactions: pd.DataFrame) -> PaceResult:
     if sequential and len(write_turn):
         regular = write_turn[write_turn <= TURNAROUND_MULTIPLE * np.median(write_turn)]
         saving_ns = int(regular.sum())
-    w = tx[tx["op"].eq(WRITE_OP) & (tx["n_calls"] > 0)]
-    sizes = write_sizes(w)
+    # (row by row: the sizes of every row, then the WRITE calls', not a selection of them)
+    sizes = write_sizes(tx)[(tx["op"].eq(WRITE_OP) & (tx["n_calls"] > 0)).to_numpy(dtype=bool)]
     sizes = sizes[sizes > 0]
     return PaceResult(
         outstanding=steps.drop(columns="pair"),
