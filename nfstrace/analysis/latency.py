@@ -191,7 +191,7 @@ def _aggregate(
     srt = len(samples["srt_ms"]) > 0
     errors = samples["error"] >= 0
     lat = _Sorted(group, samples["lat_ms"], n)
-    nullable = {
+    nullable: dict[str, np.ndarray | None] = {
         "min_ms": lat.quantile(0.0),
         "mean_ms": lat.mean(),
         "p50_ms": lat.quantile(0.5),
@@ -203,20 +203,27 @@ def _aggregate(
     if srt:
         nullable["server_p50_ms"] = _Sorted(group, samples["server_ms"], n).quantile(0.5)
         nullable["srt_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
+    if not srt:
+        nullable["server_p50_ms"] = nullable["srt_p50_ms"] = None
+    calls = np.bincount(group, minlength=n)
+    replied = np.bincount(group[samples["replied"]], minlength=n)
+    # one table of the keys and the figures (not a table, then columns set one by one)
     out = pd.DataFrame(
         {
-            "calls": np.bincount(group, minlength=n),
-            "replied": np.bincount(group[samples["replied"]], minlength=n),
+            **{c: keys[c].reset_index(drop=True) for c in keys.columns},
+            "calls": calls,
+            "replied": replied,
             "retransmitted": np.bincount(group[samples["retransmitted"]], minlength=n),
             "errors": np.bincount(group[errors], minlength=n),
-            # NaN (no sample) shown as <NA>, as the nullable columns always were
-            **{name: pd.array(values, dtype="Float64") for name, values in nullable.items()},
+            # NaN (no sample) shown as <NA>, as the nullable columns always were; no
+            # server times at all: NaN
+            **{
+                name: np.full(n, np.nan) if values is None else pd.array(values, dtype="Float64")
+                for name, values in nullable.items()
+            },
+            "no_reply": calls - replied,
         }
     )
-    if not srt:
-        out["server_p50_ms"] = np.nan
-        out["srt_p50_ms"] = np.nan
-    out["no_reply"] = out["calls"] - out["replied"]
     out["error_names"] = ""
     if errors.any():
         names = samples["error_names"]
@@ -230,7 +237,7 @@ def _aggregate(
         text = name + " ×" + counts["count"].map("{:,}".format)
         out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
         out["error_names"] = out["error_names"].fillna("")
-    return pd.concat([keys.reset_index(drop=True), out.reset_index(drop=True)], axis=1)
+    return out
 
 
 def _most_called_first(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
