@@ -21,6 +21,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
@@ -167,12 +168,17 @@ class FragmentsResult:
 def _distribution(udp: pd.DataFrame) -> pd.DataFrame:
     if udp.empty:
         return pd.DataFrame(columns=list(DISTRIBUTION_COLUMNS))
-    counts = pd.crosstab(udp["ip_frags"], udp["msgtype"].astype(object))
+    # crosstab(ip_frags, msgtype) by counting: each distinct count of fragments
+    # (ascending) and its calls and replies
+    values, at = np.unique(udp["ip_frags"].to_numpy("int64"), return_inverse=True)
+    kind = udp["msgtype"].astype(object).to_numpy()
     return pd.DataFrame(
         {
-            "ip_frags": counts.index.astype("int64"),
-            "calls": counts.get("call", pd.Series(0, index=counts.index)).to_numpy(),
-            "replies": counts.get("reply", pd.Series(0, index=counts.index)).to_numpy(),
+            "ip_frags": values,
+            **{
+                name: np.bincount(at[kind == what], minlength=len(values))
+                for name, what in (("calls", "call"), ("replies", "reply"))
+            },
         }
     )
 

@@ -114,6 +114,8 @@ def messages_frame(
 
 def events_frame(events: Sequence[Event]) -> pd.DataFrame:
     """The events table (columns: ``nfstrace.schema.EVENT_COLUMNS``), in time order."""
+    if not len(events):  # (typed empty columns: half the time of an astype of untyped ones)
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in EVENT_DTYPES.items()})
     cache: dict[bytes, str] = {b"": ""}
     df = pd.DataFrame(list(events), columns=list(Event._fields))
     if len(df):
