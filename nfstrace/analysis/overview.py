@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from nfstrace.text import count
@@ -144,13 +145,14 @@ def _nfs_versions(tx: pd.DataFrame) -> list[str]:
 
 
 def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
-    has_call = tx["n_calls"] > 0
-    answered = has_call & (tx["n_replies"] > 0)
-    status = tx["status"].fillna(0).astype("int64")
-    accept = tx["accept_stat"].fillna(0).astype("int64")
-    errors = answered & (
-        (status > 0) | (accept != 0) | tx["reply_stat"].astype(object).eq("denied")
-    )
+    # the counts on the columns' arrays (a Series operation costs more than the work)
+    calls, replies = tx["n_calls"].to_numpy("int64"), tx["n_replies"].to_numpy("int64")
+    has_call = calls > 0
+    answered = has_call & (replies > 0)
+    status = tx["status"].to_numpy("int64", na_value=0)
+    accept = tx["accept_stat"].to_numpy("int64", na_value=0)
+    denied = tx["reply_stat"].astype(object).eq("denied").to_numpy(dtype=bool)
+    errors = answered & ((status > 0) | (accept != 0) | denied)
     return Overview(
         start_ns=int(messages["ts_first_ns"].min()) if len(messages) else 0,
         end_ns=int(messages["ts_last_ns"].max()) if len(messages) else 0,
@@ -161,11 +163,11 @@ def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
         messages=len(messages),
         transactions=int(has_call.sum()),
         answered=int(answered.sum()),
-        calls_without_reply=int((has_call & (tx["n_replies"] == 0)).sum()),
+        calls_without_reply=int((has_call & (replies == 0)).sum()),
         replies_without_call=int((~has_call).sum()),
-        retransmitted_calls=int((tx["n_calls"] > 1).sum()),
-        call_resends=int((tx["n_calls"] - 1).clip(lower=0).sum()),
-        duplicate_replies=int((tx["n_replies"] - 1).clip(lower=0).sum()),
+        retransmitted_calls=int((calls > 1).sum()),
+        call_resends=int(np.clip(calls - 1, 0, None).sum()),
+        duplicate_replies=int(np.clip(replies - 1, 0, None).sum()),
         errors=int(errors.sum()),
         write=throughput(tx, "write_bytes"),
         read=throughput(tx, "read_bytes"),
