@@ -292,9 +292,19 @@ def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
     ok = tx["status"].astype("Int64").eq(0).fillna(False).to_numpy(dtype=bool)
     verifier = tx["verifier"].astype(object).fillna("")
     carries = (ops.eq(WRITE_OP) | ops.eq(COMMIT_OP)).to_numpy() & ok & (verifier != "").to_numpy()
-    r = tx[carries]
-    if r.empty:
+    # the replies in pair, then time order (stable); a change: a reply whose
+    # verifier differs from its pair's previous one (found on the arrays: most
+    # captures have none, and need no table)
+    pair = tx["pair"].to_numpy()[carries]
+    order = np.lexsort((tx["t_reply_ns"].to_numpy("int64", na_value=0)[carries], pair))
+    new = verifier.to_numpy(dtype=object)[carries][order]
+    same = np.r_[False, pair[order][1:] == pair[order][:-1]]
+    old = np.r_[np.nan, new[:-1]].astype(object)
+    old[~same] = np.nan
+    changed = same & (old != new)
+    if not changed.any():
         return _empty(VERIFIER_CHANGE_COLUMNS)
+    r = tx[carries]
     r = pd.DataFrame(
         {
             "t_ns": r["t_reply_ns"].astype("int64"),
@@ -305,11 +315,9 @@ def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
             "op": r["op"].astype(object),
             "new": verifier[carries],
         }
-    ).sort_values(["pair", "t_ns"], kind="stable", ignore_index=True)
-    r["old"] = r["new"].shift().where(r["pair"].eq(r["pair"].shift()))
-    changes = r[r["old"].notna() & r["old"].ne(r["new"])].copy()
-    if changes.empty:
-        return _empty(VERIFIER_CHANGE_COLUMNS)
+    ).iloc[order]
+    r = r.reset_index(drop=True).assign(old=pd.Series(old, dtype=object))
+    changes = r[changed].copy()
 
     # Cumulative unstable bytes per pair, in reply order.
     w = tx[ops.eq(WRITE_OP) & (tx["write_bytes"] > 0)]
