@@ -191,7 +191,9 @@ class _Columns:
         """Column ``name`` as objects ('' where missing), with the values set."""
         got = self._text.get(name)
         if got is None:
-            got = self.tx[name].to_numpy(object, na_value="", copy=True)
+            # (astype(object) first: to_numpy(object, na_value="") of a category column
+            # raised the peak of a 1M-packet analysis by 93 MB)
+            got = self.tx[name].astype(object).fillna("").to_numpy(object, copy=True)
             if name in self.sets:
                 mask, values = self.sets[name]
                 got[mask] = values[mask]
