@@ -276,7 +276,7 @@ def _pair_spans(tx: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "pair": pairs,
-            **{c: tx[c].to_numpy(dtype=object)[called][first] for c in PAIR},
+            **{c: tx[c].take(np.flatnonzero(called)[first]).to_numpy(dtype=object) for c in PAIR},
             "start_ns": start,
             "end_ns": end,
         }
