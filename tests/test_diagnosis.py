@@ -1210,3 +1210,20 @@ def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     untimed = {**row, "send_spread": math.nan, "ack_mbit_s": math.nan, "ack_spread": math.nan}
     untimed["send_mbit_s"] = 80.0
     assert not ceiling(untimed)
+
+
+def test_a_rate_limit_beside_a_round_trip_seen_at_the_server() -> None:
+    """The lab's nfs-cp through a 100 Mbit/s limit and 10 ms, seen at the server
+    and cut to 200 bytes a frame: the calls arrive at one steady rate, the data
+    moving most of the time and the round trip taking the rest.  The verdict
+    was "no problem found" (the data moved less than TRANSFER_DOMINANT of the
+    time, and the calls' rate was compared with the overall rate, round trips
+    included); it is the limit, whose removal the twins measure at 3.79x."""
+    src = SAMPLES / "snaplen/v3-tcp-nfscp-w64k-rate100mbit-d10-l0.server-side.first3000.s200.pcap"
+    measured = json.loads(src.with_suffix(".json").read_text())["cause"]["measured"]
+    d = load_sample(src).diagnosis
+    assert d.quality.capture_point == "server"
+    assert d.verdict.primary == "bandwidth", d.verdict.text
+    limit = next(f for f in d.findings if f.kind == "bandwidth")
+    got = limit.details["speedup_if_removed"]
+    assert 2.0 < got < 1.5 * measured["counterfactual"]["bandwidth"]["speedup"]

@@ -316,7 +316,10 @@ LOSS_PACED_SHARE = 0.0075
 
 def _paced(row: Row, shares: dict[str, float]) -> bool:
     send = float(row["send_mbit_s"])
-    rate = float(row["mbit_s"])
+    moving = shares.get("transfer", 0.0)
+    # the rate the data moved at while it moved (a round trip beside a ceiling
+    # takes the rest of the time)
+    rate = float(row["mbit_s"]) / moving if moving > 0 else float(row["mbit_s"])
     spread = float(row.get("send_spread", math.nan))
     steady = not math.isfinite(spread) or spread <= STEADY_SPREAD
     paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate and steady
@@ -340,7 +343,6 @@ def _paced(row: Row, shares: dict[str, float]) -> bool:
         queued = float(row.get("queued_ns", 0) or 0) / float(row["elapsed_ns"])
         if queued >= QUEUED_DOMINANT:
             return True
-    moving = shares.get("transfer", 0.0)
     if timed and moving >= TRANSFER_STEADY:
         return True
     return moving >= TRANSFER_DOMINANT and (paced or _hop_clocked(row))
