@@ -1072,17 +1072,29 @@ def _resent_after_ack(
     until the re-send came (lab, nfs-rs through 1.5% loss: a 376-byte tail lost,
     the client silent for its retransmission timeout of 207 ms, counted as the
     server's time; the server's busy time, a floor of every other removal, then
-    held 515 ms of a write activity whose loss-free twin took 420)."""
+    held 515 ms of a write activity whose loss-free twin took 420).  Not a
+    re-send after the ACK of the next call of its connection up to that call's
+    last segment: that ACK covered all of this call (a slow server answering
+    one WRITE at a time, 40 ms after their bytes came: the re-sends of later
+    calls' segments before each reply were every call's lost tail, the server's
+    time the loss's)."""
     out = np.zeros(len(c.cs), "int64")
     if not len(retx) or not acked.any():
         return out
     for conn in np.unique(ev_conn[retx]).tolist():
         r = np.sort(ts[retx][ev_conn[retx] == conn])
+        every = np.flatnonzero(c.conn == conn)
+        every = every[np.argsort(c.cs[every], kind="stable")]
+        # per call, when a later call's ACK covered all of it (the next call's)
+        covered = np.r_[c.acked[every][1:], -1]
+        covered = np.where(covered >= 0, covered, np.iinfo("int64").max)
+        whole = np.full(len(c.cs), np.iinfo("int64").max)
+        whole[every] = covered
         mine = np.flatnonzero((c.conn == conn) & acked)
         last = np.searchsorted(r, rf[mine], side="left") - 1  # the last re-send before the reply
         ok = last >= 0
         when = np.where(ok, r[np.maximum(last, 0)], 0)
-        out[mine] = np.where(ok & (when > c.acked[mine]), when, 0)
+        out[mine] = np.where(ok & (when > c.acked[mine]) & (when < whole[mine]), when, 0)
     return out
 
 
