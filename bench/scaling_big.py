@@ -65,12 +65,17 @@ STAGES = (
             "fit_model",
             "_pair_models",
             "time_budget",
+            "capture_limits",
+            "mount_operations",
             "analyze_workload",
+            "budget_findings",
+            "timeline",
         )
     ),
     ("nfstrace.trace", "latency_table", "latency table"),
     ("nfstrace.trace", "compound_op_latency", "compound op latency"),
     ("nfstrace.trace", "overview", "overview"),
+    ("nfstrace.trace", "_matched", "parse and match"),
     ("nfstrace.reports.terminal", "render_summary", "terminal summary"),
 )
 

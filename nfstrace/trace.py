@@ -258,8 +258,12 @@ def load(
     release_freed()
     network = diagnosis.visible_round_trips(transactions)  # the server's time less the network
     latency = latency_table(transactions, network_ns=network)
+    release_freed()
     latency_by_pair = latency_table(transactions, by=["client", "server"], network_ns=network)
+    release_freed()
     compound_latency = compound_op_latency(transactions)
+    release_freed()
+    summary = overview(messages, transactions)
     release_freed()
     return Trace(
         paths=tuple(plist),
@@ -270,6 +274,6 @@ def load(
         compound_latency=compound_latency,
         events=events,
         stats=stats,
-        overview=overview(messages, transactions),
+        overview=summary,
         diagnosis=diagnosis,
     )
