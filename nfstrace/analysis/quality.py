@@ -385,17 +385,20 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     keep = keep & tx["client"].notna().to_numpy(dtype=bool)
     if not is_rtt.any() or not keep.any():
         return empty()
-    # each connection's client: that of its first call
-    tx_conns, first = np.unique(tx["conn"].to_numpy(dtype=object)[keep].astype("int64"), True)
-    client_of = tx["client"].to_numpy(dtype=object)[keep][first]
-    ev_conn = events["conn"].to_numpy(dtype=object)[is_rtt].astype("int64")
+    # each connection's client: that of its first call (the rows' integers and
+    # the first rows' addresses: not a Python object per transaction)
+    kept = np.flatnonzero(keep)
+    tx_conns, first = np.unique(tx["conn"].to_numpy("int64", na_value=0)[kept], True)
+    client_of = tx["client"].take(kept[first]).to_numpy(dtype=object)
+    rtt = np.flatnonzero(is_rtt)
+    ev_conn = events["conn"].take(rtt).to_numpy(dtype=object).astype("int64")
     at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
     called = tx_conns[at] == ev_conn  # connections that carried calls
     if not called.any():
         return empty()
-    src = events["src"].to_numpy(dtype=object)[is_rtt][called]
+    src = events["src"].take(rtt).to_numpy(dtype=object)[called]
     server_data = src != client_of[at[called]]
-    duration = events["duration_ns"].to_numpy(dtype=object)[is_rtt][called].astype("int64")
+    duration = events["duration_ns"].take(rtt).to_numpy(dtype=object)[called].astype("int64")
     # the smallest per connection (in order) and side, -1 where a side has none
     conns, conn = np.unique(ev_conn[called], return_inverse=True)
     none = np.iinfo("int64").max
