@@ -141,7 +141,9 @@ class _Sorted:
 
     def __init__(self, group: np.ndarray, values: np.ndarray, n: int) -> None:
         known = ~np.isnan(values)
-        g, v = group[known], values[known]
+        # (every sample known, the usual case: the arrays themselves, not copies)
+        g, v = (group, values) if known.all() else (group[known], values[known])
+        del known
         self.values = _sorted_in_groups(g, v, n)
         self.count = np.bincount(g, minlength=n)
         self.start = np.cumsum(self.count) - self.count
@@ -200,6 +202,7 @@ def _aggregate(
         "max_ms": lat.quantile(1.0),
         "sum_ms": np.where(lat.count > 0, lat.total, np.nan),
     }
+    del lat  # (its sorted samples: not held beside the server times')
     if srt:
         nullable["server_p50_ms"] = _Sorted(group, samples["server_ms"], n).quantile(0.5)
         nullable["srt_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
@@ -291,9 +294,9 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     One operation at a time: its rows are the compounds that list it, so no
     table with a row per (compound, operation) is made (on a 5M-packet capture
     that table and its work arrays were the analysis' peak, 1 GB)."""
-    v4 = np.flatnonzero(
-        ((tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)).to_numpy(dtype=bool)
-    )
+    ops = tx["ops"]  # (compared in its own type: not a Python object per row)
+    v4 = np.flatnonzero((ops.notna() & ops.ne("") & (tx["n_calls"] > 0)).to_numpy(dtype=bool))
+    del ops
     if not len(v4):
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
     # Each distinct operation list is split once.
@@ -309,18 +312,33 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     key = ("client", "server", "xid", "t_call_ns")
     call[maybe] = row_codes([tx[c].take(v4[maybe]) for c in key]) if len(maybe) else []
     shared = pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0)
+    # (only the shared rows' calls are looked at again: the row-long arrays let go)
+    shared = np.flatnonzero(shared)
+    call = call[shared]
+    del when, maybe
     samples = _samples(tx, v4, column, server_time=False)
     pair, parts = group_codes([tx["program"].take(v4), tx["vers"].take(v4)])
     pair_keys = group_keys(pair, parts)
+    n_pairs = len(pair_keys)
     tables = []
     for op in sorted(set().union(*listed)):
         has = np.array([op in ops for ops in listed])[lists]
-        again = np.flatnonzero(shared & has)
-        has[again[pd.Series(call[again]).duplicated().to_numpy()]] = False
-        at = np.flatnonzero(has)
-        used, group = np.unique(pair[at], return_inverse=True)
-        keys = pair_keys.iloc[used].assign(op=op)
-        tables.append(_aggregate(group, keys, _at(samples, at)))
+        again = np.flatnonzero(has[shared])
+        has[shared[again[pd.Series(call[again]).duplicated().to_numpy()]]] = False
+        if has.all():  # (an operation of every compound, SEQUENCE: no copies)
+            mine, sample = pair, samples
+        else:
+            at = np.flatnonzero(has)
+            mine, sample = pair[at], _at(samples, at)
+            del at
+        del has
+        # the pairs present, in order, and each row's among them (np.unique's
+        # inverse, by a count per pair instead of a sort of the rows)
+        present = np.bincount(mine, minlength=n_pairs) > 0
+        group = (np.cumsum(present) - 1)[mine]
+        keys = pair_keys.iloc[np.flatnonzero(present)].assign(op=op)
+        tables.append(_aggregate(group, keys, sample))
+        del mine, sample, group
     return _most_called_first(pd.concat(tables, ignore_index=True), ["program", "vers", "op"])
 
 
