@@ -36,6 +36,22 @@ def sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         rank[order] = np.arange(len(values))
         rank[-1] = len(values)  # code -1 (missing): last
         return rank[column.cat.codes.to_numpy()], np.append(values[order], np.nan)
+    if (
+        isinstance(column.dtype, np.dtype)
+        and (column.dtype.kind == "i" or (column.dtype.kind == "u" and column.dtype.itemsize < 8))
+        and len(column)
+    ):
+        # integers of a small range (a version, a status): their offsets from the
+        # least counted, the values present ranked (no hash of the rows)
+        values = column.to_numpy()
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo <= 4 * len(values) + 4096:
+            present = np.flatnonzero(np.bincount(values - lo, minlength=hi - lo + 1))
+            rank = np.zeros(hi - lo + 1, _narrowest(len(present)))
+            rank[present] = np.arange(len(present))
+            found = np.empty(len(present), dtype=object)
+            found[:] = (present + lo).tolist()  # (Python ints, as factorize's uniques give)
+            return rank[values - lo], np.append(found, np.nan)
     if pd.api.types.is_numeric_dtype(column.dtype):
         codes, uniques = pd.factorize(column, sort=True)
         values = np.asarray(uniques, dtype=object)

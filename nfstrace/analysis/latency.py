@@ -102,16 +102,20 @@ def _samples(
     the 5M-packet capture's peak came from copies here)."""
     srt = server_time and "srt_ns" in tx and column == "latency_ns"
     n_calls = _rows(tx["n_calls"], rows).to_numpy()
-    srt_ms = (
-        _rows(tx["srt_ns"], rows).to_numpy("float64", na_value=np.nan) / 1e6 if srt else np.empty(0)
-    )
+    # (milliseconds worked out in place, in the copies made here: the same
+    # arithmetic without a temporary array per step)
+    srt_ms = _ms(_rows(tx["srt_ns"], rows)) if srt else np.empty(0)
     net_ms = srt_ms
     if srt and network_ns is not None:
         network = network_ns if rows is None else network_ns[rows]
-        net_ms = np.maximum(srt_ms - np.nan_to_num(network, nan=0.0) / 1e6, 0.0)
+        net_ms = np.nan_to_num(network, nan=0.0)  # (a copy)
+        del network
+        net_ms /= 1e6
+        np.subtract(srt_ms, net_ms, out=net_ms)
+        np.maximum(net_ms, 0.0, out=net_ms)
         net_ms[np.isnan(srt_ms)] = np.nan
     out: dict[str, np.ndarray] = {
-        "lat_ms": _rows(tx[column], rows).to_numpy("float64", na_value=np.nan) / 1e6,
+        "lat_ms": _ms(_rows(tx[column], rows)),
         "srt_ms": srt_ms,
         "server_ms": net_ms,
         "replied": _rows(tx["n_replies"], rows).to_numpy() > 0,
@@ -125,6 +129,13 @@ def _samples(
         at = np.flatnonzero(errors) if rows is None else rows[errors]
         code[errors], names = _short_error_names(tx[list(_ERROR_COLUMNS)].take(at))
     out["error"], out["error_names"] = code, names
+    return out
+
+
+def _ms(ns: pd.Series) -> np.ndarray:
+    """Nanoseconds as float milliseconds (NaN: missing), ``to_numpy / 1e6``."""
+    out = ns.to_numpy("float64", na_value=np.nan, copy=True)
+    out /= 1e6
     return out
 
 
@@ -176,7 +187,17 @@ def _sorted_in_groups(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
         return v
     whole = n < 1 << (63 - SAMPLE_BITS) and v.min() >= 0 and v.max() < 1 << SAMPLE_BITS
     if not whole or not np.array_equal(v, np.floor(v)):
-        return v[np.lexsort((v, g))]
+        # v[np.lexsort((v, g))] without its index arrays: the samples in group
+        # order (stable), then each group's sorted in place (stable: ties, and
+        # -0.0 beside 0.0, in the order the lexsort leaves them)
+        if (g == g[0]).all():
+            return np.sort(v, kind="stable")
+        out = v[np.argsort(g, kind="stable")]
+        ends = np.cumsum(np.bincount(g, minlength=n))
+        for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist(), strict=True):
+            if b - a > 1:
+                out[a:b].sort(kind="stable")
+        return out
     key = g.astype("int64") << SAMPLE_BITS
     key |= v.astype("int64")
     key.sort()
