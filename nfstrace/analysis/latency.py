@@ -328,7 +328,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     # first of its rows that lists it.  (Rows of one call share their call time:
     # only those get the whole key.)
     when = tx["t_call_ns"].take(v4).to_numpy("int64", na_value=-1)  # (times are >= 0)
-    maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
+    maybe = _repeated(when)
     call = np.full(len(v4), -1, "int64")
     key = ("client", "server", "xid", "t_call_ns")
     call[maybe] = row_codes([tx[c].take(v4[maybe]) for c in key]) if len(maybe) else []
@@ -339,6 +339,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     del when, maybe
     samples = _samples(tx, v4, column, server_time=False)
     pair, parts = group_codes([tx["program"].take(v4), tx["vers"].take(v4)])
+    del v4
     pair_keys = group_keys(pair, parts)
     n_pairs = len(pair_keys)
     tables = []
@@ -361,6 +362,21 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
         tables.append(_aggregate(group, keys, sample))
         del mine, sample, group
     return _most_called_first(pd.concat(tables, ignore_index=True), ["program", "vers", "op"])
+
+
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """Positions of the values that occur more than once (``duplicated(keep=False)``):
+    by a sorted copy and a search among the few repeated values, not a hash of
+    every value."""
+    ordered = np.sort(values)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    del ordered
+    if not len(twice):
+        return np.zeros(0, "int64")
+    twice = np.unique(twice)
+    at = np.searchsorted(twice, values)
+    np.minimum(at, len(twice) - 1, out=at)
+    return np.flatnonzero(twice[at] == values)
 
 
 def _at(samples: dict[str, np.ndarray], at: np.ndarray) -> dict[str, np.ndarray]:
