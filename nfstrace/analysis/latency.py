@@ -322,6 +322,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
     # Each distinct operation list is split once.
     lists, unique_lists = pd.factorize(tx["ops"].take(v4))
+    lists = lists.astype(np.min_scalar_type(-max(len(unique_lists), 1)))  # (narrow: held)
     listed = [set(str(ops).split(" ")) for ops in unique_lists]
     # An operation counts once per compound (and per client, server, xid and call
     # time): once per row, and where one call is on several rows (rare), on the
@@ -341,6 +342,7 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     pair, parts = group_codes([tx["program"].take(v4), tx["vers"].take(v4)])
     del v4
     pair_keys = group_keys(pair, parts)
+    pair = pair.astype(np.min_scalar_type(-max(len(pair_keys), 1)))  # (narrow: held)
     n_pairs = len(pair_keys)
     tables = []
     for op in sorted(set().union(*listed)):
