@@ -65,12 +65,17 @@ STAGES = (
             "fit_model",
             "_pair_models",
             "time_budget",
+            "capture_limits",
+            "mount_operations",
             "analyze_workload",
+            "budget_findings",
+            "timeline",
         )
     ),
     ("nfstrace.trace", "latency_table", "latency table"),
     ("nfstrace.trace", "compound_op_latency", "compound op latency"),
     ("nfstrace.trace", "overview", "overview"),
+    ("nfstrace.trace", "_matched", "parse and match"),
     ("nfstrace.reports.terminal", "render_summary", "terminal summary"),
 )
 
@@ -284,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             f"## Stages at {frames[n]:,} packets (the tree, instrumented: wall "
             f"{prof['wall']:.1f} s, CPU {prof['cpu']:.1f} s, peak {mb(prof['peak'])} MiB = "
             f"{prof['peak'] / frames[n]:.0f} B/packet, exit {prof['exit']}; "
-            f"{sum(r['stage'].startswith('parse') for r in prof['rows'])} partition(s), "
+            f"{sum(r['stage'] == 'parse (a partition)' for r in prof['rows'])} partition(s), "
             "chosen by the memory available: `partitioning.auto_partitions`)",
             "",
             "| stage | wall s | CPU s | RSS before MiB | peak MiB | RSS after MiB |",

@@ -119,6 +119,15 @@ _REPLY_COLUMNS = {
 }
 
 
+# The message columns match (the inference included) reads: a caller that keeps
+# only some columns after the match may let go of the others before it
+# (trace.match_partition, without AnalysisConfig.keep_messages).
+MESSAGE_COLUMNS_READ: frozenset[str] = frozenset(
+    {*_CALL_COLUMNS, *_REPLY_COLUMNS, "ts_first_ns", "ts_last_ns", "msgtype", "acked_ns"}
+    | {"body_offset"}
+)
+
+
 def columns_from(message_column: str) -> tuple[str, ...]:
     """The transaction columns taken from a message column: the first call's,
     then the first reply's (``count`` -> ``count``, ``reply_count``)."""
@@ -644,17 +653,21 @@ def combine(tables: list[pd.DataFrame], connection_ids: list[np.ndarray]) -> pd.
         known = conn.notna().to_numpy()
         ids = connection_ids[i][conn.fillna(0).to_numpy("int64")]
         tables[i] = tx.assign(conn=pd.arrays.IntegerArray(ids, ~known))
-    keys = []
+    # each row's start and frame, written part by part into the whole's arrays
+    start = np.empty(sum(len(tx) for tx in tables), "int64")
+    frame = np.empty(len(start), "int64")
+    at = 0
     for tx in tables:
         call = (tx["n_calls"] > 0).to_numpy()
-        start = np.where(call, tx["t_call_ns"].to_numpy("int64", na_value=0),
-                         tx["t_reply_ns"].to_numpy("int64", na_value=0))  # fmt: skip
-        frame = np.where(call, tx["call_frame_first"].to_numpy("int64", na_value=0),
-                         tx["reply_frame"].to_numpy("int64", na_value=0))  # fmt: skip
-        keys.append((start, frame))
-    start = np.concatenate([k[0] for k in keys])
-    frame = np.concatenate([k[1] for k in keys])
-    del keys
+        rows = slice(at, at + len(tx))
+        np.copyto(start[rows], tx["t_reply_ns"].to_numpy("int64", na_value=0))
+        np.copyto(start[rows], tx["t_call_ns"].to_numpy("int64", na_value=0), where=call)
+        np.copyto(frame[rows], tx["reply_frame"].to_numpy("int64", na_value=0))
+        np.copyto(frame[rows], tx["call_frame_first"].to_numpy("int64", na_value=0), where=call)
+        at += len(tx)
+    # (the loops' last table let go: merged frees each part's columns as it goes,
+    # and a name bound to a part would hold all of that part's until the end)
+    del tx, conn, known, ids, call
     order = np.lexsort((frame, start))  # stable: ties within one partition keep its order
     del start, frame
     return merged(tables, TRANSACTION_DTYPES, order)

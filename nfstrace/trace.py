@@ -17,7 +17,7 @@ from nfstrace.analysis.overview import Overview, overview
 from nfstrace.analysis.writes import FILE_COLUMNS
 from nfstrace.config import ParseLimits
 from nfstrace.errors import CaptureError, UsageError
-from nfstrace.match import MatchConfig, match
+from nfstrace.match import MESSAGE_COLUMNS_READ, MatchConfig, match
 from nfstrace.match import combine as combine_transactions
 from nfstrace.memory import map_big_blocks, release_freed
 from nfstrace.parsers import backends, capture, parallel, partitioning
@@ -189,6 +189,9 @@ def match_partition(
         paths, config.limits, config.parser, partition, partitions, progress
     )
     messages = _select(messages, config)
+    if not config.keep_messages:  # the columns neither the match nor the analysis reads: let go
+        wanted = MESSAGE_COLUMNS_READ | set(MESSAGE_FACTS)
+        messages = messages[[c for c in messages.columns if c in wanted]]
     release_freed()  # each stage's garbage back to the system before the next (nfstrace.memory)
     transactions = match(messages, config.match, events)
     if not config.keep_messages:
@@ -258,8 +261,12 @@ def load(
     release_freed()
     network = diagnosis.visible_round_trips(transactions)  # the server's time less the network
     latency = latency_table(transactions, network_ns=network)
+    release_freed()
     latency_by_pair = latency_table(transactions, by=["client", "server"], network_ns=network)
+    release_freed()
     compound_latency = compound_op_latency(transactions)
+    release_freed()
+    summary = overview(messages, transactions)
     release_freed()
     return Trace(
         paths=tuple(plist),
@@ -270,6 +277,6 @@ def load(
         compound_latency=compound_latency,
         events=events,
         stats=stats,
-        overview=overview(messages, transactions),
+        overview=summary,
         diagnosis=diagnosis,
     )

@@ -321,12 +321,14 @@ def diagnose(
     # (analysis.kernel_stats): calls it counted that the capture missed limit
     # the conclusions; a slot-table queue is a finding of its own.
     mounts = with_kernel(mount_operations(transactions), options.mountstats)
+    release_freed()
     limits += kernel_limits(mounts)
     # --
     verdict = decide(budget, limits)
     # The workload's Little's-law check counts outstanding calls over its own span
     # (first NFS call to last reply), not pace's write activity: let it measure.
     workload = analyze_workload(transactions)
+    release_freed()
     results = (quality, repeats, fragments, transport, writes, stalls, pace, model, workload)
     notes = [f for r in results for f in r.findings()] + kernel_notes(mounts)
     ctx = _context(model, pace, writes, repeats, quality, transactions, events)

@@ -187,25 +187,32 @@ def _by_rpc(messages: pd.DataFrame) -> pd.DataFrame:
     if messages.empty:
         return pd.DataFrame(columns=list(BY_RPC_COLUMNS))
     keys = [messages["transport"], messages["msgtype"], filled(messages["op"])]
-    # Over TCP ip_frags counts packets, fragmented or not: only UDP ones are fragments.
-    ip_frags = messages["ip_frags"].astype("int64")
-    fragmented = (messages["transport"] == "udp") & (ip_frags > 1)
-    m = pd.DataFrame({"fragmented": fragmented, "frags": ip_frags.where(fragmented)})
     known = (messages["transport"].notna() & messages["msgtype"].notna()).to_numpy()
-    m, keys = m[known], [k[known] for k in keys]  # groupby leaves out missing keys
-    if m.empty:
+    if not known.any():  # groupby leaves out missing keys
         return pd.DataFrame(columns=list(BY_RPC_COLUMNS))
+    rows = None if known.all() else np.flatnonzero(known)
+    if rows is not None:
+        keys = [k.take(rows) for k in keys]
     group, parts = group_codes(keys)  # integers, not strings
-    g = m.groupby(group, sort=True)
+    n = int(group.max()) + 1  # (groups 0 .. n-1, each present)
+    # Over TCP ip_frags counts packets, fragmented or not: only UDP ones are fragments.
+    ip_frags = messages["ip_frags"].to_numpy("int64")
+    udp = (messages["transport"] == "udp").to_numpy(dtype=bool)
+    if rows is not None:
+        ip_frags, udp = ip_frags[rows], udp[rows]
+    fragmented = np.flatnonzero(udp & (ip_frags > 1))
+    # the fragments' figures over the fragmented messages alone (the others, NaN
+    # in a column of every message, are left out of a mean and a max the same)
+    frags = pd.Series(ip_frags[fragmented].astype("float64")).groupby(group[fragmented])
     out = pd.DataFrame(
         {
-            "messages": g.size(),
-            "fragmented": g["fragmented"].sum(),
-            "frags_mean": g["frags"].mean(),
-            "frags_max": g["frags"].max().fillna(0).astype("int64"),
+            "messages": np.bincount(group, minlength=n),
+            "fragmented": np.bincount(group[fragmented], minlength=n),
+            "frags_mean": frags.mean().reindex(range(n)).to_numpy("float64"),
+            "frags_max": frags.max().reindex(range(n)).fillna(0).to_numpy("int64"),
         }
     )
-    out = pd.concat([group_keys(group, parts), out.reset_index(drop=True)], axis=1)
+    out = pd.concat([group_keys(group, parts), out], axis=1)
     return out[list(BY_RPC_COLUMNS)]
 
 

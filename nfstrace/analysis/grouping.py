@@ -24,6 +24,34 @@ from pandas.api.extensions import ExtensionArray
 def sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes of a column's values numbered in the values' sort order, missing last,
     and the value of each code (object array; the last one NaN, for missing)."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
+        column.cat.categories.dtype
+    ):
+        # a category column: its codes ranked by its (few) categories' sort order,
+        # narrow (no 8-byte code per row, no hash of the rows); the values of
+        # categories not present are never looked up
+        values = np.asarray(column.cat.categories, dtype=object)
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values) + 1, _narrowest(len(values)))
+        rank[order] = np.arange(len(values))
+        rank[-1] = len(values)  # code -1 (missing): last
+        return rank[column.cat.codes.to_numpy()], np.append(values[order], np.nan)
+    if (
+        isinstance(column.dtype, np.dtype)
+        and (column.dtype.kind == "i" or (column.dtype.kind == "u" and column.dtype.itemsize < 8))
+        and len(column)
+    ):
+        # integers of a small range (a version, a status): their offsets from the
+        # least counted, the values present ranked (no hash of the rows)
+        values = column.to_numpy()
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo <= 4 * len(values) + 4096:
+            present = np.flatnonzero(np.bincount(values - lo, minlength=hi - lo + 1))
+            rank = np.zeros(hi - lo + 1, _narrowest(len(present)))
+            rank[present] = np.arange(len(present))
+            found = np.empty(len(present), dtype=object)
+            found[:] = (present + lo).tolist()  # (Python ints, as factorize's uniques give)
+            return rank[values - lo], np.append(found, np.nan)
     if pd.api.types.is_numeric_dtype(column.dtype):
         codes, uniques = pd.factorize(column, sort=True)
         values = np.asarray(uniques, dtype=object)
@@ -43,19 +71,35 @@ def group_codes(columns: list[pd.Series]) -> tuple[np.ndarray, list[tuple]]:
     combinations' sort order), and per column (name, codes, values)."""
     parts = [(column.name, *sorted_codes(column)) for column in columns]
     group = np.zeros(len(columns[0]), "int64")
+    size = 1  # group < size
     for _, codes, values in parts:  # mixed radix, re-numbered before it could overflow
         if group.max(initial=0) >= np.iinfo("int64").max // len(values):
             group = pd.factorize(group, sort=True)[0]
-        group = group * len(values) + codes
+            size = int(group.max(initial=0)) + 1
+        group *= len(values)
+        group += codes
+        size *= len(values)
+    if size <= 4 * len(group) + 4096:
+        # few combinations possible: numbered by which occur (a count per
+        # combination), as factorize(sort=True) numbers them, without its hash
+        present = np.bincount(group, minlength=size) > 0
+        return (np.cumsum(present) - 1)[group], parts
     return pd.factorize(group, sort=True)[0], parts
+
+
+def _narrowest(n: int) -> str:
+    """The narrowest signed integer type holding 0 .. n."""
+    return next(t for t in ("int8", "int16", "int32", "int64") if n <= np.iinfo(t).max)
 
 
 def group_keys(group: np.ndarray, parts: list[tuple]) -> pd.DataFrame:
     """Each group's key values (one row per group, in group order), typed as
     groupby types its keys: the values as a list, so pd.Index infers int64, str..."""
-    first = pd.Series(group).drop_duplicates()
-    at = np.empty(len(first), "int64")
-    at[first.to_numpy()] = first.index.to_numpy()
+    # a row of each group (``group_codes``' groups are 0, 1, ... each present, and
+    # all rows of a group have the same codes: any of them will do; no hash of
+    # the rows, as drop_duplicates made: 70 bytes a row)
+    at = np.zeros(int(group.max()) + 1 if len(group) else 0, "int64")
+    at[group] = np.arange(len(group))
     return pd.DataFrame(
         {name: pd.Index(values[codes[at]].tolist()) for name, codes, values in parts}
     )

@@ -102,16 +102,20 @@ def _samples(
     the 5M-packet capture's peak came from copies here)."""
     srt = server_time and "srt_ns" in tx and column == "latency_ns"
     n_calls = _rows(tx["n_calls"], rows).to_numpy()
-    srt_ms = (
-        _rows(tx["srt_ns"], rows).to_numpy("float64", na_value=np.nan) / 1e6 if srt else np.empty(0)
-    )
+    # (milliseconds worked out in place, in the copies made here: the same
+    # arithmetic without a temporary array per step)
+    srt_ms = _ms(_rows(tx["srt_ns"], rows)) if srt else np.empty(0)
     net_ms = srt_ms
     if srt and network_ns is not None:
         network = network_ns if rows is None else network_ns[rows]
-        net_ms = np.maximum(srt_ms - np.nan_to_num(network, nan=0.0) / 1e6, 0.0)
+        net_ms = np.nan_to_num(network, nan=0.0)  # (a copy)
+        del network
+        net_ms /= 1e6
+        np.subtract(srt_ms, net_ms, out=net_ms)
+        np.maximum(net_ms, 0.0, out=net_ms)
         net_ms[np.isnan(srt_ms)] = np.nan
     out: dict[str, np.ndarray] = {
-        "lat_ms": _rows(tx[column], rows).to_numpy("float64", na_value=np.nan) / 1e6,
+        "lat_ms": _ms(_rows(tx[column], rows)),
         "srt_ms": srt_ms,
         "server_ms": net_ms,
         "replied": _rows(tx["n_replies"], rows).to_numpy() > 0,
@@ -128,6 +132,13 @@ def _samples(
     return out
 
 
+def _ms(ns: pd.Series) -> np.ndarray:
+    """Nanoseconds as float milliseconds (NaN: missing), ``to_numpy / 1e6``."""
+    out = ns.to_numpy("float64", na_value=np.nan, copy=True)
+    out /= 1e6
+    return out
+
+
 class _Sorted:
     """One sort of a sample per group (NaN: no sample, left out), for the
     aggregates the latency tables show.
@@ -141,7 +152,9 @@ class _Sorted:
 
     def __init__(self, group: np.ndarray, values: np.ndarray, n: int) -> None:
         known = ~np.isnan(values)
-        g, v = group[known], values[known]
+        # (every sample known, the usual case: the arrays themselves, not copies)
+        g, v = (group, values) if known.all() else (group[known], values[known])
+        del known
         self.values = _sorted_in_groups(g, v, n)
         self.count = np.bincount(g, minlength=n)
         self.start = np.cumsum(self.count) - self.count
@@ -174,7 +187,17 @@ def _sorted_in_groups(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
         return v
     whole = n < 1 << (63 - SAMPLE_BITS) and v.min() >= 0 and v.max() < 1 << SAMPLE_BITS
     if not whole or not np.array_equal(v, np.floor(v)):
-        return v[np.lexsort((v, g))]
+        # v[np.lexsort((v, g))] without its index arrays: the samples in group
+        # order (stable), then each group's sorted in place (stable: ties, and
+        # -0.0 beside 0.0, in the order the lexsort leaves them)
+        if (g == g[0]).all():
+            return np.sort(v, kind="stable")
+        out = v[np.argsort(g, kind="stable")]
+        ends = np.cumsum(np.bincount(g, minlength=n))
+        for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist(), strict=True):
+            if b - a > 1:
+                out[a:b].sort(kind="stable")
+        return out
     key = g.astype("int64") << SAMPLE_BITS
     key |= v.astype("int64")
     key.sort()
@@ -200,6 +223,7 @@ def _aggregate(
         "max_ms": lat.quantile(1.0),
         "sum_ms": np.where(lat.count > 0, lat.total, np.nan),
     }
+    del lat  # (its sorted samples: not held beside the server times')
     if srt:
         nullable["server_p50_ms"] = _Sorted(group, samples["server_ms"], n).quantile(0.5)
         nullable["srt_p50_ms"] = _Sorted(group, samples["srt_ms"], n).quantile(0.5)
@@ -291,37 +315,70 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     One operation at a time: its rows are the compounds that list it, so no
     table with a row per (compound, operation) is made (on a 5M-packet capture
     that table and its work arrays were the analysis' peak, 1 GB)."""
-    v4 = np.flatnonzero(
-        ((tx["ops"].astype(object).fillna("") != "") & (tx["n_calls"] > 0)).to_numpy(dtype=bool)
-    )
+    ops = tx["ops"]  # (compared in its own type: not a Python object per row)
+    v4 = np.flatnonzero((ops.notna() & ops.ne("") & (tx["n_calls"] > 0)).to_numpy(dtype=bool))
+    del ops
     if not len(v4):
         return pd.DataFrame(columns=list(LATENCY_COLUMNS))
     # Each distinct operation list is split once.
     lists, unique_lists = pd.factorize(tx["ops"].take(v4))
+    lists = lists.astype(np.min_scalar_type(-max(len(unique_lists), 1)))  # (narrow: held)
     listed = [set(str(ops).split(" ")) for ops in unique_lists]
     # An operation counts once per compound (and per client, server, xid and call
     # time): once per row, and where one call is on several rows (rare), on the
     # first of its rows that lists it.  (Rows of one call share their call time:
     # only those get the whole key.)
     when = tx["t_call_ns"].take(v4).to_numpy("int64", na_value=-1)  # (times are >= 0)
-    maybe = np.flatnonzero(pd.Series(when).duplicated(keep=False).to_numpy())
+    maybe = _repeated(when)
     call = np.full(len(v4), -1, "int64")
     key = ("client", "server", "xid", "t_call_ns")
     call[maybe] = row_codes([tx[c].take(v4[maybe]) for c in key]) if len(maybe) else []
     shared = pd.Series(call).duplicated(keep=False).to_numpy() & (call >= 0)
+    # (only the shared rows' calls are looked at again: the row-long arrays let go)
+    shared = np.flatnonzero(shared)
+    call = call[shared]
+    del when, maybe
     samples = _samples(tx, v4, column, server_time=False)
     pair, parts = group_codes([tx["program"].take(v4), tx["vers"].take(v4)])
+    del v4
     pair_keys = group_keys(pair, parts)
+    pair = pair.astype(np.min_scalar_type(-max(len(pair_keys), 1)))  # (narrow: held)
+    n_pairs = len(pair_keys)
     tables = []
     for op in sorted(set().union(*listed)):
         has = np.array([op in ops for ops in listed])[lists]
-        again = np.flatnonzero(shared & has)
-        has[again[pd.Series(call[again]).duplicated().to_numpy()]] = False
-        at = np.flatnonzero(has)
-        used, group = np.unique(pair[at], return_inverse=True)
-        keys = pair_keys.iloc[used].assign(op=op)
-        tables.append(_aggregate(group, keys, _at(samples, at)))
+        again = np.flatnonzero(has[shared])
+        has[shared[again[pd.Series(call[again]).duplicated().to_numpy()]]] = False
+        if has.all():  # (an operation of every compound, SEQUENCE: no copies)
+            mine, sample = pair, samples
+        else:
+            at = np.flatnonzero(has)
+            mine, sample = pair[at], _at(samples, at)
+            del at
+        del has
+        # the pairs present, in order, and each row's among them (np.unique's
+        # inverse, by a count per pair instead of a sort of the rows)
+        present = np.bincount(mine, minlength=n_pairs) > 0
+        group = (np.cumsum(present) - 1)[mine]
+        keys = pair_keys.iloc[np.flatnonzero(present)].assign(op=op)
+        tables.append(_aggregate(group, keys, sample))
+        del mine, sample, group
     return _most_called_first(pd.concat(tables, ignore_index=True), ["program", "vers", "op"])
+
+
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """Positions of the values that occur more than once (``duplicated(keep=False)``):
+    by a sorted copy and a search among the few repeated values, not a hash of
+    every value."""
+    ordered = np.sort(values)
+    twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    del ordered
+    if not len(twice):
+        return np.zeros(0, "int64")
+    twice = np.unique(twice)
+    at = np.searchsorted(twice, values)
+    np.minimum(at, len(twice) - 1, out=at)
+    return np.flatnonzero(twice[at] == values)
 
 
 def _at(samples: dict[str, np.ndarray], at: np.ndarray) -> dict[str, np.ndarray]:

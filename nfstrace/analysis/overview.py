@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from nfstrace.analysis.grouping import is_value
 from nfstrace.text import count
 
 # What the seconds of each throughput measure, in the words shown beside it.
@@ -136,6 +137,34 @@ def write_activity(pairs: pd.DataFrame | None) -> Throughput | None:
 
 
 def _nfs_versions(tx: pd.DataFrame) -> list[str]:
+    nfs = (tx["prog"] == 100003).to_numpy(dtype=bool)
+    vers = tx["vers"].to_numpy()
+    minor = tx["minor"].to_numpy("int64", na_value=-1)
+    if vers.dtype.kind in "iu" and nfs.any():
+        # the (version, minor) pairs present, by a count per pair (their ranges
+        # are small): not a copy of the rows and a drop_duplicates' hash of them
+        v, m = vers[nfs].astype("int64"), minor[nfs]
+        del vers, minor
+        v_lo, m_lo = int(v.min()), int(m.min())
+        v_n, m_n = int(v.max()) - v_lo + 1, int(m.max()) - m_lo + 1
+        if v_n * m_n <= 1 << 20:
+            v -= v_lo
+            v *= m_n
+            v += m - m_lo
+            del m
+            pairs = np.flatnonzero(np.bincount(v, minlength=v_n * m_n))
+            return sorted(
+                {
+                    f"4.{mi}" if ve == 4 and mi >= 0 else str(ve)
+                    for ve, mi in zip(
+                        (pairs // m_n + v_lo).tolist(), (pairs % m_n + m_lo).tolist(), strict=True
+                    )
+                }
+            )
+    return _nfs_versions_of(tx)
+
+
+def _nfs_versions_of(tx: pd.DataFrame) -> list[str]:
     nfs = tx.loc[tx["prog"] == 100003, ["vers", "minor"]]
     pairs = nfs.assign(minor=nfs["minor"].fillna(-1)).drop_duplicates()  # a few distinct
     versions = set()
@@ -149,10 +178,11 @@ def overview(messages: pd.DataFrame, tx: pd.DataFrame) -> Overview:
     calls, replies = tx["n_calls"].to_numpy("int64"), tx["n_replies"].to_numpy("int64")
     has_call = calls > 0
     answered = has_call & (replies > 0)
-    status = tx["status"].to_numpy("int64", na_value=0)
-    accept = tx["accept_stat"].to_numpy("int64", na_value=0)
-    denied = tx["reply_stat"].astype(object).eq("denied").to_numpy(dtype=bool)
-    errors = answered & ((status > 0) | (accept != 0) | denied)
+    # (each column compared, then let go: not all of them held as int64 at once)
+    errors = tx["status"].to_numpy("int64", na_value=0) > 0
+    errors |= tx["accept_stat"].to_numpy("int64", na_value=0) != 0
+    errors |= is_value(tx["reply_stat"], "denied")
+    errors &= answered
     return Overview(
         start_ns=int(messages["ts_first_ns"].min()) if len(messages) else 0,
         end_ns=int(messages["ts_last_ns"].max()) if len(messages) else 0,

@@ -129,8 +129,7 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     if tx.empty:
         return _empty({**OUTSTANDING_COLUMNS, "pair": ""})
     pair = tx["pair"].to_numpy()
-    labels = tx.groupby("pair", sort=True)[["client", "server"]].first()
-    labels = labels.reindex(np.arange(pair.max() + 1))
+    labels = _pair_labels(tx, pair)
     t, p, d_all, d_write = _changes(
         pair,
         tx["t_call_ns"].to_numpy(dtype="int64"),
@@ -168,6 +167,22 @@ def steps_with_pairs(transactions: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _pair_labels(tx: pd.DataFrame, pair: np.ndarray) -> pd.DataFrame:
+    """``tx.groupby("pair", sort=True)[["client", "server"]].first()`` reindexed
+    by every code up to the largest: where no client or server is missing (a
+    call's never are), each code's first row taken, found by a minimum per code
+    (not a groupby's factorize and hash of the rows)."""
+    both = tx[["client", "server"]]
+    if both.isna().to_numpy().any():
+        labels = tx.groupby("pair", sort=True)[["client", "server"]].first()
+        return labels.reindex(np.arange(pair.max() + 1))
+    first = np.full(int(pair.max()) + 1, len(pair))
+    np.minimum.at(first, pair, np.arange(len(pair)))
+    codes = np.flatnonzero(first < len(pair))
+    labels = both.take(first[codes]).set_axis(pd.Index(codes, name="pair"))
+    return labels.reindex(np.arange(pair.max() + 1))
+
+
 def _changes(
     pair: np.ndarray, start: np.ndarray, end: np.ndarray, write: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -178,10 +193,12 @@ def _changes(
     10M-packet capture this table was most of the diagnosis' peak."""
     n = len(pair)
     t = np.concatenate([start, end])
-    p = np.concatenate([pair, pair]).astype(STEP_LEVEL)
+    p = np.empty(2 * n, STEP_LEVEL)  # (narrow from the start: no int64 copy)
+    p[:n] = pair
+    p[n:] = pair
     order = np.lexsort((t, p))
     t, p = t[order], p[order]
-    sign = np.where(order < n, 1, -1).astype("int8")
+    sign = np.where(order < n, np.int8(1), np.int8(-1))
     wrote = sign * np.concatenate([write, write])[order].astype("int8")
     del order
     first = np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (t[1:] != t[:-1])])
@@ -266,13 +283,21 @@ def _pair_spans(tx: pd.DataFrame) -> pd.DataFrame:
     called = (tx["n_calls"] > 0).to_numpy()
     if not called.any():
         return pd.DataFrame(columns=["pair", *PAIR, "start_ns", "end_ns"])
-    pairs, first, group = np.unique(
-        tx["pair"].to_numpy("int64")[called], return_index=True, return_inverse=True
-    )
-    start = np.full(len(pairs), np.iinfo("int64").max)
-    np.minimum.at(start, group, tx["t_call_ns"].to_numpy("int64", na_value=0)[called])
-    end = np.full(len(pairs), np.iinfo("int64").min)
-    np.maximum.at(end, group, tx["t_reply_ns"].to_numpy("int64", na_value=trace_end_ns(tx))[called])
+    # (pair codes are 0, 1, ...: per code arrays, the codes present kept; np.unique's
+    # sort, index and inverse of every call not made)
+    pair = tx["pair"].to_numpy("int64")[called]
+    seen = np.bincount(pair)
+    pairs = np.flatnonzero(seen)
+    first = np.full(len(seen), len(pair))
+    np.minimum.at(first, pair, np.arange(len(pair)))
+    first = first[pairs]
+    start = np.full(len(seen), np.iinfo("int64").max)
+    np.minimum.at(start, pair, tx["t_call_ns"].to_numpy("int64", na_value=0)[called])
+    start = start[pairs]
+    end = np.full(len(seen), np.iinfo("int64").min)
+    np.maximum.at(end, pair, tx["t_reply_ns"].to_numpy("int64", na_value=trace_end_ns(tx))[called])
+    end = end[pairs]
+    del pair
     return pd.DataFrame(
         {
             "pair": pairs,
@@ -311,6 +336,31 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
     order = np.argsort(reply_t, kind="stable")
     reply_t, reply_pair = reply_t[order], pair[answered][order]
     call_t = tx["t_call_ns"].to_numpy("int64", na_value=0)[call]
+    lo = min(int(call_t.min()), int(reply_t.min()))
+    span = max(int(call_t.max()), int(reply_t.max())) - lo + 1
+    if span * (int(pair.max()) + 1) < 2**62:
+        # the times themselves as the ranks (offset from the first): no unique of
+        # every call and reply time, its sort and inverse (on a 10M-packet
+        # capture half a GB of the diagnosis' peak)
+        calls = pair[call] * span
+        calls -= lo  # (then the times: no sum past int64)
+        calls += call_t
+        del call_t
+        calls.sort()
+        wanted = reply_pair * span
+        del reply_pair
+        wanted -= lo
+        wanted += reply_t
+        del reply_t
+        at = np.searchsorted(calls, wanted, side="left")  # the first call at or after the reply
+        found = at < len(calls)
+        np.minimum(at, len(calls) - 1, out=at)  # (answered rows are calls: never empty)
+        key = calls[at]
+        del at, calls
+        found &= key // span == wanted // span  # (the same pair)
+        key -= wanted  # (same pair: the call's time less the reply's)
+        del wanted
+        return key[found].astype("int64")
     times, rank = np.unique(np.concatenate([call_t, reply_t]), return_inverse=True)
     n = len(times)
     calls = np.sort(pair[call] * n + rank[: len(call_t)])

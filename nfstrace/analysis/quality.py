@@ -80,6 +80,7 @@ CHECKSUM_GOOD_SHARE = 0.1
 COARSE_CLOCK_NS = 10_000_000
 CLOCK_MIN_TIMES = 8
 CLOCK_SAMPLE = 4096  # times whose step is found first (an upper bound of the step)
+CLOCK_CHUNK = 1 << 20  # times looked at at a time
 # Both handshake intervals at least this share of the total: captured in between.
 BETWEEN_SHARE = 0.25
 # An interval with no packet at all this long, while calls were outstanding.
@@ -385,17 +386,20 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     keep = keep & tx["client"].notna().to_numpy(dtype=bool)
     if not is_rtt.any() or not keep.any():
         return empty()
-    # each connection's client: that of its first call
-    tx_conns, first = np.unique(tx["conn"].to_numpy(dtype=object)[keep].astype("int64"), True)
-    client_of = tx["client"].to_numpy(dtype=object)[keep][first]
-    ev_conn = events["conn"].to_numpy(dtype=object)[is_rtt].astype("int64")
+    # each connection's client: that of its first call (the rows' integers and
+    # the first rows' addresses: not a Python object per transaction)
+    kept = np.flatnonzero(keep)
+    tx_conns, first = np.unique(tx["conn"].to_numpy("int64", na_value=0)[kept], True)
+    client_of = tx["client"].take(kept[first]).to_numpy(dtype=object)
+    rtt = np.flatnonzero(is_rtt)
+    ev_conn = events["conn"].take(rtt).to_numpy(dtype=object).astype("int64")
     at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
     called = tx_conns[at] == ev_conn  # connections that carried calls
     if not called.any():
         return empty()
-    src = events["src"].to_numpy(dtype=object)[is_rtt][called]
+    src = events["src"].take(rtt).to_numpy(dtype=object)[called]
     server_data = src != client_of[at[called]]
-    duration = events["duration_ns"].to_numpy(dtype=object)[is_rtt][called].astype("int64")
+    duration = events["duration_ns"].take(rtt).to_numpy(dtype=object)[called].astype("int64")
     # the smallest per connection (in order) and side, -1 where a side has none
     conns, conn = np.unique(ev_conn[called], return_inverse=True)
     none = np.iinfo("int64").max
@@ -457,15 +461,45 @@ def busiest_pair(transactions: pd.DataFrame) -> tuple[str, str] | None:
     """The client/server pair with the most calls (of ties, the first seen), as
     ``value_counts().index[0]`` of the calls' pairs says; None without calls.
     Counted by integer codes: no Python string per row."""
-    calls = transactions.loc[transactions["n_calls"] > 0, ["client", "server"]]
-    if calls.empty:
+    called = (transactions["n_calls"] > 0).to_numpy(dtype=bool)
+    if not called.any():
         return None
+    both = [transactions[c] for c in ("client", "server")]
+    if all(
+        isinstance(c.dtype, pd.CategoricalDtype)
+        and pd.api.types.is_string_dtype(c.cat.categories.dtype)
+        for c in both
+    ):
+        return _busiest_by_codes(both[0], both[1], np.flatnonzero(called))
+    calls = transactions.loc[called, ["client", "server"]]
     (client, clients), (server, servers) = (pd.factorize(calls[c]) for c in ("client", "server"))
     known = (client >= 0) & (server >= 0)  # (value_counts leaves missing values out)
     client, server = client[known], server[known]
     pair = row_codes([client, server])  # numbered as first seen
     at = first_rows(pair)[np.argmax(np.bincount(pair))]  # argmax: the first of ties
     return clients[client[at]], servers[server[at]]
+
+
+def _busiest_by_codes(
+    client: pd.Series, server: pd.Series, calls: np.ndarray
+) -> tuple[str, str] | None:
+    """``busiest_pair`` of category columns (``calls``: the rows with a call): a
+    count per pair of their codes, of the pairs most called the one whose first
+    call comes first (no hash of the rows)."""
+    c = client.cat.codes.to_numpy()[calls].astype("int64")
+    s = server.cat.codes.to_numpy()[calls].astype("int64")
+    known = (c >= 0) & (s >= 0)  # (value_counts leaves missing values out)
+    if not known.all():
+        c, s = c[known], s[known]
+    if not len(c):
+        return None
+    pair = c * len(server.cat.categories) + s
+    del c, s
+    counts = np.bincount(pair)
+    tied = np.flatnonzero(counts == counts.max())
+    first = min((int(np.argmax(pair == p)), int(p)) for p in tied)[1]
+    i, j = divmod(first, len(server.cat.categories))
+    return client.cat.categories[i], server.cat.categories[j]
 
 
 def _ttl_vote(transactions: pd.DataFrame, stats: Any) -> dict[str, str] | None:
@@ -536,14 +570,33 @@ def clock_step_ns(messages: pd.DataFrame, events: pd.DataFrame | None) -> int:
     parts = [messages[c].to_numpy("int64") for c in ("ts_first_ns", "ts_last_ns") if c in messages]
     if events is not None and len(events) and "ts_ns" in events:
         parts.append(events["ts_ns"].to_numpy("int64"))
-    times = np.concatenate(parts) if parts else np.zeros(0, "int64")
-    if not any(_has_distinct(t, CLOCK_MIN_TIMES) for t in (times[:CLOCK_SAMPLE], times)):
+    # the columns one after the other, CLOCK_CHUNK times at a time (not one
+    # array of all of them and its remainders: 0.3 GB at 10M packets)
+    chunks = [p[a : a + CLOCK_CHUNK] for p in parts for a in range(0, len(p), CLOCK_CHUNK)]
+    sample = (
+        np.concatenate([p[:CLOCK_SAMPLE] for p in parts])[:CLOCK_SAMPLE]
+        if parts
+        else np.zeros(0, "int64")
+    )
+    if not _has_distinct(sample, CLOCK_MIN_TIMES) and not _chunks_distinct(chunks):
         return 1
     step = 1_000_000_000
-    for some in (times[:CLOCK_SAMPLE], times):
+    for some in (sample, *chunks):
         while step > 1 and (some % step).any():
             step //= 10
     return step
+
+
+def _chunks_distinct(chunks: list[np.ndarray]) -> bool:
+    """Whether the chunks hold at least CLOCK_MIN_TIMES distinct values between them."""
+    seen: set[int] = set()
+    for chunk in chunks:
+        if _has_distinct(chunk, CLOCK_MIN_TIMES):
+            return True
+        seen.update(np.unique(chunk).tolist())  # (fewer than CLOCK_MIN_TIMES)
+        if len(seen) >= CLOCK_MIN_TIMES:
+            return True
+    return False
 
 
 def _has_distinct(values: np.ndarray, n: int) -> bool:
@@ -582,8 +635,11 @@ def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
         return None
     srt = (tx["t_reply_ns"] - tx["t_call_end_ns"]).astype("int64").to_numpy()
     # (times come nearly sorted: a stable sort's merges are quick on them)
-    calls = np.sort(transactions["t_call_ns"].dropna().astype("int64").to_numpy(), kind="stable")
-    replies = np.sort(tx["t_reply_ns"].astype("int64").to_numpy(), kind="stable")
+    call = transactions["t_call_ns"]
+    calls = call.to_numpy("int64", na_value=0)[call.notna().to_numpy()]
+    calls.sort(kind="stable")  # (in place: the copy just made)
+    replies = tx["t_reply_ns"].to_numpy("int64", copy=True)  # (sorted in place: a copy)
+    replies.sort(kind="stable")
     nxt = np.searchsorted(calls, replies, side="right")
     ok = nxt < len(calls)
     if ok.sum() < 3:
@@ -618,16 +674,27 @@ def _gaps(messages: pd.DataFrame, transactions: pd.DataFrame, events: pd.DataFra
     if len(events):
         times.append(events["ts_ns"].to_numpy())
     # stable sort: timsort merges the (nearly sorted) runs fast; equal times do not
-    # matter, a gap is between two different times
-    t = np.sort(np.concatenate([np.asarray(x, dtype="int64") for x in times]), kind="stable")
+    # matter, a gap is between two different times (sorted in place: one copy)
+    t = np.concatenate([np.asarray(x, dtype="int64") for x in times])
+    del times
+    t.sort(kind="stable")
     if len(t) < 2 or t[0] == t[-1]:
         return pd.DataFrame(columns=list(GAP_COLUMNS))
-    idx = np.flatnonzero(np.diff(t) >= GAP_NS)
+    # (the differences CLOCK_CHUNK at a time: not an array of them all)
+    idx = np.concatenate(
+        [
+            a + np.flatnonzero(np.diff(t[a : a + CLOCK_CHUNK + 1]) >= GAP_NS)
+            for a in range(0, len(t) - 1, CLOCK_CHUNK)
+        ]
+    )
+    s, e = t[idx], t[idx + 1]
+    del t
+    if not len(idx):  # no gap: no call outstanding through one
+        return pd.DataFrame([], columns=list(GAP_COLUMNS))
     tx = rows_where(transactions, transactions["n_calls"] > 0)
     start = tx["t_call_ns"].astype("int64").to_numpy()
     # an unanswered call holds nothing up past UNANSWERED_HORIZON_NS after its last send
     end = call_ends_ns(tx, np.iinfo("int64").max)
-    s, e = t[idx], t[idx + 1]
     outstanding = _outstanding_through(start, end, s, e)
     rows = [
         (int(si), int(ei), int(ei - si), int(n))
@@ -819,6 +886,21 @@ def _back_in_time(messages: pd.DataFrame) -> int:
     """Messages stamped earlier than one captured before them (frame order)."""
     if messages.empty:
         return 0
-    order = np.argsort(messages["frame_first"].to_numpy("int64"), kind="stable")
-    ts = messages["ts_first_ns"].to_numpy("int64")[order]
-    return int((ts[1:] < np.maximum.accumulate(ts)[:-1]).sum())
+    frames = messages["frame_first"].to_numpy("int64")
+    ts = messages["ts_first_ns"].to_numpy("int64")
+    if not all(
+        (frames[a + 1 : b + 1] >= frames[a:b]).all()
+        for a in range(0, len(frames) - 1, CLOCK_CHUNK)
+        for b in [min(a + CLOCK_CHUNK, len(frames) - 1)]
+    ):  # (a table in frame order, the usual: no sort, no copy)
+        ts = ts[np.argsort(frames, kind="stable")]
+    del frames
+    # each time against the latest before it, CLOCK_CHUNK at a time
+    back, latest = 0, ts[0]
+    for a in range(0, len(ts), CLOCK_CHUNK):
+        chunk = ts[a : a + CLOCK_CHUNK]
+        running = np.maximum.accumulate(chunk)
+        np.maximum(running, latest, out=running)
+        back += int((chunk[1:] < running[:-1]).sum()) + int(a > 0 and chunk[0] < latest)
+        latest = running[-1]
+    return back

@@ -95,21 +95,27 @@ def outstanding(
     answered = (call.notna() & reply.notna()).to_numpy()  # (two columns, not every one)
     if not answered.any():
         return math.nan, 0
-    calls = call[answered].to_numpy(dtype="int64")
-    replies = reply[answered].to_numpy(dtype="int64")
+    calls = call.to_numpy("int64", na_value=0)[answered]
+    replies = reply.to_numpy("int64", na_value=0)[answered]
+    del answered
     t0 = int(calls.min()) if start_ns is None else start_ns
     t1 = int(replies.max()) if end_ns is None else end_ns
     if t1 <= t0:
         return math.nan, 0
-    busy = np.clip(np.minimum(replies, t1) - np.maximum(calls, t0), 0, None)
-    mean = float(busy.sum()) / (t1 - t0)
+    busy = np.minimum(replies, t1)
+    busy -= np.maximum(calls, t0)
+    mean = float(np.clip(busy, 0, None, out=busy).sum()) / (t1 - t0)
+    del busy
     inside = (calls < t1) & (replies > t0)
-    # Sweep: +1 at each call, -1 at each reply (replies first on ties).
-    times = np.concatenate([calls[inside], replies[inside]])
-    steps = np.concatenate([np.ones(inside.sum()), -np.ones(inside.sum())])
-    order = np.lexsort((steps, times))
-    peak = int(np.cumsum(steps[order]).max()) if len(order) else 0
-    return mean, peak
+    calls, replies = np.sort(calls[inside]), np.sort(replies[inside])
+    # Sweep: +1 at each call, -1 at each reply (replies first on ties): the count
+    # is highest just after a call, at (calls so far) - (replies at or before it).
+    # (Sorted calls and replies apart: not a sort of both with their steps.)
+    if not len(calls):
+        return mean, 0
+    after = np.arange(1, len(calls) + 1)
+    after -= np.searchsorted(replies, calls, side="right")
+    return mean, int(after.max())
 
 
 def outstanding_means(
@@ -157,10 +163,14 @@ def _category(op: str) -> str:
 def op_mix(nfs_calls: pd.DataFrame) -> pd.DataFrame:
     """Calls per LADDIS category, LADDIS categories first (in mix order), then the others."""
     # each distinct operation categorised once, then the rows' categories counted
-    codes, names = pd.factorize(nfs_calls["op"].astype(object).fillna("?"))
+    names, per_op = _ops_counted(nfs_calls["op"])
     categories = np.array([_category(str(op)) for op in names], dtype=object)
-    counts = pd.Series(categories[codes], dtype="str").value_counts()
-    per_op = np.bincount(codes[codes >= 0], minlength=len(names))
+    # the calls per category, the categories in the order of their first call,
+    # most first (ties in that order): value_counts of the rows' categories
+    first_seen: dict[str, int] = {}
+    for category, n in zip(categories, per_op, strict=True):
+        first_seen[category] = first_seen.get(category, 0) + int(n)
+    counts = pd.Series(first_seen, dtype="int64").sort_values(ascending=False, kind="stable")
     ops: dict[str, list[tuple[int, str]]] = {}
     for op, category, n in zip(names, categories, per_op, strict=True):
         ops.setdefault(category, []).append((-int(n), str(op)))
@@ -171,6 +181,28 @@ def op_mix(nfs_calls: pd.DataFrame) -> pd.DataFrame:
     table["share"] = table["calls"] / total if total else math.nan
     table["ops"] = [", ".join(op for _n, op in sorted(ops.get(c, []))) for c in table["category"]]
     return table[list(OP_MIX_COLUMNS)]
+
+
+def _ops_counted(op: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The operations called (missing: '?'), in the order of their first call,
+    and the calls of each: ``pd.factorize(op.astype(object).fillna("?"))``'s
+    names and a count per code, from a category column's codes (no Python
+    object per row, no hash of the rows)."""
+    if (
+        not isinstance(op.dtype, pd.CategoricalDtype)
+        or not pd.api.types.is_string_dtype(op.cat.categories.dtype)
+        or "?" in op.cat.categories
+    ):
+        codes, names = pd.factorize(op.astype(object).fillna("?"))
+        return np.asarray(names, dtype=object), np.bincount(codes, minlength=len(names))
+    codes = op.cat.codes.to_numpy()
+    counted = np.bincount(codes.astype("int64") + 1, minlength=len(op.cat.categories) + 1)
+    present = np.flatnonzero(counted)  # 0: missing, k: category k - 1
+    first = [int(np.argmax(codes == code - 1)) for code in present]
+    present = present[np.argsort(first, kind="stable")]
+    values = np.asarray(op.cat.categories, dtype=object)
+    names = np.array(["?" if code == 0 else values[code - 1] for code in present], dtype=object)
+    return names, counted[present]
 
 
 def _mix_text(top: pd.Series) -> str:
@@ -344,8 +376,10 @@ def analyze_workload(
     from the transactions when None.  window_ns: load-window length (default: the span
     cut in DEFAULT_WINDOWS, at least MIN_WINDOW_NS).
     """
+    # the columns read (rows of every column would be copied where some are left out)
+    used = ["op", "n_calls", "t_call_ns", "t_reply_ns", "latency_ns", "write_bytes", "read_bytes"]
     nfs = rows_where(
-        transactions, (transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)
+        transactions[used], (transactions["prog"] == NFS_PROGRAM) & (transactions["n_calls"] > 0)
     )
     mix = op_mix(nfs)
     answered = nfs.dropna(subset=["t_call_ns", "t_reply_ns", "latency_ns"])
@@ -375,7 +409,7 @@ def analyze_workload(
         window_ns = max(MIN_WINDOW_NS, math.ceil(span_ns / DEFAULT_WINDOWS))
     if window_ns <= 0:
         raise ValueError(f"window_ns must be positive, got {window_ns}")
-    once = answered[answered["n_calls"] == 1]
+    once = rows_where(answered, answered["n_calls"] == 1)
     if once.empty:
         windows = pd.DataFrame({c: pd.Series(dtype="float64") for c in WINDOW_COLUMNS})
     else:
