@@ -1186,7 +1186,8 @@ def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     "no problem found"); with the steadiness timed over its 256 calls the
     limit is named, its removal predicted 3.4x.  Untimed (fewer than 8 calls:
     the kernel client's four 1 MiB WRITEs through 10 ms and nconnect=4, 79% of
-    the time moving) it still needs TRANSFER_DOMINANT."""
+    the time moving) it still needs TRANSFER_DOMINANT, as does a pace less even
+    than a limiter's (CLOCKED_SPREAD)."""
     from nfstrace.analysis.verdict import TRANSFER_DOMINANT, ceiling, gains
 
     row = _row(
@@ -1210,6 +1211,23 @@ def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     untimed = {**row, "send_spread": math.nan, "ack_mbit_s": math.nan, "ack_spread": math.nan}
     untimed["send_mbit_s"] = 80.0
     assert not ceiling(untimed)
+    # a CPU-bound forwarder's pace, less even than a limiter's (the lab's impair.py
+    # bridge, healthy nfs-rs: ACKs at 540 Mbit/s, spread 6%, moving data 76% of the
+    # time, bursts sent at 2 Gbit/s): no ceiling below TRANSFER_DOMINANT
+    bridge = _row(
+        **{f"{c}_ns": 0.0 for c in CAUSES if c not in ("transfer", "round_trip")},
+        elapsed_ns=0.616,
+        transfer_ns=0.4685,
+        round_trip_ns=0.0494,
+        bytes=33554432,
+        mbit_s=435.8,
+        send_mbit_s=2086.6,
+        send_spread=0.0443,
+        ack_mbit_s=539.6,
+        ack_spread=0.0606,
+        peak_mbit_s=551.8,
+    )
+    assert not ceiling(bridge)
 
 
 def test_a_rate_limit_beside_a_round_trip_seen_at_the_server() -> None:

@@ -31,8 +31,9 @@ all along, as a TCP sender is clocked by the ACKs of a bottleneck; or, over
 UDP seen from before the bottleneck, the replies came back on the clock of a
 hop the calls queued at, ``clock_mbit_s`` of the budget, at most
 ``STEADY_RATIO`` times the overall rate), the writes ran at the path's ceiling.
-Where those rates were timed over enough calls and found steady (their
-interquartile range at most ``STEADY_SPREAD``), the ceiling is seen directly:
+Where those rates were timed over enough calls and found as steady as a
+limiter paces them (their interquartile range at most ``CLOCKED_SPREAD``), the
+ceiling is seen directly:
 the data moving ``TRANSFER_STEADY`` of the time is enough (a round trip beside
 a rate limit takes the rest).
 Such a clock is itself the evidence of a standing queue at the hop: the
@@ -139,10 +140,15 @@ GAIN_NOTABLE = 1.02
 # The data moved at least this share of the time ...
 TRANSFER_DOMINANT = 0.9
 # ... or this share where its calls' rates were timed (8 calls or more) and found
-# steady: the ceiling is then seen directly, and a round trip beside it can take
-# more of the time (lab, nfs-cp 64 KiB through 100 Mbit/s and 10 ms: moving data
-# 77% of the time, 88% at the server; removing the limit measured 3.8x).
+# as steady as a limiter paces them (their spread at most CLOCKED_SPREAD): the
+# ceiling is then seen directly, and a round trip beside it can take more of the
+# time (lab, nfs-cp 64 KiB through 100 Mbit/s and 10 ms: moving data 77% of the
+# time, 88% at the server, its ACKs' or sends' spread 0.1-0.6%; removing the
+# limit measured 3.8x).  A CPU-bound forwarder paces less evenly (the lab's
+# impair.py bridge, healthy, nfs-rs 64 KiB: ACKs at 540 Mbit/s with a spread of
+# 6%, moving data 76% of the time: no problem).
 TRANSFER_STEADY = 0.7
+CLOCKED_SPREAD = 0.03
 # ... with its big calls leaving at most budget.STEADY_RATIO times faster than the
 # overall rate.
 # ... and at one rate: their rates' interquartile range at most budget.STEADY_SPREAD
@@ -323,7 +329,7 @@ def _paced(row: Row, shares: dict[str, float]) -> bool:
     spread = float(row.get("send_spread", math.nan))
     steady = not math.isfinite(spread) or spread <= STEADY_SPREAD
     paced = math.isfinite(send) and rate > 0 and send <= STEADY_RATIO * rate and steady
-    timed = paced and math.isfinite(spread)
+    timed = paced and math.isfinite(spread) and spread <= CLOCKED_SPREAD
     # ... or acknowledged at one steady rate, the pair's own: behind a limit the
     # ACKs come back on its clock however the client hands its calls over (a
     # client that bursts each 64 KiB call into an open window sends 14-23x
@@ -338,7 +344,7 @@ def _paced(row: Row, shares: dict[str, float]) -> bool:
         and ack_spread <= STEADY_SPREAD
     )
     paced = paced or acked
-    timed = timed or acked
+    timed = timed or (acked and ack_spread <= CLOCKED_SPREAD)
     if _hop_clocked(row):
         queued = float(row.get("queued_ns", 0) or 0) / float(row["elapsed_ns"])
         if queued >= QUEUED_DOMINANT:
