@@ -1177,6 +1177,12 @@ def test_a_window_is_loss_limited_only_at_the_losses_pace(seconds: float, limite
     assert list(got) == ([0] if limited else [])
 
 
+def _moving_row(**values: float) -> dict:
+    """A budget pairs row (``_row``) with every cause's time given, none but
+    the data's moving and the round trip's unless named."""
+    return _row(**{**{f"{c}_ns": 0.0 for c in CAUSES}, **values})
+
+
 def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     """nfs-cp writing 16 MiB in 64 KiB WRITEs through a 100 Mbit/s limit and a
     10 ms round trip (the lab: removing the limit 3.8x faster, the round trip
@@ -1190,8 +1196,7 @@ def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     than a limiter's (CLOCKED_SPREAD)."""
     from nfstrace.analysis.verdict import TRANSFER_DOMINANT, ceiling, gains
 
-    row = _row(
-        **{f"{c}_ns": 0.0 for c in CAUSES if c not in ("transfer", "round_trip")},
+    row = _moving_row(
         elapsed_ns=1.6287,
         transfer_ns=1.2482,
         transfer_path_ns=1.2482,
@@ -1214,8 +1219,7 @@ def test_a_timed_steady_ceiling_beside_a_round_trip_is_bandwidth() -> None:
     # a CPU-bound forwarder's pace, less even than a limiter's (the lab's impair.py
     # bridge, healthy nfs-rs: ACKs at 540 Mbit/s, spread 6%, moving data 76% of the
     # time, bursts sent at 2 Gbit/s): no ceiling below TRANSFER_DOMINANT
-    bridge = _row(
-        **{f"{c}_ns": 0.0 for c in CAUSES if c not in ("transfer", "round_trip")},
+    bridge = _moving_row(
         elapsed_ns=0.616,
         transfer_ns=0.4685,
         round_trip_ns=0.0494,
