@@ -19,7 +19,7 @@ from conftest import SAMPLES, load_sample
 import nfstrace
 from nfstrace.analysis.budget import CAUSES, INTERVAL_COLUMNS, PAIR_COLUMNS, PRECEDENCE
 from nfstrace.analysis.counterfactual import PEAK_OVER_LOSS_BOUND, removal_of
-from nfstrace.analysis.verdict import VERDICTS
+from nfstrace.analysis.verdict import VERDICTS, pair_text
 from nfstrace.reports.export import summary
 
 try:
@@ -657,13 +657,20 @@ def test_the_clients_silence_names_the_network_unless_seen_at_the_client(
     client's silences: where the capture point is not clear (UDP without a
     handshake), a reply's way back and the next call's way out may be in them,
     and the words say which capture tells them apart (before: 'not at NFS or
-    the network' on either)."""
+    the network' on either).  The verdict's headline too: 'the client itself'
+    only on the client's capture (before: on either)."""
     d = trace(CAUSE_SAMPLES / f"{name}.pcap").diagnosis
     assert d.quality.capture_point == point
     title = next(f.title for f in d.findings if f.kind == "client_idle")
     assert says in title, title
+    row = d.budget.pairs.iloc[0].to_dict()
+    headline = pair_text(row, "client_idle", d.verdict.pairs[0].shares)
     if point != "client":
         assert "not at NFS or the network" not in title, title
+        assert "itself" not in headline and "the network beyond" in headline, headline
+        assert d.verdict.text == headline, d.verdict.text
+    else:
+        assert headline.startswith("the client itself sent nothing"), headline
 
 
 def test_a_window_held_by_a_lost_segment_is_the_loss() -> None:

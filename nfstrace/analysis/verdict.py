@@ -447,6 +447,11 @@ _HEADLINE = {
     "unknown",
     "unknown": "{share} of the time is unexplained",
 }
+# ... the client's pauses on a capture not known to be the client's
+_CLIENT_IDLE_AWAY = (
+    "nothing came from the client for {share} of the time (its own pauses, or the network "
+    "beyond the round trip this capture shows)"
+)
 
 
 def pair_text(row: Row, primary: str, shares: dict[str, float]) -> str:
@@ -481,6 +486,11 @@ def pair_text(row: Row, primary: str, shares: dict[str, float]) -> str:
             )
         return text
     text = _HEADLINE[primary].format(share=f"{shares[primary]:.0%}")
+    if primary == "client_idle" and row.get("capture_point") != "client":
+        # seen away from the client, a silence of the client's is also the way
+        # back of a reply and the way out of the next call beyond the round trip
+        # the capture shows: the headline does not say "not the network"
+        text = _CLIENT_IDLE_AWAY.format(share=f"{shares[primary]:.0%}")
     cut = _cut_window_ns(row)
     if primary == "loss_recovery" and cut >= CUT_WINDOW_SAID * float(row["elapsed_ns"]):
         text += (
