@@ -105,15 +105,32 @@ pub struct Dissector {
     pub stopped_at: i64,
     ts: i64,
     pub counts: FrameCounts,
-    // frames of the last duplicate window by fingerprint (time, bytes), in two
-    // generations (dissector.Dissector.frames), and when the current one began
-    recent: HashMap<u64, (i64, Vec<u8>)>,
-    older: HashMap<u64, (i64, Vec<u8>)>,
+    // frames of the last duplicate window by fingerprint (time, hash of the
+    // whole frame: `frame_hash`), in two generations (dissector.Dissector.frames),
+    // and when the current one began
+    recent: HashMap<u64, (i64, u128)>,
+    older: HashMap<u64, (i64, u128)>,
     since: Option<i64>,
-    /// the buffers of a dropped generation, reused for the next frames' copies
-    /// (a copy per frame, no allocation per frame: at most the MAX_RECENT_FRAMES
-    /// a generation holds)
-    spare: Vec<Vec<u8>>,
+}
+
+/// The mirror-copy check's hash of a frame's bytes: XXH3's 128 bits with its
+/// fixed seed and secret (the same in every run, so every run finds the same
+/// copies), remembered in place of a copy of the frame.
+///
+/// A frame is taken for a copy of an earlier one when their fingerprints
+/// (length and five bytes) and these hashes are equal.  Frames that differ
+/// with the same fingerprint and hash are a chance of about 2^-128 per
+/// comparison (XXH3-128 passes SMHasher's collision tests: its output is as
+/// good as random for frames not crafted against it): each frame is compared
+/// with at most two remembered frames (one per generation, the latest of its
+/// fingerprint) and a generation holds at most MAX_RECENT_FRAMES (4,096), so
+/// even 10^12 frames, at two comparisons each, leave the odds of one frame
+/// wrongly skipped below 10^-26.  The hash is not a cryptographic one:
+/// someone who writes the capture could make two different frames collide,
+/// and the later one would be skipped as a copy (as they could drop it from
+/// the capture in the first place).
+pub(crate) fn frame_hash(data: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(data)
 }
 
 impl Dissector {
@@ -159,7 +176,6 @@ impl Dissector {
             recent: HashMap::default(),
             older: HashMap::default(),
             since: None,
-            spare: Vec::new(),
         }
     }
 
@@ -185,8 +201,9 @@ impl Dissector {
             n as u64
         };
         let window = self.settings_dup_window;
-        let same = |e: Option<&(i64, Vec<u8>)>| match e {
-            Some((t, d)) => ts - *t <= window && data == d.as_slice(),
+        let hash = frame_hash(data);
+        let same = |e: Option<&(i64, u128)>| match e {
+            Some((t, h)) => ts - *t <= window && *h == hash,
             None => false,
         };
         // one partition of the host pairs (ParseLimits.partitions): every
@@ -204,22 +221,10 @@ impl Dissector {
         }
         if self.since.is_none_or(|t| ts - t > window) || self.recent.len() >= MAX_RECENT_FRAMES {
             std::mem::swap(&mut self.recent, &mut self.older);
-            self.spare.extend(self.recent.drain().map(|(_, (_, d))| d));
+            self.recent.clear();
             self.since = Some(ts);
         }
-        match self.recent.get_mut(&fp) {
-            Some(e) => {
-                e.0 = ts;
-                e.1.clear();
-                e.1.extend_from_slice(data);
-            }
-            None => {
-                let mut d = self.spare.pop().unwrap_or_default();
-                d.clear();
-                d.extend_from_slice(data);
-                self.recent.insert(fp, (ts, d));
-            }
-        }
+        self.recent.insert(fp, (ts, hash));
         if mine {
             self.layers(f, data, frame_no);
         }
@@ -805,5 +810,45 @@ impl Dissector {
                 0,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_at(d: &mut Dissector, ts: i64, data: &[u8]) {
+        let f = Frame {
+            ts,
+            linktype: 1,
+            start: 0,
+            len: data.len(),
+            origlen: data.len() as i64,
+        };
+        d.frame(&f, data, &mut |_| {});
+    }
+
+    #[test]
+    fn copies_are_frames_hashed_alike_within_the_window() {
+        let window = crate::default_settings().duplicate_window_ns;
+        let mut d = Dissector::new(crate::default_settings());
+        let a: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        frame_at(&mut d, 1_000_000_000, &a);
+        frame_at(&mut d, 1_000_000_000 + window / 2, &a);
+        assert_eq!(d.n_dup, 1, "the same bytes within the window: a copy");
+        // one byte changed where the fingerprint does not look: not a copy
+        let mut b = a.clone();
+        b[100] ^= 1;
+        assert_eq!(d.n_dup, 1);
+        frame_at(&mut d, 1_000_000_000 + window / 2 + 1, &b);
+        assert_eq!(d.n_dup, 1, "a frame differing in one byte is no copy");
+        assert_eq!(d.n_frames, 3);
+        // the same bytes again past the window: not a copy either
+        frame_at(&mut d, 1_000_000_000 + 3 * window, &b);
+        assert_eq!(d.n_dup, 1, "past the window: no copy");
+        frame_at(&mut d, 1_000_000_000 + 3 * window + 1, &b);
+        assert_eq!(d.n_dup, 2);
+        assert_ne!(frame_hash(&a), frame_hash(&b));
+        assert_eq!(frame_hash(&a), frame_hash(&a.clone()));
     }
 }
