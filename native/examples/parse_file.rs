@@ -1,5 +1,4 @@
 //! Parse capture files with default settings and print a summary (profiling aid).
-use std::io::Read;
 fn main() {
     let paths: Vec<String> = std::env::args().skip(1).collect();
     let sources: Vec<_native::capture::Opener> = paths
@@ -8,7 +7,7 @@ fn main() {
             let p = p.clone();
             Box::new(move |_| {
                 std::fs::File::open(&p)
-                    .map(|f| Box::new(f) as Box<dyn Read + Send>)
+                    .map(|f| _native::capture::file_source(f, Default::default()))
                     .map_err(|e| format!("cannot open: {e}"))
             }) as _native::capture::Opener
         })

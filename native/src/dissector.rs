@@ -4,7 +4,7 @@
 //! (fragments given up included), per-direction facts; messages and events go
 //! to its `Collector` (collector.rs).  The frame loop (frame_loop.rs) feeds it.
 
-use crate::capture::Frame;
+use crate::capture::{Frame, Merge};
 use crate::collector::Collector;
 use crate::ip::{self, Addr, Datagram, Facts, Reassembler};
 use crate::link::locate_ip;
@@ -20,6 +20,9 @@ use crate::tcp_state::{
     ack_rtt_sample, close_stretches, end_window_full, ip_extremes, on_syn, retire, send_gap, watch,
     window_reached,
 };
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 /// Where the UDP header starts in an IP datagram's first fragment (IPv6: after
 /// the extension headers); -1 if not UDP (dissector._udp_offset).
@@ -105,15 +108,51 @@ pub struct Dissector {
     pub stopped_at: i64,
     ts: i64,
     pub counts: FrameCounts,
-    // frames of the last duplicate window by fingerprint (time, bytes), in two
-    // generations (dissector.Dissector.frames), and when the current one began
-    recent: HashMap<u64, (i64, Vec<u8>)>,
-    older: HashMap<u64, (i64, Vec<u8>)>,
+    // frames of the last duplicate window by fingerprint (time, what is held
+    // of its bytes), in two generations (dissector.Dissector.frames), and
+    // when the current one began
+    recent: HashMap<u64, (i64, Held)>,
+    older: HashMap<u64, (i64, Held)>,
     since: Option<i64>,
-    /// the buffers of a dropped generation, reused for the next frames' copies
-    /// (a copy per frame, no allocation per frame: at most the MAX_RECENT_FRAMES
-    /// a generation holds)
-    spare: Vec<Vec<u8>>,
+    /// the mapped files that `Held::At` frames are in (a few: files no frame
+    /// held is in are let go)
+    files: Vec<(u32, Arc<File>)>,
+    /// `files` looked over for files to let go when it grows to this
+    files_bound: usize,
+    /// an earlier frame's bytes read again from its file
+    scratch: Vec<u8>,
+}
+
+/// What the mirror-copy check holds of a frame: never a copy of its bytes.
+#[derive(Clone, Copy)]
+enum Held {
+    /// a frame read from a stream (a decompressed file): its `frame_hash`
+    Hash(u128),
+    /// a frame of a mapped file: where its bytes are, compared again when a
+    /// frame of the same fingerprint comes (from the mapped window when still
+    /// there, else read from the file)
+    At { file: u32, len: u32, offset: u64 },
+}
+
+/// The mirror-copy check's hash of a frame's bytes: XXH3's 128 bits with its
+/// fixed seed and secret (the same in every run, so every run finds the same
+/// copies), held in place of a copy of a frame read from a stream (a frame
+/// of a mapped file is held by where it is: `Held::At`).
+///
+/// A frame is taken for a copy of an earlier one when their fingerprints
+/// (length and five bytes) and these hashes are equal.  Frames that differ
+/// with the same fingerprint and hash are a chance of about 2^-128 per
+/// comparison (XXH3-128 passes SMHasher's collision tests: its output is as
+/// good as random for frames not crafted against it): each frame is compared
+/// with at most two remembered frames (one per generation, the latest of its
+/// fingerprint) and a generation holds at most MAX_RECENT_FRAMES (4,096), so
+/// even 10^12 frames, at two comparisons each, leave the odds of one frame
+/// wrongly skipped below 10^-26.  The hash is not a cryptographic one:
+/// someone who writes the capture could make two different frames collide,
+/// and the later one would be skipped as a copy (as they could drop it from
+/// the capture in the first place).
+pub(crate) fn frame_hash(data: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(data)
 }
 
 impl Dissector {
@@ -159,12 +198,22 @@ impl Dissector {
             recent: HashMap::default(),
             older: HashMap::default(),
             since: None,
-            spare: Vec::new(),
+            files: Vec::new(),
+            files_bound: 8,
+            scratch: Vec::new(),
         }
     }
 
-    /// One frame: skip mirror copies, then the layers.
-    pub fn frame(&mut self, f: &Frame, data: &[u8], progress: &mut dyn FnMut(i64)) {
+    /// One frame (of file `from.1` of the merge `from.0`, None: a frame
+    /// from nowhere to read it again, as in the tests): skip mirror copies,
+    /// then the layers.
+    pub fn frame(
+        &mut self,
+        f: &Frame,
+        data: &[u8],
+        from: Option<(&Merge, usize)>,
+        progress: &mut dyn FnMut(i64),
+    ) {
         self.n_frames += 1;
         let frame_no = self.n_frames;
         let ts = f.ts;
@@ -184,18 +233,22 @@ impl Dissector {
         } else {
             n as u64
         };
+        // a frame of a mapped file is held by where it is; its hash is
+        // taken only when needed (a frame of a stream, or one compared with
+        // such a frame): hashing every frame would read every byte of the
+        // capture, where the parse reads the headers of a frame (and its
+        // last two bytes) and a mapped file's other bytes are never touched
+        let origin = from.and_then(|(m, i)| m.origin(i, f).map(|(at, file)| (i, at, file)));
+        let mut hash = None;
         let window = self.settings_dup_window;
-        let same = |e: Option<&(i64, Vec<u8>)>| match e {
-            Some((t, d)) => ts - *t <= window && data == d.as_slice(),
-            None => false,
-        };
         // one partition of the host pairs (ParseLimits.partitions): every
         // frame is looked at for copies, only the partition's are read
         let mine = self.partitions == 1 || {
             let (ver, off) = locate_ip(f.linktype, data);
             ip::partition_of(ver, data, off, self.partitions, &self.buckets) == self.partition
         };
-        if same(self.recent.get(&fp)) || same(self.older.get(&fp)) {
+        let (a, b) = (self.recent.get(&fp).copied(), self.older.get(&fp).copied());
+        if self.same(a, ts, data, &mut hash, from) || self.same(b, ts, data, &mut hash, from) {
             if mine {
                 self.n_dup += 1;
                 self.duplicate_event(f, data, frame_no);
@@ -204,25 +257,90 @@ impl Dissector {
         }
         if self.since.is_none_or(|t| ts - t > window) || self.recent.len() >= MAX_RECENT_FRAMES {
             std::mem::swap(&mut self.recent, &mut self.older);
-            self.spare.extend(self.recent.drain().map(|(_, (_, d))| d));
+            self.recent.clear();
             self.since = Some(ts);
         }
-        match self.recent.get_mut(&fp) {
-            Some(e) => {
-                e.0 = ts;
-                e.1.clear();
-                e.1.extend_from_slice(data);
+        let held = match origin {
+            Some((i, offset, file)) if data.len() <= u32::MAX as usize => {
+                let i = i as u32;
+                if self.files.last().is_none_or(|(j, _)| *j != i) {
+                    self.hold_file(i, file);
+                }
+                Held::At {
+                    file: i,
+                    len: data.len() as u32,
+                    offset,
+                }
             }
-            None => {
-                let mut d = self.spare.pop().unwrap_or_default();
-                d.clear();
-                d.extend_from_slice(data);
-                self.recent.insert(fp, (ts, d));
-            }
-        }
+            _ => Held::Hash(hash.unwrap_or_else(|| frame_hash(data))),
+        };
+        self.recent.insert(fp, (ts, held));
         if mine {
             self.layers(f, data, frame_no);
         }
+    }
+
+    /// Is `data` (at `ts`) a copy of the frame held in `e`: within the
+    /// window, the same bytes (or, for a frame of a stream, the same hash).
+    fn same(
+        &mut self,
+        e: Option<(i64, Held)>,
+        ts: i64,
+        data: &[u8],
+        hash: &mut Option<u128>,
+        from: Option<(&Merge, usize)>,
+    ) -> bool {
+        let Some((t, held)) = e else {
+            return false;
+        };
+        if ts - t > self.settings_dup_window {
+            return false;
+        }
+        match held {
+            Held::Hash(h) => *hash.get_or_insert_with(|| frame_hash(data)) == h,
+            Held::At { file, len, offset } => {
+                if len as usize != data.len() {
+                    return false;
+                }
+                if let Some(b) =
+                    from.and_then(|(m, _)| m.bytes_at(file as usize, offset, data.len()))
+                {
+                    return b == data;
+                }
+                // no longer mapped: read again from the file
+                let Some((_, f)) = self.files.iter().find(|(j, _)| *j == file) else {
+                    return false; // (every file a frame is held in is kept)
+                };
+                self.scratch.resize(data.len(), 0);
+                f.read_exact_at(&mut self.scratch, offset).is_ok() && self.scratch == data
+            }
+        }
+    }
+
+    /// Keep file `i` open for the frames held in it (`Held::At`); past a few
+    /// files, those no frame held is in are let go (rotated files are read
+    /// one after another: each is held only until its frames age out; files
+    /// read side by side are all held: the bound doubles past them).
+    fn hold_file(&mut self, i: u32, file: &Arc<File>) {
+        if let Some(k) = self.files.iter().position(|(j, _)| *j == i) {
+            let held = self.files.remove(k);
+            self.files.push(held); // the current file last
+            return;
+        }
+        if self.files.len() >= self.files_bound {
+            let used: HashSet<u32> = self
+                .recent
+                .values()
+                .chain(self.older.values())
+                .filter_map(|(_, h)| match h {
+                    Held::At { file, .. } => Some(*file),
+                    Held::Hash(_) => None,
+                })
+                .collect();
+            self.files.retain(|(j, _)| used.contains(j));
+            self.files_bound = (2 * self.files.len()).max(8);
+        }
+        self.files.push((i, Arc::clone(file)));
     }
 
     /// Into its direction's facts: the slot (None: reassembled from fragments,
@@ -805,5 +923,101 @@ impl Dissector {
                 0,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_at(d: &mut Dissector, ts: i64, data: &[u8]) {
+        let f = Frame {
+            ts,
+            linktype: 1,
+            start: 0,
+            len: data.len(),
+            origlen: data.len() as i64,
+        };
+        d.frame(&f, data, None, &mut |_| {});
+    }
+
+    /// The frames of a capture of `frames` (ts ns, bytes) parsed from a
+    /// mapped file and from a stream: (frames, copies) of each.
+    fn parse_both(name: &str, frames: &[(i64, Vec<u8>)]) -> [(i64, i64); 2] {
+        use crate::capture::{file_source, test_pcap, Opener, Source};
+        let bytes = test_pcap(frames);
+        let path = std::env::temp_dir().join(format!("nfstrace-{}-{name}", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let p = path.clone();
+        let mapped: Opener = Box::new(move |_| {
+            let f = std::fs::File::open(&p).map_err(|e| e.to_string())?;
+            let src = file_source(f, Default::default());
+            assert!(matches!(src, Source::Mapped(_)));
+            Ok(src)
+        });
+        let streamed: Opener = Box::new(move |_| {
+            Ok(Source::Stream(Box::new(std::io::Cursor::new(
+                bytes.clone(),
+            ))))
+        });
+        let out = [mapped, streamed].map(|o| {
+            let (d, _) =
+                crate::parse_sources(vec![o], crate::default_settings(), &mut |_| {}).unwrap();
+            (d.n_frames, d.n_dup)
+        });
+        std::fs::remove_file(&path).unwrap();
+        out
+    }
+
+    #[test]
+    fn copies_found_alike_in_a_mapped_file_and_a_stream() {
+        let window = crate::default_settings().duplicate_window_ns;
+        let t0 = 1_000_000_000;
+        let a: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut b = a.clone();
+        b[700] ^= 0x10; // same fingerprint, one byte apart
+        let frames = vec![
+            (t0, a.clone()),
+            (t0 + window / 4, a.clone()),     // a copy
+            (t0 + window / 2, b.clone()),     // not one
+            (t0 + window / 2 + 1, b.clone()), // a copy of that
+            (t0 + 5 * window, b.clone()),     // past the window: not one
+        ];
+        assert_eq!(parse_both("copies", &frames), [(5, 2), (5, 2)]);
+        // copies far apart in the file (the first no longer in the window
+        // mapped: read again from the file), frames of other lengths between
+        let mut frames = vec![(t0, a.clone())];
+        for k in 0..3000 {
+            let mut other = vec![0x55; 2000 + (k as usize % 7)];
+            other[60..62].copy_from_slice(&(k as u16).to_le_bytes()); // all different
+            frames.push((t0 + 1 + k, other));
+        }
+        frames.push((t0 + window / 2, a.clone()));
+        frames.push((t0 + window / 2 + 1, b.clone()));
+        assert_eq!(parse_both("far", &frames), [(3003, 1), (3003, 1)]);
+    }
+
+    #[test]
+    fn copies_are_frames_hashed_alike_within_the_window() {
+        let window = crate::default_settings().duplicate_window_ns;
+        let mut d = Dissector::new(crate::default_settings());
+        let a: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        frame_at(&mut d, 1_000_000_000, &a);
+        frame_at(&mut d, 1_000_000_000 + window / 2, &a);
+        assert_eq!(d.n_dup, 1, "the same bytes within the window: a copy");
+        // one byte changed where the fingerprint does not look: not a copy
+        let mut b = a.clone();
+        b[100] ^= 1;
+        assert_eq!(d.n_dup, 1);
+        frame_at(&mut d, 1_000_000_000 + window / 2 + 1, &b);
+        assert_eq!(d.n_dup, 1, "a frame differing in one byte is no copy");
+        assert_eq!(d.n_frames, 3);
+        // the same bytes again past the window: not a copy either
+        frame_at(&mut d, 1_000_000_000 + 3 * window, &b);
+        assert_eq!(d.n_dup, 1, "past the window: no copy");
+        frame_at(&mut d, 1_000_000_000 + 3 * window + 1, &b);
+        assert_eq!(d.n_dup, 2);
+        assert_ne!(frame_hash(&a), frame_hash(&b));
+        assert_eq!(frame_hash(&a), frame_hash(&a.clone()));
     }
 }

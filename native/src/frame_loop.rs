@@ -77,7 +77,7 @@ impl Dissector {
             } else {
                 -1
             };
-            self.frame(&f, data, progress);
+            self.frame(&f, data, Some((merge, i)), progress);
             if let Some(info) = merge.info_mut(i) {
                 info.cut_headers = info.cut_headers.max(cut);
             }

@@ -10,7 +10,7 @@
 //! snaplen, `read_bytes`); the rest of what the reader learned is `info()`,
 //! which capture.py puts into it at the end.
 
-use crate::capture::{FileInfo, Reader};
+use crate::capture::{FileInfo, Reader, Source};
 use crate::python::{file_info, PyRead};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -89,16 +89,18 @@ impl Frames {
         taken: Option<PyObject>,
     ) -> PyResult<Frames> {
         let counter = Arc::new(AtomicU64::new(0));
-        let src: Box<dyn Read + Send> = if let Ok(fd) = source.extract::<RawFd>() {
+        let src = if let Ok(fd) = source.extract::<RawFd>() {
             // SAFETY: the caller hands the descriptor over (os.dup): owned here
             let file = unsafe { File::from_raw_fd(fd) };
-            Box::new(Unlocked {
+            // read, not mapped (capture::Mapped): a page fault waiting for
+            // the disk would hold the GIL, a read releases it
+            Source::Stream(Box::new(Unlocked {
                 file,
                 taken: Arc::clone(&counter),
-            })
+            }))
         } else {
             let read = PyRead::new(source.clone().unbind(), chunk);
-            Box::new(read.counting(taken, Arc::clone(&counter)))
+            Source::Stream(Box::new(read.counting(taken, Arc::clone(&counter))))
         };
         let reader = Reader::open_with(src, max_frame, max_drops, chunk, live)
             .map_err(PyValueError::new_err)?;

@@ -80,20 +80,6 @@ impl Read for PyRead {
     }
 }
 
-/// A capture file read here, counting the bytes taken from it (for progress).
-struct Counted {
-    file: File,
-    taken: Arc<AtomicU64>,
-}
-
-impl Read for Counted {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read(out)?;
-        self.taken.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
 fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     d.get_item(key)?
         .ok_or_else(|| PyValueError::new_err(format!("missing setting {key}")))?
@@ -407,7 +393,10 @@ fn parse(
             // a compressed file: Python's opener (re)opens it, returning read(n)
             Some(opener) => sources.push(Box::new(move |_| {
                 let read = Python::with_gil(|py| opener.call0(py)).map_err(|e| e.to_string())?;
-                Ok(Box::new(PyRead::new(read, 1 << 20)) as Box<dyn Read + Send>)
+                Ok(capture::Source::Stream(Box::new(PyRead::new(
+                    read,
+                    1 << 20,
+                ))))
             })),
             None => {
                 let path = path.clone();
@@ -419,7 +408,7 @@ fn parse(
                     } else {
                         Arc::new(AtomicU64::new(0)) // read ahead of time: not progress
                     };
-                    Ok(Box::new(Counted { file, taken }) as Box<dyn Read + Send>)
+                    Ok(capture::file_source(file, taken)) // mapped, or read
                 }));
             }
         }

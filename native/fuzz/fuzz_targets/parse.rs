@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     settings.max_pending_calls = 16;
     let bytes = data.to_vec();
     let opener: _native::capture::Opener = Box::new(move |_| {
-        Ok(Box::new(std::io::Cursor::new(bytes.clone())) as Box<dyn std::io::Read + Send>)
+        Ok(_native::capture::Source::Stream(Box::new(
+            std::io::Cursor::new(bytes.clone()),
+        )))
     });
     let _ = _native::parse_sources(vec![opener], settings, &mut |_| {});
 });
