@@ -135,20 +135,22 @@ class _Segments:
             self.conn.append(conn)
 
 
-def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Segments) -> bool:
+def _own(t: CallTimes, i: int, a: int, b: int, stops: _SendingStops, seg: _Segments) -> bool:
     """Call i's own timeline over [a, b] onto the path; whether its server wait
     is on it.  (``t``'s arrays may be lists: the walk indexes them one call at
     a time, where a list's items are cheaper than numpy's scalars.)"""
     loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
     blocked = -2  # behind a lost segment: a round trip or two's wait, the loss's too
     wait_cause = int(t.wait_cause[i])
+    cs, tx_from, loss_from = int(t.cs[i]), int(t.tx_from[i]), int(t.loss_from[i])
+    rt_from, wait_from, rf = int(t.rt_from[i]), int(t.wait_from[i]), int(t.rf[i])
     parts = (
-        (int(t.cs[i]), int(t.tx_from[i]), loss),  # waiting to re-send
-        (int(t.tx_from[i]), int(t.loss_from[i]), -1),  # sending, queued (with its stops)
-        (int(t.loss_from[i]), int(t.rt_from[i]), blocked),
-        (int(t.rt_from[i]), int(t.wait_from[i]), _CODE["round_trip"]),
-        (int(t.wait_from[i]), int(t.rf[i]), wait_cause),
-        (int(t.rf[i]), int(t.rl[i]), transfer),  # the reply
+        (cs, tx_from, loss),  # waiting to re-send
+        (tx_from, loss_from, -1),  # sending, queued (with its stops)
+        (loss_from, rt_from, blocked),
+        (rt_from, wait_from, _CODE["round_trip"]),
+        (wait_from, rf, wait_cause),
+        (rf, int(t.rl[i]), transfer),  # the reply
     )
     served = False
     conn = int(t.conn[i])
@@ -163,15 +165,58 @@ def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Se
             seg.add(s, e, cause, conn=conn)
             served |= cause == wait_cause
             continue
-        st = stops.get(int(t.conn[i]))
-        anywhere = stops.get(-1)
-        if st is None and anywhere is None:
+        st = stops.of(conn)
+        if st is None:
             seg.add(s, e, transfer)
             continue
-        both = [x for x in (anywhere, st) if x is not None]
-        fields = ("start", "end", "cause", "conn", "also")
-        _sending(s, e, Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields)), seg)
+        _sending(s, e, st, seg)
     return served
+
+
+class _SendingStops:
+    """The stops a call's sending on each connection can meet, merged once per
+    connection (not per call): those of every connection (key -1) first, then
+    its own, as ``_sending`` reads them (the first listed wins an overlap)."""
+
+    def __init__(self, by_conn: dict[int, Stops]) -> None:
+        self.by_conn = by_conn
+        self.merged: dict[int, _ConnStops | None] = {}
+
+    def of(self, conn: int) -> _ConnStops | None:
+        """The stops of a call's sending on ``conn`` (None: there are none)."""
+        if conn in self.merged:
+            return self.merged[conn]
+        both = [x for x in (self.by_conn.get(-1), self.by_conn.get(conn)) if x is not None]
+        out = None
+        if both:
+            fields = ("start", "end", "cause", "conn", "also")
+            out = _ConnStops(
+                Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields))
+            )
+        self.merged[conn] = out
+        return out
+
+
+class _ConnStops:
+    """One connection's merged stops with their starts sorted and the longest
+    stop's length: the stops a span [s, e) can overlap start in
+    [s - longest, e), found by bisection (a call at a time, the walk's way)."""
+
+    def __init__(self, st: Stops) -> None:
+        self.st = st
+        order = np.argsort(st.start, kind="stable")
+        self.order = order.tolist()
+        self.starts = st.start[order].tolist()
+        self.ends = st.end[order].tolist()
+        self.longest = max(int((st.end - st.start).max()), 0) if len(st.start) else 0
+        self.cause = st.cause.tolist()
+        self.also = st.also.tolist()
+        self.start_l = st.start.tolist()
+        self.end_l = st.end.tolist()
+
+
+# More candidate stops than this for one span: the vectorised overlap test.
+_FEW_STOPS = 32
 
 
 def _as_lists(t: CallTimes) -> CallTimes:
@@ -215,11 +260,10 @@ def call_totals(t: CallTimes, stops: Stops, which: np.ndarray) -> tuple[dict[str
         plain = sending & ~cut
         ns[transfer] += (e[plain] - s[plain]).astype(float).sum()
         seg = _Segments()
+        sending = _SendingStops(by_conn)
         for k in np.flatnonzero(cut):
-            i = int(which[k])
-            both = [x for x in (by_conn.get(-1), by_conn.get(int(t.conn[i]))) if x is not None]
-            fields = ("start", "end", "cause", "conn", "also")
-            merged = Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields))
+            merged = sending.of(int(t.conn[int(which[k])]))
+            assert merged is not None  # (a stop overlaps it)
             _sending(int(s[k]), int(e[k]), merged, seg)
         cut_cause = np.asarray(seg.cause, "int64")
         also_c = np.asarray(seg.also, "int64")
@@ -262,10 +306,36 @@ def _by_conn(stops: Stops) -> dict[int, Stops]:
     return out
 
 
-def _sending(s: int, e: int, st: Stops, seg: _Segments) -> None:
+def _sending(s: int, e: int, cs: _ConnStops, seg: _Segments) -> None:
     """[s, e) of a call's sending: its connection's stops where they fall (the
-    first in precedence order wins), transfer elsewhere."""
-    k = np.flatnonzero((st.start < e) & (st.end > s))
+    first in precedence order wins), transfer elsewhere.  (A few stops are
+    looked at one by one: numpy's calls cost more than they do.)"""
+    lo_at = bisect.bisect_left(cs.starts, s - cs.longest)
+    hi_at = bisect.bisect_left(cs.starts, e)  # the stops starting before e
+    if hi_at - lo_at > _FEW_STOPS:
+        st = cs.st
+        _sending_many(s, e, st, np.flatnonzero((st.start < e) & (st.end > s)), seg)
+        return
+    ends, order = cs.ends, cs.order
+    k = sorted(order[j] for j in range(lo_at, hi_at) if ends[j] > s)
+    if not k:
+        seg.add(s, e, _CODE["transfer"])
+        return
+    start, end = cs.start_l, cs.end_l
+    bounds = sorted(
+        {s, e, *(min(max(start[j], s), e) for j in k), *(min(max(end[j], s), e) for j in k)}
+    )
+    for lo, hi in itertools.pairwise(bounds):
+        mid = lo + (hi - lo) // 2
+        hit = next((j for j in k if start[j] <= mid < end[j]), -1)
+        if hit >= 0:
+            seg.add(lo, hi, cs.cause[hit], cs.also[hit])
+        else:
+            seg.add(lo, hi, _CODE["transfer"])
+
+
+def _sending_many(s: int, e: int, st: Stops, k: np.ndarray, seg: _Segments) -> None:
+    """``_sending`` where many stops may overlap [s, e): ``k`` those that do."""
     if not len(k):
         seg.add(s, e, _CODE["transfer"])
         return
@@ -306,7 +376,7 @@ def critical_path(
     window = int(outstanding.max()) + 1 if n else 1
     reply_order = np.argsort(t.rl, kind="stable")
     replies = t.rl[reply_order]
-    by_conn = _by_conn(stops)
+    sending = _SendingStops(_by_conn(stops))
 
     seg = _Segments()
     client = _CODE["client_idle"]
@@ -322,7 +392,7 @@ def critical_path(
     while True:
         steps += 1
         seen[i] = True
-        server_waits += _own(lt, i, max(lt.cs[i], start), p, by_conn, seg)
+        server_waits += _own(lt, i, max(lt.cs[i], start), p, sending, seg)
         p = lt.cs[i]
         if p <= start:
             break
