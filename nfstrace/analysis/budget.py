@@ -85,7 +85,7 @@ from nfstrace.analysis.critical_path import (
 )
 from nfstrace.analysis.critical_path import Path as CriticalPath
 from nfstrace.analysis.critical_path import code as path_code
-from nfstrace.analysis.grouping import group_indices, is_value, rows_where
+from nfstrace.analysis.grouping import group_indices, is_value, rows_where, sorted_unique
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
@@ -398,8 +398,10 @@ class _Layer:
     cause: str
     blocks: tuple[_Block, ...]
 
+    @functools.cached_property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """starts, ends, block of each interval, index within its block, frames."""
+        """starts, ends, block of each interval, index within its block, frames
+        (made once: the pieces' bounds and their cover both read them)."""
         if not self.blocks:
             e = np.array([], "int64")
             return e, e, e, e, e
@@ -420,7 +422,7 @@ class _Cover:
     """Which elementary pieces a layer covers, and one interval covering each."""
 
     def __init__(self, layer: _Layer, mids: np.ndarray):
-        s, e, self.block, self.within, self.frames = layer.arrays()
+        s, e, self.block, self.within, self.frames = layer.arrays
         self.words = [b.words for b in layer.blocks]
         if len(s) == 0:
             self.covered = np.zeros(len(mids), bool)
@@ -440,10 +442,6 @@ class _Cover:
         at = np.where(ok, arg[np.maximum(k, 0)], 0)
         self.covered = ok & (e[at] > mids)
         self.which = np.where(self.covered, order[at], -1)
-
-    def describe(self, i: int) -> tuple[str, int]:
-        j = int(self.which[i])
-        return self.words[int(self.block[j])](int(self.within[j])), int(self.frames[j])
 
 
 # ---- one pair ----------------------------------------------------------------------
@@ -523,11 +521,14 @@ def _take(c: _PairCalls, rows: np.ndarray) -> _PairCalls:
 
 
 def _call_words(c: _PairCalls) -> Callable[[int], str]:
+    # (``item``: a Python value, without making a numpy scalar first)
     def words(i: int) -> str:
-        frames = f"frames {c.frame_first[i]}-{c.frame_last[i]}"
-        if c.answered[i]:
-            return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, reply frame {c.reply_frame[i]})"
-        return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, no reply captured)"
+        frames = f"frames {c.frame_first.item(i)}-{c.frame_last.item(i)}"
+        if c.answered.item(i):
+            return (
+                f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, reply frame {c.reply_frame.item(i)})"
+            )
+        return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, no reply captured)"
 
     return words
 
@@ -765,7 +766,7 @@ def _capture_gaps(
 
     Counted for all silences at once (sorted arrays and searchsorted: a busy
     pair has thousands of silences of a millisecond)."""
-    t = np.unique(activity[(activity >= start) & (activity <= end)])
+    t = sorted_unique(activity[(activity >= start) & (activity <= end)])
     if len(t) < 2:
         return np.array([], "int64"), np.array([], "int64"), []
     idx = np.flatnonzero(np.diff(t) >= GAP_MIN_NS)
@@ -1626,10 +1627,10 @@ class _Pieces:
 def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
     bounds = [np.array([p.start, p.end], "int64")]
     for lay in layers:
-        s_, e_, *_ = lay.arrays()
+        s_, e_, *_ = lay.arrays
         bounds += [s_, e_]
     bounds.append(np.r_[p.c.cs, p.waits.rl])
-    t = np.unique(np.concatenate(bounds))
+    t = sorted_unique(np.concatenate(bounds))
     t = t[(t >= p.start) & (t <= p.end)]
     lo, hi = t[:-1], t[1:]
     mids = lo + (hi - lo) // 2  # pieces are at least 1 ns long
@@ -1671,18 +1672,33 @@ def _intervals(
     runs = np.flatnonzero(change)
     run_end = np.r_[runs[1:], n]
     run_id = np.cumsum(change) - 1
-    order = np.lexsort((-(hi - lo), run_id))
-    longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
-    texts, frames_out = [], []
+    # each run's longest piece (the first of the longest): the runs are
+    # consecutive, so a maximum per run and a search, not a sort of the pieces
+    length = hi - lo
+    if n:
+        most = np.maximum.reduceat(length, runs)[run_id]
+        at = np.flatnonzero(length == most)
+        longest = at[np.r_[True, run_id[at][1:] != run_id[at][:-1]]]
+    else:
+        longest = np.zeros(0, "int64")
+    # each run's words, a layer at a time (its covering intervals looked up at once)
+    texts = np.empty(len(longest), dtype=object)
+    frames_out = np.full(len(longest), -1, "int64")
     layers = len(pieces.covers)
-    for piece in longest:
-        k = int(label[piece])
-        if k < layers:
-            text, frame = pieces.covers[k].describe(int(piece))
-        else:
-            text, frame = _UNCLAIMED[k - layers][1], -1
-        texts.append(text)
-        frames_out.append(frame)
+    k_of = label[longest]
+    for k in np.unique(k_of).tolist():
+        at = np.flatnonzero(k_of == k)
+        if k >= layers:
+            texts[at] = _UNCLAIMED[k - layers][1]
+            continue
+        cov = pieces.covers[k]
+        j = cov.which[longest[at]]
+        frames_out[at] = cov.frames[j]
+        words = cov.words
+        for pos, b, w in zip(
+            at.tolist(), cov.block[j].tolist(), cov.within[j].tolist(), strict=True
+        ):
+            texts[pos] = words[b](w)
     s0, e0 = lo[runs], hi[run_end - 1]
     return {
         "client": np.full(len(runs), client, dtype=object),
@@ -1691,8 +1707,8 @@ def _intervals(
         "end_ns": e0,
         "duration_ns": e0 - s0,
         "cause": causes[runs],
-        "evidence": np.array(texts, dtype=object),
-        "frame": np.array(frames_out, dtype="int64"),
+        "evidence": texts,
+        "frame": frames_out,
     }
 
 
@@ -2287,7 +2303,7 @@ def time_budget(
     orphan_x = orphan["xid"].to_numpy("int64") if len(orphan) else np.array([], "int64")
     writing = {client for client, _ in pairs}
     xids_of = {
-        client: np.unique(calls["xid"].to_numpy("int64")[rows])
+        client: sorted_unique(calls["xid"].to_numpy("int64")[rows])
         for (client,), rows in (group_indices([calls["client"]]) if pairs else {}).items()
         if client in writing
     }
