@@ -244,7 +244,7 @@ PAIR_COLUMNS: dict[str, str] = {
 
 def _words_at(words: Callable[[int], str], index: np.ndarray, i: int) -> str:
     """The words of interval i of a layer: of row ``index[i]`` of its table."""
-    return words(int(index[i]))
+    return words(index.item(i))
 
 
 @dataclass(frozen=True)
@@ -811,18 +811,19 @@ def _capture_gaps(
 class _Events:
     """A pair's transport events (the events table's rows) as arrays."""
 
-    kind: np.ndarray
+    kind: np.ndarray  # int: codes of kinds (the rules ask for a kind a dozen times)
     ts: np.ndarray
     dur: np.ndarray
     length: np.ndarray
     frame: np.ndarray
     from_client: np.ndarray  # bool: sent by the client
     conn: np.ndarray
+    kinds: dict[str, int]  # a kind's code
 
     def of(self, kind: str, by_client: bool | None = None) -> np.ndarray:
         """Positions of the events of ``kind`` (``by_client``: sent by the client,
         or by the server; None: either)."""
-        m = self.kind == kind
+        m = self.kind == self.kinds.get(kind, -2)  # (-1: a missing kind)
         if by_client is not None:
             m &= self.from_client == by_client
         return np.flatnonzero(m)
@@ -834,21 +835,24 @@ class _EventTable:
     rows by position (``pair``; a DataFrame per pair cost ~2 ms: 300 writing
     pairs, 0.6 s)."""
 
-    kind: np.ndarray
+    kind: np.ndarray  # int: codes of kinds
     ts: np.ndarray
     dur: np.ndarray
     length: np.ndarray
     frame: np.ndarray
     src: np.ndarray  # object: the sender's address
     conn: np.ndarray
+    kinds: dict[str, int]  # a kind's code
 
     @classmethod
     def of(cls, ev: pd.DataFrame | None) -> _EventTable:
         if ev is None or not len(ev):
             none = np.array([], "int64")
-            return cls(np.array([], object), none, none, none, none, np.array([], object), none)
+            return cls(none, none, none, none, none, np.array([], object), none, {})
+        kind, names = pd.factorize(ev["kind"])  # (missing: -1)
         return cls(
-            kind=ev["kind"].to_numpy(object),
+            kind=kind,
+            kinds={str(name): code for code, name in enumerate(names)},
             ts=ev["ts_ns"].to_numpy("int64"),
             dur=ev["duration_ns"].to_numpy("int64"),
             length=ev["length"].to_numpy("int64"),
@@ -868,6 +872,7 @@ class _EventTable:
             frame=self.frame[rows],
             from_client=np.asarray(self.src[rows] == client, bool),
             conn=self.conn[rows],
+            kinds=self.kinds,
         )
 
 

@@ -119,20 +119,20 @@ def code(cause: str) -> int:
 
 
 class _Segments:
+    """The path's segments as they are found: (start, end, cause, also, conn)
+    rows, conn the call's connection (-1: the client's, not a call's)."""
+
     def __init__(self) -> None:
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.cause: list[int] = []
-        self.also: list[int] = []
-        self.conn: list[int] = []  # the call's connection (-1: the client's, not a call's)
+        self.rows: list[tuple[int, int, int, int, int]] = []
 
     def add(self, a: int, b: int, cause: int, also: int = -1, conn: int = -1) -> None:
         if b > a:
-            self.start.append(a)
-            self.end.append(b)
-            self.cause.append(cause)
-            self.also.append(also)
-            self.conn.append(conn)
+            self.rows.append((a, b, cause, also, conn))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """start, end, cause, also, conn (int64 arrays)."""
+        rows = np.array(self.rows, "int64").reshape(-1, 5)
+        return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4]
 
 
 def _own(t: CallTimes, i: int, a: int, b: int, stops: _SendingStops, seg: _Segments) -> bool:
@@ -265,9 +265,8 @@ def call_totals(t: CallTimes, stops: Stops, which: np.ndarray) -> tuple[dict[str
             merged = sending.of(int(t.conn[int(which[k])]))
             assert merged is not None  # (a stop overlaps it)
             _sending(int(s[k]), int(e[k]), merged, seg)
-        cut_cause = np.asarray(seg.cause, "int64")
-        also_c = np.asarray(seg.also, "int64")
-        d = (np.asarray(seg.end, "int64") - np.asarray(seg.start, "int64")).astype(float)
+        cut_s, cut_e, cut_cause, also_c, _ = seg.arrays()
+        d = (cut_e - cut_s).astype(float)
         ns += np.bincount(cut_cause, weights=d, minlength=len(PATH_CAUSES))
         two = also_c >= 0
         ns += np.bincount(also_c[two], weights=d[two], minlength=len(PATH_CAUSES))
@@ -426,13 +425,10 @@ def critical_path(
         i = j
         if how == 0:  # entered at the end of its sending
             p = min(p, lt.tx_end[j])
-    s = np.asarray(seg.start, "int64")
-    e = np.asarray(seg.end, "int64")
-    cause = np.asarray(seg.cause, "int64")
-    also = np.asarray(seg.also, "int64")
+    s, e, cause, also, conn = seg.arrays()
     if unread is not None:
         s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
-    s, e, cause, also = _blocked_over(s, e, cause, also, np.asarray(seg.conn, "int64"), stops)
+    s, e, cause, also = _blocked_over(s, e, cause, also, conn, stops)
     s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
     ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
     two = also >= 0
