@@ -54,6 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from nfstrace.combining import string_categorical
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
 from nfstrace.protocol.tcp import SEQ_MOD
@@ -252,7 +253,7 @@ class _Columns:
         text = np.full(self.n, "", dtype=object)
         for i in np.flatnonzero(self.codes.any(axis=1)):
             text[i] = " ".join(names[self.codes[i]])
-        tx["inferred"] = pd.Categorical(text)
+        tx["inferred"] = string_categorical(text)
         tx[WRITE_BYTES] = self.write_from
         if "t_call_ns" in self.sets:  # a call inferred: rows in the order of their start
             start = tx["t_call_ns"].fillna(tx["t_reply_ns"]).fillna(0).to_numpy("int64")

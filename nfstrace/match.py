@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.combining import merged, typed
+from nfstrace.combining import categorical_from, merged, typed
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -609,10 +609,10 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
     cols["call_times_ns"] = rows.call_times[order]
     progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
     names = np.array([program_name(int(p)) for p in progs], dtype=object)
-    cols["program"] = pd.Categorical(names[codes])
+    cols["program"] = categorical_from(names, codes)  # (not a string per row)
     cols["write_bytes"] = np.zeros(len(order), "int64")  # (after the inference: _write_bytes)
     cols["read_bytes"] = _moved(cols, "READ")
-    cols["inferred"] = pd.Categorical(np.full(len(order), "", dtype=object))
+    cols["inferred"] = categorical_from(np.array([""], dtype=object), np.zeros(len(order), "int64"))
     for c in _TEXT_CATEGORIES:  # categories of the values present, as astype("category") has
         cols[c] = _used_only(cols[c])
     tx = pd.DataFrame(
