@@ -146,7 +146,7 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
     orphan = (transactions["n_calls"] == 0).to_numpy()
     orphans = int(orphan.sum())
     if orphans and orphans > MISSED_CALLS_SHARE * (n + orphans):
-        writes = orphan & transactions["op"].astype(object).eq("WRITE").to_numpy(dtype=bool)
+        writes = orphan & is_value(transactions["op"], "WRITE")
         what = f"{orphans:,} replies whose call it never saw"
         if writes.any():
             nbytes = int(transactions["write_bytes"][writes].clip(lower=0).sum())
@@ -260,7 +260,7 @@ def _context(
         tcp_retransmissions=int(repeats.tcp_retransmitted_segments),
         tcp_silences_ns=tuple(
             int(d)
-            for d in events.loc[events["kind"].astype(object) == "tcp_resend_gap", "duration_ns"]
+            for d in events["duration_ns"].to_numpy()[is_value(events["kind"], "tcp_resend_gap")]
         )
         if len(events)
         else (),
