@@ -419,19 +419,32 @@ class _Layer:
 
 
 class _Cover:
-    """Which elementary pieces a layer covers, and one interval covering each."""
+    """Which elementary pieces a layer covers, and one interval covering each
+    (``which``: asked only of the pieces whose words are shown)."""
 
     def __init__(self, layer: _Layer, mids: np.ndarray):
         s, e, self.block, self.within, self.frames = layer.arrays
         self.words = [b.words for b in layer.blocks]
+        self.starts, self.ends = s, e
         if len(s) == 0:
             self.covered = np.zeros(len(mids), bool)
-            self.which = np.full(len(mids), -1, "int64")
             return
-        order = np.argsort(s, kind="stable")
-        s, e = s[order], e[order]
-        self.order = order
-        # the interval with the latest end among those started at or before each mid
+        # the mids (sorted) each interval [s, e) holds are a run of them: +1 at
+        # its first, -1 after its last, summed (not a search of every mid)
+        first = np.searchsorted(mids, s, side="left")
+        after = np.searchsorted(mids, e, side="left")
+        n = len(mids) + 1
+        held = np.bincount(first, minlength=n) - np.bincount(after, minlength=n)
+        self.covered = np.cumsum(held[:-1]) > 0
+
+    def which(self, mids: np.ndarray) -> np.ndarray:
+        """Per mid, an interval covering it (its position in the layer's arrays;
+        -1: none): the one with the latest end among those started at or
+        before it (the first such in start order)."""
+        if len(self.starts) == 0:
+            return np.full(len(mids), -1, "int64")
+        order = np.argsort(self.starts, kind="stable")
+        s, e = self.starts[order], self.ends[order]
         best = np.maximum.accumulate(e)
         arg = np.zeros(len(e), "int64")
         running = np.flatnonzero(np.r_[True, e[1:] > best[:-1]])
@@ -440,8 +453,7 @@ class _Cover:
         k = np.searchsorted(s, mids, side="right") - 1
         ok = k >= 0
         at = np.where(ok, arg[np.maximum(k, 0)], 0)
-        self.covered = ok & (e[at] > mids)
-        self.which = np.where(self.covered, order[at], -1)
+        return np.where(ok & (e[at] > mids), order[at], -1)
 
 
 # ---- one pair ----------------------------------------------------------------------
@@ -521,16 +533,24 @@ def _take(c: _PairCalls, rows: np.ndarray) -> _PairCalls:
 
 
 def _call_words(c: _PairCalls) -> Callable[[int], str]:
-    # (``item``: a Python value, without making a numpy scalar first)
+    # (``item``: a Python value, without making a numpy scalar first; each call's
+    # words made once: its sending, round trip, server and reply all name it)
+    made: dict[int, str] = {}
+
     def words(i: int) -> str:
-        frames = f"frames {c.frame_first.item(i)}-{c.frame_last.item(i)}"
-        if c.answered.item(i):
-            return (
-                f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, reply frame {c.reply_frame.item(i)})"
-            )
-        return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, no reply captured)"
+        got = made.get(i)
+        if got is None:
+            got = made[i] = _words_of_call(c, i)
+        return got
 
     return words
+
+
+def _words_of_call(c: _PairCalls, i: int) -> str:
+    frames = f"frames {c.frame_first.item(i)}-{c.frame_last.item(i)}"
+    if c.answered.item(i):
+        return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, reply frame {c.reply_frame.item(i)})"
+    return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, no reply captured)"
 
 
 def _call_rates_bps(c: _PairCalls) -> np.ndarray:
@@ -1433,8 +1453,9 @@ def _queued(p: _Pair) -> tuple[_Block, ...]:
             c.le[q],
             wt.rt_from[q],
             lambda k: (
-                f"{w(q[k])}: its last bytes queued in the path "
-                f"(ACKed {seconds_text(c.acked[q[k]] - c.le[q[k]])} after they were sent)"
+                f"{w(q.item(k))}: its last bytes queued in the path "
+                f"(ACKed {seconds_text(c.acked.item(q.item(k)) - c.le.item(q.item(k)))} after "
+                "they were sent)"
             ),
             c.frame_first[q],
         )
@@ -1507,7 +1528,8 @@ def _service(p: _Pair) -> tuple[_Block, ...]:
     part-way through a reply."""
     wt = p.waits
     words = lambda i: (  # noqa: E731
-        f"{p.words(i)}: the server took {seconds_text(wt.rf[i] - wt.wait_from[i])} to answer"
+        f"{p.words(i)}: the server took {seconds_text(wt.rf.item(i) - wt.wait_from.item(i))} "
+        "to answer"
     )
     return (
         _block(wt.wait_from, wt.rf, words, p.c.frame_first),
@@ -1697,7 +1719,8 @@ def _intervals(
             texts[at] = _UNCLAIMED[k - layers][1]
             continue
         cov = pieces.covers[k]
-        j = cov.which[longest[at]]
+        piece = longest[at]
+        j = cov.which(lo[piece] + (hi[piece] - lo[piece]) // 2)
         frames_out[at] = cov.frames[j]
         words = cov.words
         for pos, b, w in zip(
