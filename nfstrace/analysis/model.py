@@ -882,6 +882,17 @@ def what_if(result: ModelResult, changes: Sequence[WhatIf | str]) -> pd.DataFram
     return pd.DataFrame(rows, columns=list(WHAT_IF_COLUMNS))
 
 
+# The transactions' columns fit_model reads, in the table's order (those its
+# module and the functions it calls name: a column left out would be missing).
+MODEL_COLUMNS = (
+    *("client", "server", "transport", "conn", "prog", "vers", "op", "ops", "t_call_ns"),
+    *("t_call_end_ns", "t_reply_ns", "latency_ns", "n_calls", "n_replies", "reply_stat"),
+    *("accept_stat", "status", "fh", "name", "count", "stable", "reply_count", "committed"),
+    *("write_bytes", "read_bytes", "minor", "call_bytes", "reply_bytes", "call_truncated"),
+    "inferred",
+)
+
+
 def fit_model(
     transactions: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -904,6 +915,10 @@ def fit_model(
     if capture_point not in CAPTURE_POINTS:
         raise ValueError(f"capture_point must be one of {CAPTURE_POINTS}, got {capture_point!r}")
     overrides = overrides or ModelOverrides()
+    # only the columns the model reads (here and in workload.outstanding,
+    # overview.throughput, quality's round trips): its row selections copy
+    # these, not the table's every column
+    transactions = transactions[[c for c in MODEL_COLUMNS if c in transactions.columns]]
     # (rows_where: usually every row kept, no copy of the table's every column)
     called = rows_where(transactions, transactions["n_calls"] > 0)
     nfs = rows_where(called, called["prog"] == NFS_PROGRAM)
