@@ -47,7 +47,13 @@ from nfstrace.analysis.verdict import (
     verdict_finding,
 )
 from nfstrace.analysis.workload import WorkloadResult, analyze_workload
-from nfstrace.analysis.writes import WritesResult, analyze_writes, prepared, write_progress
+from nfstrace.analysis.writes import (
+    WritesResult,
+    activity_with_pairs,
+    analyze_writes,
+    prepared,
+    progress_with_pairs,
+)
 from nfstrace.memory import release_freed
 from nfstrace.parsers.mountstats import Mountstats
 from nfstrace.parsers.stats import ParseStats
@@ -287,14 +293,23 @@ def diagnose(
     release_freed()
     transport = analyze_transport(transactions, events)
     # writes, stalls and pace read the same few columns: select and code them once
+    # (and each pair's write activity and progress: the stalls, pace and the
+    # progress table read them, made once)
     used = prepared(transactions)
     writes = analyze_writes(used)
     release_freed()
-    progress = write_progress(used)
+    activity, progress_by_pair = activity_with_pairs(used), progress_with_pairs(used)
+    progress = progress_by_pair.drop(columns="pair")  # (write_progress)
     stalls = find_stalls(
-        used, events, options.stall_threshold_ns, capture_point=quality.capture_point
+        used,
+        events,
+        options.stall_threshold_ns,
+        capture_point=quality.capture_point,
+        activity=activity,
+        progress=progress_by_pair,
     )
-    pace = analyze_pace(used)
+    pace = analyze_pace(used, activity=activity)
+    del activity, progress_by_pair
     release_freed()
     model = fit_model(
         transactions,
