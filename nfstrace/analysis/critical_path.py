@@ -135,42 +135,65 @@ class _Segments:
         return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4]
 
 
-def _own(t: CallTimes, i: int, a: int, b: int, stops: _SendingStops, seg: _Segments) -> bool:
-    """Call i's own timeline over [a, b] onto the path; whether its server wait
-    is on it.  (``t``'s arrays may be lists: the walk indexes them one call at
-    a time, where a list's items are cheaper than numpy's scalars.)"""
-    loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
-    blocked = -2  # behind a lost segment: a round trip or two's wait, the loss's too
-    wait_cause = int(t.wait_cause[i])
-    cs, tx_from, loss_from = int(t.cs[i]), int(t.tx_from[i]), int(t.loss_from[i])
-    rt_from, wait_from, rf = int(t.rt_from[i]), int(t.wait_from[i]), int(t.rf[i])
-    parts = (
-        (cs, tx_from, loss),  # waiting to re-send
-        (tx_from, loss_from, -1),  # sending, queued (with its stops)
-        (loss_from, rt_from, blocked),
-        (rt_from, wait_from, _CODE["round_trip"]),
-        (wait_from, rf, wait_cause),
-        (rf, int(t.rl[i]), transfer),  # the reply
+# A visit's parts (``_own``) in the order they join the path; the walk's
+# turnaround after them.
+_PARTS = ("re-send wait", "sending", "blocked", "round trip", "server", "reply")
+_TURNAROUND = len(_PARTS)
+
+
+def _own(
+    t: CallTimes, visits: np.ndarray, sending: _SendingStops, by_conn: dict[int, Stops]
+) -> tuple[tuple[np.ndarray, ...], int]:
+    """The calls' own timelines the walk visited (``visits``: rows of call, a,
+    b), each over its [a, b], as path segments: (step, part, sub, start, end,
+    cause, also, conn) arrays, the segments of a step's parts in ``_PARTS``
+    order (a sending cut by stops: several, ``sub`` in their order); and how
+    many calls' server waits are on the path.  A call's parts: its re-send wait
+    (``loss_recovery``), its sending with the stops in it (``_sending``), its
+    last bytes behind a lost segment (``loss_recovery``, the round trip's too),
+    the round trip, the server's work (its ``wait_cause``), its reply
+    (``transfer``).  All calls at once; only a sending that a stop of its
+    connection (or of every connection) overlaps is cut call by call."""
+    step = np.arange(len(visits))
+    i, a, b = visits[:, 0], visits[:, 1], visits[:, 2]
+    col = {f: np.asarray(getattr(t, f), "int64")[i] for f in t.__dataclass_fields__}
+    loss, transfer, rt = _CODE["loss_recovery"], _CODE["transfer"], _CODE["round_trip"]
+    wait_cause = col["wait_cause"]
+    fixed = (
+        (0, col["cs"], col["tx_from"], loss, -1),
+        (2, col["loss_from"], col["rt_from"], loss, rt),  # behind a lost segment
+        (3, col["rt_from"], col["wait_from"], rt, -1),
+        (4, col["wait_from"], col["rf"], None, -1),  # the server's work, its own cause
+        (5, col["rf"], col["rl"], transfer, -1),
     )
-    served = False
-    conn = int(t.conn[i])
-    for s, e, cause in parts:
-        s, e = max(s, a), min(e, b)
-        if e <= s:
-            continue
-        if cause == blocked:
-            seg.add(s, e, loss, _CODE["round_trip"], conn)
-            continue
-        if cause >= 0:
-            seg.add(s, e, cause, conn=conn)
-            served |= cause == wait_cause
-            continue
-        st = stops.of(conn)
-        if st is None:
-            seg.add(s, e, transfer)
-            continue
-        _sending(s, e, st, seg)
-    return served
+    out: list[tuple[np.ndarray, ...]] = []
+    served = np.zeros(len(visits), bool)
+    for part, lo, hi, cause, also in fixed:
+        s, e = np.maximum(lo, a), np.minimum(hi, b)
+        on = np.flatnonzero(e > s)
+        codes = wait_cause[on] if cause is None else np.full(len(on), cause, "int64")
+        if also < 0:  # (a cause of its own: the server's wait is on the path)
+            served[on] |= codes == wait_cause[on]
+        out.append((step[on], np.full(len(on), part), np.zeros(len(on), "int64"), s[on], e[on],
+                    codes, np.full(len(on), also, "int64"), col["conn"][on]))  # fmt: skip
+    # the sending, queued: transfer where no stop overlaps it
+    s, e = np.maximum(col["tx_from"], a), np.minimum(col["loss_from"], b)
+    on = e > s
+    cut = on & _overlaps(s, e, col["conn"], by_conn)
+    plain = np.flatnonzero(on & ~cut)
+    n = len(plain)
+    none = np.full(n, -1, "int64")  # (no second cause; the client's, not a call's)
+    out.append((step[plain], np.full(n, 1), np.zeros(n, "int64"), s[plain], e[plain],
+                np.full(n, transfer, "int64"), none, none))  # fmt: skip
+    for k in np.flatnonzero(cut).tolist():
+        merged = sending.of(int(col["conn"][k]))
+        assert merged is not None  # (a stop overlaps it)
+        pieces = _Segments()
+        _sending(int(s[k]), int(e[k]), merged, pieces)
+        m = len(pieces.rows)
+        out.append((np.full(m, k), np.full(m, 1), np.arange(m), *pieces.arrays()))
+    arrays = tuple(np.concatenate([o[j] for o in out]).astype("int64") for j in range(8))
+    return arrays, int(served.sum())
 
 
 class _SendingStops:
@@ -375,23 +398,35 @@ def critical_path(
     window = int(outstanding.max()) + 1 if n else 1
     reply_order = np.argsort(t.rl, kind="stable")
     replies = t.rl[reply_order]
-    sending = _SendingStops(_by_conn(stops))
+    by_conn = _by_conn(stops)
+    sending = _SendingStops(by_conn)
 
-    seg = _Segments()
+    # the walk: the calls it steps through (each one's own timeline over [a, b]
+    # goes onto the path after it, all at once: _own) and its own segments, each
+    # keyed by (step, part) so that the path's segments keep the walk's order
+    walk = _Segments()
+    keys: list[tuple[int, int]] = []
+
+    def add(step: int, part: int, a: int, b: int, cause: int) -> None:
+        if b > a:
+            walk.add(a, b, cause)
+            keys.append((step, part))
+
     client = _CODE["client_idle"]
     lt = _as_lists(t)
     rank_l, order_l, outstanding_l = rank.tolist(), order.tolist(), outstanding.tolist()
     replies_l, reply_order_l = replies.tolist(), reply_order.tolist()
     i, p = last, end
     if p > lt.rl[i]:  # the activity ended on a reply the capture missed the call of
-        seg.add(int(lt.rl[i]), p, _CODE["unknown"])
+        add(-1, 0, int(lt.rl[i]), p, _CODE["unknown"])
         p = int(lt.rl[i])
-    server_waits = steps = 0
+    steps = 0
+    visits: list[tuple[int, int, int]] = []  # (call, a, b)
     seen = [False] * n
     while True:
         steps += 1
         seen[i] = True
-        server_waits += _own(lt, i, max(lt.cs[i], start), p, sending, seg)
+        visits.append((i, max(lt.cs[i], start), p))
         p = lt.cs[i]
         if p <= start:
             break
@@ -411,21 +446,26 @@ def critical_path(
                     cand.append((replies_l[at], 2, j))
         cand = [c for c in cand if not seen[c[2]]]
         if not cand:
-            seg.add(start, p, client)
+            add(steps - 1, _TURNAROUND, start, p, client)
             break
         when, how, j = max(cand)
         when = max(when, start)
         # the client's turnaround; its first ``hidden`` ns the reply and the next
         # call travelling, where the capture point does not see the round trip
-        seg.add(when, min(when + hidden, p), _CODE["round_trip"])
-        seg.add(min(when + hidden, p), p, client)
+        add(steps - 1, _TURNAROUND, when, min(when + hidden, p), _CODE["round_trip"])
+        add(steps - 1, _TURNAROUND + 1, min(when + hidden, p), p, client)
         p = when
         if p <= start:
             break
         i = j
         if how == 0:  # entered at the end of its sending
             p = min(p, lt.tx_end[j])
-    s, e, cause, also, conn = seg.arrays()
+    own, server_waits = _own(t, np.array(visits, "int64").reshape(-1, 3), sending, by_conn)
+    key = np.array(keys, "int64").reshape(-1, 2)
+    walked = (key[:, 0], key[:, 1], np.zeros(len(key), "int64"), *walk.arrays())
+    merged = [np.concatenate([w, o]) for w, o in zip(walked, own, strict=True)]
+    in_order = np.lexsort((merged[2], merged[1], merged[0]))
+    s, e, cause, also, conn = (x[in_order] for x in merged[3:])
     if unread is not None:
         s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
     s, e, cause, also = _blocked_over(s, e, cause, also, conn, stops)
