@@ -1543,11 +1543,12 @@ def _reply_trip(p: _Pair) -> tuple[_Block, ...]:
     """The round trip of a call's wait for its reply (up to the ACK of its last
     byte where that came first)."""
     wt = p.waits
+    rtt = seconds_text(p.rtt)
     return (
         _block(
             wt.rt_from,
             np.where(wt.acked, p.c.acked, wt.wait_from),
-            lambda i: f"{p.words(i)}: the round trip ({seconds_text(p.rtt)})",
+            lambda i: f"{p.words(i)}: the round trip ({rtt})",
             p.c.frame_first,
         ),
     )
@@ -1723,10 +1724,8 @@ def _intervals(
         j = cov.which(lo[piece] + (hi[piece] - lo[piece]) // 2)
         frames_out[at] = cov.frames[j]
         words = cov.words
-        for pos, b, w in zip(
-            at.tolist(), cov.block[j].tolist(), cov.within[j].tolist(), strict=True
-        ):
-            texts[pos] = words[b](w)
+        pairs = zip(cov.block[j].tolist(), cov.within[j].tolist(), strict=True)
+        texts[at] = np.fromiter((words[b](w) for b, w in pairs), dtype=object, count=len(at))
     s0, e0 = lo[runs], hi[run_end - 1]
     return {
         "client": np.full(len(runs), client, dtype=object),
