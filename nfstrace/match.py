@@ -261,13 +261,18 @@ def _asof_backward(
 ) -> np.ndarray:
     """For each left row, the right row with equal keys and the latest time at or
     before the left row's (of equal times, the last in right order); -1 if none.
-    ``pd.merge_asof(direction="backward")`` on integer arrays: one lexsort of both
-    sides, then the last right row seen so far in that order."""
+    ``pd.merge_asof(direction="backward")`` on integer arrays: both sides sorted
+    by key, time and side (right first on ties; stable), then the last right
+    row seen so far in that order.  The keys are made one integer per row first
+    (``_key_codes``) and, where they fit, key, time and side one int64: one sort
+    (a lexsort of every key was most of the match's time)."""
     n_right = len(right_t)
     keys = [np.r_[rk, lk] for rk, lk in zip(right_keys, left_keys, strict=True)]
-    t = np.r_[right_t, left_t]
+    group = _key_codes(keys)
+    del keys
+    t = np.r_[right_t, left_t].astype("int64")
     side = np.r_[np.zeros(n_right, "int8"), np.ones(len(left_t), "int8")]  # right first on ties
-    order = np.lexsort((side, t, *reversed(keys)))
+    order = _sorted_by(group, t, side)
     is_right = order < n_right
     seen = (
         np.maximum.accumulate(np.where(is_right, np.arange(len(order)), -1))
@@ -276,12 +281,56 @@ def _asof_backward(
     )
     at = np.flatnonzero(~is_right)
     candidate = np.where(seen[at] >= 0, order[np.maximum(seen[at], 0)], -1)
-    same = candidate >= 0
-    for k in keys:
-        same &= k[np.maximum(candidate, 0)] == k[order[at]]
+    same = (candidate >= 0) & (group[np.maximum(candidate, 0)] == group[order[at]])
     out = np.full(len(left_t), -1, "int64")
     out[order[at] - n_right] = np.where(same, candidate, -1)
     return out
+
+
+def _key_codes(keys: list[np.ndarray]) -> np.ndarray:
+    """One non-negative integer per row, equal for rows equal in every key: the
+    keys' offsets from their least combined in mixed radix (addresses, ports and
+    an xid: a connection's keys fit one int64), the combination so far
+    factorized (a hash, no sort) where the next key would overflow it."""
+    n_rows = len(keys[0]) if keys else 0
+    group = np.zeros(n_rows, "int64")
+    if not n_rows:
+        return group
+    size = 1  # group < size
+    top = np.iinfo("int64").max >> 1
+    for key in keys:
+        lo = int(key.min())
+        span = int(key.max()) - lo + 1
+        if span > top // size and size > 1:  # re-numbered: the distinct rows so far
+            group = pd.factorize(group)[0]
+            size = int(group.max()) + 1
+        if span > top // size:  # (a key of a wide range: its distinct values)
+            codes, uniques = pd.factorize(key)
+            span = len(uniques)
+        else:
+            codes = key - lo
+        group = group * span + codes
+        size *= span
+    return group
+
+
+def _sorted_by(group: np.ndarray, t: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """``np.lexsort((side, t, group))``: as one int64 key and a stable sort when
+    group, time (from its least) and side fit in 63 bits."""
+    if not len(t):
+        return np.zeros(0, "int64")
+    lo = int(t.min())
+    t_bits = max(int(t.max()) - lo, 0).bit_length()
+    g_bits = max(int(group.max()), 0).bit_length()
+    if g_bits + t_bits + 1 > 62:  # the rows' groups numbered 0, 1, ... (a hash)
+        group = pd.factorize(group)[0]
+        g_bits = max(int(group.max()), 0).bit_length()
+    if g_bits + t_bits + 1 > 62:
+        return np.lexsort((side, t, group))
+    key = group << (t_bits + 1)
+    key |= (t - lo) << 1
+    key |= side
+    return np.argsort(key, kind="stable")
 
 
 @dataclass(frozen=True)
