@@ -158,23 +158,27 @@ class _Columns:
         self.sets: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # column -> (mask, values)
         self.codes = np.zeros((self.n, len(INFERENCES)), bool)
 
-        def of(pos: np.ndarray, name: str, missing: object) -> np.ndarray:
-            """The message column ``name`` at ``pos`` (``missing`` where -1)."""
-            out = np.full(len(pos), missing, dtype=object)
+        def of(pos: np.ndarray, name: str, missing: object, dtype: str = "O") -> np.ndarray:
+            """The message column ``name`` at ``pos`` (``missing`` where -1), as
+            ``dtype``: of a category column its codes taken, only the rows'
+            values made objects (missing: NaN)."""
+            out = np.full(len(pos), missing, dtype=dtype)
             if len(m):
+                at = pos >= 0
                 column = m[name]
                 if isinstance(column.dtype, pd.CategoricalDtype):
-                    column = column.astype(object)
-                got = column.to_numpy()
-                out[pos >= 0] = got[pos[pos >= 0]]
+                    names = np.append(np.asarray(column.cat.categories, dtype=object), np.nan)
+                    out[at] = names[column.cat.codes.to_numpy()[pos[at]]]
+                else:
+                    out[at] = column.to_numpy()[pos[at]]
             return out
 
-        self.reply_ops = of(reply, "ops", "").astype(object)
-        self.reply_op = of(reply, "op", "").astype(object)
-        self.reply_decode = of(reply, "nfs_decode", "").astype(object)
-        self.reply_body = of(reply, "body_offset", -1).astype("int64")
-        self.reply_cut = of(reply, "truncated", False).astype(bool)
-        self.call_body = of(call, "body_offset", -1).astype("int64")
+        self.reply_ops = of(reply, "ops", "")
+        self.reply_op = of(reply, "op", "")
+        self.reply_decode = of(reply, "nfs_decode", "")
+        self.reply_body = of(reply, "body_offset", -1, "int64")
+        self.reply_cut = of(reply, "truncated", False, "bool")
+        self.call_body = of(call, "body_offset", -1, "int64")
         self.write_from = np.full(self.n, -1, "int64")  # inferred write bytes (-1: none)
 
     def int(self, name: str) -> np.ndarray:
