@@ -196,6 +196,50 @@ def _own(
     return arrays, int(served.sum())
 
 
+# Walks of at most this many calls: their timelines a call at a time (numpy's
+# fixed cost per array is more than a few calls' Python).
+_FEW_VISITS = 48
+
+
+def _own_each(
+    t: CallTimes, visits: list[tuple[int, int, int]], sending: _SendingStops
+) -> tuple[tuple[np.ndarray, ...], int]:
+    """``_own`` a call at a time (``t``'s arrays may be lists): the same
+    segments with the same keys."""
+    loss, transfer, rt = _CODE["loss_recovery"], _CODE["transfer"], _CODE["round_trip"]
+    rows: list[tuple[int, int, int, int, int, int, int, int]] = []
+    served = 0
+    for step, (i, a, b) in enumerate(visits):
+        wait_cause, conn = int(t.wait_cause[i]), int(t.conn[i])
+        tx_from, loss_from, rt_from = int(t.tx_from[i]), int(t.loss_from[i]), int(t.rt_from[i])
+        wait_from, rf = int(t.wait_from[i]), int(t.rf[i])
+        parts = (
+            (0, int(t.cs[i]), tx_from, loss, -1),
+            (2, loss_from, rt_from, loss, rt),  # behind a lost segment
+            (3, rt_from, wait_from, rt, -1),
+            (4, wait_from, rf, wait_cause, -1),  # the server's work, its own cause
+            (5, rf, int(t.rl[i]), transfer, -1),
+        )
+        mine = False
+        for part, s, e, cause, also in parts:
+            s, e = max(s, a), min(e, b)
+            if e > s:
+                rows.append((step, part, 0, s, e, cause, also, conn))
+                mine |= also < 0 and cause == wait_cause
+        served += mine
+        s, e = max(tx_from, a), min(loss_from, b)  # the sending, queued (with its stops)
+        if e > s:
+            st = sending.of(conn)
+            if st is None:
+                rows.append((step, 1, 0, s, e, transfer, -1, -1))
+                continue
+            pieces = _Segments()
+            _sending(s, e, st, pieces)
+            rows += [(step, 1, sub, *row) for sub, row in enumerate(pieces.rows)]
+    table = np.array(rows, "int64").reshape(-1, 8)
+    return tuple(table[:, j] for j in range(8)), served
+
+
 class _SendingStops:
     """The stops a call's sending on each connection can meet, merged once per
     connection (not per call): those of every connection (key -1) first, then
@@ -347,9 +391,15 @@ def _sending(s: int, e: int, cs: _ConnStops, seg: _Segments) -> None:
     bounds = sorted(
         {s, e, *(min(max(start[j], s), e) for j in k), *(min(max(end[j], s), e) for j in k)}
     )
-    for lo, hi in itertools.pairwise(bounds):
-        mid = lo + (hi - lo) // 2
-        hit = next((j for j in k if start[j] <= mid < end[j]), -1)
+    # each piece's stop: the first in precedence order whose span holds its middle
+    # (the stops painted in that order over the pieces they hold, each piece once)
+    mids = [lo + (hi - lo) // 2 for lo, hi in itertools.pairwise(bounds)]
+    owner = [-1] * len(mids)
+    for j in k:
+        for at in range(bisect.bisect_left(mids, start[j]), bisect.bisect_left(mids, end[j])):
+            if owner[at] < 0:
+                owner[at] = j
+    for (lo, hi), hit in zip(itertools.pairwise(bounds), owner, strict=True):
         if hit >= 0:
             seg.add(lo, hi, cs.cause[hit], cs.also[hit])
         else:
@@ -460,7 +510,10 @@ def critical_path(
         i = j
         if how == 0:  # entered at the end of its sending
             p = min(p, lt.tx_end[j])
-    own, server_waits = _own(t, np.array(visits, "int64").reshape(-1, 3), sending, by_conn)
+    if len(visits) > _FEW_VISITS:
+        own, server_waits = _own(t, np.array(visits, "int64").reshape(-1, 3), sending, by_conn)
+    else:
+        own, server_waits = _own_each(lt, visits, sending)
     key = np.array(keys, "int64").reshape(-1, 2)
     walked = (key[:, 0], key[:, 1], np.zeros(len(key), "int64"), *walk.arrays())
     merged = [np.concatenate([w, o]) for w, o in zip(walked, own, strict=True)]
