@@ -443,6 +443,8 @@ class _Cover:
         before it (the first such in start order)."""
         if len(self.starts) == 0:
             return np.full(len(mids), -1, "int64")
+        if len(self.starts) <= _FEW_INTERVALS:
+            return self._which_each(mids)
         order = np.argsort(self.starts, kind="stable")
         s, e = self.starts[order], self.ends[order]
         best = np.maximum.accumulate(e)
@@ -454,6 +456,25 @@ class _Cover:
         ok = k >= 0
         at = np.where(ok, arg[np.maximum(k, 0)], 0)
         return np.where(ok & (e[at] > mids), order[at], -1)
+
+    def _which_each(self, mids: np.ndarray) -> np.ndarray:
+        """``which`` of a layer of a few intervals, in Python."""
+        s, e = self.starts.tolist(), self.ends.tolist()
+        order = sorted(range(len(s)), key=s.__getitem__)  # (stable)
+        out = []
+        for mid in mids.tolist():
+            end, j = None, -1  # the latest end so far, and the first interval to reach it
+            for k in order:
+                if s[k] > mid:
+                    break
+                if end is None or e[k] > end:
+                    end, j = e[k], k
+            out.append(j if end is not None and end > mid else -1)
+        return np.array(out, "int64")
+
+
+# A layer of at most this many intervals finds them one by one (``_Cover.which``).
+_FEW_INTERVALS = 32
 
 
 # ---- one pair ----------------------------------------------------------------------
@@ -1657,7 +1678,7 @@ def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
     for lay in layers:
         s_, e_, *_ = lay.arrays
         bounds += [s_, e_]
-    bounds.append(np.r_[p.c.cs, p.waits.rl])
+    bounds += [p.c.cs, p.waits.rl]
     t = sorted_unique(np.concatenate(bounds))
     t = t[(t >= p.start) & (t <= p.end)]
     lo, hi = t[:-1], t[1:]
@@ -1672,7 +1693,7 @@ def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
     out = (
         np.searchsorted(cs_sorted, mids, "right") - np.searchsorted(ends_sorted, mids, "right")
     ) == 0
-    last_end = np.r_[p.start, ends_sorted][np.searchsorted(ends_sorted, mids, "right")]
+    last_end = np.concatenate(([p.start], ends_sorted))[np.searchsorted(ends_sorted, mids, "right")]
     idle = (label < 0) & out
     idle_label, hidden_label, unknown_label = len(layers), len(layers) + 1, len(layers) + 2
     label[idle] = np.where(mids[idle] - last_end[idle] < p.hidden, hidden_label, idle_label)
@@ -1696,9 +1717,9 @@ def _intervals(
     (``INTERVAL_COLUMNS``)."""
     lo, hi, label = pieces.lo, pieces.hi, pieces.label
     n = len(lo)
-    change = np.r_[True, causes[1:] != causes[:-1]]
+    change = np.concatenate(([True], causes[1:] != causes[:-1]))  # (not np.r_: a pair each)
     runs = np.flatnonzero(change)
-    run_end = np.r_[runs[1:], n]
+    run_end = np.append(runs[1:], n)
     run_id = np.cumsum(change) - 1
     # each run's longest piece (the first of the longest): the runs are
     # consecutive, so a maximum per run and a search, not a sort of the pieces
@@ -1706,7 +1727,7 @@ def _intervals(
     if n:
         most = np.maximum.reduceat(length, runs)[run_id]
         at = np.flatnonzero(length == most)
-        longest = at[np.r_[True, run_id[at][1:] != run_id[at][:-1]]]
+        longest = at[np.concatenate(([True], run_id[at][1:] != run_id[at][:-1]))]
     else:
         longest = np.zeros(0, "int64")
     # each run's words, a layer at a time (its covering intervals looked up at once)
