@@ -30,7 +30,7 @@ from nfstrace.analysis.grouping import is_value
 from nfstrace.analysis.kernel_stats import capture_limits as kernel_limits
 from nfstrace.analysis.kernel_stats import notes as kernel_notes
 from nfstrace.analysis.kernel_stats import slot_findings, with_kernel
-from nfstrace.analysis.model import ModelResult, fit_model
+from nfstrace.analysis.model import MODEL_COLUMNS, ModelResult, fit_model
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
 from nfstrace.analysis.mounts import Mounts, mount_operations
 from nfstrace.analysis.pace import PaceResult, analyze_pace
@@ -222,6 +222,8 @@ def _pair_models(
     tx_of = transactions.groupby(
         [transactions["client"].astype(object), transactions["server"].astype(object)]
     ).indices
+    # (each pair's rows taken of the columns the model reads, not of every column)
+    transactions = transactions[[c for c in MODEL_COLUMNS if c in transactions.columns]]
     ev_of = (
         events.groupby([events["src"].astype(object), events["dst"].astype(object)]).indices
         if len(events) and "src" in events
