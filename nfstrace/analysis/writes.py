@@ -160,7 +160,7 @@ def write_sizes(writes: pd.DataFrame) -> np.ndarray:
     said = np.where(count >= 0, count, _int(writes["reply_count"]))
     if "inferred" not in writes:
         return said
-    inferred = ~writes["inferred"].astype(object).fillna("").eq("").to_numpy(bool)
+    inferred = _texts(writes["inferred"])[1]  # (not empty, not missing)
     written = writes["write_bytes"].to_numpy("int64")
     return np.where((said < 0) & inferred & (written > 0), written, said)
 
