@@ -521,7 +521,7 @@ def _commit_server_seconds_per_byte(
 
     acked = upto(c_file, call) - upto(c_file, since)
     # handle unknown: the WRITEs of every file
-    by_time = np.sort(reply)
+    by_time = np.sort(reply, kind="stable")
     every = np.r_[0, np.cumsum(nbytes[np.argsort(reply, kind="stable")])]
     anywhere = every[np.searchsorted(by_time, call, "right")]
     anywhere -= every[np.searchsorted(by_time, since, "right")]

@@ -346,7 +346,7 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
         calls -= lo  # (then the times: no sum past int64)
         calls += call_t
         del call_t
-        calls.sort()
+        calls.sort(kind="stable")  # (a merge sort: quick on the pairs' sorted runs)
         wanted = reply_pair * span
         del reply_pair
         wanted -= lo
