@@ -1,8 +1,9 @@
 """Tables stacked and reordered column by column: the host-pair partitions'
 messages, events (``nfstrace.parsers.parallel``) and transactions
 (``nfstrace.match``) made one without holding the parts and the whole at
-once; a table given its schema's types (``typed``); and category columns of
-strings made from codes (``categorical_from``, ``string_categorical``)."""
+once; a table given its schema's types (``typed``); category columns of
+strings made from codes (``categorical_from``, ``string_categorical``); and
+rows ordered by several integer columns (``lexsort``)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,36 @@ def string_categorical(values: np.ndarray) -> pd.Categorical:
     if (codes < 0).any():  # (a missing value: pandas' own way)
         return pd.Categorical(values)
     return categorical_from(np.asarray(uniques, dtype=object), codes)
+
+
+def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer columns (the last the primary key), with
+    neighbouring keys whose ranges fit one int64 together made one key (each
+    one's offset from its least, in mixed radix: the same order): a lexsort
+    costs a sort per key, and one key is a stable argsort (a merge sort, quick
+    on rows nearly in order, as a capture's times and frames are)."""
+    if not len(keys) or not len(keys[0]):
+        return np.lexsort(keys)
+    merged: list[np.ndarray] = []  # primary first
+    key: np.ndarray | None = None
+    size = 1
+    top = np.iinfo("int64").max >> 1
+    for column in reversed(keys):
+        lo = int(column.min())
+        span = int(column.max()) - lo + 1
+        if span > top:  # (a range too wide to shift: the column as it is, alone)
+            offset, span = column, top + 1
+        else:
+            offset = column.astype("int64") - lo
+        if key is not None and size <= top // span:
+            key = key * span + offset
+            size *= span
+        else:
+            if key is not None:
+                merged.append(key)
+            key, size = offset, span
+    assert key is not None
+    merged.append(key)
+    if len(merged) == 1:
+        return np.argsort(merged[0], kind="stable")
+    return np.lexsort(tuple(reversed(merged)))

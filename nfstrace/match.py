@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.combining import categorical_from, merged, typed
+from nfstrace.combining import categorical_from, lexsort, merged, typed
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -218,7 +218,7 @@ def _group_calls(
     xid = messages["xid"].to_numpy("int64")[calls]
     proc = messages["proc"].to_numpy("int64")[calls]
     s, d = src[calls], dst[calls]
-    order = np.lexsort((ts, xid, prog, d, s))  # stable: ties keep message order
+    order = lexsort((ts, xid, prog, d, s))  # stable: ties keep message order
     pos = calls[order]
     s, d, prog, xid, proc, ts = s[order], d[order], prog[order], xid[order], proc[order], ts[order]
     same_key = (s[1:] == s[:-1]) & (d[1:] == d[:-1]) & (prog[1:] == prog[:-1])
@@ -614,7 +614,7 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
         messages["frame_first"].to_numpy("int64")[rows.call],
         messages["frame_last"].to_numpy("int64")[rows.reply],
     )
-    order = np.lexsort((frame, start))  # stable: calls of one frame keep their order
+    order = lexsort((frame, start))  # stable: calls of one frame keep their order
     del own_call, start, frame
     call, last, reply = rows.call[order], rows.last_call[order], rows.reply[order]
     orphan = call < 0
@@ -717,6 +717,6 @@ def combine(tables: list[pd.DataFrame], connection_ids: list[np.ndarray]) -> pd.
     # (the loops' last table let go: merged frees each part's columns as it goes,
     # and a name bound to a part would hold all of that part's until the end)
     del tx, conn, known, ids, call
-    order = np.lexsort((frame, start))  # stable: ties within one partition keep its order
+    order = lexsort((frame, start))  # stable: ties within one partition keep its order
     del start, frame
     return merged(tables, TRANSACTION_DTYPES, order)
