@@ -54,6 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from nfstrace.combining import string_categorical
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
 from nfstrace.protocol.tcp import SEQ_MOD
@@ -157,23 +158,27 @@ class _Columns:
         self.sets: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # column -> (mask, values)
         self.codes = np.zeros((self.n, len(INFERENCES)), bool)
 
-        def of(pos: np.ndarray, name: str, missing: object) -> np.ndarray:
-            """The message column ``name`` at ``pos`` (``missing`` where -1)."""
-            out = np.full(len(pos), missing, dtype=object)
+        def of(pos: np.ndarray, name: str, missing: object, dtype: str = "O") -> np.ndarray:
+            """The message column ``name`` at ``pos`` (``missing`` where -1), as
+            ``dtype``: of a category column its codes taken, only the rows'
+            values made objects (missing: NaN)."""
+            out = np.full(len(pos), missing, dtype=dtype)
             if len(m):
+                at = pos >= 0
                 column = m[name]
                 if isinstance(column.dtype, pd.CategoricalDtype):
-                    column = column.astype(object)
-                got = column.to_numpy()
-                out[pos >= 0] = got[pos[pos >= 0]]
+                    names = np.append(np.asarray(column.cat.categories, dtype=object), np.nan)
+                    out[at] = names[column.cat.codes.to_numpy()[pos[at]]]
+                else:
+                    out[at] = column.to_numpy()[pos[at]]
             return out
 
-        self.reply_ops = of(reply, "ops", "").astype(object)
-        self.reply_op = of(reply, "op", "").astype(object)
-        self.reply_decode = of(reply, "nfs_decode", "").astype(object)
-        self.reply_body = of(reply, "body_offset", -1).astype("int64")
-        self.reply_cut = of(reply, "truncated", False).astype(bool)
-        self.call_body = of(call, "body_offset", -1).astype("int64")
+        self.reply_ops = of(reply, "ops", "")
+        self.reply_op = of(reply, "op", "")
+        self.reply_decode = of(reply, "nfs_decode", "")
+        self.reply_body = of(reply, "body_offset", -1, "int64")
+        self.reply_cut = of(reply, "truncated", False, "bool")
+        self.call_body = of(call, "body_offset", -1, "int64")
         self.write_from = np.full(self.n, -1, "int64")  # inferred write bytes (-1: none)
 
     def int(self, name: str) -> np.ndarray:
@@ -192,8 +197,9 @@ class _Columns:
         got = self._text.get(name)
         if got is None:
             # (astype(object) first: to_numpy(object, na_value="") of a category column
-            # raised the peak of a 1M-packet analysis by 93 MB)
-            got = self.tx[name].astype(object).fillna("").to_numpy(object, copy=True)
+            # raised the peak of a 1M-packet analysis by 93 MB; a category column of
+            # strings by its codes: no scan of every row's object for a missing one)
+            got = _text_column(self.tx[name])
             if name in self.sets:
                 mask, values = self.sets[name]
                 got[mask] = values[mask]
@@ -251,7 +257,7 @@ class _Columns:
         text = np.full(self.n, "", dtype=object)
         for i in np.flatnonzero(self.codes.any(axis=1)):
             text[i] = " ".join(names[self.codes[i]])
-        tx["inferred"] = pd.Categorical(text)
+        tx["inferred"] = string_categorical(text)
         tx[WRITE_BYTES] = self.write_from
         if "t_call_ns" in self.sets:  # a call inferred: rows in the order of their start
             start = tx["t_call_ns"].fillna(tx["t_reply_ns"]).fillna(0).to_numpy("int64")
@@ -263,6 +269,19 @@ class _Columns:
 
 
 _CODE = {name: i for i, name in enumerate(INFERENCES)}
+
+
+def _text_column(column: pd.Series) -> np.ndarray:
+    """``column.astype(object).fillna("")`` as a new object array: of a category
+    column of strings, its categories (and '' for a missing value) taken by its
+    codes."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
+        dtype.categories.dtype
+    ):
+        names = np.append(np.asarray(dtype.categories, dtype=object), "")
+        return names[column.cat.codes.to_numpy()]
+    return column.astype(object).fillna("").to_numpy(object, copy=True)
 
 
 # ---- the operation and its outcome ----------------------------------------------------

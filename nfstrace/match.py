@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.combining import merged, typed
+from nfstrace.combining import categorical_from, lexsort, merged, typed
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -218,7 +218,7 @@ def _group_calls(
     xid = messages["xid"].to_numpy("int64")[calls]
     proc = messages["proc"].to_numpy("int64")[calls]
     s, d = src[calls], dst[calls]
-    order = np.lexsort((ts, xid, prog, d, s))  # stable: ties keep message order
+    order = lexsort((ts, xid, prog, d, s))  # stable: ties keep message order
     pos = calls[order]
     s, d, prog, xid, proc, ts = s[order], d[order], prog[order], xid[order], proc[order], ts[order]
     same_key = (s[1:] == s[:-1]) & (d[1:] == d[:-1]) & (prog[1:] == prog[:-1])
@@ -261,13 +261,18 @@ def _asof_backward(
 ) -> np.ndarray:
     """For each left row, the right row with equal keys and the latest time at or
     before the left row's (of equal times, the last in right order); -1 if none.
-    ``pd.merge_asof(direction="backward")`` on integer arrays: one lexsort of both
-    sides, then the last right row seen so far in that order."""
+    ``pd.merge_asof(direction="backward")`` on integer arrays: both sides sorted
+    by key, time and side (right first on ties; stable), then the last right
+    row seen so far in that order.  The keys are made one integer per row first
+    (``_key_codes``) and, where they fit, key, time and side one int64: one sort
+    (a lexsort of every key was most of the match's time)."""
     n_right = len(right_t)
     keys = [np.r_[rk, lk] for rk, lk in zip(right_keys, left_keys, strict=True)]
-    t = np.r_[right_t, left_t]
+    group = _key_codes(keys)
+    del keys
+    t = np.r_[right_t, left_t].astype("int64")
     side = np.r_[np.zeros(n_right, "int8"), np.ones(len(left_t), "int8")]  # right first on ties
-    order = np.lexsort((side, t, *reversed(keys)))
+    order = _sorted_by(group, t, side)
     is_right = order < n_right
     seen = (
         np.maximum.accumulate(np.where(is_right, np.arange(len(order)), -1))
@@ -276,12 +281,56 @@ def _asof_backward(
     )
     at = np.flatnonzero(~is_right)
     candidate = np.where(seen[at] >= 0, order[np.maximum(seen[at], 0)], -1)
-    same = candidate >= 0
-    for k in keys:
-        same &= k[np.maximum(candidate, 0)] == k[order[at]]
+    same = (candidate >= 0) & (group[np.maximum(candidate, 0)] == group[order[at]])
     out = np.full(len(left_t), -1, "int64")
     out[order[at] - n_right] = np.where(same, candidate, -1)
     return out
+
+
+def _key_codes(keys: list[np.ndarray]) -> np.ndarray:
+    """One non-negative integer per row, equal for rows equal in every key: the
+    keys' offsets from their least combined in mixed radix (addresses, ports and
+    an xid: a connection's keys fit one int64), the combination so far
+    factorized (a hash, no sort) where the next key would overflow it."""
+    n_rows = len(keys[0]) if keys else 0
+    group = np.zeros(n_rows, "int64")
+    if not n_rows:
+        return group
+    size = 1  # group < size
+    top = np.iinfo("int64").max >> 1
+    for key in keys:
+        lo = int(key.min())
+        span = int(key.max()) - lo + 1
+        if span > top // size and size > 1:  # re-numbered: the distinct rows so far
+            group = pd.factorize(group)[0]
+            size = int(group.max()) + 1
+        if span > top // size:  # (a key of a wide range: its distinct values)
+            codes, uniques = pd.factorize(key)
+            span = len(uniques)
+        else:
+            codes = key - lo
+        group = group * span + codes
+        size *= span
+    return group
+
+
+def _sorted_by(group: np.ndarray, t: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """``np.lexsort((side, t, group))``: as one int64 key and a stable sort when
+    group, time (from its least) and side fit in 63 bits."""
+    if not len(t):
+        return np.zeros(0, "int64")
+    lo = int(t.min())
+    t_bits = max(int(t.max()) - lo, 0).bit_length()
+    g_bits = max(int(group.max()), 0).bit_length()
+    if g_bits + t_bits + 1 > 62:  # the rows' groups numbered 0, 1, ... (a hash)
+        group = pd.factorize(group)[0]
+        g_bits = max(int(group.max()), 0).bit_length()
+    if g_bits + t_bits + 1 > 62:
+        return np.lexsort((side, t, group))
+    key = group << (t_bits + 1)
+    key |= (t - lo) << 1
+    key |= side
+    return np.argsort(key, kind="stable")
 
 
 @dataclass(frozen=True)
@@ -565,7 +614,7 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
         messages["frame_first"].to_numpy("int64")[rows.call],
         messages["frame_last"].to_numpy("int64")[rows.reply],
     )
-    order = np.lexsort((frame, start))  # stable: calls of one frame keep their order
+    order = lexsort((frame, start))  # stable: calls of one frame keep their order
     del own_call, start, frame
     call, last, reply = rows.call[order], rows.last_call[order], rows.reply[order]
     orphan = call < 0
@@ -609,10 +658,10 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
     cols["call_times_ns"] = rows.call_times[order]
     progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
     names = np.array([program_name(int(p)) for p in progs], dtype=object)
-    cols["program"] = pd.Categorical(names[codes])
+    cols["program"] = categorical_from(names, codes)  # (not a string per row)
     cols["write_bytes"] = np.zeros(len(order), "int64")  # (after the inference: _write_bytes)
     cols["read_bytes"] = _moved(cols, "READ")
-    cols["inferred"] = pd.Categorical(np.full(len(order), "", dtype=object))
+    cols["inferred"] = categorical_from(np.array([""], dtype=object), np.zeros(len(order), "int64"))
     for c in _TEXT_CATEGORIES:  # categories of the values present, as astype("category") has
         cols[c] = _used_only(cols[c])
     tx = pd.DataFrame(
@@ -668,6 +717,6 @@ def combine(tables: list[pd.DataFrame], connection_ids: list[np.ndarray]) -> pd.
     # (the loops' last table let go: merged frees each part's columns as it goes,
     # and a name bound to a part would hold all of that part's until the end)
     del tx, conn, known, ids, call
-    order = np.lexsort((frame, start))  # stable: ties within one partition keep its order
+    order = lexsort((frame, start))  # stable: ties within one partition keep its order
     del start, frame
     return merged(tables, TRANSACTION_DTYPES, order)

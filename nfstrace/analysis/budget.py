@@ -85,7 +85,7 @@ from nfstrace.analysis.critical_path import (
 )
 from nfstrace.analysis.critical_path import Path as CriticalPath
 from nfstrace.analysis.critical_path import code as path_code
-from nfstrace.analysis.grouping import group_indices, is_value, rows_where
+from nfstrace.analysis.grouping import group_indices, is_value, rows_where, sorted_unique
 from nfstrace.analysis.pace import UNANSWERED_HORIZON_NS
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.nfs3 import NFS3ERR_JUKEBOX
@@ -244,7 +244,7 @@ PAIR_COLUMNS: dict[str, str] = {
 
 def _words_at(words: Callable[[int], str], index: np.ndarray, i: int) -> str:
     """The words of interval i of a layer: of row ``index[i]`` of its table."""
-    return words(int(index[i]))
+    return words(index.item(i))
 
 
 @dataclass(frozen=True)
@@ -398,8 +398,10 @@ class _Layer:
     cause: str
     blocks: tuple[_Block, ...]
 
+    @functools.cached_property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """starts, ends, block of each interval, index within its block, frames."""
+        """starts, ends, block of each interval, index within its block, frames
+        (made once: the pieces' bounds and their cover both read them)."""
         if not self.blocks:
             e = np.array([], "int64")
             return e, e, e, e, e
@@ -417,19 +419,34 @@ class _Layer:
 
 
 class _Cover:
-    """Which elementary pieces a layer covers, and one interval covering each."""
+    """Which elementary pieces a layer covers, and one interval covering each
+    (``which``: asked only of the pieces whose words are shown)."""
 
     def __init__(self, layer: _Layer, mids: np.ndarray):
-        s, e, self.block, self.within, self.frames = layer.arrays()
+        s, e, self.block, self.within, self.frames = layer.arrays
         self.words = [b.words for b in layer.blocks]
+        self.starts, self.ends = s, e
         if len(s) == 0:
             self.covered = np.zeros(len(mids), bool)
-            self.which = np.full(len(mids), -1, "int64")
             return
-        order = np.argsort(s, kind="stable")
-        s, e = s[order], e[order]
-        self.order = order
-        # the interval with the latest end among those started at or before each mid
+        # the mids (sorted) each interval [s, e) holds are a run of them: +1 at
+        # its first, -1 after its last, summed (not a search of every mid)
+        first = np.searchsorted(mids, s, side="left")
+        after = np.searchsorted(mids, e, side="left")
+        n = len(mids) + 1
+        held = np.bincount(first, minlength=n) - np.bincount(after, minlength=n)
+        self.covered = np.cumsum(held[:-1]) > 0
+
+    def which(self, mids: np.ndarray) -> np.ndarray:
+        """Per mid, an interval covering it (its position in the layer's arrays;
+        -1: none): the one with the latest end among those started at or
+        before it (the first such in start order)."""
+        if len(self.starts) == 0:
+            return np.full(len(mids), -1, "int64")
+        if len(self.starts) <= _FEW_INTERVALS:
+            return self._which_each(mids)
+        order = np.argsort(self.starts, kind="stable")
+        s, e = self.starts[order], self.ends[order]
         best = np.maximum.accumulate(e)
         arg = np.zeros(len(e), "int64")
         running = np.flatnonzero(np.r_[True, e[1:] > best[:-1]])
@@ -438,12 +455,26 @@ class _Cover:
         k = np.searchsorted(s, mids, side="right") - 1
         ok = k >= 0
         at = np.where(ok, arg[np.maximum(k, 0)], 0)
-        self.covered = ok & (e[at] > mids)
-        self.which = np.where(self.covered, order[at], -1)
+        return np.where(ok & (e[at] > mids), order[at], -1)
 
-    def describe(self, i: int) -> tuple[str, int]:
-        j = int(self.which[i])
-        return self.words[int(self.block[j])](int(self.within[j])), int(self.frames[j])
+    def _which_each(self, mids: np.ndarray) -> np.ndarray:
+        """``which`` of a layer of a few intervals, in Python."""
+        s, e = self.starts.tolist(), self.ends.tolist()
+        order = sorted(range(len(s)), key=s.__getitem__)  # (stable)
+        out = []
+        for mid in mids.tolist():
+            end, j = None, -1  # the latest end so far, and the first interval to reach it
+            for k in order:
+                if s[k] > mid:
+                    break
+                if end is None or e[k] > end:
+                    end, j = e[k], k
+            out.append(j if end is not None and end > mid else -1)
+        return np.array(out, "int64")
+
+
+# A layer of at most this many intervals finds them one by one (``_Cover.which``).
+_FEW_INTERVALS = 32
 
 
 # ---- one pair ----------------------------------------------------------------------
@@ -523,13 +554,24 @@ def _take(c: _PairCalls, rows: np.ndarray) -> _PairCalls:
 
 
 def _call_words(c: _PairCalls) -> Callable[[int], str]:
+    # (``item``: a Python value, without making a numpy scalar first; each call's
+    # words made once: its sending, round trip, server and reply all name it)
+    made: dict[int, str] = {}
+
     def words(i: int) -> str:
-        frames = f"frames {c.frame_first[i]}-{c.frame_last[i]}"
-        if c.answered[i]:
-            return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, reply frame {c.reply_frame[i]})"
-        return f"{c.op[i]} {_xid(c.xid[i])} ({frames}, no reply captured)"
+        got = made.get(i)
+        if got is None:
+            got = made[i] = _words_of_call(c, i)
+        return got
 
     return words
+
+
+def _words_of_call(c: _PairCalls, i: int) -> str:
+    frames = f"frames {c.frame_first.item(i)}-{c.frame_last.item(i)}"
+    if c.answered.item(i):
+        return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, reply frame {c.reply_frame.item(i)})"
+    return f"{c.op[i]} {_xid(c.xid.item(i))} ({frames}, no reply captured)"
 
 
 def _call_rates_bps(c: _PairCalls) -> np.ndarray:
@@ -765,7 +807,7 @@ def _capture_gaps(
 
     Counted for all silences at once (sorted arrays and searchsorted: a busy
     pair has thousands of silences of a millisecond)."""
-    t = np.unique(activity[(activity >= start) & (activity <= end)])
+    t = sorted_unique(activity[(activity >= start) & (activity <= end)])
     if len(t) < 2:
         return np.array([], "int64"), np.array([], "int64"), []
     idx = np.flatnonzero(np.diff(t) >= GAP_MIN_NS)
@@ -810,18 +852,19 @@ def _capture_gaps(
 class _Events:
     """A pair's transport events (the events table's rows) as arrays."""
 
-    kind: np.ndarray
+    kind: np.ndarray  # int: codes of kinds (the rules ask for a kind a dozen times)
     ts: np.ndarray
     dur: np.ndarray
     length: np.ndarray
     frame: np.ndarray
     from_client: np.ndarray  # bool: sent by the client
     conn: np.ndarray
+    kinds: dict[str, int]  # a kind's code
 
     def of(self, kind: str, by_client: bool | None = None) -> np.ndarray:
         """Positions of the events of ``kind`` (``by_client``: sent by the client,
         or by the server; None: either)."""
-        m = self.kind == kind
+        m = self.kind == self.kinds.get(kind, -2)  # (-1: a missing kind)
         if by_client is not None:
             m &= self.from_client == by_client
         return np.flatnonzero(m)
@@ -833,21 +876,24 @@ class _EventTable:
     rows by position (``pair``; a DataFrame per pair cost ~2 ms: 300 writing
     pairs, 0.6 s)."""
 
-    kind: np.ndarray
+    kind: np.ndarray  # int: codes of kinds
     ts: np.ndarray
     dur: np.ndarray
     length: np.ndarray
     frame: np.ndarray
     src: np.ndarray  # object: the sender's address
     conn: np.ndarray
+    kinds: dict[str, int]  # a kind's code
 
     @classmethod
     def of(cls, ev: pd.DataFrame | None) -> _EventTable:
         if ev is None or not len(ev):
             none = np.array([], "int64")
-            return cls(np.array([], object), none, none, none, none, np.array([], object), none)
+            return cls(none, none, none, none, none, np.array([], object), none, {})
+        kind, names = pd.factorize(ev["kind"])  # (missing: -1)
         return cls(
-            kind=ev["kind"].to_numpy(object),
+            kind=kind,
+            kinds={str(name): code for code, name in enumerate(names)},
             ts=ev["ts_ns"].to_numpy("int64"),
             dur=ev["duration_ns"].to_numpy("int64"),
             length=ev["length"].to_numpy("int64"),
@@ -867,6 +913,7 @@ class _EventTable:
             frame=self.frame[rows],
             from_client=np.asarray(self.src[rows] == client, bool),
             conn=self.conn[rows],
+            kinds=self.kinds,
         )
 
 
@@ -1427,8 +1474,9 @@ def _queued(p: _Pair) -> tuple[_Block, ...]:
             c.le[q],
             wt.rt_from[q],
             lambda k: (
-                f"{w(q[k])}: its last bytes queued in the path "
-                f"(ACKed {seconds_text(c.acked[q[k]] - c.le[q[k]])} after they were sent)"
+                f"{w(q.item(k))}: its last bytes queued in the path "
+                f"(ACKed {seconds_text(c.acked.item(q.item(k)) - c.le.item(q.item(k)))} after "
+                "they were sent)"
             ),
             c.frame_first[q],
         )
@@ -1501,7 +1549,8 @@ def _service(p: _Pair) -> tuple[_Block, ...]:
     part-way through a reply."""
     wt = p.waits
     words = lambda i: (  # noqa: E731
-        f"{p.words(i)}: the server took {seconds_text(wt.rf[i] - wt.wait_from[i])} to answer"
+        f"{p.words(i)}: the server took {seconds_text(wt.rf.item(i) - wt.wait_from.item(i))} "
+        "to answer"
     )
     return (
         _block(wt.wait_from, wt.rf, words, p.c.frame_first),
@@ -1515,11 +1564,12 @@ def _reply_trip(p: _Pair) -> tuple[_Block, ...]:
     """The round trip of a call's wait for its reply (up to the ACK of its last
     byte where that came first)."""
     wt = p.waits
+    rtt = seconds_text(p.rtt)
     return (
         _block(
             wt.rt_from,
             np.where(wt.acked, p.c.acked, wt.wait_from),
-            lambda i: f"{p.words(i)}: the round trip ({seconds_text(p.rtt)})",
+            lambda i: f"{p.words(i)}: the round trip ({rtt})",
             p.c.frame_first,
         ),
     )
@@ -1626,10 +1676,10 @@ class _Pieces:
 def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
     bounds = [np.array([p.start, p.end], "int64")]
     for lay in layers:
-        s_, e_, *_ = lay.arrays()
+        s_, e_, *_ = lay.arrays
         bounds += [s_, e_]
-    bounds.append(np.r_[p.c.cs, p.waits.rl])
-    t = np.unique(np.concatenate(bounds))
+    bounds += [p.c.cs, p.waits.rl]
+    t = sorted_unique(np.concatenate(bounds))
     t = t[(t >= p.start) & (t <= p.end)]
     lo, hi = t[:-1], t[1:]
     mids = lo + (hi - lo) // 2  # pieces are at least 1 ns long
@@ -1643,7 +1693,7 @@ def _pieces(p: _Pair, layers: list[_Layer]) -> _Pieces:
     out = (
         np.searchsorted(cs_sorted, mids, "right") - np.searchsorted(ends_sorted, mids, "right")
     ) == 0
-    last_end = np.r_[p.start, ends_sorted][np.searchsorted(ends_sorted, mids, "right")]
+    last_end = np.concatenate(([p.start], ends_sorted))[np.searchsorted(ends_sorted, mids, "right")]
     idle = (label < 0) & out
     idle_label, hidden_label, unknown_label = len(layers), len(layers) + 1, len(layers) + 2
     label[idle] = np.where(mids[idle] - last_end[idle] < p.hidden, hidden_label, idle_label)
@@ -1667,22 +1717,36 @@ def _intervals(
     (``INTERVAL_COLUMNS``)."""
     lo, hi, label = pieces.lo, pieces.hi, pieces.label
     n = len(lo)
-    change = np.r_[True, causes[1:] != causes[:-1]]
+    change = np.concatenate(([True], causes[1:] != causes[:-1]))  # (not np.r_: a pair each)
     runs = np.flatnonzero(change)
-    run_end = np.r_[runs[1:], n]
+    run_end = np.append(runs[1:], n)
     run_id = np.cumsum(change) - 1
-    order = np.lexsort((-(hi - lo), run_id))
-    longest = order[np.r_[True, run_id[order][1:] != run_id[order][:-1]]]
-    texts, frames_out = [], []
+    # each run's longest piece (the first of the longest): the runs are
+    # consecutive, so a maximum per run and a search, not a sort of the pieces
+    length = hi - lo
+    if n:
+        most = np.maximum.reduceat(length, runs)[run_id]
+        at = np.flatnonzero(length == most)
+        longest = at[np.concatenate(([True], run_id[at][1:] != run_id[at][:-1]))]
+    else:
+        longest = np.zeros(0, "int64")
+    # each run's words, a layer at a time (its covering intervals looked up at once)
+    texts = np.empty(len(longest), dtype=object)
+    frames_out = np.full(len(longest), -1, "int64")
     layers = len(pieces.covers)
-    for piece in longest:
-        k = int(label[piece])
-        if k < layers:
-            text, frame = pieces.covers[k].describe(int(piece))
-        else:
-            text, frame = _UNCLAIMED[k - layers][1], -1
-        texts.append(text)
-        frames_out.append(frame)
+    k_of = label[longest]
+    for k in np.unique(k_of).tolist():
+        at = np.flatnonzero(k_of == k)
+        if k >= layers:
+            texts[at] = _UNCLAIMED[k - layers][1]
+            continue
+        cov = pieces.covers[k]
+        piece = longest[at]
+        j = cov.which(lo[piece] + (hi[piece] - lo[piece]) // 2)
+        frames_out[at] = cov.frames[j]
+        words = cov.words
+        pairs = zip(cov.block[j].tolist(), cov.within[j].tolist(), strict=True)
+        texts[at] = np.fromiter((words[b](w) for b, w in pairs), dtype=object, count=len(at))
     s0, e0 = lo[runs], hi[run_end - 1]
     return {
         "client": np.full(len(runs), client, dtype=object),
@@ -1691,8 +1755,8 @@ def _intervals(
         "end_ns": e0,
         "duration_ns": e0 - s0,
         "cause": causes[runs],
-        "evidence": np.array(texts, dtype=object),
-        "frame": np.array(frames_out, dtype="int64"),
+        "evidence": texts,
+        "frame": frames_out,
     }
 
 
@@ -2287,7 +2351,7 @@ def time_budget(
     orphan_x = orphan["xid"].to_numpy("int64") if len(orphan) else np.array([], "int64")
     writing = {client for client, _ in pairs}
     xids_of = {
-        client: np.unique(calls["xid"].to_numpy("int64")[rows])
+        client: sorted_unique(calls["xid"].to_numpy("int64")[rows])
         for (client,), rows in (group_indices([calls["client"]]) if pairs else {}).items()
         if client in writing
     }

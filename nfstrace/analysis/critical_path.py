@@ -119,59 +119,171 @@ def code(cause: str) -> int:
 
 
 class _Segments:
+    """The path's segments as they are found: (start, end, cause, also, conn)
+    rows, conn the call's connection (-1: the client's, not a call's)."""
+
     def __init__(self) -> None:
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.cause: list[int] = []
-        self.also: list[int] = []
-        self.conn: list[int] = []  # the call's connection (-1: the client's, not a call's)
+        self.rows: list[tuple[int, int, int, int, int]] = []
 
     def add(self, a: int, b: int, cause: int, also: int = -1, conn: int = -1) -> None:
         if b > a:
-            self.start.append(a)
-            self.end.append(b)
-            self.cause.append(cause)
-            self.also.append(also)
-            self.conn.append(conn)
+            self.rows.append((a, b, cause, also, conn))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """start, end, cause, also, conn (int64 arrays)."""
+        rows = np.array(self.rows, "int64").reshape(-1, 5)
+        return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4]
 
 
-def _own(t: CallTimes, i: int, a: int, b: int, stops: dict[int, Stops], seg: _Segments) -> bool:
-    """Call i's own timeline over [a, b] onto the path; whether its server wait
-    is on it.  (``t``'s arrays may be lists: the walk indexes them one call at
-    a time, where a list's items are cheaper than numpy's scalars.)"""
-    loss, transfer = _CODE["loss_recovery"], _CODE["transfer"]
-    blocked = -2  # behind a lost segment: a round trip or two's wait, the loss's too
-    wait_cause = int(t.wait_cause[i])
-    parts = (
-        (int(t.cs[i]), int(t.tx_from[i]), loss),  # waiting to re-send
-        (int(t.tx_from[i]), int(t.loss_from[i]), -1),  # sending, queued (with its stops)
-        (int(t.loss_from[i]), int(t.rt_from[i]), blocked),
-        (int(t.rt_from[i]), int(t.wait_from[i]), _CODE["round_trip"]),
-        (int(t.wait_from[i]), int(t.rf[i]), wait_cause),
-        (int(t.rf[i]), int(t.rl[i]), transfer),  # the reply
+# A visit's parts (``_own``) in the order they join the path; the walk's
+# turnaround after them.
+_PARTS = ("re-send wait", "sending", "blocked", "round trip", "server", "reply")
+_TURNAROUND = len(_PARTS)
+
+
+def _own(
+    t: CallTimes, visits: np.ndarray, sending: _SendingStops, by_conn: dict[int, Stops]
+) -> tuple[tuple[np.ndarray, ...], int]:
+    """The calls' own timelines the walk visited (``visits``: rows of call, a,
+    b), each over its [a, b], as path segments: (step, part, sub, start, end,
+    cause, also, conn) arrays, the segments of a step's parts in ``_PARTS``
+    order (a sending cut by stops: several, ``sub`` in their order); and how
+    many calls' server waits are on the path.  A call's parts: its re-send wait
+    (``loss_recovery``), its sending with the stops in it (``_sending``), its
+    last bytes behind a lost segment (``loss_recovery``, the round trip's too),
+    the round trip, the server's work (its ``wait_cause``), its reply
+    (``transfer``).  All calls at once; only a sending that a stop of its
+    connection (or of every connection) overlaps is cut call by call."""
+    step = np.arange(len(visits))
+    i, a, b = visits[:, 0], visits[:, 1], visits[:, 2]
+    col = {f: np.asarray(getattr(t, f), "int64")[i] for f in t.__dataclass_fields__}
+    loss, transfer, rt = _CODE["loss_recovery"], _CODE["transfer"], _CODE["round_trip"]
+    wait_cause = col["wait_cause"]
+    fixed = (
+        (0, col["cs"], col["tx_from"], loss, -1),
+        (2, col["loss_from"], col["rt_from"], loss, rt),  # behind a lost segment
+        (3, col["rt_from"], col["wait_from"], rt, -1),
+        (4, col["wait_from"], col["rf"], None, -1),  # the server's work, its own cause
+        (5, col["rf"], col["rl"], transfer, -1),
     )
-    served = False
-    conn = int(t.conn[i])
-    for s, e, cause in parts:
-        s, e = max(s, a), min(e, b)
-        if e <= s:
-            continue
-        if cause == blocked:
-            seg.add(s, e, loss, _CODE["round_trip"], conn)
-            continue
-        if cause >= 0:
-            seg.add(s, e, cause, conn=conn)
-            served |= cause == wait_cause
-            continue
-        st = stops.get(int(t.conn[i]))
-        anywhere = stops.get(-1)
-        if st is None and anywhere is None:
-            seg.add(s, e, transfer)
-            continue
-        both = [x for x in (anywhere, st) if x is not None]
-        fields = ("start", "end", "cause", "conn", "also")
-        _sending(s, e, Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields)), seg)
-    return served
+    out: list[tuple[np.ndarray, ...]] = []
+    served = np.zeros(len(visits), bool)
+    for part, lo, hi, cause, also in fixed:
+        s, e = np.maximum(lo, a), np.minimum(hi, b)
+        on = np.flatnonzero(e > s)
+        codes = wait_cause[on] if cause is None else np.full(len(on), cause, "int64")
+        if also < 0:  # (a cause of its own: the server's wait is on the path)
+            served[on] |= codes == wait_cause[on]
+        out.append((step[on], np.full(len(on), part), np.zeros(len(on), "int64"), s[on], e[on],
+                    codes, np.full(len(on), also, "int64"), col["conn"][on]))  # fmt: skip
+    # the sending, queued: transfer where no stop overlaps it
+    s, e = np.maximum(col["tx_from"], a), np.minimum(col["loss_from"], b)
+    on = e > s
+    cut = on & _overlaps(s, e, col["conn"], by_conn)
+    plain = np.flatnonzero(on & ~cut)
+    n = len(plain)
+    none = np.full(n, -1, "int64")  # (no second cause; the client's, not a call's)
+    out.append((step[plain], np.full(n, 1), np.zeros(n, "int64"), s[plain], e[plain],
+                np.full(n, transfer, "int64"), none, none))  # fmt: skip
+    for k in np.flatnonzero(cut).tolist():
+        merged = sending.of(int(col["conn"][k]))
+        assert merged is not None  # (a stop overlaps it)
+        pieces = _Segments()
+        _sending(int(s[k]), int(e[k]), merged, pieces)
+        m = len(pieces.rows)
+        out.append((np.full(m, k), np.full(m, 1), np.arange(m), *pieces.arrays()))
+    arrays = tuple(np.concatenate([o[j] for o in out]).astype("int64") for j in range(8))
+    return arrays, int(served.sum())
+
+
+# Walks of at most this many calls: their timelines a call at a time (numpy's
+# fixed cost per array is more than a few calls' Python).
+_FEW_VISITS = 48
+
+
+def _own_each(
+    t: CallTimes, visits: list[tuple[int, int, int]], sending: _SendingStops
+) -> tuple[tuple[np.ndarray, ...], int]:
+    """``_own`` a call at a time (``t``'s arrays may be lists): the same
+    segments with the same keys."""
+    loss, transfer, rt = _CODE["loss_recovery"], _CODE["transfer"], _CODE["round_trip"]
+    rows: list[tuple[int, int, int, int, int, int, int, int]] = []
+    served = 0
+    for step, (i, a, b) in enumerate(visits):
+        wait_cause, conn = int(t.wait_cause[i]), int(t.conn[i])
+        tx_from, loss_from, rt_from = int(t.tx_from[i]), int(t.loss_from[i]), int(t.rt_from[i])
+        wait_from, rf = int(t.wait_from[i]), int(t.rf[i])
+        parts = (
+            (0, int(t.cs[i]), tx_from, loss, -1),
+            (2, loss_from, rt_from, loss, rt),  # behind a lost segment
+            (3, rt_from, wait_from, rt, -1),
+            (4, wait_from, rf, wait_cause, -1),  # the server's work, its own cause
+            (5, rf, int(t.rl[i]), transfer, -1),
+        )
+        mine = False
+        for part, s, e, cause, also in parts:
+            s, e = max(s, a), min(e, b)
+            if e > s:
+                rows.append((step, part, 0, s, e, cause, also, conn))
+                mine |= also < 0 and cause == wait_cause
+        served += mine
+        s, e = max(tx_from, a), min(loss_from, b)  # the sending, queued (with its stops)
+        if e > s:
+            st = sending.of(conn)
+            if st is None:
+                rows.append((step, 1, 0, s, e, transfer, -1, -1))
+                continue
+            pieces = _Segments()
+            _sending(s, e, st, pieces)
+            rows += [(step, 1, sub, *row) for sub, row in enumerate(pieces.rows)]
+    table = np.array(rows, "int64").reshape(-1, 8)
+    return tuple(table[:, j] for j in range(8)), served
+
+
+class _SendingStops:
+    """The stops a call's sending on each connection can meet, merged once per
+    connection (not per call): those of every connection (key -1) first, then
+    its own, as ``_sending`` reads them (the first listed wins an overlap)."""
+
+    def __init__(self, by_conn: dict[int, Stops]) -> None:
+        self.by_conn = by_conn
+        self.merged: dict[int, _ConnStops | None] = {}
+
+    def of(self, conn: int) -> _ConnStops | None:
+        """The stops of a call's sending on ``conn`` (None: there are none)."""
+        if conn in self.merged:
+            return self.merged[conn]
+        both = [x for x in (self.by_conn.get(-1), self.by_conn.get(conn)) if x is not None]
+        out = None
+        if both:
+            fields = ("start", "end", "cause", "conn", "also")
+            out = _ConnStops(
+                Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields))
+            )
+        self.merged[conn] = out
+        return out
+
+
+class _ConnStops:
+    """One connection's merged stops with their starts sorted and the longest
+    stop's length: the stops a span [s, e) can overlap start in
+    [s - longest, e), found by bisection (a call at a time, the walk's way)."""
+
+    def __init__(self, st: Stops) -> None:
+        self.st = st
+        order = np.argsort(st.start, kind="stable")
+        self.order = order.tolist()
+        self.starts = st.start[order].tolist()
+        self.ends = st.end[order].tolist()
+        self.longest = max(int((st.end - st.start).max()), 0) if len(st.start) else 0
+        self.cause = st.cause.tolist()
+        self.also = st.also.tolist()
+        self.start_l = st.start.tolist()
+        self.end_l = st.end.tolist()
+
+
+# More candidate stops than this for one span: the vectorised overlap test.
+_FEW_STOPS = 32
 
 
 def _as_lists(t: CallTimes) -> CallTimes:
@@ -215,15 +327,13 @@ def call_totals(t: CallTimes, stops: Stops, which: np.ndarray) -> tuple[dict[str
         plain = sending & ~cut
         ns[transfer] += (e[plain] - s[plain]).astype(float).sum()
         seg = _Segments()
+        sending = _SendingStops(by_conn)
         for k in np.flatnonzero(cut):
-            i = int(which[k])
-            both = [x for x in (by_conn.get(-1), by_conn.get(int(t.conn[i]))) if x is not None]
-            fields = ("start", "end", "cause", "conn", "also")
-            merged = Stops(*(np.concatenate([getattr(x, f) for x in both]) for f in fields))
+            merged = sending.of(int(t.conn[int(which[k])]))
+            assert merged is not None  # (a stop overlaps it)
             _sending(int(s[k]), int(e[k]), merged, seg)
-        cut_cause = np.asarray(seg.cause, "int64")
-        also_c = np.asarray(seg.also, "int64")
-        d = (np.asarray(seg.end, "int64") - np.asarray(seg.start, "int64")).astype(float)
+        cut_s, cut_e, cut_cause, also_c, _ = seg.arrays()
+        d = (cut_e - cut_s).astype(float)
         ns += np.bincount(cut_cause, weights=d, minlength=len(PATH_CAUSES))
         two = also_c >= 0
         ns += np.bincount(also_c[two], weights=d[two], minlength=len(PATH_CAUSES))
@@ -262,10 +372,42 @@ def _by_conn(stops: Stops) -> dict[int, Stops]:
     return out
 
 
-def _sending(s: int, e: int, st: Stops, seg: _Segments) -> None:
+def _sending(s: int, e: int, cs: _ConnStops, seg: _Segments) -> None:
     """[s, e) of a call's sending: its connection's stops where they fall (the
-    first in precedence order wins), transfer elsewhere."""
-    k = np.flatnonzero((st.start < e) & (st.end > s))
+    first in precedence order wins), transfer elsewhere.  (A few stops are
+    looked at one by one: numpy's calls cost more than they do.)"""
+    lo_at = bisect.bisect_left(cs.starts, s - cs.longest)
+    hi_at = bisect.bisect_left(cs.starts, e)  # the stops starting before e
+    if hi_at - lo_at > _FEW_STOPS:
+        st = cs.st
+        _sending_many(s, e, st, np.flatnonzero((st.start < e) & (st.end > s)), seg)
+        return
+    ends, order = cs.ends, cs.order
+    k = sorted(order[j] for j in range(lo_at, hi_at) if ends[j] > s)
+    if not k:
+        seg.add(s, e, _CODE["transfer"])
+        return
+    start, end = cs.start_l, cs.end_l
+    bounds = sorted(
+        {s, e, *(min(max(start[j], s), e) for j in k), *(min(max(end[j], s), e) for j in k)}
+    )
+    # each piece's stop: the first in precedence order whose span holds its middle
+    # (the stops painted in that order over the pieces they hold, each piece once)
+    mids = [lo + (hi - lo) // 2 for lo, hi in itertools.pairwise(bounds)]
+    owner = [-1] * len(mids)
+    for j in k:
+        for at in range(bisect.bisect_left(mids, start[j]), bisect.bisect_left(mids, end[j])):
+            if owner[at] < 0:
+                owner[at] = j
+    for (lo, hi), hit in zip(itertools.pairwise(bounds), owner, strict=True):
+        if hit >= 0:
+            seg.add(lo, hi, cs.cause[hit], cs.also[hit])
+        else:
+            seg.add(lo, hi, _CODE["transfer"])
+
+
+def _sending_many(s: int, e: int, st: Stops, k: np.ndarray, seg: _Segments) -> None:
+    """``_sending`` where many stops may overlap [s, e): ``k`` those that do."""
     if not len(k):
         seg.add(s, e, _CODE["transfer"])
         return
@@ -307,22 +449,34 @@ def critical_path(
     reply_order = np.argsort(t.rl, kind="stable")
     replies = t.rl[reply_order]
     by_conn = _by_conn(stops)
+    sending = _SendingStops(by_conn)
 
-    seg = _Segments()
+    # the walk: the calls it steps through (each one's own timeline over [a, b]
+    # goes onto the path after it, all at once: _own) and its own segments, each
+    # keyed by (step, part) so that the path's segments keep the walk's order
+    walk = _Segments()
+    keys: list[tuple[int, int]] = []
+
+    def add(step: int, part: int, a: int, b: int, cause: int) -> None:
+        if b > a:
+            walk.add(a, b, cause)
+            keys.append((step, part))
+
     client = _CODE["client_idle"]
     lt = _as_lists(t)
     rank_l, order_l, outstanding_l = rank.tolist(), order.tolist(), outstanding.tolist()
     replies_l, reply_order_l = replies.tolist(), reply_order.tolist()
     i, p = last, end
     if p > lt.rl[i]:  # the activity ended on a reply the capture missed the call of
-        seg.add(int(lt.rl[i]), p, _CODE["unknown"])
+        add(-1, 0, int(lt.rl[i]), p, _CODE["unknown"])
         p = int(lt.rl[i])
-    server_waits = steps = 0
+    steps = 0
+    visits: list[tuple[int, int, int]] = []  # (call, a, b)
     seen = [False] * n
     while True:
         steps += 1
         seen[i] = True
-        server_waits += _own(lt, i, max(lt.cs[i], start), p, by_conn, seg)
+        visits.append((i, max(lt.cs[i], start), p))
         p = lt.cs[i]
         if p <= start:
             break
@@ -342,27 +496,32 @@ def critical_path(
                     cand.append((replies_l[at], 2, j))
         cand = [c for c in cand if not seen[c[2]]]
         if not cand:
-            seg.add(start, p, client)
+            add(steps - 1, _TURNAROUND, start, p, client)
             break
         when, how, j = max(cand)
         when = max(when, start)
         # the client's turnaround; its first ``hidden`` ns the reply and the next
         # call travelling, where the capture point does not see the round trip
-        seg.add(when, min(when + hidden, p), _CODE["round_trip"])
-        seg.add(min(when + hidden, p), p, client)
+        add(steps - 1, _TURNAROUND, when, min(when + hidden, p), _CODE["round_trip"])
+        add(steps - 1, _TURNAROUND + 1, min(when + hidden, p), p, client)
         p = when
         if p <= start:
             break
         i = j
         if how == 0:  # entered at the end of its sending
             p = min(p, lt.tx_end[j])
-    s = np.asarray(seg.start, "int64")
-    e = np.asarray(seg.end, "int64")
-    cause = np.asarray(seg.cause, "int64")
-    also = np.asarray(seg.also, "int64")
+    if len(visits) > _FEW_VISITS:
+        own, server_waits = _own(t, np.array(visits, "int64").reshape(-1, 3), sending, by_conn)
+    else:
+        own, server_waits = _own_each(lt, visits, sending)
+    key = np.array(keys, "int64").reshape(-1, 2)
+    walked = (key[:, 0], key[:, 1], np.zeros(len(key), "int64"), *walk.arrays())
+    merged = [np.concatenate([w, o]) for w, o in zip(walked, own, strict=True)]
+    in_order = np.lexsort((merged[2], merged[1], merged[0]))
+    s, e, cause, also, conn = (x[in_order] for x in merged[3:])
     if unread is not None:
         s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
-    s, e, cause, also = _blocked_over(s, e, cause, also, np.asarray(seg.conn, "int64"), stops)
+    s, e, cause, also = _blocked_over(s, e, cause, also, conn, stops)
     s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
     ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
     two = also >= 0

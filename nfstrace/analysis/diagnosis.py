@@ -30,7 +30,7 @@ from nfstrace.analysis.grouping import is_value
 from nfstrace.analysis.kernel_stats import capture_limits as kernel_limits
 from nfstrace.analysis.kernel_stats import notes as kernel_notes
 from nfstrace.analysis.kernel_stats import slot_findings, with_kernel
-from nfstrace.analysis.model import ModelResult, fit_model
+from nfstrace.analysis.model import MODEL_COLUMNS, ModelResult, fit_model
 from nfstrace.analysis.model_inputs import ModelOverrides, WhatIf
 from nfstrace.analysis.mounts import Mounts, mount_operations
 from nfstrace.analysis.pace import PaceResult, analyze_pace
@@ -47,7 +47,13 @@ from nfstrace.analysis.verdict import (
     verdict_finding,
 )
 from nfstrace.analysis.workload import WorkloadResult, analyze_workload
-from nfstrace.analysis.writes import WritesResult, analyze_writes, prepared, write_progress
+from nfstrace.analysis.writes import (
+    WritesResult,
+    activity_with_pairs,
+    analyze_writes,
+    prepared,
+    progress_with_pairs,
+)
 from nfstrace.memory import release_freed
 from nfstrace.parsers.mountstats import Mountstats
 from nfstrace.parsers.stats import ParseStats
@@ -146,7 +152,7 @@ def capture_limits(quality: Any, transactions: pd.DataFrame, budget: Budget) -> 
     orphan = (transactions["n_calls"] == 0).to_numpy()
     orphans = int(orphan.sum())
     if orphans and orphans > MISSED_CALLS_SHARE * (n + orphans):
-        writes = orphan & transactions["op"].astype(object).eq("WRITE").to_numpy(dtype=bool)
+        writes = orphan & is_value(transactions["op"], "WRITE")
         what = f"{orphans:,} replies whose call it never saw"
         if writes.any():
             nbytes = int(transactions["write_bytes"][writes].clip(lower=0).sum())
@@ -216,6 +222,8 @@ def _pair_models(
     tx_of = transactions.groupby(
         [transactions["client"].astype(object), transactions["server"].astype(object)]
     ).indices
+    # (each pair's rows taken of the columns the model reads, not of every column)
+    transactions = transactions[[c for c in MODEL_COLUMNS if c in transactions.columns]]
     ev_of = (
         events.groupby([events["src"].astype(object), events["dst"].astype(object)]).indices
         if len(events) and "src" in events
@@ -260,7 +268,7 @@ def _context(
         tcp_retransmissions=int(repeats.tcp_retransmitted_segments),
         tcp_silences_ns=tuple(
             int(d)
-            for d in events.loc[events["kind"].astype(object) == "tcp_resend_gap", "duration_ns"]
+            for d in events["duration_ns"].to_numpy()[is_value(events["kind"], "tcp_resend_gap")]
         )
         if len(events)
         else (),
@@ -287,14 +295,23 @@ def diagnose(
     release_freed()
     transport = analyze_transport(transactions, events)
     # writes, stalls and pace read the same few columns: select and code them once
+    # (and each pair's write activity and progress: the stalls, pace and the
+    # progress table read them, made once)
     used = prepared(transactions)
     writes = analyze_writes(used)
     release_freed()
-    progress = write_progress(used)
+    activity, progress_by_pair = activity_with_pairs(used), progress_with_pairs(used)
+    progress = progress_by_pair.drop(columns="pair")  # (write_progress)
     stalls = find_stalls(
-        used, events, options.stall_threshold_ns, capture_point=quality.capture_point
+        used,
+        events,
+        options.stall_threshold_ns,
+        capture_point=quality.capture_point,
+        activity=activity,
+        progress=progress_by_pair,
     )
-    pace = analyze_pace(used)
+    pace = analyze_pace(used, activity=activity)
+    del activity, progress_by_pair
     release_freed()
     model = fit_model(
         transactions,

@@ -87,6 +87,14 @@ def group_codes(columns: list[pd.Series]) -> tuple[np.ndarray, list[tuple]]:
     return pd.factorize(group, sort=True)[0], parts
 
 
+def _narrow(codes: np.ndarray) -> np.ndarray:
+    """Codes 0, 1, ... as int16 when they fit: numpy sorts 16-bit integers by
+    radix (stable, in one pass), three times quicker than int64's merge sort."""
+    if len(codes) and int(codes.max()) <= np.iinfo(np.int16).max and int(codes.min()) >= 0:
+        return codes.astype(np.int16)
+    return codes
+
+
 def _narrowest(n: int) -> str:
     """The narrowest signed integer type holding 0 .. n."""
     return next(t for t in ("int8", "int16", "int32", "int64") if n <= np.iinfo(t).max)
@@ -129,6 +137,19 @@ def first_rows(codes: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[len(codes) > 0, top[1:] > top[:-1]][: len(codes)])
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of integers (or booleans) by a sort and a compare of
+    neighbours: numpy 2's ``np.unique`` hashes the values first and then sorts the
+    distinct ones, three times slower on the budget's tens of thousands of
+    interval bounds.  Other kinds (floats and their NaNs, objects) go to
+    ``np.unique`` itself."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iub" or values.ndim != 1:
+        return np.unique(values)
+    out = np.sort(values, kind="stable")  # (a merge sort: quick on sorted runs)
+    return out[np.r_[True, out[1:] != out[:-1]]] if len(out) else out
+
+
 def is_value(column: pd.Series, value: object) -> np.ndarray:
     """Rows whose value is ``value`` (missing: not), as
     ``column.astype(object).eq(value)`` says, without making every row a Python
@@ -147,7 +168,7 @@ def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
     if not len(rows):
         return {}
     group = row_codes([codes[rows] for codes, _ in parts])
-    order = np.argsort(group, kind="stable")
+    order = np.argsort(_narrow(group), kind="stable")
     starts = first_rows(group[order])
     values = [np.asarray(uniques, dtype=object) for _, uniques in parts]
     at = rows[order]

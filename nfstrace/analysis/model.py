@@ -259,6 +259,21 @@ def _clean_answered(tx: pd.DataFrame, keep: pd.Series | bool = True) -> pd.DataF
     return rows_where(tx, ok & np.asarray(keep, dtype=bool))
 
 
+@dataclass(frozen=True)
+class _Answered:
+    """A table's clean answered calls (``_clean_answered``) and which of them are
+    trivial (``_trivial_mask``): the round trip's and T_op's estimates read both,
+    fit_model makes them once."""
+
+    rows: pd.DataFrame
+    trivial: np.ndarray
+
+    @classmethod
+    def of(cls, tx: pd.DataFrame) -> _Answered:
+        rows = _clean_answered(tx)
+        return cls(rows, _trivial_mask(rows))
+
+
 def _turnaround_rtts(tx: pd.DataFrame) -> np.ndarray:
     """Seen from the server, a client asking one thing at a time (its metadata
     calls before and between the writes: LOOKUP, CREATE, GETATTR, MOUNT ...)
@@ -325,8 +340,10 @@ def _estimate_rtt(
     events: pd.DataFrame | None,
     capture_point: str,
     overrides: ModelOverrides,
+    answered: _Answered | None = None,
 ) -> tuple[_Estimate, float]:
-    """T_prop, and the network round trip that call->reply times include here.
+    """T_prop, and the network round trip that call->reply times include here
+    (``answered``: ``tx``'s clean answered calls, when the caller has them).
 
     Every candidate -- TCP handshakes (the full round trip at any capture
     point), data->ACK round trips, trivial RPCs where call->reply contains the
@@ -336,8 +353,8 @@ def _estimate_rtt(
     host can be several times the propagation delay (lab d0: 199 µs against 22
     µs data->ACK).
     """
-    answered = _clean_answered(tx)
-    trivial = answered["latency_ns"].to_numpy(dtype="float64")[_trivial_mask(answered)]
+    got = _Answered.of(tx) if answered is None else answered
+    trivial = got.rows["latency_ns"].to_numpy(dtype="float64")[got.trivial]
     rpc_rtts = np.sort(trivial / 1e9)
     point_note = "" if capture_point != "unknown" else "capture point unknown: assumed client side"
     # The round trip contained in call->reply times at this capture point.
@@ -521,7 +538,7 @@ def _commit_server_seconds_per_byte(
 
     acked = upto(c_file, call) - upto(c_file, since)
     # handle unknown: the WRITEs of every file
-    by_time = np.sort(reply)
+    by_time = np.sort(reply, kind="stable")
     every = np.r_[0, np.cumsum(nbytes[np.argsort(reply, kind="stable")])]
     anywhere = every[np.searchsorted(by_time, call, "right")]
     anywhere -= every[np.searchsorted(by_time, since, "right")]
@@ -551,8 +568,10 @@ def _estimate_t_b(
     block: float,
     visible_rtt: float,
     overrides: ModelOverrides,
+    clean: pd.DataFrame | None = None,
 ) -> tuple[_Estimate, float]:
-    """T_B and the disk rate behind it."""
+    """T_B and the disk rate behind it (``clean``: ``_clean_answered(writes)``,
+    when the caller has it)."""
     if overrides.disk_rate_Bps is not None:
         rate = overrides.disk_rate_Bps
         return _Estimate("T_B", block / rate, "given disk rate (--disk-rate)"), rate
@@ -573,7 +592,7 @@ def _estimate_t_b(
                 ),
                 block / t_b,
             )
-    clean = _clean_answered(writes)
+    clean = _clean_answered(writes) if clean is None else clean
     synced = clean[clean["committed"].fillna(-1) >= DATA_SYNC]["latency_ns"]
     unstable = clean[clean["committed"].fillna(-1) == UNSTABLE]["latency_ns"]
     if len(synced) >= MIN_SAMPLES and len(unstable) >= MIN_SAMPLES:
@@ -614,14 +633,18 @@ def _estimate_t_op(
     visible_rtt: float,
     capture_point: str,
     sequential: bool,
+    answered: _Answered | None = None,
+    clean: pd.DataFrame | None = None,
 ) -> _Estimate:
     """T_op from what the server takes for trivial RPCs (their call->reply minus the
     round trip seen here; on the server side, from the call's last packet), plus the
     client's reply->next-WRITE gap when it sends one WRITE at a time.  Not from the
     WRITE latencies the model predicts: a check of the model against the
     measured throughput means something only when its inputs are other
-    observations."""
-    answered = _clean_answered(tx)
+    observations.  (``answered``, ``clean``: ``tx``'s clean answered calls and
+    ``_clean_answered(writes)``, when the caller has them.)"""
+    got = _Answered.of(tx) if answered is None else answered
+    calls, trivial = got.rows, got.trivial
     if capture_point != "server" and not math.isfinite(visible_rtt):
         return _cannot("T_op", "round trip unknown", 0)
 
@@ -634,15 +657,15 @@ def _estimate_t_op(
         return out[np.isfinite(out)]
 
     which = "trivial RPCs"
-    times = [c for c in ("t_reply_ns", "t_call_end_ns", "t_call_ns", "latency_ns") if c in answered]
-    server = server_times(answered[times][_trivial_mask(answered)])  # (the columns: fewer copies)
+    times = [c for c in ("t_reply_ns", "t_call_end_ns", "t_call_ns", "latency_ns") if c in calls]
+    server = server_times(calls[times][trivial])  # (the columns: fewer copies)
     if len(server) < MIN_SAMPLES:
         # Too few trivial RPCs (an NFSv4.1 client may send none but set-up and
         # GETATTR): small metadata RPCs, still not the WRITEs being predicted.
-        small = answered[
-            ~answered["op"].isin(DATA_OPS)
-            & (answered["call_bytes"] <= SMALL_RPC_BYTES)
-            & (answered["reply_bytes"] <= SMALL_RPC_BYTES)
+        small = calls[
+            ~calls["op"].isin(DATA_OPS)
+            & (calls["call_bytes"] <= SMALL_RPC_BYTES)
+            & (calls["reply_bytes"] <= SMALL_RPC_BYTES)
         ]
         more = server_times(small)
         if len(more) < MIN_SAMPLES:
@@ -661,7 +684,7 @@ def _estimate_t_op(
     value = max(float(np.median(server)), 0.0)
     notes = ["the server's time for a WRITE's data itself is not in it"]
     method = how
-    gap = _client_gap_s(_clean_answered(writes))
+    gap = _client_gap_s(_clean_answered(writes) if clean is None else clean)
     if sequential and math.isfinite(gap):
         # One WRITE at a time: the client's reply->next-call time is part of every
         # cycle (the study's T_op includes it).
@@ -671,14 +694,17 @@ def _estimate_t_op(
     return _Estimate("T_op", value, method, len(server), _iqr(server), "; ".join(notes))
 
 
-def _client_outstanding(seen: float, writes: pd.DataFrame, hidden_rtt: float) -> float:
+def _client_outstanding(
+    seen: float, writes: pd.DataFrame, hidden_rtt: float, clean: pd.DataFrame | None = None
+) -> float:
     """WRITEs in flight at the client, from those seen at the capture point.
 
     Away from the client a WRITE is seen outstanding only for its latency there; the
     client waits the part of the round trip the capture point does not see as well.
     By Little's law (same throughput) the counts scale with the waits.
     """
-    latency = _clean_answered(writes)["latency_ns"].astype("float64")
+    clean = _clean_answered(writes) if clean is None else clean
+    latency = clean["latency_ns"].astype("float64")
     if not (math.isfinite(hidden_rtt) and hidden_rtt > 0) or latency.empty:
         return seen
     mean_s = float(latency.mean()) / 1e9
@@ -820,7 +846,11 @@ def _dominant_text(
 
 
 def _prediction_rows(
-    cycle: Cycle, writes: pd.DataFrame, outstanding_mean: float, measured_mbit_s: float
+    cycle: Cycle,
+    writes: pd.DataFrame,
+    outstanding_mean: float,
+    measured_mbit_s: float,
+    clean: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The model's predictions (from the parameters alone) against the measured
     throughput, and Little's law as a consistency check of the measurement itself."""
@@ -829,7 +859,8 @@ def _prediction_rows(
         return replace(cycle, outstanding=max(1.0, n)).throughput_bps() / 1e6
 
     n_max = cycle.outstanding
-    latency = _clean_answered(writes)["latency_ns"].astype("float64")
+    clean = _clean_answered(writes) if clean is None else clean
+    latency = clean["latency_ns"].astype("float64")
     little = (
         outstanding_mean * cycle.block_bytes * 8 / (float(latency.mean()) / 1e9) / 1e6
         if len(latency) and math.isfinite(outstanding_mean)
@@ -882,6 +913,17 @@ def what_if(result: ModelResult, changes: Sequence[WhatIf | str]) -> pd.DataFram
     return pd.DataFrame(rows, columns=list(WHAT_IF_COLUMNS))
 
 
+# The transactions' columns fit_model reads, in the table's order (those its
+# module and the functions it calls name: a column left out would be missing).
+MODEL_COLUMNS = (
+    *("client", "server", "transport", "conn", "prog", "vers", "op", "ops", "t_call_ns"),
+    *("t_call_end_ns", "t_reply_ns", "latency_ns", "n_calls", "n_replies", "reply_stat"),
+    *("accept_stat", "status", "fh", "name", "count", "stable", "reply_count", "committed"),
+    *("write_bytes", "read_bytes", "minor", "call_bytes", "reply_bytes", "call_truncated"),
+    "inferred",
+)
+
+
 def fit_model(
     transactions: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -904,24 +946,33 @@ def fit_model(
     if capture_point not in CAPTURE_POINTS:
         raise ValueError(f"capture_point must be one of {CAPTURE_POINTS}, got {capture_point!r}")
     overrides = overrides or ModelOverrides()
+    # only the columns the model reads (here and in workload.outstanding,
+    # overview.throughput, quality's round trips): its row selections copy
+    # these, not the table's every column
+    transactions = transactions[[c for c in MODEL_COLUMNS if c in transactions.columns]]
     # (rows_where: usually every row kept, no copy of the table's every column)
     called = rows_where(transactions, transactions["n_calls"] > 0)
     nfs = rows_where(called, called["prog"] == NFS_PROGRAM)
     writes = nfs[(nfs["op"] == "WRITE") & (nfs["write_bytes"] > 0)]
 
+    # (the calls sent once and answered, of all and of the WRITEs: made once here)
+    answered, clean = _Answered.of(called), _clean_answered(writes)
+
     block, block_method = _block_size(writes, overrides)
     computed_mean, outstanding_max = outstanding(writes)
     seen = computed_mean if outstanding_mean is None else outstanding_mean
-    t_prop, visible = _estimate_rtt(called, events, capture_point, overrides)
-    outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible)
+    t_prop, visible = _estimate_rtt(called, events, capture_point, overrides, answered)
+    outstanding_mean = _client_outstanding(seen, writes, 2 * t_prop.value_s - visible, clean)
     t_ser, link_rate = _estimate_t_ser(writes, messages, block, capture_point, overrides)
-    t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides)
+    t_b, disk_rate = _estimate_t_b(nfs, writes, block, visible, overrides, clean)
     t_op = _estimate_t_op(
         called,
         writes,
         visible,
         capture_point,
         sequential=outstanding_max <= 1,
+        answered=answered,
+        clean=clean,
     )
     estimates = {e.name: e for e in (t_prop, t_ser, t_b, t_op)}
     parameters = pd.DataFrame(
@@ -933,7 +984,7 @@ def fit_model(
     cycle = Cycle(
         block, t_prop.value_s, link_rate, disk_rate, t_op.value_s, max(1.0, outstanding_max)
     )
-    predictions = _prediction_rows(cycle, writes, outstanding_mean, measured)
+    predictions = _prediction_rows(cycle, writes, outstanding_mean, measured, clean)
     predicted = float(predictions["predicted_mbit_s"].iloc[1])
     ratio = predicted / measured if measured > 0 else math.nan
     dominant, text = _dominant_text(cycle, ratio, predicted, measured)

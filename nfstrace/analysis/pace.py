@@ -346,7 +346,7 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
         calls -= lo  # (then the times: no sum past int64)
         calls += call_t
         del call_t
-        calls.sort()
+        calls.sort(kind="stable")  # (a merge sort: quick on the pairs' sorted runs)
         wanted = reply_pair * span
         del reply_pair
         wanted -= lo
@@ -496,10 +496,13 @@ def _levels_table(all_levels: pd.Series, write_levels: pd.Series) -> pd.DataFram
     return t[list(LEVEL_COLUMNS)]
 
 
-def analyze_pace(transactions: pd.DataFrame) -> PaceResult:
+def analyze_pace(transactions: pd.DataFrame, activity: pd.DataFrame | None = None) -> PaceResult:
+    """``activity``: ``writes.activity_with_pairs`` of the prepared transactions
+    when the caller has it (the diagnosis shares it with the stalls)."""
     tx = prepared(transactions)
     steps = steps_with_pairs(tx)
-    activity = activity_with_pairs(tx)
+    if activity is None:
+        activity = activity_with_pairs(tx)
     all_levels = time_at_levels(steps, "outstanding", _pair_spans(tx))
     write_levels = time_at_levels(steps, "outstanding_writes", activity)
     idle_levels = time_at_levels(steps, "outstanding", activity)

@@ -370,6 +370,23 @@ ACK_RTT_COLUMNS: dict[str, str] = {
 }
 
 
+def _other_than(a: pd.Series, rows_a: np.ndarray, b: pd.Series, rows_b: np.ndarray) -> np.ndarray:
+    """``a`` at ``rows_a`` differs from ``b`` at ``rows_b`` (as objects: a missing
+    value differs from any): two category columns of strings compared by their
+    codes, each's categories found among the other's once (no string per row)."""
+    if all(
+        isinstance(c.dtype, pd.CategoricalDtype)
+        and pd.api.types.is_string_dtype(c.cat.categories.dtype)
+        for c in (a, b)
+    ):
+        into_b = pd.Index(b.cat.categories).get_indexer(a.cat.categories)
+        into_b = np.append(np.where(into_b >= 0, into_b, -2), -2)  # (absent, missing: -2)
+        code_b = b.cat.codes.to_numpy()[rows_b].astype("int64")
+        code_b[code_b < 0] = -3  # (a missing value differs from any)
+        return into_b[a.cat.codes.to_numpy()[rows_a]] != code_b
+    return a.take(rows_a).to_numpy(dtype=object) != b.take(rows_b).to_numpy(dtype=object)
+
+
 def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> pd.DataFrame:
     """Per RPC connection, the smallest data->ACK round trip of each direction
     (``ACK_RTT_COLUMNS``), told apart by which side sent the calls."""
@@ -390,15 +407,14 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     # the first rows' addresses: not a Python object per transaction)
     kept = np.flatnonzero(keep)
     tx_conns, first = np.unique(tx["conn"].to_numpy("int64", na_value=0)[kept], True)
-    client_of = tx["client"].take(kept[first]).to_numpy(dtype=object)
+    client_row = kept[first]
     rtt = np.flatnonzero(is_rtt)
     ev_conn = events["conn"].take(rtt).to_numpy(dtype=object).astype("int64")
     at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
     called = tx_conns[at] == ev_conn  # connections that carried calls
     if not called.any():
         return empty()
-    src = events["src"].take(rtt).to_numpy(dtype=object)[called]
-    server_data = src != client_of[at[called]]
+    server_data = _other_than(events["src"], rtt[called], tx["client"], client_row[at[called]])
     duration = events["duration_ns"].take(rtt).to_numpy(dtype=object)[called].astype("int64")
     # the smallest per connection (in order) and side, -1 where a side has none
     conns, conn = np.unique(ev_conn[called], return_inverse=True)

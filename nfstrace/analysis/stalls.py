@@ -542,12 +542,22 @@ def find_stalls(
     events: pd.DataFrame | None,
     threshold_ns: int | None = None,
     capture_point: str = "unknown",
+    *,
+    activity: pd.DataFrame | None = None,
+    progress: pd.DataFrame | None = None,
 ) -> StallsResult:
     """Stalls and the segments between them (``capture_point``: from
     ``quality.assess_capture``; on the server side a call lost on the way never
-    shows, so "nothing outstanding" may be a re-send the server did not see)."""
+    shows, so "nothing outstanding" may be a re-send the server did not see).
+    ``activity`` / ``progress``: ``writes.activity_with_pairs`` and
+    ``progress_with_pairs`` of the prepared transactions when the caller has
+    them (the diagnosis shares them with pace and the progress table)."""
     tx = prepared(transactions)
-    per_pair = _progress_points(activity_with_pairs(tx), progress_with_pairs(tx))
+    if activity is None:
+        activity = activity_with_pairs(tx)
+    if progress is None:
+        progress = progress_with_pairs(tx)
+    per_pair = _progress_points(activity, progress)
     gaps = np.concatenate([np.diff(points[:-1]) for *_, points, _ in per_pair] or [np.zeros(0)])
     if threshold_ns is None:
         threshold_ns, method = default_threshold(tx, gaps)

@@ -74,6 +74,26 @@ def _rows_by_kind(kind: pd.Series) -> Iterator[tuple[str, np.ndarray]]:
         yield name, np.flatnonzero(kinds == name)
 
 
+def _column_reader(column: pd.Series, objects: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """``lambda at: column.take(at).to_numpy(dtype=object if objects else None)``
+    for a column read at many positions (a kind's rows at a time): a numpy column
+    indexed as it is, a category column of strings by its codes and categories
+    (missing NaN), without a Series made per read."""
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind != "O" and not objects:
+        values = column.to_numpy()
+        return lambda at: values[at]
+    if (
+        objects
+        and isinstance(dtype, pd.CategoricalDtype)
+        and pd.api.types.is_string_dtype(dtype.categories.dtype)
+    ):
+        codes = column.cat.codes.to_numpy()
+        names = np.append(np.asarray(dtype.categories, dtype=object), np.nan)
+        return lambda at: names[codes[at]]
+    return lambda at: column.take(at).to_numpy(dtype=object if objects else None)
+
+
 # The transactions' columns an error reply's row is made of.
 _ERROR_COLUMNS = ("t_call_ns", "latency_ns", "client", "server", "op", "vers", "status",
                   "reply_stat", "accept_stat", "name")  # fmt: skip
@@ -202,12 +222,10 @@ def timeline(
     ev = events
     if len(ev):
         used = ("ts_ns", "src", "sport", "dst", "dport", "seq", "length")
+        readers = {c: _column_reader(ev[c], c in ("src", "dst")) for c in used}
         for kind, at in _rows_by_kind(ev["kind"]):  # in the order of the kinds' names
             # the kind's rows of each column (addresses as objects): not every row's
-            part = {
-                c: ev[c].take(at).to_numpy(dtype=object if c in ("src", "dst") else None)
-                for c in used
-            }
+            part = {c: read(at) for c, read in readers.items()}
             add(
                 kind,  # the parser's name: tcp_window_full, ip_datagram_incomplete, ...
                 pd.Series(part["ts_ns"]),

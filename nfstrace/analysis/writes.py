@@ -21,6 +21,7 @@ Simplifications, said once:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -159,7 +160,7 @@ def write_sizes(writes: pd.DataFrame) -> np.ndarray:
     said = np.where(count >= 0, count, _int(writes["reply_count"]))
     if "inferred" not in writes:
         return said
-    inferred = ~writes["inferred"].astype(object).fillna("").eq("").to_numpy(bool)
+    inferred = _texts(writes["inferred"])[1]  # (not empty, not missing)
     written = writes["write_bytes"].to_numpy("int64")
     return np.where((said < 0) & inferred & (written > 0), written, said)
 
@@ -284,20 +285,32 @@ def _unstable_mask(writes: pd.DataFrame) -> np.ndarray:
     return (level == UNSTABLE) | (level < 0)
 
 
+def _texts(column: pd.Series) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+    """``column.astype(object).fillna("")`` at some rows (a function of a row
+    mask), and where it is not empty: of a category column of strings by its
+    codes (no string per row made or compared)."""
+    if _string_categories(column):
+        names = np.append(np.asarray(column.cat.categories, dtype=object), "")
+        codes = column.cat.codes.to_numpy()
+        return (lambda rows: names[codes[rows]]), (names != "")[codes]
+    values = column.astype(object).fillna("").to_numpy(dtype=object)
+    return (lambda rows: values[rows]), values != ""
+
+
 def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
     """Replies whose verifier differs from the pair's previous one, with the
     unstable bytes written since the last successful COMMIT before them
     (``tx`` prepared)."""
     ops = tx["op"]
     ok = tx["status"].astype("Int64").eq(0).fillna(False).to_numpy(dtype=bool)
-    verifier = tx["verifier"].astype(object).fillna("")
-    carries = (ops.eq(WRITE_OP) | ops.eq(COMMIT_OP)).to_numpy() & ok & (verifier != "").to_numpy()
+    text, has = _texts(tx["verifier"])
+    carries = (ops.eq(WRITE_OP) | ops.eq(COMMIT_OP)).to_numpy() & ok & has
     # the replies in pair, then time order (stable); a change: a reply whose
     # verifier differs from its pair's previous one (found on the arrays: most
     # captures have none, and need no table)
     pair = tx["pair"].to_numpy()[carries]
     order = np.lexsort((tx["t_reply_ns"].to_numpy("int64", na_value=0)[carries], pair))
-    new = verifier.to_numpy(dtype=object)[carries][order]
+    new = text(carries)[order]
     same = np.r_[False, pair[order][1:] == pair[order][:-1]]
     old = np.r_[np.nan, new[:-1]].astype(object)
     old[~same] = np.nan
@@ -313,7 +326,7 @@ def _verifier_changes(tx: pd.DataFrame) -> pd.DataFrame:
             "pair": r["pair"],
             "xid": r["xid"].astype("int64"),
             "op": r["op"].astype(object),
-            "new": verifier[carries],
+            "new": pd.Series(text(carries), index=tx.index[carries], dtype=object),
         }
     ).iloc[order]
     r = r.reset_index(drop=True).assign(old=pd.Series(old, dtype=object))
@@ -356,12 +369,43 @@ def file_names(tx: pd.DataFrame) -> dict[str, str]:
     out for a name (LOOKUP, CREATE, MKDIR, OPEN with GETFH ...); the latest wins."""
     if "reply_fh" not in tx or "name" not in tx:
         return {}
+    if all(_string_categories(tx[c]) for c in ("reply_fh", "name")):
+        return _file_names_by_codes(tx)
     fh = tx["reply_fh"].astype(object).fillna("")
     name = tx["name"].astype(object).fillna("")
     ok = (fh != "") & (name != "") & tx["status"].fillna(-1).eq(0)
     named = pd.DataFrame({"fh": fh[ok], "name": name[ok], "t": tx["t_call_ns"][ok]})
     named = named.sort_values("t", kind="stable").drop_duplicates("fh", keep="last")
     return dict(zip(named["fh"].astype(str), named["name"].astype(str), strict=True))
+
+
+def _string_categories(column: pd.Series) -> bool:
+    return isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
+        column.cat.categories.dtype
+    )
+
+
+def _file_names_by_codes(tx: pd.DataFrame) -> dict[str, str]:
+    """``file_names`` of category columns, on their codes: the rows with a handle
+    and a name (neither missing nor empty) found without a string per row, in
+    call time order (stable, no call time last), each handle's last kept."""
+    fh, name = tx["reply_fh"], tx["name"]
+    fh_code, name_code = fh.cat.codes.to_numpy(), name.cat.codes.to_numpy()
+    fh_names = np.append(np.asarray(fh.cat.categories, dtype=object), "")
+    name_names = np.append(np.asarray(name.cat.categories, dtype=object), "")
+    ok = (fh_names != "")[fh_code] & (name_names != "")[name_code]
+    ok &= tx["status"].fillna(-1).eq(0).to_numpy(dtype=bool)
+    rows = np.flatnonzero(ok)
+    t = tx["t_call_ns"]
+    no_time = t.isna().to_numpy()[rows]
+    order = rows[np.lexsort((t.to_numpy("int64", na_value=0)[rows], no_time))]
+    # each handle's last row (in that order), the handles in the order of those rows
+    codes = fh_code[order][::-1]
+    last = len(codes) - 1 - np.unique(codes, return_index=True)[1]
+    kept = order[np.sort(last)]
+    return dict(
+        zip(fh_names[fh_code[kept]].tolist(), name_names[name_code[kept]].tolist(), strict=True)
+    )
 
 
 def _files(writes: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
