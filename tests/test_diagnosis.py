@@ -918,6 +918,41 @@ def test_a_commit_behind_a_hole_waits_on_the_loss_not_the_flush(silent_conn: int
         assert path.ns["loss_recovery"] == 0 and path.ns["commit"] == 229 * ms
 
 
+def test_calls_the_capture_could_not_read_keep_the_path_on_its_connections() -> None:
+    """Spans where the client sent calls the capture could not read cut the
+    client's turnarounds into parts; the loss stops that hold a COMMIT are then
+    looked up by its connection, which must follow the cut parts (before: the
+    connections of the uncut segments, read at the cut ones' positions: a
+    COMMIT held by its connection's loss behind such a span was read with
+    another segment's connection, or past the end: IndexError)."""
+    from nfstrace.analysis.critical_path import CallTimes, Stops, code, critical_path
+
+    ms = 1_000_000
+    arr = lambda *v: np.array(v, "int64")  # noqa: E731
+    times = CallTimes(  # a COMMIT on connection 1, then a WRITE on connection 2
+        cs=arr(0, 232 * ms),
+        tx_from=arr(0, 232 * ms),
+        tx_end=arr(0, 233 * ms),
+        loss_from=arr(0, 233 * ms),
+        acked=arr(-1, -1),
+        rt_from=arr(0, 233 * ms),
+        wait_from=arr(1 * ms, 234 * ms),
+        rf=arr(230 * ms, 240 * ms),
+        rl=arr(230 * ms, 240 * ms),
+        wait_cause=arr(code("commit"), code("server")),
+        conn=arr(1, 2),
+    )
+    silence = Stops(arr(10 * ms), arr(215 * ms), arr(code("loss_recovery")), arr(1), arr(-1))
+    unread = (arr(230 * ms + ms // 2), arr(231 * ms))  # in the client's turnaround
+    whole = critical_path(times, silence, (arr(), arr()), 0, 240 * ms, 1)
+    cut = critical_path(times, silence, (arr(), arr()), 0, 240 * ms, 1, unread=unread)
+    assert whole.ns["loss_recovery"] == cut.ns["loss_recovery"] == 205 * ms
+    assert cut.ns["commit"] == whole.ns["commit"] == 24 * ms
+    assert cut.ns["transfer"] - whole.ns["transfer"] == ms // 2  # the unread calls' sending
+    assert cut.ns["client_idle"] == whole.ns["client_idle"] - ms // 2
+    assert cut.total_ns == whole.total_ns == 240 * ms
+
+
 def test_one_connections_ack_waits_while_the_others_send_are_no_round_trip() -> None:
     """The kernel client with nconnect=4 through 10 ms (4 x 1 MiB, one WRITE per
     connection): each connection has its share of what the path holds in

@@ -519,10 +519,12 @@ def critical_path(
     merged = [np.concatenate([w, o]) for w, o in zip(walked, own, strict=True)]
     in_order = np.lexsort((merged[2], merged[1], merged[0]))
     s, e, cause, also, conn = (x[in_order] for x in merged[3:])
-    if unread is not None:
-        s, e, cause, also = _gaps_over(s, e, cause, also, *unread, only=client, to="transfer")
+    if unread is not None:  # (the parts keep their connections: _blocked_over reads them)
+        s, e, cause, also, conn = _gaps_over(
+            s, e, cause, also, conn, *unread, only=client, to="transfer"
+        )
     s, e, cause, also = _blocked_over(s, e, cause, also, conn, stops)
-    s, e, cause, also = _gaps_over(s, e, cause, also, *gaps)
+    s, e, cause, also, _ = _gaps_over(s, e, cause, also, np.full(len(s), -1), *gaps)
     ns = np.bincount(cause, weights=(e - s).astype(float), minlength=len(PATH_CAUSES))
     two = also >= 0
     also_ns = np.bincount(also[two], weights=(e - s)[two].astype(float), minlength=len(PATH_CAUSES))
@@ -580,10 +582,11 @@ def _blocked_over(
                 e[k : k + 1],
                 cause[k : k + 1],
                 also[k : k + 1],
+                conn[k : k + 1],
                 stops.start[mine],
                 stops.end[mine],
                 to="loss_recovery",
-            )
+            )[:4]
         )
     return tuple(np.concatenate([p[j] for p in parts]) for j in range(4))  # type: ignore[return-value]
 
@@ -593,30 +596,32 @@ def _gaps_over(
     e: np.ndarray,
     cause: np.ndarray,
     also: np.ndarray,
+    conn: np.ndarray,
     gs: np.ndarray,
     ge: np.ndarray,
     only: int = -1,
     to: str = "capture_gap",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Segments cut where capture gaps lie; those parts are ``capture_gap``
     (spans [gs, ge) given another cause ``to``; ``only``: in segments of that
-    cause alone)."""
+    cause alone).  Each part keeps its segment's connection (``conn``: the
+    segments' own, returned beside them as cut)."""
     if not len(gs) or not len(s):
-        return s, e, cause, also
-    out: list[tuple[int, int, int, int]] = []
+        return s, e, cause, also, conn
+    out: list[tuple[int, int, int, int, int]] = []
     gap = _CODE[to]
-    for a, b, c, x in zip(s, e, cause, also, strict=True):
+    for a, b, c, x, n in zip(s, e, cause, also, conn, strict=True):
         if only >= 0 and c != only:
-            out.append((int(a), int(b), int(c), int(x)))
+            out.append((int(a), int(b), int(c), int(x), int(n)))
             continue
         cur = int(a)
         for g in np.flatnonzero((gs < b) & (ge > a))[np.argsort(gs[(gs < b) & (ge > a)])]:
             lo, hi = max(int(gs[g]), int(a)), min(int(ge[g]), int(b))
             if lo > cur:
-                out.append((cur, lo, int(c), int(x)))
-            out.append((lo, hi, gap, -1))
+                out.append((cur, lo, int(c), int(x), int(n)))
+            out.append((lo, hi, gap, -1, int(n)))
             cur = max(cur, hi)
         if cur < b:
-            out.append((cur, int(b), int(c), int(x)))
-    arr = np.array(out, "int64").reshape(-1, 4)
-    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
+            out.append((cur, int(b), int(c), int(x), int(n)))
+    arr = np.array(out, "int64").reshape(-1, 5)
+    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4]
