@@ -2,7 +2,8 @@
 messages, events (``nfstrace.parsers.parallel``) and transactions
 (``nfstrace.match``) made one without holding the parts and the whole at
 once; a table given its schema's types (``typed``); category columns of
-strings made from codes (``categorical_from``, ``string_categorical``); and
+strings made from codes (``categorical_from``, ``string_categorical``) and
+read by them (``string_codes``); and
 rows ordered by several integer columns (``lexsort``)."""
 
 from __future__ import annotations
@@ -94,6 +95,22 @@ def categorical_from(names: np.ndarray, codes: np.ndarray) -> pd.Categorical:
     recode = np.full(len(names), -1, "int64")
     recode[present] = [rank[v] for v in names[present].tolist()]
     return pd.Categorical.from_codes(recode[codes], categories=pd.Index(categories))
+
+
+def string_codes(column: pd.Series, missing: object = "") -> tuple[np.ndarray, np.ndarray] | None:
+    """A category column of strings as its names and codes: its categories as
+    an object array with ``missing`` appended, and its codes (-1, a missing
+    value, picks that last name), so that ``names[codes]`` is the column as
+    objects with ``missing`` for missing values, made without a string per
+    row (None: not a category column of strings)."""
+    dtype = column.dtype
+    if not (
+        isinstance(dtype, pd.CategoricalDtype)
+        and pd.api.types.is_string_dtype(dtype.categories.dtype)
+    ):
+        return None
+    names = np.append(np.asarray(dtype.categories, dtype=object), np.array([missing], object))
+    return names, column.cat.codes.to_numpy()
 
 
 def string_categorical(values: np.ndarray) -> pd.Categorical:

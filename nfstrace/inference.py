@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from nfstrace.combining import string_categorical
+from nfstrace.combining import string_categorical, string_codes
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
 from nfstrace.protocol.tcp import SEQ_MOD
@@ -275,12 +275,10 @@ def _text_column(column: pd.Series) -> np.ndarray:
     """``column.astype(object).fillna("")`` as a new object array: of a category
     column of strings, its categories (and '' for a missing value) taken by its
     codes."""
-    dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
-        dtype.categories.dtype
-    ):
-        names = np.append(np.asarray(dtype.categories, dtype=object), "")
-        return names[column.cat.codes.to_numpy()]
+    by_codes = string_codes(column)
+    if by_codes is not None:
+        names, codes = by_codes
+        return names[codes]
     return column.astype(object).fillna("").to_numpy(object, copy=True)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.latency import error_mask, status_name
+from nfstrace.combining import string_codes
 from nfstrace.jsonable import json_field
 
 # Rows of one kind in the timeline: past it the longest are kept.
@@ -83,13 +84,9 @@ def _column_reader(column: pd.Series, objects: bool) -> Callable[[np.ndarray], n
     if isinstance(dtype, np.dtype) and dtype.kind != "O" and not objects:
         values = column.to_numpy()
         return lambda at: values[at]
-    if (
-        objects
-        and isinstance(dtype, pd.CategoricalDtype)
-        and pd.api.types.is_string_dtype(dtype.categories.dtype)
-    ):
-        codes = column.cat.codes.to_numpy()
-        names = np.append(np.asarray(dtype.categories, dtype=object), np.nan)
+    by_codes = string_codes(column, missing=np.nan) if objects else None
+    if by_codes is not None:
+        names, codes = by_codes
         return lambda at: names[codes[at]]
     return lambda at: column.take(at).to_numpy(dtype=object if objects else None)
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from nfstrace.analysis.findings import Finding
 from nfstrace.analysis.latency import status_name
+from nfstrace.combining import string_codes
 from nfstrace.jsonable import json_field
 from nfstrace.protocol.nfs3 import STABLE_NAMES, UNSTABLE
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
@@ -289,9 +290,9 @@ def _texts(column: pd.Series) -> tuple[Callable[[np.ndarray], np.ndarray], np.nd
     """``column.astype(object).fillna("")`` at some rows (a function of a row
     mask), and where it is not empty: of a category column of strings by its
     codes (no string per row made or compared)."""
-    if _string_categories(column):
-        names = np.append(np.asarray(column.cat.categories, dtype=object), "")
-        codes = column.cat.codes.to_numpy()
+    by_codes = string_codes(column)
+    if by_codes is not None:
+        names, codes = by_codes
         return (lambda rows: names[codes[rows]]), (names != "")[codes]
     values = column.astype(object).fillna("").to_numpy(dtype=object)
     return (lambda rows: values[rows]), values != ""
@@ -369,8 +370,9 @@ def file_names(tx: pd.DataFrame) -> dict[str, str]:
     out for a name (LOOKUP, CREATE, MKDIR, OPEN with GETFH ...); the latest wins."""
     if "reply_fh" not in tx or "name" not in tx:
         return {}
-    if all(_string_categories(tx[c]) for c in ("reply_fh", "name")):
-        return _file_names_by_codes(tx)
+    fh_by, name_by = string_codes(tx["reply_fh"]), string_codes(tx["name"])
+    if fh_by is not None and name_by is not None:
+        return _file_names_by_codes(tx, fh_by, name_by)
     fh = tx["reply_fh"].astype(object).fillna("")
     name = tx["name"].astype(object).fillna("")
     ok = (fh != "") & (name != "") & tx["status"].fillna(-1).eq(0)
@@ -379,20 +381,14 @@ def file_names(tx: pd.DataFrame) -> dict[str, str]:
     return dict(zip(named["fh"].astype(str), named["name"].astype(str), strict=True))
 
 
-def _string_categories(column: pd.Series) -> bool:
-    return isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(
-        column.cat.categories.dtype
-    )
-
-
-def _file_names_by_codes(tx: pd.DataFrame) -> dict[str, str]:
+def _file_names_by_codes(
+    tx: pd.DataFrame, fh_by: tuple[np.ndarray, np.ndarray], name_by: tuple[np.ndarray, np.ndarray]
+) -> dict[str, str]:
     """``file_names`` of category columns, on their codes: the rows with a handle
     and a name (neither missing nor empty) found without a string per row, in
-    call time order (stable, no call time last), each handle's last kept."""
-    fh, name = tx["reply_fh"], tx["name"]
-    fh_code, name_code = fh.cat.codes.to_numpy(), name.cat.codes.to_numpy()
-    fh_names = np.append(np.asarray(fh.cat.categories, dtype=object), "")
-    name_names = np.append(np.asarray(name.cat.categories, dtype=object), "")
+    call time order (stable, no call time last), each handle's last kept
+    (``fh_by``, ``name_by``: the two columns' ``string_codes``)."""
+    (fh_names, fh_code), (name_names, name_code) = fh_by, name_by
     ok = (fh_names != "")[fh_code] & (name_names != "")[name_code]
     ok &= tx["status"].fillna(-1).eq(0).to_numpy(dtype=bool)
     rows = np.flatnonzero(ok)
