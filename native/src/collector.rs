@@ -3,6 +3,7 @@
 //! events per kind (bounded), UDP ports learnt from portmap replies; the
 //! `Sink` the TCP reassembler and `tcp_state` hand messages and events to.
 
+pub use crate::column::Col;
 use crate::decoders;
 use crate::ip::Addr;
 use crate::maps::{HashMap, HashSet};
@@ -61,52 +62,6 @@ impl Interner<Vec<u8>> {
                 self.id(&b.to_vec())
             }
         }
-    }
-}
-
-/// A growing column kept in fixed-size chunks: no reallocation copies and no
-/// doubled capacity on large captures; made one array when handed to Python.
-pub struct Col<T> {
-    pub chunks: Vec<Vec<T>>,
-    len: usize,
-}
-
-const COL_CHUNK: usize = 1 << 16;
-
-impl<T> Default for Col<T> {
-    fn default() -> Self {
-        Col {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
-impl<T> Col<T> {
-    /// Always inlined, the new chunk out of line: dozens of columns are
-    /// pushed per message, and a call per push (LLVM stopped inlining it once
-    /// the reader grew) cost the parse of small frames 5%.
-    #[inline(always)]
-    pub fn push(&mut self, v: T) {
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < COL_CHUNK => c.push(v),
-            _ => self.push_chunk(v),
-        }
-        self.len += 1;
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn push_chunk(&mut self, v: T) {
-        let mut c = Vec::with_capacity(COL_CHUNK);
-        c.push(v);
-        self.chunks.push(c);
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub mod capture;
 pub mod collector;
+pub mod column;
 pub mod decoders;
 pub mod dissector;
 pub mod frame_loop;

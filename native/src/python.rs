@@ -131,28 +131,80 @@ fn put<T: bytemuck::Pod>(
     out.set_item(name, b)
 }
 
-/// The same for a chunked column: one copy into the bytes, chunk by chunk.
+/// A column's mapping, read by numpy in place (`np.frombuffer`): the bytes
+/// Python holds of a messages column, without a copy (column.rs).  Read-only;
+/// unmapped when the last array over it is freed.
+#[pyclass(frozen, module = "nfstrace._native")]
+struct ColumnBytes {
+    map: Option<memmap2::Mmap>,
+    len: usize,
+}
+
+#[pymethods]
+impl ColumnBytes {
+    /// # Safety
+    /// Called by Python with a view to fill (the buffer protocol).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        if flags & pyo3::ffi::PyBUF_WRITABLE != 0 {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "a parsed column is read-only",
+            ));
+        }
+        let me = slf.get();
+        let start: *const u8 = match &me.map {
+            Some(m) => m.as_ptr(),
+            None => std::ptr::NonNull::dangling().as_ptr(), // (no byte is read of it)
+        };
+        let len = me.len as pyo3::ffi::Py_ssize_t;
+        // SAFETY: view is Python's to fill; FillInfo takes a reference to the
+        // object, which keeps the mapping (and so start) alive while viewed
+        if unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(view, slf.as_ptr(), start as *mut _, len, 1, flags)
+        } != 0
+        {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    /// Equal to the same bytes (as `bytes` compares: the tests compare parses).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.downcast::<ColumnBytes>() {
+            Ok(o) => self.bytes() == o.get().bytes(),
+            Err(_) => other.extract::<&[u8]>().is_ok_and(|b| b == self.bytes()),
+        }
+    }
+
+    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.bytes())
+    }
+}
+
+impl ColumnBytes {
+    fn bytes(&self) -> &[u8] {
+        self.map.as_ref().map_or(&[], |m| &m[..self.len])
+    }
+}
+
+/// Move a messages column into `out[name]` as a ColumnBytes (no copy).
 fn put_col<T: bytemuck::Pod>(
     py: Python<'_>,
     out: &Bound<'_, PyDict>,
     name: &str,
     c: &mut Col<T>,
 ) -> PyResult<()> {
-    let size = c.len() * std::mem::size_of::<T>();
-    let chunks = std::mem::take(&mut c.chunks);
-    let b = PyBytes::new_with(py, size, |buf: &mut [u8]| {
-        let mut at = 0;
-        for chunk in chunks {
-            // each chunk freed once copied
-            let bytes: &[u8] = bytemuck::cast_slice(chunk.as_slice());
-            buf[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        }
-        Ok(())
-    })?;
-    *c = Col::default();
-    release_freed();
-    out.set_item(name, b)
+    let (map, len) = c.take();
+    // (read-only from here: numpy's arrays over it are not writeable either)
+    let map = map.map(|m| m.make_read_only()).transpose()?;
+    out.set_item(name, Bound::new(py, ColumnBytes { map, len })?)
 }
 
 /// Hand the pages of freed memory back to the system.  glibc keeps freed
