@@ -14,6 +14,7 @@ use crate::tables::{
 };
 use crate::tcp::{Assembled, Ev, HalfStream, Sink, EVENT_KIND_NAMES};
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -49,18 +50,25 @@ impl<K: Hash + Eq + Clone> Interner<K> {
     }
 }
 
+impl<T: Hash + Eq + Clone> Interner<Vec<T>> {
+    /// The id of a list looked up by a slice: a Vec made only for a value
+    /// not seen before (the empty list is id 0).
+    #[inline]
+    pub fn slice(&mut self, k: &[T]) -> u32 {
+        if k.is_empty() {
+            return 0;
+        }
+        if let Some(&i) = self.map.get(k) {
+            return i;
+        }
+        self.id(&k.to_vec())
+    }
+}
+
 impl Interner<Vec<u8>> {
     #[inline]
     pub fn bytes(&mut self, k: Option<&[u8]>) -> u32 {
-        match k {
-            None | Some([]) => 0,
-            Some(b) => {
-                if let Some(&i) = self.map.get(b) {
-                    return i;
-                }
-                self.id(&b.to_vec())
-            }
-        }
+        k.map_or(0, |b| self.slice(b))
     }
 }
 
@@ -249,15 +257,61 @@ impl std::hash::Hasher for CallHasher {
         ((h & !run) | self.low) ^ (self.low.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (0x7F << 57))
     }
 }
-/// (client, client port, server, server port) of a call
-type FlowKey = (Addr, i32, Addr, i32);
+/// (client, client port, server, server port) of a call, the addresses as
+/// their ids in `Collector::addrs` (16 bytes to hash and compare, not 40: a
+/// flow is looked up on every call)
+type FlowKey = (u32, i32, u32, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
+
+/// A CallInfo as it is held in the calls map: each of its values is -1
+/// (unknown) or a 32-bit word of the header, so five u32 and a bit per value
+/// for -1 (24 bytes, not 40: the map of a million-packet capture holds
+/// hundreds of thousands of calls, and its inserts and rehashes move them).
+#[derive(Clone, Copy)]
+struct PackedInfo {
+    v: [u32; 5],
+    unknown: u8,
+    answered: bool,
+}
+
+impl PackedInfo {
+    #[inline]
+    fn new(info: CallInfo) -> Self {
+        let a = [info.0, info.1, info.2, info.3, info.4];
+        let mut unknown = 0u8;
+        let mut v = [0u32; 5];
+        for (k, &x) in a.iter().enumerate() {
+            debug_assert!(x == -1 || u32::try_from(x).is_ok());
+            if x < 0 {
+                unknown |= 1 << k;
+            } else {
+                v[k] = x as u32;
+            }
+        }
+        PackedInfo {
+            v,
+            unknown,
+            answered: false,
+        }
+    }
+    #[inline]
+    fn info(&self) -> CallInfo {
+        let x = |k: usize| {
+            if self.unknown & (1 << k) != 0 {
+                -1
+            } else {
+                i64::from(self.v[k])
+            }
+        };
+        (x(0), x(1), x(2), x(3), x(4))
+    }
+}
 
 /// Calls remembered to name replies, oldest forgotten first past a bound
 /// (a Python dict re-inserted on use); each with whether a reply came.
 pub(crate) struct Calls {
-    pub(crate) map: std::collections::HashMap<CallKey, (CallInfo, u64, bool), CallHash>,
+    map: std::collections::HashMap<CallKey, (PackedInfo, u64), CallHash>,
     order: VecDeque<(CallKey, u64)>,
     stamp: u64,
     max: usize,
@@ -270,29 +324,34 @@ impl Calls {
         // (the bound first: the lookup only when the map is full)
         if self.map.len() >= self.max && !self.map.contains_key(&key) {
             while let Some((k, s)) = self.order.pop_front() {
-                if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
-                    if let Some((_, _, answered)) = self.map.remove(&k) {
-                        self.forgotten += i64::from(!answered);
+                if matches!(self.map.get(&k), Some((_, t)) if *t == s) {
+                    if let Some((p, _)) = self.map.remove(&k) {
+                        self.forgotten += i64::from(!p.answered);
                     }
                     break;
                 }
             }
         }
         self.stamp += 1;
-        self.map.insert(key, (info, self.stamp, false));
+        self.map.insert(key, (PackedInfo::new(info), self.stamp));
         self.order.push_back((key, self.stamp));
         if self.order.len() > 2 * self.map.len() + 1024 {
             let map = &self.map;
             self.order
-                .retain(|(k, s)| matches!(map.get(k), Some((_, t, _)) if t == s));
+                .retain(|(k, s)| matches!(map.get(k), Some((_, t)) if t == s));
         }
     }
     /// The call a reply answers, marked answered.
     fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
-        self.map.get_mut(key).map(|(i, _, answered)| {
-            *answered = true;
-            *i
+        self.map.get_mut(key).map(|(p, _)| {
+            p.answered = true;
+            p.info()
         })
+    }
+    /// Is this call remembered?
+    #[inline]
+    fn contains(&self, key: &CallKey) -> bool {
+        self.map.contains_key(key)
     }
 }
 
@@ -362,8 +421,17 @@ impl Collector {
     #[inline]
     pub(crate) fn has_call(&self, client: Addr, server: Addr, xid: u32) -> bool {
         match (self.addrs.get(&client), self.addrs.get(&server)) {
-            (Some(c), Some(s)) => self.calls.map.contains_key(&(c, s, xid)),
+            (Some(c), Some(s)) => self.calls.contains(&(c, s, xid)),
             _ => false, // an address never seen: no call of it either
+        }
+    }
+
+    /// Did a call go from `client` to `server` on these ports (its last
+    /// call remembered in `flows`)?
+    fn has_flow(&self, client: Addr, cport: i32, server: Addr, sport: i32) -> bool {
+        match (self.addrs.get(&client), self.addrs.get(&server)) {
+            (Some(c), Some(s)) => self.flows.contains_key(&(c, cport, s, sport)),
+            _ => false, // an address never seen: no flow of it either
         }
     }
 
@@ -417,6 +485,7 @@ impl Collector {
         conn: i64,
         head: &[u8],
         m: &Assembled,
+        ids: Option<&Cell<Option<(u32, u32)>>>,
     ) -> Option<u64> {
         let decoded = rpc::decode_header(head).or_else(|| {
             // Cut inside its header (a snaplen, long TCP options): a reply if its
@@ -427,10 +496,10 @@ impl Collector {
                 if self.has_call(dst, src, xid) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
-                if self.flows.contains_key(&(src, sport, dst, dport)) {
+                if self.has_flow(src, sport, dst, dport) {
                     return Some(rpc::Header::xid_only(xid, true));
                 }
-                if self.flows.contains_key(&(dst, dport, src, sport)) {
+                if self.has_flow(dst, dport, src, sport) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
             }
@@ -454,8 +523,16 @@ impl Collector {
         let xid = hdr.xid;
         // (interned here, before the calls keyed by them: the ids are those
         // the row takes, in the same order)
-        let s_id = self.addrs.id(&src);
-        let d_id = self.addrs.id(&dst);
+        let (s_id, d_id) = match ids.and_then(Cell::get) {
+            Some(known) => known,
+            None => {
+                let known = (self.addrs.id(&src), self.addrs.id(&dst));
+                if let Some(cell) = ids {
+                    cell.set(Some(known));
+                }
+                known
+            }
+        };
         if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
             self.auth_too_long += 1;
         }
@@ -463,7 +540,7 @@ impl Collector {
             st.calls += 1;
             let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
             self.calls.insert((s_id, d_id, xid), info);
-            let flow = (src, sport, dst, dport);
+            let flow = (s_id, sport, d_id, dport);
             if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
                 self.flows.clear();
             }
@@ -525,7 +602,7 @@ impl Collector {
                 }
                 None => {
                     st.replies_without_call_info += 1;
-                    let last = self.flows.get(&(dst, dport, src, sport)).copied();
+                    let last = self.flows.get(&(d_id, dport, s_id, sport)).copied();
                     if let Some((vers, proc_, f)) =
                         decoders::reply_without_call(last, head, hdr.body_offset, m.rpc_len)
                     {
@@ -549,16 +626,8 @@ impl Collector {
         }
         st.messages += 1;
         let machine = self.machines.bytes(hdr.machine);
-        let ops = if fields.ops.is_empty() {
-            0
-        } else {
-            self.op_lists.id(&fields.ops)
-        };
-        let statuses = if fields.statuses.is_empty() {
-            0
-        } else {
-            self.status_lists.id(&fields.statuses)
-        };
+        let ops = self.op_lists.slice(&fields.ops);
+        let statuses = self.status_lists.slice(&fields.statuses);
         let fh = self.fhs.bytes(fields.fh);
         let name = self.names.bytes(fields.name);
         let verifier = self.verifiers.bytes(fields.verifier);
@@ -651,7 +720,17 @@ fn auth_too_long(head: &[u8], is_call: bool) -> bool {
 impl Sink for Collector {
     fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64> {
         let head = m.head;
-        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m)
+        self.message(
+            hs.src,
+            hs.sport,
+            hs.dst,
+            hs.dport,
+            true,
+            hs.conn,
+            head,
+            &m,
+            Some(&hs.addr_ids),
+        )
     }
     fn event(
         &mut self,

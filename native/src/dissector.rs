@@ -787,7 +787,7 @@ impl Dissector {
             complete,
         };
         self.col
-            .message(src, sport, dst, dport, false, conn, head, &m);
+            .message(src, sport, dst, dport, false, conn, head, &m, None);
     }
 
     /// A reply whose call is not known: give up the incomplete datagram that

@@ -32,6 +32,7 @@ use crate::ip::Addr;
 use crate::maps::HashMap;
 use crate::rpc;
 use crate::tcp_state::ack_point;
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// The record-marking state of one direction (the module's second state machine).
@@ -445,6 +446,10 @@ pub struct HalfStream {
     pub acks: Acks,
     /// the other direction of the same connection, once seen (arena index)
     pub rev: Option<usize>,
+    /// the ids of `src` and `dst` in the collector's address interner, once
+    /// its first message interned them (the collector's cache: each message
+    /// would otherwise hash both addresses again)
+    pub addr_ids: Cell<Option<(u32, u32)>>,
 }
 
 impl HalfStream {
@@ -466,6 +471,7 @@ impl HalfStream {
             gaps: SendGaps::default(),
             acks: Acks::default(),
             rev: None,
+            addr_ids: Cell::new(None),
         }
     }
 }
