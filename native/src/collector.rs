@@ -264,20 +264,24 @@ type FlowKey = (u32, i32, u32, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
 
-/// A CallInfo as it is held in the calls map: each of its values is -1
-/// (unknown) or a 32-bit word of the header, so five u32 and a bit per value
-/// for -1 (24 bytes, not 40: the map of a million-packet capture holds
-/// hundreds of thousands of calls, and its inserts and rehashes move them).
+/// A remembered call as the calls map holds it: its CallInfo, each value of
+/// which is -1 (unknown) or a 32-bit word of the header, as five u32 and a
+/// bit per value for -1; whether a reply came; and how many entries of
+/// `Calls::order` are its key's (28 bytes, with the key 40: they were 72 with
+/// the info as five i64 and an insertion stamp, and the map of a
+/// million-packet capture holds hundreds of thousands of calls, which its
+/// inserts and rehashes move).
 #[derive(Clone, Copy)]
-struct PackedInfo {
+struct Call {
     v: [u32; 5],
+    queued: u32,
     unknown: u8,
     answered: bool,
 }
 
-impl PackedInfo {
+impl Call {
     #[inline]
-    fn new(info: CallInfo) -> Self {
+    fn new(info: CallInfo, queued: u32) -> Self {
         let a = [info.0, info.1, info.2, info.3, info.4];
         let mut unknown = 0u8;
         let mut v = [0u32; 5];
@@ -289,8 +293,9 @@ impl PackedInfo {
                 v[k] = x as u32;
             }
         }
-        PackedInfo {
+        Call {
             v,
+            queued,
             unknown,
             answered: false,
         }
@@ -310,10 +315,16 @@ impl PackedInfo {
 
 /// Calls remembered to name replies, oldest forgotten first past a bound
 /// (a Python dict re-inserted on use); each with whether a reply came.
+///
+/// `order` holds the key of every insert, oldest first; a key inserted again
+/// is queued again, its earlier entries stale.  A call counts its key's
+/// entries (`Call::queued`) instead of stamping each insert: an entry is its
+/// call's latest insert when it is the last of them queued, so popped or
+/// looked over oldest first, an entry is stale while its call counts more
+/// than one.
 pub(crate) struct Calls {
-    map: std::collections::HashMap<CallKey, (PackedInfo, u64), CallHash>,
-    order: VecDeque<(CallKey, u64)>,
-    stamp: u64,
+    map: std::collections::HashMap<CallKey, Call, CallHash>,
+    order: VecDeque<CallKey>,
     max: usize,
     /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
     pub(crate) forgotten: i64,
@@ -321,31 +332,60 @@ pub(crate) struct Calls {
 
 impl Calls {
     fn insert(&mut self, key: CallKey, info: CallInfo) {
+        use std::collections::hash_map::Entry;
         // (the bound first: the lookup only when the map is full)
         if self.map.len() >= self.max && !self.map.contains_key(&key) {
-            while let Some((k, s)) = self.order.pop_front() {
-                if matches!(self.map.get(&k), Some((_, t)) if *t == s) {
-                    if let Some((p, _)) = self.map.remove(&k) {
-                        self.forgotten += i64::from(!p.answered);
-                    }
-                    break;
+            // forget the call inserted longest ago (its latest insert the oldest)
+            while let Some(k) = self.order.pop_front() {
+                let Some(c) = self.map.get_mut(&k) else {
+                    continue;
+                };
+                if c.queued > 1 {
+                    c.queued -= 1; // a stale entry: the call was inserted again
+                    continue;
                 }
+                if let Some(c) = self.map.remove(&k) {
+                    self.forgotten += i64::from(!c.answered);
+                }
+                break;
             }
         }
-        self.stamp += 1;
-        self.map.insert(key, (PackedInfo::new(info), self.stamp));
-        self.order.push_back((key, self.stamp));
-        if self.order.len() > 2 * self.map.len() + 1024 {
-            let map = &self.map;
-            self.order
-                .retain(|(k, s)| matches!(map.get(k), Some((_, t)) if t == s));
+        if self.order.len() >= u32::MAX as usize {
+            // (a call counts at most the entries queued: with fewer than
+            // u32::MAX queued, one more fits its count)
+            self.drop_stale();
         }
+        match self.map.entry(key) {
+            Entry::Occupied(mut e) => {
+                let queued = e.get().queued + 1;
+                *e.get_mut() = Call::new(info, queued);
+            }
+            Entry::Vacant(e) => {
+                e.insert(Call::new(info, 1));
+            }
+        }
+        self.order.push_back(key);
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            self.drop_stale();
+        }
+    }
+    /// Drop the stale entries of `order`: each call's last one kept.
+    fn drop_stale(&mut self) {
+        let map = &mut self.map;
+        self.order.retain(|k| match map.get_mut(k) {
+            Some(c) if c.queued > 1 => {
+                c.queued -= 1;
+                false
+            }
+            Some(_) => true,
+            None => false,
+        });
     }
     /// The call a reply answers, marked answered.
     fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
-        self.map.get_mut(key).map(|(p, _)| {
-            p.answered = true;
-            p.info()
+        self.map.get_mut(key).map(|c| {
+            c.answered = true;
+            c.info()
         })
     }
     /// Is this call remembered?
@@ -398,7 +438,6 @@ impl Collector {
             calls: Calls {
                 map: std::collections::HashMap::default(),
                 order: VecDeque::new(),
-                stamp: 0,
                 max: max_calls.max(1),
                 forgotten: 0,
             },
@@ -748,5 +787,61 @@ impl Sink for Collector {
     }
     fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
         self.has_call(hs.dst, hs.src, xid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calls map against what it stands for (collector.Collector.calls):
+    /// a dict in insertion order, a key inserted again moved to the end, the
+    /// first one forgotten past the bound.
+    #[test]
+    fn calls_forget_the_oldest_insert_like_a_dict() {
+        for max in [1usize, 2, 3, 7, 50] {
+            let mut calls = Calls {
+                map: Default::default(),
+                order: VecDeque::new(),
+                max,
+                forgotten: 0,
+            };
+            let mut model: Vec<(CallKey, CallInfo, bool)> = Vec::new();
+            let mut forgotten = 0i64;
+            let mut r: u64 = 12345 + max as u64;
+            let mut next = |n: u64| {
+                r = r
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (r >> 33) % n
+            };
+            for step in 0..20_000i64 {
+                // few keys, so that most are inserted again (stale entries)
+                let key = (next(3) as u32, 7, next(2 * max as u64 + 2) as u32);
+                if next(3) == 0 {
+                    let got = calls.answer(&key);
+                    let want = model.iter_mut().find(|e| e.0 == key).map(|e| {
+                        e.2 = true;
+                        e.1
+                    });
+                    assert_eq!(got, want);
+                    continue;
+                }
+                let unknown = if next(2) == 0 { -1 } else { step };
+                let info = (100003, 3, unknown, -1, u32::MAX as i64);
+                calls.insert(key, info);
+                if let Some(i) = model.iter().position(|e| e.0 == key) {
+                    model.remove(i);
+                } else if model.len() >= max {
+                    forgotten += i64::from(!model.remove(0).2);
+                }
+                model.push((key, info, false));
+                assert_eq!(calls.forgotten, forgotten);
+                assert_eq!(calls.map.len(), model.len());
+                for e in &model {
+                    assert!(calls.contains(&e.0));
+                }
+            }
+        }
     }
 }
