@@ -961,14 +961,20 @@ impl TcpReassembler {
                         continue;
                     }
                     pos = hdr;
-                    if start && flen > 0 && value & rpc::LAST_FRAG != 0 && flen <= cap - hdr {
-                        // A whole record in this segment's captured bytes (a
-                        // metadata capture's every message): handed on from
-                        // them, not copied into the stream's head buffer first
-                        // (the copy, and each new stream's buffer growing,
-                        // were 3% of the parse of many short connections).
-                        // The state it leaves is the one the steps below
-                        // would (mark -> one fragment -> emit).
+                    if start
+                        && need == 4
+                        && flen > 0
+                        && value & rpc::LAST_FRAG != 0
+                        && flen <= cap - hdr
+                    {
+                        // A whole record, its mark too, in this segment's
+                        // captured bytes (a metadata capture's every
+                        // message): handed on from them, not copied into the
+                        // stream's head buffer first (the copy, and each new
+                        // stream's buffer growing, were 3% of the parse of
+                        // many short connections).  The state it leaves is
+                        // the one the steps below would (mark -> one
+                        // fragment -> emit).
                         let m = &mut hs.msg;
                         m.start = (base + hdr - 4).rem_euclid(SEQ_MOD);
                         m.assembling = true;
