@@ -264,52 +264,57 @@ type FlowKey = (u32, i32, u32, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
 
-/// A remembered call as the calls map holds it: its CallInfo, each value of
-/// which is -1 (unknown) or a 32-bit word of the header, as five u32 and a
-/// bit per value for -1; whether a reply came; and how many entries of
-/// `Calls::order` are its key's (28 bytes, with the key 40: they were 72 with
-/// the info as five i64 and an insertion stamp, and the map of a
-/// million-packet capture holds hundreds of thousands of calls, which its
-/// inserts and rehashes move).
+/// A remembered call as the calls map holds it (12 bytes, with its key 24:
+/// they were 72 with the info as five i64 and an insertion stamp, and the map
+/// of a million-packet capture holds hundreds of thousands of calls, which
+/// its inserts and rehashes move): its CallInfo in two words, whether a reply
+/// came, and how many entries of `Calls::order` are its key's.
+///
+/// Each value of a CallInfo is -1 (unknown) or a 32-bit word of the header:
+/// `prog` holds the program, `rest` the version and procedure (8 bits each),
+/// the GSS service and procedure (4 bits each), a bit per value for -1, and
+/// the answered bit.  A call whose version, procedure or GSS values do not fit
+/// there (no ONC RPC protocol has them) has its CallInfo in `Calls::spill`,
+/// `prog` its index, its SPILLED bit set.
 #[derive(Clone, Copy)]
 struct Call {
-    v: [u32; 5],
+    prog: u32,
+    rest: u32,
     queued: u32,
-    unknown: u8,
-    answered: bool,
 }
 
+const UNKNOWN_SHIFT: u32 = 24;
+const ANSWERED: u32 = 1 << 29;
+const SPILLED: u32 = 1 << 31;
+
 impl Call {
+    /// Its info in the two words, if it fits.
     #[inline]
-    fn new(info: CallInfo, queued: u32) -> Self {
+    fn pack(info: CallInfo) -> Option<(u32, u32)> {
         let a = [info.0, info.1, info.2, info.3, info.4];
-        let mut unknown = 0u8;
-        let mut v = [0u32; 5];
+        // the bits of each value in `rest` (the program: all of `prog`)
+        const FIELDS: [(u32, u32); 4] = [(0, 8), (8, 8), (16, 4), (20, 4)];
+        let mut prog = 0u32;
+        let mut rest = 0u32;
         for (k, &x) in a.iter().enumerate() {
             debug_assert!(x == -1 || u32::try_from(x).is_ok());
             if x < 0 {
-                unknown |= 1 << k;
+                rest |= 1 << (UNKNOWN_SHIFT + k as u32);
+            } else if k == 0 {
+                prog = x as u32;
             } else {
-                v[k] = x as u32;
+                let (at, bits) = FIELDS[k - 1];
+                if x >= 1 << bits {
+                    return None;
+                }
+                rest |= (x as u32) << at;
             }
         }
-        Call {
-            v,
-            queued,
-            unknown,
-            answered: false,
-        }
+        Some((prog, rest))
     }
     #[inline]
-    fn info(&self) -> CallInfo {
-        let x = |k: usize| {
-            if self.unknown & (1 << k) != 0 {
-                -1
-            } else {
-                i64::from(self.v[k])
-            }
-        };
-        (x(0), x(1), x(2), x(3), x(4))
+    fn answered(&self) -> bool {
+        self.rest & ANSWERED != 0
     }
 }
 
@@ -325,12 +330,85 @@ impl Call {
 pub(crate) struct Calls {
     map: std::collections::HashMap<CallKey, Call, CallHash>,
     order: VecDeque<CallKey>,
+    spill: Spill,
     max: usize,
     /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
     pub(crate) forgotten: i64,
 }
 
+/// The CallInfo of calls whose values do not fit a `Call`, and the slots of
+/// forgotten ones, reused (at most one per call remembered).
+#[derive(Default)]
+struct Spill {
+    infos: Vec<CallInfo>,
+    free: Vec<u32>,
+}
+
+impl Spill {
+    /// A call of this info, queued this many times.
+    #[inline]
+    fn make(&mut self, info: CallInfo, queued: u32) -> Call {
+        if let Some((prog, rest)) = Call::pack(info) {
+            return Call { prog, rest, queued };
+        }
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.infos[at as usize] = info;
+                at
+            }
+            None => {
+                self.infos.push(info);
+                (self.infos.len() - 1) as u32
+            }
+        };
+        Call {
+            prog: at,
+            rest: SPILLED,
+            queued,
+        }
+    }
+
+    /// A call gone: its spilled info's slot free.
+    #[inline]
+    fn release(&mut self, c: &Call) {
+        if c.rest & SPILLED != 0 {
+            self.free.push(c.prog);
+        }
+    }
+
+    fn info(&self, c: &Call) -> CallInfo {
+        if c.rest & SPILLED != 0 {
+            return self.infos[c.prog as usize];
+        }
+        let value = |k: u32, v: u32| {
+            if c.rest & (1 << (UNKNOWN_SHIFT + k)) != 0 {
+                -1
+            } else {
+                i64::from(v)
+            }
+        };
+        let r = c.rest;
+        (
+            value(0, c.prog),
+            value(1, r & 0xFF),
+            value(2, (r >> 8) & 0xFF),
+            value(3, (r >> 16) & 0xF),
+            value(4, (r >> 20) & 0xF),
+        )
+    }
+}
+
 impl Calls {
+    fn new(max: usize) -> Self {
+        Calls {
+            map: Default::default(),
+            order: VecDeque::new(),
+            spill: Spill::default(),
+            max,
+            forgotten: 0,
+        }
+    }
+
     fn insert(&mut self, key: CallKey, info: CallInfo) {
         use std::collections::hash_map::Entry;
         // (the bound first: the lookup only when the map is full)
@@ -345,7 +423,8 @@ impl Calls {
                     continue;
                 }
                 if let Some(c) = self.map.remove(&k) {
-                    self.forgotten += i64::from(!c.answered);
+                    self.forgotten += i64::from(!c.answered());
+                    self.spill.release(&c);
                 }
                 break;
             }
@@ -357,11 +436,12 @@ impl Calls {
         }
         match self.map.entry(key) {
             Entry::Occupied(mut e) => {
-                let queued = e.get().queued + 1;
-                *e.get_mut() = Call::new(info, queued);
+                let old = *e.get();
+                self.spill.release(&old);
+                *e.get_mut() = self.spill.make(info, old.queued + 1);
             }
             Entry::Vacant(e) => {
-                e.insert(Call::new(info, 1));
+                e.insert(self.spill.make(info, 1));
             }
         }
         self.order.push_back(key);
@@ -383,10 +463,9 @@ impl Calls {
     }
     /// The call a reply answers, marked answered.
     fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
-        self.map.get_mut(key).map(|c| {
-            c.answered = true;
-            c.info()
-        })
+        let c = self.map.get_mut(key)?;
+        c.rest |= ANSWERED;
+        Some(self.spill.info(c))
     }
     /// Is this call remembered?
     #[inline]
@@ -435,12 +514,7 @@ impl Collector {
             max_events,
             events_dropped: 0,
             auth_too_long: 0,
-            calls: Calls {
-                map: std::collections::HashMap::default(),
-                order: VecDeque::new(),
-                max: max_calls.max(1),
-                forgotten: 0,
-            },
+            calls: Calls::new(max_calls.max(1)),
             flows: HashMap::default(),
             rpc_ports: HashSet::default(),
             portmap_asks: HashMap::default(),
@@ -800,12 +874,7 @@ mod tests {
     #[test]
     fn calls_forget_the_oldest_insert_like_a_dict() {
         for max in [1usize, 2, 3, 7, 50] {
-            let mut calls = Calls {
-                map: Default::default(),
-                order: VecDeque::new(),
-                max,
-                forgotten: 0,
-            };
+            let mut calls = Calls::new(max);
             let mut model: Vec<(CallKey, CallInfo, bool)> = Vec::new();
             let mut forgotten = 0i64;
             let mut r: u64 = 12345 + max as u64;
@@ -827,8 +896,14 @@ mod tests {
                     assert_eq!(got, want);
                     continue;
                 }
-                let unknown = if next(2) == 0 { -1 } else { step };
-                let info = (100003, 3, unknown, -1, u32::MAX as i64);
+                // infos held in a Call, and spilled ones (values too wide)
+                let unknown = if next(2) == 0 { -1 } else { step % 300 };
+                let info = match next(4) {
+                    0 => (100003, 4, 1, -1, -1),
+                    1 => (100003, 3, unknown, 2, 0),
+                    2 => (u32::MAX as i64, 255, 7, 15, 16),
+                    _ => (-1, -1, -1, 3, u32::MAX as i64),
+                };
                 calls.insert(key, info);
                 if let Some(i) = model.iter().position(|e| e.0 == key) {
                     model.remove(i);
@@ -838,6 +913,7 @@ mod tests {
                 model.push((key, info, false));
                 assert_eq!(calls.forgotten, forgotten);
                 assert_eq!(calls.map.len(), model.len());
+                assert!(calls.spill.infos.len() <= max, "spilled slots reused");
                 for e in &model {
                     assert!(calls.contains(&e.0));
                 }
