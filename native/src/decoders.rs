@@ -27,19 +27,13 @@ pub use crate::tables::{
     DECODE_ENCRYPTED, DECODE_NONE, DECODE_OK, DECODE_PARTIAL, DECODE_TRUNCATED,
 };
 
-/// A COMPOUND's opcodes or statuses: held inline up to a few (most
-/// COMPOUNDs have 2-6 operations), so that decoding a message allocates
-/// nothing (a Vec per list was a malloc and a free per message, ~4% of the
-/// parse of a metadata capture); a longer list spills to the heap.
-pub type OpList = smallvec::SmallVec<[u32; 8]>;
-
 /// The decoded NFS fields of one message (nfs_fields.NFS_FIELDS); None /
 /// empty = the field's default.
 #[derive(Default, Clone, Debug)]
 pub struct Fields<'a> {
     pub kind: Kind,
-    pub ops: OpList,
-    pub statuses: OpList,
+    pub ops: Vec<u32>,
+    pub statuses: Vec<u32>,
     pub nfs_status: Option<u32>,
     pub fh: Option<&'a [u8]>,
     pub name: Option<&'a [u8]>,
