@@ -15,6 +15,7 @@ use crate::tables::{
 };
 use crate::tcp::{Assembled, Ev, HalfStream, Sink, EVENT_KIND_NAMES};
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -50,18 +51,25 @@ impl<K: Hash + Eq + Clone> Interner<K> {
     }
 }
 
+impl<T: Hash + Eq + Clone> Interner<Vec<T>> {
+    /// The id of a list looked up by a slice: a Vec made only for a value
+    /// not seen before (the empty list is id 0).
+    #[inline]
+    pub fn slice(&mut self, k: &[T]) -> u32 {
+        if k.is_empty() {
+            return 0;
+        }
+        if let Some(&i) = self.map.get(k) {
+            return i;
+        }
+        self.id(&k.to_vec())
+    }
+}
+
 impl Interner<Vec<u8>> {
     #[inline]
     pub fn bytes(&mut self, k: Option<&[u8]>) -> u32 {
-        match k {
-            None | Some([]) => 0,
-            Some(b) => {
-                if let Some(&i) = self.map.get(b) {
-                    return i;
-                }
-                self.id(&b.to_vec())
-            }
-        }
+        k.map_or(0, |b| self.slice(b))
     }
 }
 
@@ -204,50 +212,220 @@ impl std::hash::Hasher for CallHasher {
         ((h & !run) | self.low) ^ (self.low.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (0x7F << 57))
     }
 }
-/// (client, client port, server, server port) of a call
-type FlowKey = (Addr, i32, Addr, i32);
+/// (client, client port, server, server port) of a call, the addresses as
+/// their ids in `Collector::addrs` (16 bytes to hash and compare, not 40: a
+/// flow is looked up on every call)
+type FlowKey = (u32, i32, u32, i32);
 /// (prog, vers, proc, gss_service, gss_proc) of the last call
 type CallInfo = (i64, i64, i64, i64, i64);
 
+/// A remembered call as the calls map holds it (12 bytes, with its key 24:
+/// they were 72 with the info as five i64 and an insertion stamp, and the map
+/// of a million-packet capture holds hundreds of thousands of calls, which
+/// its inserts and rehashes move): its CallInfo in two words, whether a reply
+/// came, and how many entries of `Calls::order` are its key's.
+///
+/// Each value of a CallInfo is -1 (unknown) or a 32-bit word of the header:
+/// `prog` holds the program, `rest` the version and procedure (8 bits each),
+/// the GSS service and procedure (4 bits each), a bit per value for -1, and
+/// the answered bit.  A call whose version, procedure or GSS values do not fit
+/// there (no ONC RPC protocol has them) has its CallInfo in `Calls::spill`,
+/// `prog` its index, its SPILLED bit set.
+#[derive(Clone, Copy)]
+struct Call {
+    prog: u32,
+    rest: u32,
+    queued: u32,
+}
+
+const UNKNOWN_SHIFT: u32 = 24;
+const ANSWERED: u32 = 1 << 29;
+const SPILLED: u32 = 1 << 31;
+
+impl Call {
+    /// Its info in the two words, if it fits.
+    #[inline]
+    fn pack(info: CallInfo) -> Option<(u32, u32)> {
+        let a = [info.0, info.1, info.2, info.3, info.4];
+        // the bits of each value in `rest` (the program: all of `prog`)
+        const FIELDS: [(u32, u32); 4] = [(0, 8), (8, 8), (16, 4), (20, 4)];
+        let mut prog = 0u32;
+        let mut rest = 0u32;
+        for (k, &x) in a.iter().enumerate() {
+            debug_assert!(x == -1 || u32::try_from(x).is_ok());
+            if x < 0 {
+                rest |= 1 << (UNKNOWN_SHIFT + k as u32);
+            } else if k == 0 {
+                prog = x as u32;
+            } else {
+                let (at, bits) = FIELDS[k - 1];
+                if x >= 1 << bits {
+                    return None;
+                }
+                rest |= (x as u32) << at;
+            }
+        }
+        Some((prog, rest))
+    }
+    #[inline]
+    fn answered(&self) -> bool {
+        self.rest & ANSWERED != 0
+    }
+}
+
 /// Calls remembered to name replies, oldest forgotten first past a bound
 /// (a Python dict re-inserted on use); each with whether a reply came.
+///
+/// `order` holds the key of every insert, oldest first; a key inserted again
+/// is queued again, its earlier entries stale.  A call counts its key's
+/// entries (`Call::queued`) instead of stamping each insert: an entry is its
+/// call's latest insert when it is the last of them queued, so popped or
+/// looked over oldest first, an entry is stale while its call counts more
+/// than one.
 pub(crate) struct Calls {
-    pub(crate) map: std::collections::HashMap<CallKey, (CallInfo, u64, bool), CallHash>,
-    order: VecDeque<(CallKey, u64)>,
-    stamp: u64,
+    map: std::collections::HashMap<CallKey, Call, CallHash>,
+    order: VecDeque<CallKey>,
+    spill: Spill,
     max: usize,
     /// calls forgotten before any reply came (collector.Collector.calls_forgotten)
     pub(crate) forgotten: i64,
 }
 
+/// The CallInfo of calls whose values do not fit a `Call`, and the slots of
+/// forgotten ones, reused (at most one per call remembered).
+#[derive(Default)]
+struct Spill {
+    infos: Vec<CallInfo>,
+    free: Vec<u32>,
+}
+
+impl Spill {
+    /// A call of this info, queued this many times.
+    #[inline]
+    fn make(&mut self, info: CallInfo, queued: u32) -> Call {
+        if let Some((prog, rest)) = Call::pack(info) {
+            return Call { prog, rest, queued };
+        }
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.infos[at as usize] = info;
+                at
+            }
+            None => {
+                self.infos.push(info);
+                (self.infos.len() - 1) as u32
+            }
+        };
+        Call {
+            prog: at,
+            rest: SPILLED,
+            queued,
+        }
+    }
+
+    /// A call gone: its spilled info's slot free.
+    #[inline]
+    fn release(&mut self, c: &Call) {
+        if c.rest & SPILLED != 0 {
+            self.free.push(c.prog);
+        }
+    }
+
+    fn info(&self, c: &Call) -> CallInfo {
+        if c.rest & SPILLED != 0 {
+            return self.infos[c.prog as usize];
+        }
+        let value = |k: u32, v: u32| {
+            if c.rest & (1 << (UNKNOWN_SHIFT + k)) != 0 {
+                -1
+            } else {
+                i64::from(v)
+            }
+        };
+        let r = c.rest;
+        (
+            value(0, c.prog),
+            value(1, r & 0xFF),
+            value(2, (r >> 8) & 0xFF),
+            value(3, (r >> 16) & 0xF),
+            value(4, (r >> 20) & 0xF),
+        )
+    }
+}
+
 impl Calls {
+    fn new(max: usize) -> Self {
+        Calls {
+            map: Default::default(),
+            order: VecDeque::new(),
+            spill: Spill::default(),
+            max,
+            forgotten: 0,
+        }
+    }
+
     fn insert(&mut self, key: CallKey, info: CallInfo) {
+        use std::collections::hash_map::Entry;
         // (the bound first: the lookup only when the map is full)
         if self.map.len() >= self.max && !self.map.contains_key(&key) {
-            while let Some((k, s)) = self.order.pop_front() {
-                if matches!(self.map.get(&k), Some((_, t, _)) if *t == s) {
-                    if let Some((_, _, answered)) = self.map.remove(&k) {
-                        self.forgotten += i64::from(!answered);
-                    }
-                    break;
+            // forget the call inserted longest ago (its latest insert the oldest)
+            while let Some(k) = self.order.pop_front() {
+                let Some(c) = self.map.get_mut(&k) else {
+                    continue;
+                };
+                if c.queued > 1 {
+                    c.queued -= 1; // a stale entry: the call was inserted again
+                    continue;
                 }
+                if let Some(c) = self.map.remove(&k) {
+                    self.forgotten += i64::from(!c.answered());
+                    self.spill.release(&c);
+                }
+                break;
             }
         }
-        self.stamp += 1;
-        self.map.insert(key, (info, self.stamp, false));
-        self.order.push_back((key, self.stamp));
-        if self.order.len() > 2 * self.map.len() + 1024 {
-            let map = &self.map;
-            self.order
-                .retain(|(k, s)| matches!(map.get(k), Some((_, t, _)) if t == s));
+        if self.order.len() >= u32::MAX as usize {
+            // (a call counts at most the entries queued: with fewer than
+            // u32::MAX queued, one more fits its count)
+            self.drop_stale();
         }
+        match self.map.entry(key) {
+            Entry::Occupied(mut e) => {
+                let old = *e.get();
+                self.spill.release(&old);
+                *e.get_mut() = self.spill.make(info, old.queued + 1);
+            }
+            Entry::Vacant(e) => {
+                e.insert(self.spill.make(info, 1));
+            }
+        }
+        self.order.push_back(key);
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            self.drop_stale();
+        }
+    }
+    /// Drop the stale entries of `order`: each call's last one kept.
+    fn drop_stale(&mut self) {
+        let map = &mut self.map;
+        self.order.retain(|k| match map.get_mut(k) {
+            Some(c) if c.queued > 1 => {
+                c.queued -= 1;
+                false
+            }
+            Some(_) => true,
+            None => false,
+        });
     }
     /// The call a reply answers, marked answered.
     fn answer(&mut self, key: &CallKey) -> Option<CallInfo> {
-        self.map.get_mut(key).map(|(i, _, answered)| {
-            *answered = true;
-            *i
-        })
+        let c = self.map.get_mut(key)?;
+        c.rest |= ANSWERED;
+        Some(self.spill.info(c))
+    }
+    /// Is this call remembered?
+    #[inline]
+    fn contains(&self, key: &CallKey) -> bool {
+        self.map.contains_key(key)
     }
 }
 
@@ -291,13 +469,7 @@ impl Collector {
             max_events,
             events_dropped: 0,
             auth_too_long: 0,
-            calls: Calls {
-                map: std::collections::HashMap::default(),
-                order: VecDeque::new(),
-                stamp: 0,
-                max: max_calls.max(1),
-                forgotten: 0,
-            },
+            calls: Calls::new(max_calls.max(1)),
             flows: HashMap::default(),
             rpc_ports: HashSet::default(),
             portmap_asks: HashMap::default(),
@@ -317,8 +489,17 @@ impl Collector {
     #[inline]
     pub(crate) fn has_call(&self, client: Addr, server: Addr, xid: u32) -> bool {
         match (self.addrs.get(&client), self.addrs.get(&server)) {
-            (Some(c), Some(s)) => self.calls.map.contains_key(&(c, s, xid)),
+            (Some(c), Some(s)) => self.calls.contains(&(c, s, xid)),
             _ => false, // an address never seen: no call of it either
+        }
+    }
+
+    /// Did a call go from `client` to `server` on these ports (its last
+    /// call remembered in `flows`)?
+    fn has_flow(&self, client: Addr, cport: i32, server: Addr, sport: i32) -> bool {
+        match (self.addrs.get(&client), self.addrs.get(&server)) {
+            (Some(c), Some(s)) => self.flows.contains_key(&(c, cport, s, sport)),
+            _ => false, // an address never seen: no flow of it either
         }
     }
 
@@ -372,6 +553,7 @@ impl Collector {
         conn: i64,
         head: &[u8],
         m: &Assembled,
+        ids: Option<&Cell<Option<(u32, u32)>>>,
     ) -> Option<u64> {
         let decoded = rpc::decode_header(head).or_else(|| {
             // Cut inside its header (a snaplen, long TCP options): a reply if its
@@ -382,10 +564,10 @@ impl Collector {
                 if self.has_call(dst, src, xid) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
-                if self.flows.contains_key(&(src, sport, dst, dport)) {
+                if self.has_flow(src, sport, dst, dport) {
                     return Some(rpc::Header::xid_only(xid, true));
                 }
-                if self.flows.contains_key(&(dst, dport, src, sport)) {
+                if self.has_flow(dst, dport, src, sport) {
                     return Some(rpc::Header::xid_only(xid, false));
                 }
             }
@@ -409,8 +591,16 @@ impl Collector {
         let xid = hdr.xid;
         // (interned here, before the calls keyed by them: the ids are those
         // the row takes, in the same order)
-        let s_id = self.addrs.id(&src);
-        let d_id = self.addrs.id(&dst);
+        let (s_id, d_id) = match ids.and_then(Cell::get) {
+            Some(known) => known,
+            None => {
+                let known = (self.addrs.id(&src), self.addrs.id(&dst));
+                if let Some(cell) = ids {
+                    cell.set(Some(known));
+                }
+                known
+            }
+        };
         if hdr.body_offset < 0 && head.len() >= 40 && auth_too_long(head, hdr.is_call) {
             self.auth_too_long += 1;
         }
@@ -418,7 +608,7 @@ impl Collector {
             st.calls += 1;
             let info = (hdr.prog, hdr.vers, hdr.proc_, hdr.gss_service, hdr.gss_proc);
             self.calls.insert((s_id, d_id, xid), info);
-            let flow = (src, sport, dst, dport);
+            let flow = (s_id, sport, d_id, dport);
             if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&flow) {
                 self.flows.clear();
             }
@@ -480,7 +670,7 @@ impl Collector {
                 }
                 None => {
                     st.replies_without_call_info += 1;
-                    let last = self.flows.get(&(dst, dport, src, sport)).copied();
+                    let last = self.flows.get(&(d_id, dport, s_id, sport)).copied();
                     if let Some((vers, proc_, f)) =
                         decoders::reply_without_call(last, head, hdr.body_offset, m.rpc_len)
                     {
@@ -504,16 +694,8 @@ impl Collector {
         }
         st.messages += 1;
         let machine = self.machines.bytes(hdr.machine);
-        let ops = if fields.ops.is_empty() {
-            0
-        } else {
-            self.op_lists.id(&fields.ops)
-        };
-        let statuses = if fields.statuses.is_empty() {
-            0
-        } else {
-            self.status_lists.id(&fields.statuses)
-        };
+        let ops = self.op_lists.slice(&fields.ops);
+        let statuses = self.status_lists.slice(&fields.statuses);
         let fh = self.fhs.bytes(fields.fh);
         let name = self.names.bytes(fields.name);
         let verifier = self.verifiers.bytes(fields.verifier);
@@ -606,7 +788,17 @@ fn auth_too_long(head: &[u8], is_call: bool) -> bool {
 impl Sink for Collector {
     fn emit(&mut self, hs: &HalfStream, m: Assembled) -> Option<u64> {
         let head = m.head;
-        self.message(hs.src, hs.sport, hs.dst, hs.dport, true, hs.conn, head, &m)
+        self.message(
+            hs.src,
+            hs.sport,
+            hs.dst,
+            hs.dport,
+            true,
+            hs.conn,
+            head,
+            &m,
+            Some(&hs.addr_ids),
+        )
     }
     fn event(
         &mut self,
@@ -624,5 +816,63 @@ impl Sink for Collector {
     }
     fn is_pending_call(&self, hs: &HalfStream, xid: u32) -> bool {
         self.has_call(hs.dst, hs.src, xid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calls map against what it stands for (collector.Collector.calls):
+    /// a dict in insertion order, a key inserted again moved to the end, the
+    /// first one forgotten past the bound.
+    #[test]
+    fn calls_forget_the_oldest_insert_like_a_dict() {
+        for max in [1usize, 2, 3, 7, 50] {
+            let mut calls = Calls::new(max);
+            let mut model: Vec<(CallKey, CallInfo, bool)> = Vec::new();
+            let mut forgotten = 0i64;
+            let mut r: u64 = 12345 + max as u64;
+            let mut next = |n: u64| {
+                r = r
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (r >> 33) % n
+            };
+            for step in 0..20_000i64 {
+                // few keys, so that most are inserted again (stale entries)
+                let key = (next(3) as u32, 7, next(2 * max as u64 + 2) as u32);
+                if next(3) == 0 {
+                    let got = calls.answer(&key);
+                    let want = model.iter_mut().find(|e| e.0 == key).map(|e| {
+                        e.2 = true;
+                        e.1
+                    });
+                    assert_eq!(got, want);
+                    continue;
+                }
+                // infos held in a Call, and spilled ones (values too wide)
+                let unknown = if next(2) == 0 { -1 } else { step % 300 };
+                let info = match next(4) {
+                    0 => (100003, 4, 1, -1, -1),
+                    1 => (100003, 3, unknown, 2, 0),
+                    2 => (u32::MAX as i64, 255, 7, 15, 16),
+                    _ => (-1, -1, -1, 3, u32::MAX as i64),
+                };
+                calls.insert(key, info);
+                if let Some(i) = model.iter().position(|e| e.0 == key) {
+                    model.remove(i);
+                } else if model.len() >= max {
+                    forgotten += i64::from(!model.remove(0).2);
+                }
+                model.push((key, info, false));
+                assert_eq!(calls.forgotten, forgotten);
+                assert_eq!(calls.map.len(), model.len());
+                assert!(calls.spill.infos.len() <= max, "spilled slots reused");
+                for e in &model {
+                    assert!(calls.contains(&e.0));
+                }
+            }
+        }
     }
 }

@@ -68,6 +68,21 @@ pub struct Settings {
 
 type StreamKey = (Addr, i32, Addr, i32);
 
+/// Slots of `Dissector::recent_streams`: more than the directions a capture
+/// has active at once, few enough to stay in the L1 cache (16 KiB).
+const RECENT_STREAMS: usize = 256;
+
+/// The slot of a stream in `recent_streams`: its ports and its addresses'
+/// last bytes mixed (no full hash: the slot is only a guess, checked against
+/// the whole key).  A client's connections differ in their port, which the
+/// client numbers in sequence: they fall in different slots.
+#[inline]
+fn recent_slot(key: &StreamKey) -> usize {
+    let last = |a: &Addr| a.as_bytes().last().copied().unwrap_or(0) as u32;
+    let x = (key.1 as u32) ^ (key.3 as u32).rotate_left(7) ^ last(&key.0) << 3 ^ last(&key.2) << 11;
+    (x ^ x >> 8) as usize % RECENT_STREAMS
+}
+
 /// The transport layer (dissector.Dissector).
 pub struct Dissector {
     settings_dup_window: i64,
@@ -82,6 +97,12 @@ pub struct Dissector {
     /// stream it ever saw, buffers and all)
     free: Vec<usize>,
     streams: IndexMap<StreamKey, usize>,
+    /// the streams of recent segments (a subset of `streams`, each in the slot
+    /// `recent_slot` gives it): a capture of many connections, tens of
+    /// thousands of them in `streams`, looked each segment's stream up there,
+    /// a hash of its 40-byte key and a probe of tables larger than the L2
+    /// cache (6% of the parse of a metadata capture of 37,000 connections)
+    recent_streams: Box<[Option<(StreamKey, usize)>]>,
     conns: IndexMap<StreamKey, i64>,
     /// UDP flows: frame number of their last RPC message
     udp_seen: HashMap<StreamKey, i64>,
@@ -173,6 +194,7 @@ impl Dissector {
             arena: Vec::new(),
             free: Vec::new(),
             streams: IndexMap::default(),
+            recent_streams: vec![None; RECENT_STREAMS].into_boxed_slice(),
             conns: IndexMap::default(),
             udp_seen: HashMap::default(),
             tracked_conns: Default::default(),
@@ -370,7 +392,7 @@ impl Dissector {
     ) {
         let seg: &[u8] = &dg.payload;
         let key = (dg.src, sport, dg.dst, dport);
-        let mut h = match self.streams.get(&key).copied() {
+        let mut h = match self.stream_of(&key) {
             Some(h) => h,
             None => self.new_stream(None, dg, sport, dport, ts, frame),
         };
@@ -557,6 +579,21 @@ impl Dissector {
         }
     }
 
+    /// The stream of this key, if there is one: from `recent_streams` when
+    /// it is there, else from `streams` (and then kept in its slot).
+    #[inline]
+    fn stream_of(&mut self, key: &StreamKey) -> Option<usize> {
+        let slot = &mut self.recent_streams[recent_slot(key)];
+        if let Some((k, h)) = slot {
+            if k == key {
+                return Some(*h);
+            }
+        }
+        let h = self.streams.get(key).copied()?;
+        *slot = Some((*key, h));
+        Some(h)
+    }
+
     /// A segment with SYN set on a direction that has carried RPC records:
     /// true when the receiver would have dropped it (dissector.Dissector._syn_dropped).
     fn syn_dropped(&mut self, h: usize, dg: &Datagram, seq: i64, mut csum: Option<bool>) -> bool {
@@ -659,6 +696,7 @@ impl Dissector {
             self.arena.len() - 1
         };
         self.streams.insert(key, h);
+        self.recent_streams[recent_slot(&key)] = Some((key, h));
         if let Some(&r) = self.streams.get(&rkey) {
             self.arena[h].rev = Some(r);
             self.arena[r].rev = Some(h);
@@ -712,6 +750,8 @@ impl Dissector {
         }
         self.conns.retain(|k, _| !gone_conns.contains(k));
         self.streams.retain(|k, _| !gone_streams.contains(k));
+        // (streams gone, their slots free for others: none of them is found)
+        self.recent_streams.fill(None);
     }
 
     /// One UDP datagram's payload: an RPC message if it looks like one
@@ -787,7 +827,7 @@ impl Dissector {
             complete,
         };
         self.col
-            .message(src, sport, dst, dport, false, conn, head, &m);
+            .message(src, sport, dst, dport, false, conn, head, &m, None);
     }
 
     /// A reply whose call is not known: give up the incomplete datagram that
