@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import rows_where
+from nfstrace.analysis.grouping import narrow_codes, rows_where
 from nfstrace.analysis.writes import activity_with_pairs, prepared, write_sizes
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.procedures import WRITE_OP
@@ -348,11 +348,17 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
         del call_t
         calls.sort(kind="stable")  # (a merge sort: quick on the pairs' sorted runs)
         wanted = reply_pair * span
-        del reply_pair
         wanted -= lo
         wanted += reply_t
         del reply_t
-        at = np.searchsorted(calls, wanted, side="left")  # the first call at or after the reply
+        # the first call at or after the reply, the replies searched in (pair,
+        # time) order: searchsorted starts each search where the last one ended
+        # when the needles ascend (3x quicker than the replies in time order,
+        # pairs interleaved); their pair codes' stable sort is that order
+        by_pair = np.argsort(narrow_codes(reply_pair), kind="stable")
+        at = np.empty(len(wanted), "int64")
+        at[by_pair] = np.searchsorted(calls, wanted[by_pair], side="left")
+        del by_pair, reply_pair
         found = at < len(calls)
         np.minimum(at, len(calls) - 1, out=at)  # (answered rows are calls: never empty)
         key = calls[at]
