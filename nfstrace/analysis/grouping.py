@@ -120,13 +120,38 @@ def row_codes(columns: Sequence[pd.Series | np.ndarray | ExtensionArray]) -> np.
     group = np.zeros(len(columns[0]), "int64")
     size = 1  # group < size
     for column in columns:
-        codes, uniques = pd.factorize(column, use_na_sentinel=False)
-        n = max(len(uniques), 1)
+        codes, n = _equal_codes(column)
         if size > np.iinfo("int64").max // n:  # mixed radix, re-numbered before it overflows
             group = pd.factorize(group)[0]
             size = int(group.max(initial=0)) + 1
         group, size = group * n + codes, size * n
     return pd.factorize(group)[0]
+
+
+def _equal_codes(column: pd.Series | np.ndarray | ExtensionArray) -> tuple[np.ndarray, int]:
+    """Codes 0 .. n - 1 equal where the column's values are (missing equal to
+    missing), and n: a category column's own codes (missing: n - 1), an
+    integer column of a small range its offsets from its least, else a hash
+    (factorize).  Only which rows are equal matters (``row_codes`` numbers the
+    combinations afterwards): no hash of the rows where codes are at hand."""
+    if isinstance(column, pd.Series) and isinstance(column.dtype, pd.CategoricalDtype):
+        codes, n = column.cat.codes.to_numpy(), len(column.cat.categories)
+        return np.where(codes < 0, n, codes), n + 1
+    if isinstance(column, pd.Categorical):
+        codes, n = column.codes, len(column.categories)
+        return np.where(codes < 0, n, codes), n + 1
+    dtype = column.dtype
+    if (
+        isinstance(dtype, np.dtype)
+        and len(column)
+        and (dtype.kind in "ib" or (dtype.kind == "u" and dtype.itemsize < 8))
+    ):
+        values = np.asarray(column)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo <= 4 * len(values) + 4096:  # (as sorted_codes: a count per value)
+            return values.astype("int64") - lo, hi - lo + 1
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes, max(len(uniques), 1)
 
 
 def first_rows(codes: np.ndarray) -> np.ndarray:
@@ -148,6 +173,22 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
         return np.unique(values)
     out = np.sort(values, kind="stable")  # (a merge sort: quick on sorted runs)
     return out[np.r_[True, out[1:] != out[:-1]]] if len(out) else out
+
+
+def unique_first(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True)`` of integers: the distinct values
+    ascending and where each first occurs.  Of non-negative integers of a small
+    range (connection ids) by a least position per value, not a sort of the rows."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu" or not len(values) or int(values.min()) < 0:
+        return np.unique(values, return_index=True)
+    top = int(values.max())
+    if top > 4 * len(values) + 4096:
+        return np.unique(values, return_index=True)
+    first = np.full(top + 1, len(values), "int64")
+    np.minimum.at(first, values, np.arange(len(values)))
+    present = np.flatnonzero(first < len(values))
+    return present.astype(values.dtype), first[present]
 
 
 def is_value(column: pd.Series, value: object) -> np.ndarray:
