@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nfstrace.analysis.grouping import unique_first
 from nfstrace.combining import categorical_from, lexsort, merged, typed
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
@@ -390,7 +391,7 @@ def _attach_replies(
 
     n = len(groups.first)
     answered = tx >= 0
-    answered_tx, first_of = np.unique(tx[answered], return_index=True)
+    answered_tx, first_of = unique_first(tx[answered])  # (group numbers: no sort)
     reply = np.full(n, -1, "int64")
     reply[answered_tx] = replies[answered][first_of]  # the first reply in capture order
     n_replies = np.bincount(tx[answered], minlength=n)
