@@ -15,6 +15,7 @@ no sort at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -189,6 +190,34 @@ def unique_first(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     np.minimum.at(first, values, np.arange(len(values)))
     present = np.flatnonzero(first < len(values))
     return present.astype(values.dtype), first[present]
+
+
+def sorted_search(
+    haystack: np.ndarray, needles: np.ndarray, side: Literal["left", "right"] = "left"
+) -> np.ndarray:
+    """``np.searchsorted(haystack, needles, side)`` of integers, by a merge where
+    both are sorted (calls and replies in time order): a stable argsort of the
+    two one after the other (two sorted runs, merged in one pass), each
+    needle's place in it less its own rank; twice as quick as a binary search
+    per needle on 400k of each.  Else ``np.searchsorted`` itself."""
+    if (
+        haystack.dtype.kind not in "iu"
+        or needles.dtype.kind not in "iu"
+        or not (_ascending(haystack) and _ascending(needles))
+    ):
+        return np.searchsorted(haystack, needles, side=side)
+    # ties: "right" counts the equal values of the haystack (they go first), "left" not
+    if side == "right":
+        order = np.argsort(np.concatenate([haystack, needles]), kind="stable")
+        placed = order >= len(haystack)
+    else:
+        order = np.argsort(np.concatenate([needles, haystack]), kind="stable")
+        placed = order < len(needles)
+    return np.flatnonzero(placed) - np.arange(len(needles))
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def is_value(column: pd.Series, value: object) -> np.ndarray:

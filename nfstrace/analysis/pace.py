@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import narrow_codes, rows_where
+from nfstrace.analysis.grouping import narrow_codes, rows_where, sorted_search
 from nfstrace.analysis.writes import activity_with_pairs, prepared, write_sizes
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.procedures import WRITE_OP
@@ -374,12 +374,12 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
         wanted += reply_t
         del reply_t
         # the first call at or after the reply, the replies searched in (pair,
-        # time) order: searchsorted starts each search where the last one ended
-        # when the needles ascend (3x quicker than the replies in time order,
-        # pairs interleaved); their pair codes' stable sort is that order
+        # time) order (their pair codes' stable sort): sorted, they are merged
+        # with the sorted calls (sorted_search), not searched one by one in
+        # time order, pairs interleaved (30 -> 5 ms for 400k replies)
         by_pair = np.argsort(narrow_codes(reply_pair), kind="stable")
         at = np.empty(len(wanted), "int64")
-        at[by_pair] = np.searchsorted(calls, wanted[by_pair], side="left")
+        at[by_pair] = sorted_search(calls, wanted[by_pair], side="left")
         del by_pair, reply_pair
         found = at < len(calls)
         np.minimum(at, len(calls) - 1, out=at)  # (answered rows are calls: never empty)

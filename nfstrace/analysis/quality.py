@@ -51,7 +51,14 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where, unique_first
+from nfstrace.analysis.grouping import (
+    first_rows,
+    is_value,
+    row_codes,
+    rows_where,
+    sorted_search,
+    unique_first,
+)
 from nfstrace.analysis.pace import call_ends_ns
 from nfstrace.inference import TYPICAL_BODY_OFFSET, WRITE_HEADER, write_headers
 from nfstrace.jsonable import NOT_IN_JSON, json_field
@@ -656,7 +663,7 @@ def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
     calls.sort(kind="stable")  # (in place: the copy just made)
     replies = tx["t_reply_ns"].to_numpy("int64", copy=True)  # (sorted in place: a copy)
     replies.sort(kind="stable")
-    nxt = np.searchsorted(calls, replies, side="right")
+    nxt = sorted_search(calls, replies, side="right")
     ok = nxt < len(calls)
     if ok.sum() < 3:
         return None
