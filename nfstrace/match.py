@@ -53,8 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.analysis.grouping import unique_first
-from nfstrace.combining import categorical_from, lexsort, merged, typed
+from nfstrace.combining import categorical_from, lexsort, merged, typed, unique_first
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES

@@ -51,15 +51,9 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import (
-    first_rows,
-    is_value,
-    row_codes,
-    rows_where,
-    sorted_search,
-    unique_first,
-)
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where, sorted_search
 from nfstrace.analysis.pace import call_ends_ns
+from nfstrace.combining import unique_first
 from nfstrace.inference import TYPICAL_BODY_OFFSET, WRITE_HEADER, write_headers
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.match import reply_count_bound
