@@ -153,3 +153,19 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     if len(merged) == 1:
         return np.argsort(merged[0], kind="stable")
     return np.lexsort(tuple(reversed(merged)))
+
+
+def unique_first(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True)`` of integers: the distinct values
+    ascending and where each first occurs.  Of non-negative integers of a small
+    range (connection ids) by a least position per value, not a sort of the rows."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu" or not len(values) or int(values.min()) < 0:
+        return np.unique(values, return_index=True)
+    top = int(values.max())
+    if top > 4 * len(values) + 4096:
+        return np.unique(values, return_index=True)
+    first = np.full(top + 1, len(values), "int64")
+    np.minimum.at(first, values, np.arange(len(values)))
+    present = np.flatnonzero(first < len(values))
+    return present.astype(values.dtype), first[present]

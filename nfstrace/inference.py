@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from nfstrace.combining import string_categorical, string_codes
+from nfstrace.combining import categorical_from, string_codes
 from nfstrace.protocol.procedures import COMMIT_OP, WRITE_OP
 from nfstrace.protocol.rpc import NFS_PROGRAM
 from nfstrace.protocol.tcp import SEQ_MOD
@@ -160,22 +160,18 @@ class _Columns:
 
         def of(pos: np.ndarray, name: str, missing: object, dtype: str = "O") -> np.ndarray:
             """The message column ``name`` at ``pos`` (``missing`` where -1), as
-            ``dtype``: of a category column its codes taken, only the rows'
-            values made objects (missing: NaN)."""
+            ``dtype``."""
             out = np.full(len(pos), missing, dtype=dtype)
             if len(m):
                 at = pos >= 0
-                column = m[name]
-                if isinstance(column.dtype, pd.CategoricalDtype):
-                    names = np.append(np.asarray(column.cat.categories, dtype=object), np.nan)
-                    out[at] = names[column.cat.codes.to_numpy()[pos[at]]]
-                else:
-                    out[at] = column.to_numpy()[pos[at]]
+                out[at] = m[name].to_numpy()[pos[at]]
             return out
 
-        self.reply_ops = of(reply, "ops", "")
-        self.reply_op = of(reply, "op", "")
-        self.reply_decode = of(reply, "nfs_decode", "")
+        # the reply's texts as names and codes (``_Coded``): compared by their
+        # few names, made objects only where a step takes their values
+        self.reply_ops = _Coded.at(m, "ops", reply)
+        self.reply_op = _Coded.at(m, "op", reply)
+        self.reply_decode = _Coded.at(m, "nfs_decode", reply)
         self.reply_body = of(reply, "body_offset", -1, "int64")
         self.reply_cut = of(reply, "truncated", False, "bool")
         self.call_body = of(call, "body_offset", -1, "int64")
@@ -206,6 +202,20 @@ class _Columns:
             self._text[name] = got
         return got
 
+    def is_text(self, name: str, value: str) -> np.ndarray:
+        """``self.text(name) == value``, of a category column by its codes (the
+        few names compared, not an object per row), with the values set."""
+        got = self._text.get(name)
+        by_codes = None if got is not None else string_codes(self.tx[name])
+        if by_codes is None:
+            return self.text(name) == value
+        names, codes = by_codes
+        out = (names == value)[codes]
+        if name in self.sets:
+            mask, values = self.sets[name]
+            out[mask] = values[mask] == value
+        return out
+
     def forget(self) -> None:
         """Let go of the columns read so far (read again, with the values set,
         when asked for): a column per row each, 8 bytes a row."""
@@ -234,7 +244,7 @@ class _Columns:
         return self.codes[:, _CODE[code]]
 
     def is_write(self) -> np.ndarray:
-        return self.text("op") == WRITE_OP
+        return self.is_text("op", WRITE_OP)
 
     def table(self) -> pd.DataFrame:
         """The transactions with the values set, the ``inferred`` column and the
@@ -253,11 +263,16 @@ class _Columns:
             # (a category column's values may be new: its categories are made again)
             typed = "category" if isinstance(dtype, pd.CategoricalDtype) else dtype
             tx[name] = pd.Series(column, index=tx.index).astype(typed)
+        # each row's codes as one integer (a bit per code), each distinct set of
+        # codes named once (not a string per row made and hashed)
         names = np.array(list(INFERENCES), dtype=object)
-        text = np.full(self.n, "", dtype=object)
-        for i in np.flatnonzero(self.codes.any(axis=1)):
-            text[i] = " ".join(names[self.codes[i]])
-        tx["inferred"] = string_categorical(text)
+        bits = np.zeros(self.n, "int64")
+        flagged = np.flatnonzero(self.codes.any(axis=1))  # (few rows, if any)
+        bits[flagged] = self.codes[flagged].astype("int64") @ (1 << np.arange(len(names)))
+        kinds, found = pd.factorize(bits)
+        found = np.asarray(found, dtype="int64")
+        texts = [" ".join(names[((k >> np.arange(len(names))) & 1) > 0]) for k in found.tolist()]
+        tx["inferred"] = categorical_from(np.array(texts, dtype=object), kinds)
         tx[WRITE_BYTES] = self.write_from
         if "t_call_ns" in self.sets:  # a call inferred: rows in the order of their start
             start = tx["t_call_ns"].fillna(tx["t_reply_ns"]).fillna(0).to_numpy("int64")
@@ -269,6 +284,40 @@ class _Columns:
 
 
 _CODE = {name: i for i, name in enumerate(INFERENCES)}
+
+
+class _Coded:
+    """A text per row as names and codes (``names[codes]``): compared by the
+    names, so a comparison costs a take of booleans, not one per row of objects."""
+
+    def __init__(self, names: np.ndarray, codes: np.ndarray) -> None:
+        self.names = names
+        self.codes = codes
+
+    @classmethod
+    def at(cls, m: pd.DataFrame, name: str, pos: np.ndarray, missing: str = "") -> _Coded:
+        """The message column ``name`` at ``pos``: ``missing`` where pos is -1,
+        NaN where the message has no value."""
+        column = m[name]
+        if not len(m) or not isinstance(column.dtype, pd.CategoricalDtype):
+            values = np.full(len(pos), missing, dtype=object)
+            if len(m):
+                values[pos >= 0] = column.to_numpy()[pos[pos >= 0]]
+            return cls(values, np.arange(len(pos)))
+        categories = np.asarray(column.cat.categories, dtype=object)
+        names = np.append(categories, np.array([np.nan, missing], dtype=object))
+        codes = column.cat.codes.to_numpy().astype("int64")
+        codes[codes < 0] = len(categories)  # (no value: NaN)
+        out = np.full(len(pos), len(categories) + 1, "int64")  # (no message: missing)
+        out[pos >= 0] = codes[pos[pos >= 0]]
+        return cls(names, out)
+
+    def eq(self, value: str) -> np.ndarray:
+        return (self.names == value)[self.codes]
+
+    def values(self) -> np.ndarray:
+        """The texts, an object per row."""
+        return self.names[self.codes]
 
 
 def _text_column(column: pd.Series) -> np.ndarray:
@@ -287,15 +336,17 @@ def _text_column(column: pd.Series) -> np.ndarray:
 
 def _ops_from_reply(c: _Columns) -> None:
     """NFSv4 calls whose operation list the snaplen cut: the whole reply's."""
-    ops, rops = c.text("ops"), c.reply_ops
-    cut = (c.text("call_decode") == "truncated") & (c.int("vers") == 4)
-    cut &= (c.int("prog") == NFS_PROGRAM) & (c.reply_decode == "ok") & (rops != "")
+    cut = c.is_text("call_decode", "truncated") & (c.int("vers") == 4)
+    cut &= (c.int("prog") == NFS_PROGRAM) & c.reply_decode.eq("ok") & ~c.reply_ops.eq("")
     take = np.zeros(c.n, bool)
+    if not cut.any():
+        return
+    ops, rops = c.text("ops"), c.reply_ops.values()
     for i in np.flatnonzero(cut & (ops != rops)):
         mine, theirs = str(ops[i]).split(), str(rops[i]).split()
         take[i] = len(mine) < len(theirs) and theirs[: len(mine)] == mine
     c.set("ops", take, rops)
-    c.set("op", take, c.reply_op)
+    c.set("op", take, c.reply_op.values())
     c.flag("op_reply", take)
 
 
@@ -303,20 +354,20 @@ def _ops_from_length(c: _Columns) -> None:
     """WRITEs (and NFSv4 COMMITs) whose operation the snaplen hid: NFSv4 calls
     that carried data, then replies without call as long as the connection's
     WRITE replies (or whose unread call record is as long as its WRITE calls)."""
-    op = c.text("op")
     prog, vers, proc = c.int("prog"), c.int("vers"), c.int("proc")
     call_bytes = c.int("call_bytes")
     nfs4 = (prog == NFS_PROGRAM) & (vers == 4) & (proc == 1)
     # a whole reply names its operations: only a reply cut (or none) leaves them
     # open, of a call cut or unread (a record: its reply's first operation,
     # SEQUENCE, names nothing)
-    cut_call = (c.text("call_decode") == "truncated") | c.flagged("call_record")
-    unnamed = nfs4 & cut_call & (c.reply_decode != "ok")
+    cut_call = c.is_text("call_decode", "truncated") | c.flagged("call_record")
+    unnamed = nfs4 & cut_call & ~c.reply_decode.eq("ok")
     unnamed &= ~c.flagged("op_reply")
-    ops = c.text("ops")
-    for i in np.flatnonzero(unnamed):  # (a call that names a WRITE is named)
-        unnamed[i] = WRITE_OP not in str(ops[i]).split()
-    big = unnamed & (call_bytes >= WRITE_MIN_CALL_BYTES) & (op != WRITE_OP)
+    if unnamed.any():
+        ops = c.text("ops")
+        for i in np.flatnonzero(unnamed):  # (a call that names a WRITE is named)
+            unnamed[i] = WRITE_OP not in str(ops[i]).split()
+    big = unnamed & (call_bytes >= WRITE_MIN_CALL_BYTES) & ~c.is_text("op", WRITE_OP)
     c.set("op", big, WRITE_OP)
     c.flag("op_length", big)
     _nfs4_commits(c, unnamed & ~big)
@@ -327,7 +378,8 @@ def _ops_from_length(c: _Columns) -> None:
     cut = c.reply_cut | ((c.int("n_calls") > 0) & (c.int("prog") < 0))
     # (an NFSv4.1 reply cut after its first operation names nothing: SEQUENCE
     # opens every COMPOUND; a SEQUENCE alone is no WRITE reply's length)
-    orphan = ((op == "?") | ((op == "SEQUENCE") & (c.reply_decode == "truncated"))) & cut
+    orphan = c.is_text("op", "?") | (c.is_text("op", "SEQUENCE") & c.reply_decode.eq("truncated"))
+    orphan &= cut
     if not orphan.any():
         return
     reply_bytes, conn, minor = c.int("reply_bytes"), c.int("conn"), c.int("minor")
@@ -372,7 +424,7 @@ def _nfs4_commits(c: _Columns, unnamed: np.ndarray) -> None:
     # COMMITs whose reply named them: where a connection has one, a COMMIT
     # reply's length there is known (a CLOSE's reply may be the other rule's
     # length: the kernel's, -s 200)
-    named = (c.text("op") == COMMIT_OP) & ~unnamed & (reply_bytes >= 0)
+    named = c.is_text("op", COMMIT_OP) & ~unnamed & (reply_bytes >= 0)
     take = np.zeros(c.n, bool)
     for k in np.unique(conn[unnamed]):
         same = write & (conn == k)
@@ -482,18 +534,13 @@ def _bytes_from_stretches(c: _Columns, stretches: list[_Stretch]) -> None:
     """Successful WRITEs still without a call or a count: their share of the
     unread bytes between the calls read before and after them (less the other
     unread calls there, taken as long as the connection's other calls)."""
-    n_calls, op, conn, call_bytes = (
-        c.int("n_calls"),
-        c.text("op"),
-        c.int("conn"),
-        c.int("call_bytes"),
-    )
+    n_calls, conn, call_bytes = c.int("n_calls"), c.int("conn"), c.int("call_bytes")
     open_ = c.is_write() & (n_calls == 0) & (c.int("status") == 0)
     open_ &= (c.int("reply_count") < 0) & (call_bytes < 0)
     if not open_.any():
         return
     orphans = _Orphans(c.int("conn"), c.int("xid"), np.flatnonzero(n_calls == 0))
-    other = (n_calls > 0) & (op != WRITE_OP) & (call_bytes >= 0)
+    other = (n_calls > 0) & ~c.is_write() & (call_bytes >= 0)
     usual = pd.Series(call_bytes[other] + 4).groupby(conn[other]).median()
     share = np.full(c.n, -1, "int64")
     for st in stretches:
@@ -909,12 +956,13 @@ def _replies_from_records(c: _Columns, stretches: list[_Stretch]) -> None:
     earliest such call sent before it whose operation's replies on the
     connection are as long as the record."""
     n_calls, n_replies = c.int("n_calls"), c.int("n_replies")
-    conn, t_call, op = c.int("conn"), c.int("t_call_ns"), c.text("op")
+    conn, t_call = c.int("conn"), c.int("t_call_ns")
     reply_bytes = c.int("reply_bytes")
     waiting = np.flatnonzero((n_calls > 0) & (n_replies == 0) & (t_call >= 0))
     split = [st for st in stretches if st.records is not None]
     if not len(waiting) or not split:
         return
+    op = c.text("op")
     answered = (n_replies > 0) & (reply_bytes >= 0)
     usual = (
         pd.DataFrame({"conn": conn[answered], "op": op[answered], "n": reply_bytes[answered]})

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nfstrace.combining import categorical_from, lexsort, merged, typed
+from nfstrace.combining import categorical_from, lexsort, merged, typed, unique_first
 from nfstrace.inference import WRITE_BYTES, infer
 from nfstrace.protocol.rpc import program_name
 from nfstrace.schema import MESSAGE_DTYPES, TRANSACTION_DTYPES
@@ -390,7 +390,7 @@ def _attach_replies(
 
     n = len(groups.first)
     answered = tx >= 0
-    answered_tx, first_of = np.unique(tx[answered], return_index=True)
+    answered_tx, first_of = unique_first(tx[answered])  # (group numbers: no sort)
     reply = np.full(n, -1, "int64")
     reply[answered_tx] = replies[answered][first_of]  # the first reply in capture order
     n_replies = np.bincount(tx[answered], minlength=n)
@@ -632,17 +632,19 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
     for m, c in _REPLY_COLUMNS.items():
         cols[c] = _take(messages[m], reply, TRANSACTION_DTYPES[c])
 
-    def at(times: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return np.where(pos >= 0, times[np.maximum(pos, 0)], 0) if len(times) else pos
+    def padded(times: np.ndarray) -> np.ndarray:
+        # a 0 after the last: position -1 (none) takes it, one take per column
+        return np.append(times, np.zeros(1, times.dtype))
 
     def ns(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
         return pd.arrays.IntegerArray(values.astype("int64"), missing)
 
-    t_call, t_call_end = at(ts_first, call), at(ts_last, call)
-    t_last, t_last_end = at(ts_first, last), at(ts_last, last)
-    t_reply, no_reply = at(ts_last, reply), reply < 0
-    cols["t_reply_first_ns"] = ns(at(ts_first, reply), no_reply)
-    acked = at(messages["acked_ns"].to_numpy("int64"), last) if "acked_ns" in messages else last
+    ts_first, ts_last = padded(ts_first), padded(ts_last)
+    t_call, t_call_end = ts_first[call], ts_last[call]
+    t_last, t_last_end = ts_first[last], ts_last[last]
+    t_reply, no_reply = ts_last[reply], reply < 0
+    cols["t_reply_first_ns"] = ns(ts_first[reply], no_reply)
+    acked = padded(messages["acked_ns"].to_numpy("int64"))[last] if "acked_ns" in messages else last
     cols["t_call_acked_ns"] = ns(acked, orphan | (acked < 0))
     cols["t_call_ns"], cols["t_call_end_ns"] = ns(t_call, orphan), ns(t_call_end, orphan)
     cols["t_call_last_ns"], cols["t_call_last_end_ns"] = ns(t_last, orphan), ns(t_last_end, orphan)
@@ -656,7 +658,8 @@ def _finish(messages: pd.DataFrame, rows: _Rows) -> tuple[pd.DataFrame, np.ndarr
         rows.call_conns[order].astype("int32"), rows.call_conns[order] < 0
     )
     cols["call_times_ns"] = rows.call_times[order]
-    progs, codes = np.unique(np.asarray(cols["prog"], dtype="int64"), return_inverse=True)
+    # each distinct program named once (a hash: np.unique sorted every row)
+    codes, progs = pd.factorize(np.asarray(cols["prog"], dtype="int64"))
     names = np.array([program_name(int(p)) for p in progs], dtype=object)
     cols["program"] = categorical_from(names, codes)  # (not a string per row)
     cols["write_bytes"] = np.zeros(len(order), "int64")  # (after the inference: _write_bytes)

@@ -15,6 +15,7 @@ no sort at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -87,7 +88,7 @@ def group_codes(columns: list[pd.Series]) -> tuple[np.ndarray, list[tuple]]:
     return pd.factorize(group, sort=True)[0], parts
 
 
-def _narrow(codes: np.ndarray) -> np.ndarray:
+def narrow_codes(codes: np.ndarray) -> np.ndarray:
     """Codes 0, 1, ... as int16 when they fit: numpy sorts 16-bit integers by
     radix (stable, in one pass), three times quicker than int64's merge sort."""
     if len(codes) and int(codes.max()) <= np.iinfo(np.int16).max and int(codes.min()) >= 0:
@@ -120,13 +121,38 @@ def row_codes(columns: Sequence[pd.Series | np.ndarray | ExtensionArray]) -> np.
     group = np.zeros(len(columns[0]), "int64")
     size = 1  # group < size
     for column in columns:
-        codes, uniques = pd.factorize(column, use_na_sentinel=False)
-        n = max(len(uniques), 1)
+        codes, n = _equal_codes(column)
         if size > np.iinfo("int64").max // n:  # mixed radix, re-numbered before it overflows
             group = pd.factorize(group)[0]
             size = int(group.max(initial=0)) + 1
         group, size = group * n + codes, size * n
     return pd.factorize(group)[0]
+
+
+def _equal_codes(column: pd.Series | np.ndarray | ExtensionArray) -> tuple[np.ndarray, int]:
+    """Codes 0 .. n - 1 equal where the column's values are (missing equal to
+    missing), and n: a category column's own codes (missing: n - 1), an
+    integer column of a small range its offsets from its least, else a hash
+    (factorize).  Only which rows are equal matters (``row_codes`` numbers the
+    combinations afterwards): no hash of the rows where codes are at hand."""
+    if isinstance(column, pd.Series) and isinstance(column.dtype, pd.CategoricalDtype):
+        codes, n = column.cat.codes.to_numpy(), len(column.cat.categories)
+        return np.where(codes < 0, n, codes), n + 1
+    if isinstance(column, pd.Categorical):
+        codes, n = column.codes, len(column.categories)
+        return np.where(codes < 0, n, codes), n + 1
+    dtype = column.dtype
+    if (
+        isinstance(dtype, np.dtype)
+        and len(column)
+        and (dtype.kind in "ib" or (dtype.kind == "u" and dtype.itemsize < 8))
+    ):
+        values = np.asarray(column)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo <= 4 * len(values) + 4096:  # (as sorted_codes: a count per value)
+            return values.astype("int64") - lo, hi - lo + 1
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes, max(len(uniques), 1)
 
 
 def first_rows(codes: np.ndarray) -> np.ndarray:
@@ -150,6 +176,34 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return out[np.r_[True, out[1:] != out[:-1]]] if len(out) else out
 
 
+def sorted_search(
+    haystack: np.ndarray, needles: np.ndarray, side: Literal["left", "right"] = "left"
+) -> np.ndarray:
+    """``np.searchsorted(haystack, needles, side)`` of integers, by a merge where
+    both are sorted (calls and replies in time order): a stable argsort of the
+    two one after the other (two sorted runs, merged in one pass), each
+    needle's place in it less its own rank; twice as quick as a binary search
+    per needle on 400k of each.  Else ``np.searchsorted`` itself."""
+    if (
+        haystack.dtype.kind not in "iu"
+        or needles.dtype.kind not in "iu"
+        or not (_ascending(haystack) and _ascending(needles))
+    ):
+        return np.searchsorted(haystack, needles, side=side)
+    # ties: "right" counts the equal values of the haystack (they go first), "left" not
+    if side == "right":
+        order = np.argsort(np.concatenate([haystack, needles]), kind="stable")
+        placed = order >= len(haystack)
+    else:
+        order = np.argsort(np.concatenate([needles, haystack]), kind="stable")
+        placed = order < len(needles)
+    return np.flatnonzero(placed) - np.arange(len(needles))
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
 def is_value(column: pd.Series, value: object) -> np.ndarray:
     """Rows whose value is ``value`` (missing: not), as
     ``column.astype(object).eq(value)`` says, without making every row a Python
@@ -168,7 +222,7 @@ def group_indices(columns: list[pd.Series]) -> dict[tuple, np.ndarray]:
     if not len(rows):
         return {}
     group = row_codes([codes[rows] for codes, _ in parts])
-    order = np.argsort(_narrow(group), kind="stable")
+    order = np.argsort(narrow_codes(group), kind="stable")
     starts = first_rows(group[order])
     values = [np.asarray(uniques, dtype=object) for _, uniques in parts]
     at = rows[order]

@@ -9,6 +9,8 @@ milliseconds (floats, for presentation).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -209,12 +211,25 @@ def _sorted_in_groups(g: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
     return key.astype("float64")
 
 
+# The figures a group without a sample lacks (nullable floats in the table).
+_MAY_BE_MISSING = frozenset(
+    ("min_ms", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "sum_ms")
+    + ("server_p50_ms", "srt_p50_ms")
+)
+
+
 def _aggregate(
     group: np.ndarray, keys: pd.DataFrame, samples: dict[str, np.ndarray]
 ) -> pd.DataFrame:
     """The latency table of the samples in groups (``group``: 0, 1, ... per
     sample), each group's key values a row of ``keys``, unsorted."""
-    n = len(keys)
+    return _table(keys, [_figures(group, len(keys), samples)])
+
+
+def _figures(group: np.ndarray, n: int, samples: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The latency table's columns but the keys, per group (0 .. n - 1), as
+    arrays: the figures that may be missing as floats (NaN), or None where no
+    sample has a server time."""
     srt = len(samples["srt_ms"]) > 0
     errors = samples["error"] >= 0
     lat = _Sorted(group, samples["lat_ms"], n)
@@ -235,37 +250,59 @@ def _aggregate(
         nullable["server_p50_ms"] = nullable["srt_p50_ms"] = None
     calls = np.bincount(group, minlength=n)
     replied = np.bincount(group[samples["replied"]], minlength=n)
-    # one table of the keys and the figures (not a table, then columns set one by one)
-    out = pd.DataFrame(
+    return {
+        "calls": calls,
+        "replied": replied,
+        "retransmitted": np.bincount(group[samples["retransmitted"]], minlength=n),
+        "errors": np.bincount(group[errors], minlength=n),
+        **nullable,
+        "no_reply": calls - replied,
+        "error_names": _error_names(group, n, samples, errors),
+    }
+
+
+def _error_names(
+    group: np.ndarray, n: int, samples: dict[str, np.ndarray], errors: np.ndarray
+) -> np.ndarray:
+    """Per group its errors by name, most frequent first ('' without errors):
+    counted by (group, name code) as ``DataFrame.value_counts`` counts them, in
+    its order (its sort of the counts, ties as it leaves them), the texts made
+    per counted pair (a few), not through a table per group's errors."""
+    out = np.full(n, "", dtype=object)
+    if not errors.any():
+        return out
+    names = samples["error_names"]
+    key = group[errors].astype("int64") * len(names) + samples["error"][errors]
+    pairs, counts = np.unique(key, return_counts=True)  # by group, then name: groupby's order
+    ranked = pd.Series(counts).sort_values(ascending=False).index.to_numpy()  # (value_counts')
+    texts: dict[int, list[str]] = {}
+    for pair, count in zip(pairs[ranked].tolist(), counts[ranked].tolist(), strict=True):
+        g, name = divmod(pair, len(names))
+        texts.setdefault(g, []).append(f"{names[name]} ×{count:,}")
+    for g, listed in texts.items():
+        out[g] = ", ".join(listed)
+    return out
+
+
+def _table(keys: pd.DataFrame, parts: list[dict[str, Any]]) -> pd.DataFrame:
+    """One table of the keys (a row per group) and the figures of ``_figures``
+    (``parts``: of consecutive runs of the keys' rows, joined in order): one
+    DataFrame made, not one per part and a concat."""
+
+    def joined(name: str) -> Any:
+        values = [part[name] for part in parts]
+        if values[0] is None:  # no server times at all: NaN
+            return np.full(len(keys), np.nan)
+        whole = np.concatenate(values) if len(values) > 1 else values[0]
+        # NaN (no sample) shown as <NA>, as the nullable columns always were
+        return pd.array(whole, dtype="Float64") if name in _MAY_BE_MISSING else whole
+
+    return pd.DataFrame(
         {
             **{c: keys[c].reset_index(drop=True) for c in keys.columns},
-            "calls": calls,
-            "replied": replied,
-            "retransmitted": np.bincount(group[samples["retransmitted"]], minlength=n),
-            "errors": np.bincount(group[errors], minlength=n),
-            # NaN (no sample) shown as <NA>, as the nullable columns always were; no
-            # server times at all: NaN
-            **{
-                name: np.full(n, np.nan) if values is None else pd.array(values, dtype="Float64")
-                for name, values in nullable.items()
-            },
-            "no_reply": calls - replied,
+            **{name: joined(name) for name in parts[0]},
         }
     )
-    out["error_names"] = ""
-    if errors.any():
-        names = samples["error_names"]
-        # counted by name codes: the same groups, in the same order, as by the names
-        counts = (
-            pd.DataFrame({"g": group[errors], "name": samples["error"][errors]})
-            .value_counts(sort=True)
-            .reset_index()
-        )
-        name = pd.Series(names[counts["name"].to_numpy()], index=counts.index, dtype=object)
-        text = name + " ×" + counts["count"].map("{:,}".format)
-        out.loc[:, "error_names"] = text.groupby(counts["g"], sort=False).agg(", ".join)
-        out["error_names"] = out["error_names"].fillna("")
-    return out
 
 
 def _most_called_first(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -348,7 +385,10 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
     pair_keys = group_keys(pair, parts)
     pair = pair.astype(np.min_scalar_type(-max(len(pair_keys), 1)))  # (narrow: held)
     n_pairs = len(pair_keys)
-    tables = []
+    # each operation's figures and keys, one table made of them all at the end
+    figures: list[dict[str, Any]] = []
+    key_rows: list[np.ndarray] = []
+    key_ops: list[str] = []
     for op in sorted(set().union(*listed)):
         has = np.array([op in ops for ops in listed])[lists]
         again = np.flatnonzero(has[shared])
@@ -364,10 +404,14 @@ def compound_op_latency(tx: pd.DataFrame, column: str = "latency_ns") -> pd.Data
         # inverse, by a count per pair instead of a sort of the rows)
         present = np.bincount(mine, minlength=n_pairs) > 0
         group = (np.cumsum(present) - 1)[mine]
-        keys = pair_keys.iloc[np.flatnonzero(present)].assign(op=op)
-        tables.append(_aggregate(group, keys, sample))
+        key_rows.append(np.flatnonzero(present))
+        key_ops.append(op)
+        figures.append(_figures(group, len(key_rows[-1]), sample))
         del mine, sample, group
-    return _most_called_first(pd.concat(tables, ignore_index=True), ["program", "vers", "op"])
+    rows = np.concatenate(key_rows)
+    ops_column = np.repeat(np.array(key_ops, dtype=object), [len(r) for r in key_rows])
+    keys = pair_keys.iloc[rows].assign(op=ops_column)
+    return _most_called_first(_table(keys, figures), ["program", "vers", "op"])
 
 
 def _repeated(values: np.ndarray) -> np.ndarray:

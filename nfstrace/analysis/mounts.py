@@ -40,13 +40,14 @@ The kernel's definitions (``net/sunrpc/stats.c`` ``rpc_count_iostats_metrics``,
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from nfstrace.analysis.grouping import first_rows, is_value, row_codes
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes, sorted_unique
 from nfstrace.analysis.latency import error_mask
 from nfstrace.jsonable import json_field
 
@@ -175,6 +176,14 @@ def _op_codes(nfs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return code[kind], np.asarray(unique, dtype=object)
 
 
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of non-negative integers, ascending: by a count per
+    value where their range is small (no hash or sort of the rows), else a sort."""
+    if len(codes) and int(codes.max()) <= 4 * len(codes) + 4096:
+        return np.flatnonzero(np.bincount(codes))
+    return sorted_unique(codes)
+
+
 def _per(group: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
     return np.bincount(group, weights=values, minlength=n)
 
@@ -201,18 +210,23 @@ def _mounts(nfs: pd.DataFrame, mount: np.ndarray, keys: pd.DataFrame) -> dict[st
     first = nfs["t_call_ns"].to_numpy("int64")
     last = nfs["t_reply_ns"].fillna(nfs["t_call_end_ns"]).to_numpy("int64")
     n = len(keys)
-    conn = pd.unique(mount + n * (nfs["conn"].to_numpy("int64", na_value=-1) + 1))
-    port = pd.unique(mount + n * (nfs["client_port"].to_numpy("int64", na_value=-1) + 1))
-    ports: dict[int, list[int]] = {}
-    for code in port[port >= n]:  # (a few per mount: the connections' ports)
-        ports.setdefault(int(code % n), []).append(int(code // n) - 1)
+    # (mount, connection) and (mount, client port) as one code each, mount + n x
+    # (value + 1) (0: unknown), the distinct ones ascending
+    conn = _distinct(mount + n * (nfs["conn"].to_numpy("int64", na_value=-1) + 1))
+    port = _distinct(mount + n * (nfs["client_port"].to_numpy("int64", na_value=-1) + 1))
+    port = port[port >= n]
+    # each mount's ports, ascending (its codes are), as one text: a stable sort
+    # by mount, not a Python list per code (tens of thousands of connections)
+    by_mount = np.argsort(port % n, kind="stable")
+    numbers = (port[by_mount] // n - 1).tolist()
+    bounds = np.searchsorted(port[by_mount] % n, np.arange(n + 1)).tolist()
     minor = nfs["minor"].to_numpy("float64", na_value=np.nan)
     slot = nfs["slot"].to_numpy("float64", na_value=np.nan)
     out: dict[str, Any] = {c: keys[c].array for c in keys.columns}
     out["transport"] = nfs["transport"].take(first_rows(mount)).astype(str).to_numpy()
     out["connections"] = np.bincount(conn[conn >= n] % n, minlength=n)
     out["client_ports"] = np.array(
-        [" ".join(map(str, sorted(ports.get(m, [])))) for m in range(n)], dtype=object
+        [" ".join(map(str, numbers[a:b])) for a, b in itertools.pairwise(bounds)], dtype=object
     )
     out["first_ns"] = _extreme(np.minimum.at, mount, n, first, np.iinfo("int64").max)
     out["last_ns"] = _extreme(np.maximum.at, mount, n, last, np.iinfo("int64").min)

@@ -18,6 +18,7 @@ concurrent because they overlap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import rows_where
+from nfstrace.analysis.grouping import narrow_codes, rows_where, sorted_search
 from nfstrace.analysis.writes import activity_with_pairs, prepared, write_sizes
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.protocol.procedures import WRITE_OP
@@ -234,20 +235,22 @@ def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> p
         key, t, level = key[order], t[order], level[order]
     if level.min() < 0:
         raise ValueError(f"negative {column} level")
-    w_index = pd.Index(w_key)
+    window_of = _window_rows(w_key, key)
     starts, ends = windows["start_ns"].to_numpy("int64"), windows["end_ns"].to_numpy("int64")
     total = np.zeros(int(level.max()) + 1)
     n = len(t)
     for a in range(0, n, LEVEL_CHUNK):
         b = min(a + LEVEL_CHUNK, n)
         k, tt = key[a:b], t[a:b]
-        row = w_index.get_indexer(k)
+        row = window_of(k)
         mine = row >= 0  # a pair without a window spends no time in it
         lo, hi = starts[row], ends[row]
         # each row holds its level to the pair's next row, or to the window's end
         t_next = hi.copy()
-        more = np.flatnonzero(key[a + 1 : b + 1] == k[: len(key) - a - 1])
-        t_next[more] = t[a + 1 + more]
+        following = slice(a + 1, min(b + 1, n))  # (the rows after these, the next chunk's first)
+        more = key[following] == k[: following.stop - following.start]
+        np.copyto(t_next[: len(more)], t[following], where=more)
+        del more
         dur = np.minimum(t_next, hi, out=t_next)
         dur -= np.maximum(tt, lo)
         np.clip(dur, 0, None, out=dur)
@@ -258,6 +261,25 @@ def time_at_levels(steps: pd.DataFrame, column: str, windows: pd.DataFrame) -> p
         total[0] += np.clip(np.minimum(tt[first], hi[first]) - lo[first], 0, None).sum()
     held = np.flatnonzero(total > 0)
     return pd.Series(total[held].round().astype("int64"), index=pd.Index(held, name="level"))
+
+
+def _window_rows(w_key: np.ndarray, key: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A lookup of keys' rows in ``w_key`` (-1: none), ``pd.Index(w_key).get_indexer``:
+    of pair codes (small non-negative integers, distinct) by a table of their
+    rows, not a hash of every step row."""
+    if (
+        len(w_key)
+        and len(key)
+        and key.dtype.kind in "iu"
+        and min(int(w_key.min()), int(key.min())) >= 0
+        and max(int(w_key.max()), int(key.max())) <= 4 * (len(w_key) + len(key)) + 4096
+        and len(np.unique(w_key)) == len(w_key)
+    ):
+        table = np.full(max(int(w_key.max()), int(key.max())) + 1, -1, "int64")
+        table[w_key] = np.arange(len(w_key))
+        return lambda k: table[k]
+    index = pd.Index(w_key)
+    return index.get_indexer
 
 
 def in_order(key: np.ndarray, t: np.ndarray) -> bool:
@@ -348,11 +370,17 @@ def turnaround_gaps(transactions: pd.DataFrame, writes_only: bool) -> np.ndarray
         del call_t
         calls.sort(kind="stable")  # (a merge sort: quick on the pairs' sorted runs)
         wanted = reply_pair * span
-        del reply_pair
         wanted -= lo
         wanted += reply_t
         del reply_t
-        at = np.searchsorted(calls, wanted, side="left")  # the first call at or after the reply
+        # the first call at or after the reply, the replies searched in (pair,
+        # time) order (their pair codes' stable sort): sorted, they are merged
+        # with the sorted calls (sorted_search), not searched one by one in
+        # time order, pairs interleaved (30 -> 5 ms for 400k replies)
+        by_pair = np.argsort(narrow_codes(reply_pair), kind="stable")
+        at = np.empty(len(wanted), "int64")
+        at[by_pair] = sorted_search(calls, wanted[by_pair], side="left")
+        del by_pair, reply_pair
         found = at < len(calls)
         np.minimum(at, len(calls) - 1, out=at)  # (answered rows are calls: never empty)
         key = calls[at]

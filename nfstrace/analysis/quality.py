@@ -51,8 +51,9 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where
+from nfstrace.analysis.grouping import first_rows, is_value, row_codes, rows_where, sorted_search
 from nfstrace.analysis.pace import call_ends_ns
+from nfstrace.combining import unique_first
 from nfstrace.inference import TYPICAL_BODY_OFFSET, WRITE_HEADER, write_headers
 from nfstrace.jsonable import NOT_IN_JSON, json_field
 from nfstrace.match import reply_count_bound
@@ -406,16 +407,16 @@ def ack_round_trips(events: pd.DataFrame | None, transactions: pd.DataFrame) -> 
     # each connection's client: that of its first call (the rows' integers and
     # the first rows' addresses: not a Python object per transaction)
     kept = np.flatnonzero(keep)
-    tx_conns, first = np.unique(tx["conn"].to_numpy("int64", na_value=0)[kept], True)
+    tx_conns, first = unique_first(tx["conn"].to_numpy("int64", na_value=0)[kept])
     client_row = kept[first]
     rtt = np.flatnonzero(is_rtt)
-    ev_conn = events["conn"].take(rtt).to_numpy(dtype=object).astype("int64")
+    ev_conn = events["conn"].to_numpy("int64")[rtt]
     at = np.minimum(np.searchsorted(tx_conns, ev_conn), len(tx_conns) - 1)
     called = tx_conns[at] == ev_conn  # connections that carried calls
     if not called.any():
         return empty()
     server_data = _other_than(events["src"], rtt[called], tx["client"], client_row[at[called]])
-    duration = events["duration_ns"].take(rtt).to_numpy(dtype=object)[called].astype("int64")
+    duration = events["duration_ns"].to_numpy("int64")[rtt[called]]
     # the smallest per connection (in order) and side, -1 where a side has none
     conns, conn = np.unique(ev_conn[called], return_inverse=True)
     none = np.iinfo("int64").max
@@ -656,7 +657,7 @@ def _pace_vote(transactions: pd.DataFrame) -> dict[str, str] | None:
     calls.sort(kind="stable")  # (in place: the copy just made)
     replies = tx["t_reply_ns"].to_numpy("int64", copy=True)  # (sorted in place: a copy)
     replies.sort(kind="stable")
-    nxt = np.searchsorted(calls, replies, side="right")
+    nxt = sorted_search(calls, replies, side="right")
     ok = nxt < len(calls)
     if ok.sum() < 3:
         return None

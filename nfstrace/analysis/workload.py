@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from nfstrace.analysis.findings import Finding
-from nfstrace.analysis.grouping import rows_where
+from nfstrace.analysis.grouping import rows_where, sorted_search
 from nfstrace.jsonable import NOT_IN_JSON, json_field, jsonable
 from nfstrace.protocol.rpc import NFS_PROGRAM
 
@@ -116,7 +116,7 @@ def outstanding(
     if not len(calls):
         return mean, 0
     after = np.arange(1, len(calls) + 1)
-    after -= np.searchsorted(replies, calls, side="right")
+    after -= sorted_search(replies, calls, side="right")
     return mean, int(after.max())
 
 
