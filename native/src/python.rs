@@ -208,9 +208,9 @@ fn put_col<T: bytemuck::Pod>(
 }
 
 /// Hand the pages of freed memory back to the system.  glibc keeps freed
-/// blocks in its heap, resident: without this the column chunks, freed as each
-/// column is copied into its bytes (a large block, mapped apart from the heap),
-/// would stay resident beside the copies, doubling the columns' memory.
+/// blocks in its heap, resident: without this the parser's state (its streams,
+/// calls and interners, freed once the tables are handed over) would stay
+/// resident beside the tables the analysis builds.
 fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
