@@ -124,6 +124,23 @@ def test_parser_is_found_without_pandas() -> None:
     assert "nfstrace._native" in mods
 
 
+def test_parse_ahead_plans_without_numpy() -> None:
+    """The parse begun ahead (``parsers.ahead``) plans its partitions on its
+    thread while the main thread imports numpy and pandas: the planning imports
+    neither (numpy imported there held the parse back ~0.1 s), whether it
+    samples the file (a big input) or not."""
+    code = (
+        "from nfstrace.config import ParseLimits\n"
+        "from nfstrace.parsers import partitioning\n"
+        f"first = partitioning.sample([{str(SAMPLE)!r}])\n"
+        "assert first.frames > 0 and sum(first.buckets) == first.frames\n"
+        f"print(partitioning.plan([{str(SAMPLE)!r}], ParseLimits(), 'native', 2, 4)[0])"
+    )
+    mods = _imported_after(code)
+    assert "nfstrace.parsers.partitioning" in mods
+    assert not {"numpy", "pandas"} & mods
+
+
 def test_ci_tests_the_installed_package() -> None:
     """CI (CI=true) runs the suite on the installed wheel, not the checkout's
     nfstrace/ (README's test command: pip install '.[test]', python3 -P)."""

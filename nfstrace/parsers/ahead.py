@@ -136,7 +136,7 @@ def start(
         started.last = (frames, plain)
 
     def parse() -> None:
-        # (imported here: numpy, not wanted on the main thread before the imports)
+        # (imported here, not before the main thread's imports: light, no numpy)
         from nfstrace.memory import map_big_blocks
         from nfstrace.parsers import partitioning
 

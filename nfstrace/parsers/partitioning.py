@@ -1,5 +1,7 @@
 """How a capture is cut for its parse, decided before anything heavy is
-imported (numpy only): how many processes its bytes repay, how many host-pair
+imported (the standard library only: a parse begun ahead plans on its thread
+while the main thread imports numpy and pandas, and numpy imported there held
+that parse back ~0.1 s): how many processes its bytes repay, how many host-pair
 partitions its memory needs (estimated from a sample of the first file), and
 which CRC buckets each partition takes (``ParseLimits.buckets``).
 ``nfstrace.parsers.parallel`` runs the plan; ``nfstrace.parsers.ahead`` starts
@@ -12,8 +14,6 @@ import functools
 import math
 import os
 from collections.abc import Sequence
-
-import numpy as np
 
 from nfstrace.config import ParseLimits, memory_available
 from nfstrace.errors import CaptureError
@@ -63,7 +63,7 @@ class Sample:
 
     frames: int = 0
     taken: int = 0
-    buckets: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(BUCKETS, "int64"))
+    buckets: tuple[int, ...] = (0,) * BUCKETS
 
 
 def sample(paths: Sequence[str]) -> Sample:
@@ -96,7 +96,10 @@ def _sample(path: str, size: int, mtime_ns: int, inode: int) -> Sample:
             counted, taken = len(crcs), files_size([path])
     except CaptureError:
         return Sample()
-    return Sample(counted, taken, np.bincount(crcs[:counted], minlength=BUCKETS))
+    counts = [0] * BUCKETS
+    for crc in crcs[:counted]:
+        counts[crc] += 1
+    return Sample(counted, taken, tuple(counts))
 
 
 def estimated_frames(paths: Sequence[str], first: Sample | None = None) -> int:
@@ -108,22 +111,23 @@ def estimated_frames(paths: Sequence[str], first: Sample | None = None) -> int:
     return round(files_size(paths) * first.frames / first.taken)
 
 
-def balanced_buckets(counts: np.ndarray, partitions: int) -> tuple[int, ...]:
+def balanced_buckets(counts: Sequence[int], partitions: int) -> tuple[int, ...]:
     """``ParseLimits.buckets`` for ``partitions`` partitions of about equal
     frames, given each bucket's frames in a sample: the busiest bucket first to
-    the partition with the fewest so far (longest processing time first);
-    buckets the sample did not see go round the partitions.  Empty when there
-    is nothing to balance (one partition, an empty sample)."""
-    if partitions <= 1 or not counts.sum():
+    the partition with the fewest so far (longest processing time first; ties:
+    the lower bucket, the lower partition); buckets the sample did not see go
+    round the partitions.  Empty when there is nothing to balance (one
+    partition, an empty sample)."""
+    if partitions <= 1 or not sum(counts):
         return ()
-    owner = np.arange(len(counts)) % partitions
-    load = np.zeros(partitions, "int64")
-    for b in np.argsort(-counts, kind="stable"):
+    owner = [b % partitions for b in range(len(counts))]
+    load = [0] * partitions
+    for b in sorted(range(len(counts)), key=lambda b: -counts[b]):  # (stable)
         if not counts[b]:
             break
-        owner[b] = int(np.argmin(load))
-        load[owner[b]] += counts[b]
-    return tuple(int(p) for p in owner)
+        owner[b] = min(range(partitions), key=load.__getitem__)
+        load[owner[b]] += int(counts[b])
+    return tuple(owner)
 
 
 def auto_partitions(
