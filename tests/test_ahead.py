@@ -177,24 +177,33 @@ def test_the_loads_progress_follows_the_parse_ahead(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """While the load waits for the parse begun ahead, that parse's progress
-    reaches the load's callback (the progress bar on a terminal)."""
+    (a ``_native.ParseProgress`` the Rust parse sets without the GIL, every
+    16,384 frames) reaches the load's callback (the progress bar on a terminal)."""
     import threading
+
+    from conftest import bench_module
 
     native = backends.native_extension()
     real = native.parse
     go = threading.Event()
+    given: list[object] = []
 
     def slow(paths, readers, settings, progress):  # type: ignore[no-untyped-def]
-        progress(100, 1000)  # as Rust reports every CHECK_EVERY_FRAMES frames
-        go.wait(30)
-        return real(paths, readers, settings, None)
+        given.append(progress)
+        out = real(paths, readers, settings, progress)
+        go.wait(30)  # (the load waits here, reading the progress)
+        return out
 
     monkeypatch.setattr(native, "parse", slow)
-    path = _copy(tmp_path)
+    path = tmp_path / "meta.pcap"
+    bench = bench_module()
+    frames = bench.replicate_small_rpcs(bench.METADATA_SOURCE, path, 40_000)
     limits = ParseLimits()
-    assert ahead.start([path], limits, "native", 1, 0)
+    assert ahead.start([str(path)], limits, "native", 1, 0)
     seen: list[tuple[int, int]] = []
-    threading.Timer(0.5, go.set).start()
-    got = load(path, AnalysisConfig(limits=limits), progress=lambda f, b: seen.append((f, b)))
-    assert (100, 1000) in seen
+    threading.Timer(1.0, go.set).start()
+    got = load(str(path), AnalysisConfig(limits=limits), progress=lambda f, b: seen.append((f, b)))
+    assert isinstance(given[0], native.ParseProgress)  # (not a callable: no GIL taken)
+    assert seen and seen[-1][0] == frames - frames % 16_384
+    assert 0 < seen[-1][1] <= path.stat().st_size
     assert len(got.transactions)

@@ -79,13 +79,15 @@ Key = tuple[Any, ...]
 @dataclasses.dataclass
 class _Started:
     """A parse begun by ``start``: what it read with (``key``: set by the thread
-    once planned; None: not parsed), its result or error, its last progress."""
+    once planned; None: not parsed), its result or error, how far it has come
+    (a ``_native.ParseProgress``, set without the GIL: a callback would wait
+    for it while the main thread imports)."""
 
     thread: threading.Thread | None = None
     key: Key | None = None
     out: dict[str, Any] | None = None
     error: BaseException | None = None
-    last: tuple[int, int] | None = None
+    progress: Any = None
 
 
 _started: list[_Started] = []  # at most one not yet taken: the command's own parse
@@ -132,9 +134,6 @@ def start(
         return False
     started = _Started()
 
-    def tick(frames: int, plain: int) -> None:
-        started.last = (frames, plain)
-
     def parse() -> None:
         # (imported here, not before the main thread's imports: light, no numpy)
         from nfstrace.memory import map_big_blocks
@@ -149,7 +148,8 @@ def start(
             started.key = _key(paths, settings)
             map_big_blocks()  # as the load does before it parses
             native = backends.native_extension()
-            started.out = native.parse(paths, [None] * len(paths), settings, tick)
+            started.progress = native.ParseProgress()
+            started.out = native.parse(paths, [None] * len(paths), settings, started.progress)
         except BaseException as e:  # (raised where the load takes it)
             started.error = e
 
@@ -182,8 +182,8 @@ def take(
         return None  # (a parse of other files or settings: not waited for)
     while started.thread.is_alive():
         started.thread.join(0.1)
-        if progress is not None and started.last is not None:
-            progress(*started.last)
+        if progress is not None and started.progress is not None and started.progress.frames:
+            progress(started.progress.frames, started.progress.bytes)
     if started.error is not None:
         raise started.error
     return started.out
