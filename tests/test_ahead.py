@@ -125,28 +125,46 @@ def test_not_begun_for_what_python_reads_or_several_workers(
     assert not ahead.start(["-"], limits, "native", 1, 0)  # standard input: spooled
     assert not ahead.start([str(tmp_path)], limits, "native", 1, 0)  # a directory
     assert not ahead.start([path], limits, "native", 2, 0)  # worker processes
-    assert not ahead.start([path], limits, "native", 1, 3)  # partitions asked for
     assert not ahead.start([path], limits, "pyshark", 1, 0)
     many = [_copy(tmp_path, f"part{i}.pcap") for i in range(ahead.MAX_FILES + 1)]
     assert not ahead.start(many, limits, "native", 1, 0)  # (their files open at once)
     assert not ahead._started and not calls
 
 
-def test_a_plan_of_several_partitions_is_not_parsed_ahead(
+def test_a_plan_of_several_partitions_parses_its_first_ahead(
     calls: list[list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A capture too big for one partition's parse in the memory available:
-    planned as the load plans it, and left to the load."""
+    planned as the load plans it, its first partition parsed ahead and taken
+    by the load, the others parsed by the load; the same transactions as one
+    parse."""
+    import threading
+
     path = _copy(tmp_path)
     monkeypatch.setattr(partitioning, "MIN_ESTIMATED_BYTES", 0)
     frames = partitioning.estimated_frames([path])
     room = frames * partitioning.PARSE_BYTES_PER_FRAME / partitioning.PARTITION_MEMORY_SHARE
     monkeypatch.setattr(partitioning, "memory_available", lambda: room / 3)
+    native = backends.native_extension()
+    counted = native.parse
+    by: list[tuple[str, int, int]] = []
+
+    def which(paths, readers, settings, progress):  # type: ignore[no-untyped-def]
+        by.append((threading.current_thread().name, settings["partition"], settings["partitions"]))
+        return counted(paths, readers, settings, progress)
+
+    monkeypatch.setattr(native, "parse", which)
     limits = ParseLimits()
     assert ahead.start([path], limits, "native", 1, 0)
     got = load(path, AnalysisConfig(limits=limits))
-    assert calls == [[path]] * 3  # the load's three partitions; nothing ahead
+    assert calls == [[path]] * 3  # three partitions, each parsed once
+    assert by == [("nfstrace-parse-ahead", 0, 3), ("MainThread", 1, 3), ("MainThread", 2, 3)]
     assert not ahead._started
+    by.clear()  # partitions asked for (--partitions 2): the same
+    assert ahead.start([path], limits, "native", 1, 2)
+    asked = load(path, AnalysisConfig(limits=limits, partitions=2))
+    assert by == [("nfstrace-parse-ahead", 0, 2), ("MainThread", 1, 2)]
+    _same(asked.transactions, got.transactions)
     monkeypatch.setattr(partitioning, "memory_available", lambda: room * 2)
     alone = load(path, AnalysisConfig(limits=limits))
     _same(got.transactions, alone.transactions)

@@ -3,18 +3,20 @@
 A command spends its first ~0.4 s importing pandas, numpy and the analysis;
 the Rust parse needs none of them and releases the GIL.  ``start`` (light:
 nothing heavy imported) begins the parse of plain capture files on a thread,
-with the settings the load will ask for if it parses them whole in this
-process -- its partitioning plan (``partitioning.plan``) of one partition --
+with the settings the load will ask for if it parses them in this process --
+its partitioning plan (``partitioning.plan``): the whole files, or the first
+of the host-pair partitions a capture too big for one parse is cut into --
 and the native parser's ``parse`` takes the result (``take``) when it asks
 for exactly those files, unchanged since, with exactly those settings;
 otherwise it parses as it would have (the result started ahead is dropped).
 Nothing else differs: the same call of the same extension with the same
 arguments.  2.2 GB of NFSv3 1 MiB WRITEs (bench/results): the parse's
-~0.5 s ran beside the imports instead of after them.
+~0.5 s ran beside the imports instead of after them; a 10M-packet capture cut
+into three partitions: the first one's parse.
 
 Not started for compressed files, standard input or pipes (read through
-Python), more than MAX_FILES files, several worker processes, Dask, or a plan
-of several partitions.
+Python), more than MAX_FILES files, several worker processes (a process
+forked while the thread parses could inherit a lock it holds) or Dask.
 The thread is not a daemon: like the parse in the main thread (which runs to
 the end of the files once begun, ``native/src/python.rs``), a command that
 fails after ``start`` exits when the parse is done.
@@ -122,11 +124,12 @@ def start(
     paths: Sequence[str], limits: ParseLimits, parser: str, workers: int, partitions: int
 ) -> bool:
     """Begin the parse of ``paths`` on a thread if the load would parse them
-    whole here (``workers``/``partitions`` as ``AnalysisConfig`` has them: 0 =
-    chosen automatically); True if begun.  One at a time: the next parse takes
+    here, in this process alone (``workers``/``partitions`` as
+    ``AnalysisConfig`` has them: 0 = chosen automatically): the files whole, or
+    the plan's first partition; True if begun.  One at a time: the next parse takes
     it (``take``), whether it was for that parse or not."""
     paths = list(paths)
-    if _started or parser != "native" or not paths or partitions > 1 or workers > 1:
+    if _started or parser != "native" or not paths or workers > 1:
         return False
     if len(paths) > MAX_FILES:
         return False
@@ -142,9 +145,9 @@ def start(
         try:
             n = workers or partitioning.auto_workers(paths, parser)
             count, planned = partitioning.plan(paths, limits, parser, n, partitions)
-            if n != 1 or count != 1:
+            if n != 1:
                 return
-            settings = native_settings(dataclasses.replace(planned, partition=0, partitions=1))
+            settings = native_settings(dataclasses.replace(planned, partition=0, partitions=count))
             started.key = _key(paths, settings)
             map_big_blocks()  # as the load does before it parses
             native = backends.native_extension()
