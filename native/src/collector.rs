@@ -456,6 +456,8 @@ pub struct Collector {
     pub sessions: Interner<Vec<u8>>,
     pub op_lists: Interner<Vec<u32>>,
     pub status_lists: Interner<Vec<u32>>,
+    /// lists for the next message's COMPOUND decoding
+    spare: decoders::Spare,
 }
 
 impl Collector {
@@ -482,6 +484,7 @@ impl Collector {
             sessions: Interner::new(Vec::new()),
             op_lists: Interner::new(Vec::new()),
             status_lists: Interner::new(Vec::new()),
+            spare: decoders::Spare::default(),
         }
     }
 
@@ -633,6 +636,7 @@ impl Collector {
                 hdr.body_offset,
                 hdr.gss_service,
                 hdr.gss_proc,
+                &mut self.spare,
             )
         } else {
             st.replies += 1;
@@ -666,20 +670,35 @@ impl Collector {
                         hdr.body_offset,
                         gss_service,
                         gss_proc,
+                        &mut self.spare,
                     )
                 }
                 None => {
                     st.replies_without_call_info += 1;
                     let last = self.flows.get(&(d_id, dport, s_id, sport)).copied();
-                    if let Some((vers, proc_, f)) =
-                        decoders::reply_without_call(last, head, hdr.body_offset, m.rpc_len)
-                    {
+                    if let Some((vers, proc_, f)) = decoders::reply_without_call(
+                        last,
+                        head,
+                        hdr.body_offset,
+                        m.rpc_len,
+                        &mut self.spare,
+                    ) {
                         hdr.prog = NFS_PROGRAM;
                         hdr.vers = vers;
                         hdr.proc_ = proc_;
                         f
                     } else {
-                        decoders::decode(false, -1, -1, -1, head, hdr.body_offset, -1, -1)
+                        decoders::decode(
+                            false,
+                            -1,
+                            -1,
+                            -1,
+                            head,
+                            hdr.body_offset,
+                            -1,
+                            -1,
+                            &mut self.spare,
+                        )
                     }
                 }
             }
@@ -756,6 +775,7 @@ impl Collector {
         c.seqid.push(fields.seqid.map_or(-1, |v| v as i64));
         c.minor.push(fields.minor.map_or(-1, |v| v as i32));
         c.nfs_decode.push(fields.decode);
+        self.spare.keep(fields);
         Some(row)
     }
 }

@@ -50,6 +50,30 @@ pub struct Fields<'a> {
     pub decode: u8,
 }
 
+/// Emptied op and status lists a message's Fields left (their capacity
+/// kept), for the next COMPOUND's: two allocations and frees a message less.
+#[derive(Default)]
+pub struct Spare {
+    pub ops: Vec<u32>,
+    pub statuses: Vec<u32>,
+}
+
+impl Spare {
+    /// Keep the lists of `f` (done with) for the next message.
+    #[inline]
+    pub fn keep(&mut self, f: Fields) {
+        let (mut ops, mut statuses) = (f.ops, f.statuses);
+        if ops.capacity() > self.ops.capacity() {
+            ops.clear();
+            self.ops = ops;
+        }
+        if statuses.capacity() > self.statuses.capacity() {
+            statuses.clear();
+            self.statuses = statuses;
+        }
+    }
+}
+
 impl<'a> Fields<'a> {
     pub(crate) fn named(decode: u8) -> Fields<'a> {
         Fields {
@@ -71,6 +95,7 @@ pub fn decode<'a>(
     body_offset: i64,
     gss_service: i64,
     gss_proc: i64,
+    spare: &mut Spare,
 ) -> Fields<'a> {
     let callback =
         (crate::rpc::CALLBACK_FIRST as i64..=crate::rpc::CALLBACK_LAST as i64).contains(&prog);
@@ -111,10 +136,10 @@ pub fn decode<'a>(
         return Fields::named(DECODE_OK);
     }
     match (callback, is_call) {
-        (false, true) => compound_call::<false>(buf, off),
-        (false, false) => compound_reply::<false>(buf, off),
-        (true, true) => compound_call::<true>(buf, off),
-        (true, false) => compound_reply::<true>(buf, off),
+        (false, true) => compound_call::<false>(buf, off, spare),
+        (false, false) => compound_reply::<false>(buf, off, spare),
+        (true, true) => compound_call::<true>(buf, off, spare),
+        (true, false) => compound_reply::<true>(buf, off, spare),
     }
 }
 
@@ -124,12 +149,13 @@ pub fn decode<'a>(
 /// reply when it has exactly that shape, NFSv4 as a COMPOUND reply when its
 /// results read as one (a result read, the first one's opcode known).  The
 /// (vers, proc) it was decoded as, with its fields.
-pub fn reply_without_call(
+pub fn reply_without_call<'a>(
     last: Option<(i64, i64, i64, i64, i64)>,
-    buf: &[u8],
+    buf: &'a [u8],
     body_offset: i64,
     rpc_len: i64,
-) -> Option<(i64, i64, Fields<'_>)> {
+    spare: &mut Spare,
+) -> Option<(i64, i64, Fields<'a>)> {
     let (prog, vers, _, gss_service, gss_proc) = last?;
     if body_offset < 0 || prog != NFS_PROGRAM {
         return None;
@@ -144,10 +170,11 @@ pub fn reply_without_call(
     if vers != 4 {
         return None;
     }
-    let f = compound_reply::<false>(buf, body_offset as usize);
+    let f = compound_reply::<false>(buf, body_offset as usize, spare);
     if f.ops.first().is_some_and(|&op| has_step(op)) {
         Some((4, NFSPROC4_COMPOUND, f))
     } else {
+        spare.keep(f);
         None
     }
 }

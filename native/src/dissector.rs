@@ -96,6 +96,8 @@ pub struct Dissector {
     /// shrinks: without reuse, a capture of many connections would keep every
     /// stream it ever saw, buffers and all)
     free: Vec<usize>,
+    /// arena slots whose pages are made ready (`arena_room`)
+    arena_ready: usize,
     streams: IndexMap<StreamKey, usize>,
     /// the streams of recent segments (a subset of `streams`, each in the slot
     /// `recent_slot` gives it): a capture of many connections, tens of
@@ -193,6 +195,7 @@ impl Dissector {
             tcp: TcpReassembler::new(s.tcp),
             arena: Vec::new(),
             free: Vec::new(),
+            arena_ready: 0,
             streams: IndexMap::default(),
             recent_streams: vec![None; RECENT_STREAMS].into_boxed_slice(),
             conns: IndexMap::default(),
@@ -692,6 +695,7 @@ impl Dissector {
             self.arena[f] = hs;
             f
         } else {
+            self.arena_room();
             self.arena.push(hs);
             self.arena.len() - 1
         };
@@ -702,6 +706,24 @@ impl Dissector {
             self.arena[r].rev = Some(h);
         }
         h
+    }
+
+    /// Room in the arena for the next new streams, its pages faulted in at
+    /// once: tens of thousands of streams (872 bytes each) written one by one
+    /// into fresh pages took a page fault every few streams (6% of the parse
+    /// of a metadata capture of 37,000 connections).
+    #[inline]
+    fn arena_room(&mut self) {
+        let len = self.arena.len();
+        if len < self.arena_ready {
+            return;
+        }
+        let more = (len / 4).clamp(64, 4096);
+        self.arena.reserve(more);
+        self.arena_ready = len + more;
+        let size = std::mem::size_of::<HalfStream>();
+        let base = self.arena.as_mut_ptr() as usize;
+        populate(base + len * size, base + (len + more) * size);
     }
 
     /// The connection table is full: forget its least recently active eighth
@@ -965,6 +987,31 @@ impl Dissector {
         }
     }
 }
+
+/// Fault in the pages of memory [from, to) (owned, written soon) in one call
+/// where the kernel can (Linux 5.14); else they fault when written.
+#[cfg(target_os = "linux")]
+fn populate(from: usize, to: usize) {
+    const PAGE: usize = 4096;
+    let start = from & !(PAGE - 1);
+    let end = to & !(PAGE - 1);
+    if end > start {
+        // SAFETY: MADV_POPULATE_WRITE only faults in mapped pages (of the
+        // arena's allocation, the first shared with the heap below it), their
+        // contents unchanged; an error (an older kernel, 64 KiB pages) leaves
+        // them to fault when written
+        unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate(_from: usize, _to: usize) {}
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@
 //! protocol's numbers from `protocol/nfs4.py` into tables.rs
 //! (native/generate_tables.py).
 
-use crate::decoders::{Fields, Kind};
+use crate::decoders::{Fields, Kind, Spare};
 use crate::nfs3::outcome;
 use crate::tables::*;
 use crate::xdr::{Xdr, NO_LIMIT};
@@ -501,9 +501,15 @@ fn cb_offload<'a>(x: &mut Xdr<'a>, st: &mut St<'a>) -> bool {
 // ---- COMPOUND walks -------------------------------------------------------------------
 
 /// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) call's arguments.
-pub(crate) fn compound_call<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
+pub(crate) fn compound_call<'a, const CB: bool>(
+    buf: &'a [u8],
+    off: usize,
+    spare: &mut Spare,
+) -> Fields<'a> {
     let mut st = Fields {
         kind: if CB { Kind::CbCompound } else { Kind::Compound },
+        ops: std::mem::take(&mut spare.ops),
+        statuses: std::mem::take(&mut spare.statuses),
         ..Default::default()
     };
     let mut x = Xdr::new(buf, off);
@@ -526,9 +532,15 @@ pub(crate) fn compound_call<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_
 }
 
 /// A COMPOUND (`CB` false) or CB_COMPOUND (`CB` true) reply's results.
-pub(crate) fn compound_reply<const CB: bool>(buf: &[u8], off: usize) -> Fields<'_> {
+pub(crate) fn compound_reply<'a, const CB: bool>(
+    buf: &'a [u8],
+    off: usize,
+    spare: &mut Spare,
+) -> Fields<'a> {
     let mut st = Fields {
         kind: if CB { Kind::CbCompound } else { Kind::Compound },
+        ops: std::mem::take(&mut spare.ops),
+        statuses: std::mem::take(&mut spare.statuses),
         ..Default::default()
     };
     let mut x = Xdr::new(buf, off);

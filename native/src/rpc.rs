@@ -14,7 +14,8 @@ pub use crate::tables::{
 
 #[inline]
 pub fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    // (one bounds check and one load, not four)
+    u32::from_be_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]))
 }
 
 /// rpc.is_known_program
