@@ -164,21 +164,23 @@ def _table(
     ``digits``: decimals of a column's floats (default 3)."""
     headers, tips = headers or {}, tips or {}
     places = [(digits or {}).get(c, 3) for c in columns]
-    shown = rows.head(MAX_TABLE_ROWS)
+    shown = min(len(rows), MAX_TABLE_ROWS)
     total = len(rows) if total is None else total
     head = "".join(
         f'<th title="{_e(tips.get(c, ""))}">{_e(headers.get(c, c))}</th>' for c in columns
     )
     body = []
-    for values in shown[list(columns)].itertuples(index=False, name=None):
+    # the rows' values as itertuples gives them (each column's Series iterated; no
+    # column: an empty tuple a row), without copying the rows shown into a frame
+    # of their own first: a third of the time of a small table
+    values_of = [rows[c].iloc[:shown] for c in columns]
+    for values in zip(*values_of, strict=True) if values_of else [()] * shown:
         cells = []
         for v, d in zip(values, places, strict=True):
             text, key = _cell(v, d)
             cells.append(f'<td data-v="{_e(key)}">{_e(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    note = (
-        f'<p class="note">{len(shown):,} of {total:,} rows shown.</p>' if total > len(shown) else ""
-    )
+    note = f'<p class="note">{shown:,} of {total:,} rows shown.</p>' if total > shown else ""
     return (
         f'<div class="scroll"><table class="sortable" id="{_e(table_id)}"><thead><tr>{head}'
         f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}"
@@ -629,12 +631,14 @@ def _events_by_kind(events: pd.DataFrame) -> str:
     counts = kinds.value_counts()
     order = [k for k in _EVENT_ORDER if k in counts.index]
     order += [k for k in counts.index if k not in order]
+    rows_of = {k: kinds == k for k in order}  # (each kind's rows found once)
+    t_s, duration_ms = events["t_s"], events["duration_ms"]
     summary = pd.DataFrame(
         {
             "kind": order,
             "count": [int(counts[k]) for k in order],
-            "first_s": [events.loc[kinds == k, "t_s"].min() for k in order],
-            "duration_ms": [events.loc[kinds == k, "duration_ms"].sum() for k in order],
+            "first_s": [t_s[rows_of[k]].min() for k in order],
+            "duration_ms": [duration_ms[rows_of[k]].sum() for k in order],
         }
     )
     headers = {"t_s": "time (s)", "duration_ms": "duration (ms)"}  # (s since TIME_ORIGIN)
@@ -649,9 +653,9 @@ def _events_by_kind(events: pd.DataFrame) -> str:
             table_id="events",
         )
     ]  # fmt: skip
+    columns = [c for c in events.columns if c != "kind"]
     for i, kind in enumerate(order):
-        rows = events[kinds == kind]
-        columns = [c for c in events.columns if c != "kind"]
+        rows = events[rows_of[kind]]
         opened = " open" if kind == "stall" else ""
         parts.append(
             f"<details{opened}><summary>{_e(kind)}: {len(rows):,}</summary>"
