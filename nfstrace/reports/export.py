@@ -21,8 +21,7 @@ SUMMARY_FORMAT = 1  # bump when the JSON summary changes incompatibly
 
 
 def _version() -> str:
-    """The installed version (``importlib.metadata``: imported only when a file
-    that stamps it is written)."""
+    """The version (``nfstrace.version``) stamped on the files written."""
     from nfstrace.version import __version__
 
     return __version__
