@@ -66,8 +66,7 @@ def report(trace: Trace, path: str | os.PathLike[str]) -> None:
 
 def summary(trace: Trace, full: bool = False, width: int = 100) -> str:
     """The terminal summary as plain text (``full``: every table, as ``--full``)."""
-    from rich.console import Console
-
+    from nfstrace.reports.console import Console
     from nfstrace.reports.terminal import render_summary
 
     out = io.StringIO()

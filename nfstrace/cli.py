@@ -22,7 +22,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from nfstrace.config import ParseLimits
@@ -36,6 +35,7 @@ from nfstrace.errors import (
 )
 from nfstrace.parsers import backends
 from nfstrace.parsers.backends import PARSERS
+from nfstrace.reports.console import Console
 from nfstrace.reports.files import check_outputs, is_stdout
 from nfstrace.text import count, file_names, printable
 from nfstrace.units import parse_duration

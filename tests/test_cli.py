@@ -149,6 +149,27 @@ def test_addresses_are_compared_as_addresses(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "transactions" in r.stdout
 
 
+def test_text_from_the_capture_is_never_made_emoji(tmp_path: Path) -> None:
+    """rich makes emoji of codes such as :b: and :ab: by default: an IPv6
+    address (2001:db8:a:b::1) or a file named after one came out as 2001:db8:a🅱:1.
+    Every console nfstrace prints on keeps the text as it is."""
+    import io
+
+    from nfstrace.reports.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=80, highlight=False).print("2001:db8:a:b::1 fe80::ab:cd:1")
+    assert out.getvalue() == "2001:db8:a:b::1 fe80::ab:cd:1\n"
+    named = tmp_path / "2001:db8:a:b::1.pcap"
+    named.write_bytes(SAMPLE.read_bytes())
+    r = _run("analyze", str(named), "--no-report")
+    assert r.exit_code == 0, r.output
+    assert f"nfstrace {named}" in r.stdout
+    assert "\N{NEGATIVE SQUARED LATIN CAPITAL LETTER B}" not in r.stdout
+    missing = _run("analyze", str(tmp_path / ":ab:.pcap"))
+    assert ":ab:.pcap" in missing.stderr
+
+
 def _diagnosis_lines(stdout: str) -> list[str]:
     """The findings, each on one line again (the terminal wraps them to its width)."""
     import re

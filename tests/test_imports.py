@@ -39,7 +39,7 @@ def test_import_nfstrace_is_light() -> None:
 def test_command_line_imports_no_analysis_nor_reports() -> None:
     mods = _imported_after("import nfstrace.cli")
     heavy = {m for m in mods if m.startswith(("nfstrace.analysis", "nfstrace.reports.", "plotly"))}
-    assert heavy <= {"nfstrace.reports.files"}
+    assert heavy <= {"nfstrace.reports.files", "nfstrace.reports.console"}
     assert not {"nfstrace.trace", "nfstrace.comparison", "rich.progress"} & mods
     # --help and option errors answer without pandas, numpy or a parser
     assert not {"pandas", "numpy", "pyarrow", "nfstrace.parsers.native"} & mods
